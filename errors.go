@@ -1,0 +1,200 @@
+package llmtool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind classifies a tool error. It decides how the error is rendered for the
+// model and how the call is recorded in the audit log.
+type Kind uint8
+
+const (
+	// KindInternal is any error that is not an *Error: a bug, a database
+	// failure, a panic. The model sees a short generic message; the detail
+	// goes to the log.
+	KindInternal Kind = iota
+	// KindInvalidArgs means the arguments were malformed. Only this kind is
+	// rendered with the "Error: " prefix.
+	KindInvalidArgs
+	// KindNotFound means something the call refers to does not exist.
+	KindNotFound
+	// KindDenied means the caller may not do this (policy, protection,
+	// authorization).
+	KindDenied
+	// KindConflict means the call is well-formed but clashes with the
+	// current state (a duplicate, a stale edit, a cycle).
+	KindConflict
+	// KindCancelled means the caller's context was cancelled or timed out
+	// before the call finished.
+	KindCancelled
+)
+
+var kindNames = [...]string{
+	KindInternal:    "internal",
+	KindInvalidArgs: "invalid_args",
+	KindNotFound:    "not_found",
+	KindDenied:      "denied",
+	KindConflict:    "conflict",
+	KindCancelled:   "cancelled",
+}
+
+// String returns the kind's audit name, such as "not_found".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Error is an error a tool reports to the model. Create one with
+// InvalidArgs, NotFound, Denied or Conflict and add the corrective next
+// action with Next:
+//
+//	return out, llmtool.NotFound("Note %q not found.", id).Next("Call search_notes to find the ID.")
+//
+// Its Error method returns exactly the text the model sees.
+type Error struct {
+	// Kind classifies the error.
+	Kind Kind
+	// Message says what went wrong, as a sentence.
+	Message string
+	// NextAction tells the model what to do instead, as a sentence.
+	NextAction string
+
+	err error // wrapped cause, if the message was built with %w
+}
+
+// newError formats a message like fmt.Errorf, keeping any %w cause.
+func newError(k Kind, format string, args []any) *Error {
+	e := fmt.Errorf(format, args...)
+	cause := errors.Unwrap(e)
+	if w, ok := e.(interface{ Unwrap() []error }); ok {
+		cause = errors.Join(w.Unwrap()...)
+	}
+	return &Error{Kind: k, Message: e.Error(), err: cause}
+}
+
+// InvalidArgs reports malformed arguments. It is rendered with the
+// "Error: " prefix, which is reserved for this kind. Arguments are formatted
+// as by fmt.Errorf, so %w wraps a cause.
+func InvalidArgs(format string, args ...any) *Error { return newError(KindInvalidArgs, format, args) }
+
+// NotFound reports that something the call names does not exist.
+func NotFound(format string, args ...any) *Error { return newError(KindNotFound, format, args) }
+
+// Denied reports that the caller may not do what it asked.
+func Denied(format string, args ...any) *Error { return newError(KindDenied, format, args) }
+
+// Conflict reports that the call clashes with the current state.
+func Conflict(format string, args ...any) *Error { return newError(KindConflict, format, args) }
+
+// Next returns a copy of e that tells the model what to do next, such as
+// "Call search_notes to find the ID.". The action is appended to the
+// message when rendered.
+func (e *Error) Next(action string) *Error {
+	c := *e
+	c.NextAction = action
+	return &c
+}
+
+// Error returns the text the model sees: the message, then the next action;
+// invalid-argument errors start with "Error: ".
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Kind == KindInvalidArgs {
+		b.WriteString("Error: ")
+	}
+	b.WriteString(e.Message)
+	if e.NextAction != "" {
+		if !endsSentence(e.Message) {
+			b.WriteByte('.')
+		}
+		b.WriteByte(' ')
+		b.WriteString(e.NextAction)
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause wrapped with %w, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// Is reports whether target is an *Error of the same kind with no message,
+// so errors.Is(err, &llmtool.Error{Kind: llmtool.KindNotFound}) matches any
+// not-found error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Kind == e.Kind
+}
+
+func endsSentence(s string) bool {
+	s = strings.TrimRight(s, " ")
+	if s == "" {
+		return true
+	}
+	switch s[len(s)-1] {
+	case '.', '!', '?', ':':
+		return true
+	}
+	return false
+}
+
+// KindOf returns the kind of err: the kind of the first *Error in its chain,
+// KindCancelled for context errors, and KindInternal otherwise.
+func KindOf(err error) Kind {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e.Kind
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return KindCancelled
+	}
+	return KindInternal
+}
+
+// ErrUnknownTool is wrapped by the result of a call to a tool the registry
+// does not know. MCP servers answer such a call with a protocol error.
+var ErrUnknownTool = errors.New("llmtool: unknown tool")
+
+// ErrToolDisabled is wrapped by the result of a call to a tool that is
+// switched off, globally or for the caller's scope.
+var ErrToolDisabled = errors.New("llmtool: tool disabled")
+
+// PanicError is the error behind a result whose handler panicked. The model
+// sees the generic internal message; the log gets Value and Stack.
+type PanicError struct {
+	Tool  string
+	Value any
+	Stack []byte
+}
+
+// Error describes the panic.
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("llmtool: tool %s panicked: %v", p.Tool, p.Value)
+}
+
+// render returns the text the model sees for err raised by tool.
+func render(tool string, err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	switch KindOf(err) {
+	case KindCancelled:
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "The call to " + tool + " timed out before it finished; nothing was saved. Call it again, with less work if possible."
+		}
+		return "The call to " + tool + " was cancelled before it finished; nothing was saved. Call it again if it is still needed."
+	}
+	return "Internal error in " + tool + "; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
+}
+
+// errorJSON renders {"error": msg}.
+func errorJSON(msg string) []byte {
+	b := make([]byte, 0, len(msg)+16)
+	b = append(b, `{"error":`...)
+	b = appendJSONString(b, msg)
+	return append(b, '}')
+}

@@ -1,0 +1,1385 @@
+// Package notes is the data layer of a hierarchical note store kept in a
+// SQLite database (Trilium-like model).
+//
+// The model:
+//
+//   - a note (table notes) has a title, a type, a MIME type and content;
+//   - a branch (table branches) places a note under a parent note; a note can
+//     have several parents (clones), the tree is rooted at the note "root",
+//     which has no branch;
+//   - an attribute (table attributes) is a label (#name=value) or a relation
+//     (~name=targetNoteId) attached to a note;
+//   - a revision (table revisions) is a copy of a note's title and content
+//     saved before the content is overwritten;
+//   - notes_fts is an FTS5 index over title and content, kept in sync by
+//     triggers.
+//
+// Deletion is soft (isDeleted=1). Deleted notes, branches and attributes are
+// invisible to every read function of this package.
+//
+// Every function takes a [context.Context] and a [Queryer] (read functions)
+// or an [Execer] (write functions), so it works with a *sql.DB, a *sql.Tx or
+// any other type with the same methods. Write functions that issue several
+// statements run them in a transaction when given a value that can begin one
+// (such as *sql.DB or *sql.Conn); when given a *sql.Tx they simply use it and
+// leave commit/rollback to the caller.
+//
+// The functions of this package do no policy checks (system notes, protected
+// notes, ...): callers are expected to enforce them. They only guard the
+// structural integrity of the store (existence of the notes involved, no
+// cycles in the tree, attribute ownership).
+package notes
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Queryer is what read functions need; *sql.DB, *sql.Tx and llmtool's read
+// context satisfy it.
+type Queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Execer is what write functions need.
+type Execer interface {
+	Queryer
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Sentinel errors. Errors returned by this package wrap them with %w, so test
+// them with [errors.Is].
+var (
+	// ErrNotFound reports a note, parent link or attribute that does not
+	// exist or is deleted.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidArgument reports an argument that is empty or malformed
+	// (empty title, unknown note type, bad attribute name, ...).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrCycle reports a move or clone that would place a note under itself
+	// or under one of its own descendants.
+	ErrCycle = errors.New("would create a cycle in the note tree")
+	// ErrConflict reports a write that clashes with the current state, such
+	// as cloning a note under a parent it is already a child of.
+	ErrConflict = errors.New("conflict")
+	// ErrNotOwned reports an attribute that exists but belongs to another
+	// note than the one given.
+	ErrNotOwned = errors.New("attribute belongs to another note")
+)
+
+// Identifiers of the system notes created by [Seed].
+const (
+	// RootID is the ID of the root of the note tree. It has no parent.
+	RootID = "root"
+	// HiddenID is the ID of the hidden subtree (a child of root).
+	HiddenID = "_hidden"
+	// ShareID is the ID of the shared subtree (a child of root).
+	ShareID = "_share"
+)
+
+// Note types. Any type accepted by [ValidNoteType] can be stored; these are
+// the common ones.
+const (
+	TypeText = "text" // rich text, HTML content (the default)
+	TypeCode = "code" // source code or plain text
+	TypeBook = "book" // a container note whose children are shown as a book
+)
+
+// Attribute types.
+const (
+	// AttributeLabel is a label: #name or #name=value.
+	AttributeLabel = "label"
+	// AttributeRelation is a relation: ~name=targetNoteId. Its value is the
+	// ID of an existing note.
+	AttributeRelation = "relation"
+)
+
+// Revision sources, recorded with each revision by [SetContent]. Any
+// non-empty string is accepted.
+const (
+	// SourceModel marks a revision saved before an overwrite made by an LLM.
+	SourceModel = "model"
+	// SourceUser marks a revision saved before an overwrite made by a human.
+	SourceUser = "user"
+)
+
+// Search limits, see [Search].
+const (
+	// DefaultSearchLimit is used when Search is given a limit <= 0.
+	DefaultSearchLimit = 20
+	// MaxSearchLimit caps the number of results of Search.
+	MaxSearchLimit = 200
+)
+
+// IDLength is the length of generated note, branch, attribute and revision
+// IDs.
+const IDLength = 12
+
+// positionStep is the gap between the positions of consecutive siblings.
+const positionStep = 10
+
+// timeLayout formats dates as ISO-8601 UTC with millisecond precision.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// NoteRef identifies a note by ID and title, e.g. in parent and child lists.
+type NoteRef struct {
+	ID    string `json:"noteId"`
+	Title string `json:"title"`
+}
+
+// NoteAttribute is a label or relation attached to a note.
+type NoteAttribute struct {
+	ID       string `json:"attributeId"`
+	NoteID   string `json:"noteId"`
+	Type     string `json:"type"` // AttributeLabel or AttributeRelation
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Position int    `json:"position"`
+}
+
+// Note is the metadata of a note (everything but its content), with its
+// parents, children and attributes.
+type Note struct {
+	ID           string      `json:"noteId"`
+	Title        string      `json:"title"`
+	Type         string      `json:"type"`
+	Mime         string      `json:"mime"`
+	IsProtected  bool        `json:"isProtected"`
+	DateCreated  string      `json:"dateCreated"`  // ISO-8601 UTC
+	DateModified string      `json:"dateModified"` // ISO-8601 UTC
+	Parents      []NoteRef   `json:"parents"`      // oldest placement first
+	Children     []NoteRef   `json:"children"`     // in position order
+	Attributes   []NoteAttribute `json:"attributes"`   // in position order
+}
+
+// TreeNode is a node of the nested structure returned by [Subtree].
+type TreeNode struct {
+	ID    string `json:"noteId"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
+	// ChildCount is the total number of (non-deleted) children of the note,
+	// whether or not they are listed in Children.
+	ChildCount int `json:"childCount"`
+	// Truncated is true when some children are not listed in Children,
+	// because of the depth or the per-level limit.
+	Truncated bool       `json:"truncated,omitempty"`
+	Children  []TreeNode `json:"children,omitempty"`
+}
+
+// SearchResult is one hit of [Search].
+type SearchResult struct {
+	ID          string `json:"noteId"`
+	Title       string `json:"title"`
+	Snippet     string `json:"snippet"` // matched terms are wrapped in **
+	IsProtected bool   `json:"isProtected"`
+}
+
+// Revision is a saved copy of a note's title and content.
+type Revision struct {
+	ID          string `json:"revisionId"`
+	NoteID      string `json:"noteId"`
+	Title       string `json:"title"`
+	Content     string `json:"content"`
+	Source      string `json:"source"`
+	DateCreated string `json:"dateCreated"` // ISO-8601 UTC
+}
+
+// IsSystem reports whether id is one of the system notes (root, _hidden,
+// _share).
+func IsSystem(id string) bool {
+	switch id {
+	case RootID, HiddenID, ShareID:
+		return true
+	}
+	return false
+}
+
+// ValidNoteType reports whether t is a note type the store accepts.
+func ValidNoteType(t string) bool {
+	switch t {
+	case TypeText, TypeCode, TypeBook, "mermaid", "canvas", "mindMap", "file",
+		"image", "search", "relationMap", "render", "webView", "noteMap", "doc":
+		return true
+	}
+	return false
+}
+
+// defaultMime returns the MIME type given to new notes of type t.
+func defaultMime(t string) string {
+	switch t {
+	case TypeText, TypeBook:
+		return "text/html"
+	case TypeCode:
+		return "text/plain"
+	case "mermaid":
+		return "text/mermaid"
+	case "canvas", "mindMap", "relationMap":
+		return "application/json"
+	}
+	return ""
+}
+
+// ---------------------------------------------------------------------------
+// Opening, schema and seed data
+
+// Open opens (creating it if needed) the SQLite database file at path with the
+// modernc.org/sqlite driver, in WAL mode with foreign keys on, a 5 s busy
+// timeout and IMMEDIATE transactions, then runs [Migrate] and [Seed].
+func Open(ctx context.Context, path string) (*sql.DB, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open note store: empty path: %w", ErrInvalidArgument)
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("open note store %q: path must not contain '?': %w", path, ErrInvalidArgument)
+	}
+	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open note store %q: %w", path, err)
+	}
+	if err := Migrate(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open note store %q: %w", path, err)
+	}
+	if err := Seed(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open note store %q: %w", path, err)
+	}
+	return db, nil
+}
+
+// schema is the list of idempotent DDL statements run by Migrate.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS notes (
+		noteId       TEXT PRIMARY KEY NOT NULL,
+		title        TEXT NOT NULL DEFAULT '',
+		type         TEXT NOT NULL DEFAULT 'text',
+		mime         TEXT NOT NULL DEFAULT '',
+		content      TEXT NOT NULL DEFAULT '',
+		isProtected  INTEGER NOT NULL DEFAULT 0,
+		isDeleted    INTEGER NOT NULL DEFAULT 0,
+		dateCreated  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+		dateModified TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+	)`,
+	`CREATE TABLE IF NOT EXISTS branches (
+		branchId     TEXT PRIMARY KEY NOT NULL,
+		noteId       TEXT NOT NULL REFERENCES notes(noteId),
+		parentNoteId TEXT NOT NULL REFERENCES notes(noteId),
+		position     INTEGER NOT NULL DEFAULT 0,
+		isDeleted    INTEGER NOT NULL DEFAULT 0
+	)`,
+	`CREATE INDEX IF NOT EXISTS branches_noteId ON branches(noteId)`,
+	`CREATE INDEX IF NOT EXISTS branches_parentNoteId ON branches(parentNoteId, position)`,
+	// At most one live placement of a note under a given parent.
+	`CREATE UNIQUE INDEX IF NOT EXISTS branches_live_unique
+		ON branches(noteId, parentNoteId) WHERE isDeleted = 0`,
+	`CREATE TABLE IF NOT EXISTS attributes (
+		attributeId TEXT PRIMARY KEY NOT NULL,
+		noteId      TEXT NOT NULL REFERENCES notes(noteId),
+		type        TEXT NOT NULL CHECK (type IN ('label', 'relation')),
+		name        TEXT NOT NULL,
+		value       TEXT NOT NULL DEFAULT '',
+		position    INTEGER NOT NULL DEFAULT 0,
+		isDeleted   INTEGER NOT NULL DEFAULT 0
+	)`,
+	`CREATE INDEX IF NOT EXISTS attributes_noteId ON attributes(noteId)`,
+	// SetAttribute upserts by (noteId, type, name).
+	`CREATE UNIQUE INDEX IF NOT EXISTS attributes_live_unique
+		ON attributes(noteId, type, name) WHERE isDeleted = 0`,
+	`CREATE TABLE IF NOT EXISTS revisions (
+		revisionId  TEXT PRIMARY KEY NOT NULL,
+		noteId      TEXT NOT NULL REFERENCES notes(noteId),
+		title       TEXT NOT NULL DEFAULT '',
+		content     TEXT NOT NULL DEFAULT '',
+		source      TEXT NOT NULL DEFAULT '',
+		dateCreated TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+	)`,
+	`CREATE INDEX IF NOT EXISTS revisions_noteId ON revisions(noteId, dateCreated)`,
+	// Full-text index. Only live notes are indexed. The content of protected
+	// notes is not indexed (only their title), so that search snippets never
+	// expose protected content.
+	`CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+		noteId UNINDEXED, title, content, tokenize = 'unicode61 remove_diacritics 2'
+	)`,
+	`CREATE TRIGGER IF NOT EXISTS notes_fts_ai AFTER INSERT ON notes WHEN new.isDeleted = 0 BEGIN
+		INSERT INTO notes_fts(noteId, title, content)
+		VALUES (new.noteId, new.title, CASE WHEN new.isProtected THEN '' ELSE new.content END);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS notes_fts_au AFTER UPDATE OF noteId, title, content, isProtected, isDeleted ON notes BEGIN
+		DELETE FROM notes_fts WHERE noteId = old.noteId;
+		INSERT INTO notes_fts(noteId, title, content)
+		SELECT new.noteId, new.title, CASE WHEN new.isProtected THEN '' ELSE new.content END
+		WHERE new.isDeleted = 0;
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS notes_fts_ad AFTER DELETE ON notes BEGIN
+		DELETE FROM notes_fts WHERE noteId = old.noteId;
+	END`,
+}
+
+// Migrate creates the tables, indexes, FTS5 table and triggers of the store if
+// they do not exist yet. It is idempotent.
+func Migrate(ctx context.Context, db Execer) error {
+	return inTx(ctx, db, func(tx Execer) error {
+		for _, stmt := range schema {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+type seedNote struct {
+	id, parent, title, typ, content string
+	protected                       bool
+}
+
+type seedAttr struct {
+	id, noteID, typ, name, value string
+}
+
+// seedNotes are created by Seed, parents before children, in position order.
+var seedNotes = []seedNote{
+	{id: RootID, title: "root", typ: TypeText},
+	{id: "projects", parent: RootID, title: "Projects", typ: TypeBook,
+		content: "<p>Everything we are currently working on.</p>"},
+	{id: "roadmap", parent: "projects", title: "Roadmap", typ: TypeText,
+		content: "<h2>Q3 roadmap</h2><ul><li>Ship the offline sync engine</li>" +
+			"<li>Migrate the search index to FTS5</li><li>Write the plugin API documentation</li></ul>"},
+	{id: "meetings", parent: "projects", title: "Meeting notes", typ: TypeText,
+		content: "<p>Weekly sync, Monday: we agreed to freeze the plugin API before the beta. " +
+			"Alice owns the sync engine, Bob the documentation.</p>"},
+	{id: "recipes", parent: RootID, title: "Recipes", typ: TypeBook,
+		content: "<p>Things worth cooking again.</p>"},
+	{id: "pancakes", parent: "recipes", title: "Pancakes", typ: TypeText,
+		content: "<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of salt. " +
+			"Rest the batter for 30 minutes, then fry thin pancakes in a hot buttered pan.</p>"},
+	{id: "secret", parent: RootID, title: "Secret", typ: TypeText, protected: true,
+		content: "<p>The vault combination is 12-34-56.</p>"},
+	{id: HiddenID, parent: RootID, title: "Hidden Notes", typ: TypeText},
+	{id: ShareID, parent: RootID, title: "Shared Notes", typ: TypeText},
+}
+
+// seedAttrs are created by Seed.
+var seedAttrs = []seedAttr{
+	{id: "attrTodo", noteID: "roadmap", typ: AttributeLabel, name: "todo"},
+	{id: "attrPriority", noteID: "roadmap", typ: AttributeLabel, name: "priority", value: "high"},
+	{id: "attrCuisine", noteID: "pancakes", typ: AttributeLabel, name: "cuisine", value: "french"},
+	{id: "attrRelated", noteID: "meetings", typ: AttributeRelation, name: "relatedTo", value: "roadmap"},
+}
+
+// Seed fills an empty store (no row in notes, deleted ones included) with the
+// system notes root, _hidden and _share and a few sample notes, labels and a
+// relation, plus one protected note ("secret"). It does nothing when the
+// notes table is not empty. Seed notes have stable, readable IDs: root,
+// _hidden, _share, projects, roadmap, meetings, recipes, pancakes, secret.
+func Seed(ctx context.Context, db Execer) error {
+	return inTx(ctx, db, func(tx Execer) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM notes`).Scan(&n); err != nil {
+			return fmt.Errorf("seed: count notes: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		now := nowString()
+		positions := map[string]int{}
+		for _, sn := range seedNotes {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO notes (noteId, title, type, mime, content, isProtected, isDeleted, dateCreated, dateModified)
+				 VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+				sn.id, sn.title, sn.typ, defaultMime(sn.typ), sn.content, boolInt(sn.protected), now, now); err != nil {
+				return fmt.Errorf("seed: insert note %q: %w", sn.id, err)
+			}
+			if sn.parent == "" {
+				continue
+			}
+			positions[sn.parent] += positionStep
+			branchID := sn.parent + "_" + sn.id
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO branches (branchId, noteId, parentNoteId, position, isDeleted) VALUES (?, ?, ?, ?, 0)`,
+				branchID, sn.id, sn.parent, positions[sn.parent]); err != nil {
+				return fmt.Errorf("seed: insert branch %q: %w", branchID, err)
+			}
+		}
+		attrPositions := map[string]int{}
+		for _, sa := range seedAttrs {
+			attrPositions[sa.noteID] += positionStep
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO attributes (attributeId, noteId, type, name, value, position, isDeleted) VALUES (?, ?, ?, ?, ?, ?, 0)`,
+				sa.id, sa.noteID, sa.typ, sa.name, sa.value, attrPositions[sa.noteID]); err != nil {
+				return fmt.Errorf("seed: insert attribute %q: %w", sa.id, err)
+			}
+		}
+		return nil
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Read functions
+
+// Exists reports whether a non-deleted note with the given ID exists.
+func Exists(ctx context.Context, q Queryer, id string) (bool, error) {
+	var ok bool
+	err := q.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM notes WHERE noteId = ? AND isDeleted = 0)`, id).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("check note %q exists: %w", id, err)
+	}
+	return ok, nil
+}
+
+// IsProtected reports whether the note is protected. It returns an error
+// wrapping [ErrNotFound] if the note does not exist.
+func IsProtected(ctx context.Context, q Queryer, id string) (bool, error) {
+	var p bool
+	err := q.QueryRowContext(ctx,
+		`SELECT isProtected FROM notes WHERE noteId = ? AND isDeleted = 0`, id).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, notFound(id)
+	}
+	if err != nil {
+		return false, fmt.Errorf("read note %q: %w", id, err)
+	}
+	return p, nil
+}
+
+// IsDescendant reports whether candidate is a strict descendant of ancestor
+// (through any of its parents). A note is not its own descendant. It returns
+// false if either note does not exist.
+func IsDescendant(ctx context.Context, q Queryer, candidate, ancestor string) (bool, error) {
+	if candidate == ancestor {
+		return false, nil
+	}
+	var ok bool
+	err := q.QueryRowContext(ctx, `
+		WITH RECURSIVE anc(id) AS (
+			SELECT b.parentNoteId FROM branches b
+			JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
+			WHERE b.noteId = ?1 AND b.isDeleted = 0
+			UNION
+			SELECT b.parentNoteId FROM branches b
+			JOIN anc ON b.noteId = anc.id
+			WHERE b.isDeleted = 0
+		)
+		SELECT EXISTS (
+			SELECT 1 FROM anc JOIN notes n ON n.noteId = anc.id AND n.isDeleted = 0
+			WHERE anc.id = ?2
+		)`, candidate, ancestor).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("check whether %q is under %q: %w", candidate, ancestor, err)
+	}
+	return ok, nil
+}
+
+// GetNote returns the metadata of a note (not its content; see [GetContent])
+// with its parents, children and attributes. It returns an error wrapping
+// [ErrNotFound] if the note does not exist.
+func GetNote(ctx context.Context, q Queryer, id string) (*Note, error) {
+	n := &Note{ID: id}
+	err := q.QueryRowContext(ctx, `
+		SELECT title, type, mime, isProtected, dateCreated, dateModified
+		FROM notes WHERE noteId = ? AND isDeleted = 0`, id).
+		Scan(&n.Title, &n.Type, &n.Mime, &n.IsProtected, &n.DateCreated, &n.DateModified)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read note %q: %w", id, err)
+	}
+	if n.Parents, err = queryRefs(ctx, q, `
+		SELECT p.noteId, p.title FROM branches b
+		JOIN notes p ON p.noteId = b.parentNoteId AND p.isDeleted = 0
+		WHERE b.noteId = ? AND b.isDeleted = 0
+		ORDER BY b.rowid`, id); err != nil {
+		return nil, fmt.Errorf("read parents of note %q: %w", id, err)
+	}
+	if n.Children, err = children(ctx, q, id); err != nil {
+		return nil, err
+	}
+	if n.Attributes, err = attributes(ctx, q, id); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// GetContent returns the content of a note. It returns an error wrapping
+// [ErrNotFound] if the note does not exist.
+func GetContent(ctx context.Context, q Queryer, id string) (string, error) {
+	var c string
+	err := q.QueryRowContext(ctx,
+		`SELECT content FROM notes WHERE noteId = ? AND isDeleted = 0`, id).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", notFound(id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read content of note %q: %w", id, err)
+	}
+	return c, nil
+}
+
+// Children returns the children of a note in position order. It returns an
+// error wrapping [ErrNotFound] if the note does not exist.
+func Children(ctx context.Context, q Queryer, id string) ([]NoteRef, error) {
+	if err := mustExist(ctx, q, id); err != nil {
+		return nil, err
+	}
+	return children(ctx, q, id)
+}
+
+func children(ctx context.Context, q Queryer, id string) ([]NoteRef, error) {
+	refs, err := queryRefs(ctx, q, `
+		SELECT n.noteId, n.title FROM branches b
+		JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
+		WHERE b.parentNoteId = ? AND b.isDeleted = 0
+		ORDER BY b.position, n.title, b.branchId`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read children of note %q: %w", id, err)
+	}
+	return refs, nil
+}
+
+// Subtree returns the note id and its descendants down to depth levels
+// (depth 0 returns the note alone, depth 1 adds its children, ...), listing
+// at most maxChildrenPerLevel children under each note (<= 0: no limit).
+// Nodes whose children were cut have Truncated set; ChildCount always holds
+// the full number of children. A note cloned at several places appears at
+// each of them. It returns an error wrapping [ErrNotFound] if the note does
+// not exist and [ErrInvalidArgument] if depth is negative.
+func Subtree(ctx context.Context, q Queryer, id string, depth, maxChildrenPerLevel int) (*TreeNode, error) {
+	if depth < 0 {
+		return nil, fmt.Errorf("subtree of note %q: negative depth %d: %w", id, depth, ErrInvalidArgument)
+	}
+	root := &TreeNode{ID: id}
+	err := q.QueryRowContext(ctx, `
+		SELECT n.title, n.type, (
+			SELECT COUNT(*) FROM branches cb
+			JOIN notes cn ON cn.noteId = cb.noteId AND cn.isDeleted = 0
+			WHERE cb.parentNoteId = n.noteId AND cb.isDeleted = 0)
+		FROM notes n WHERE n.noteId = ? AND n.isDeleted = 0`, id).
+		Scan(&root.Title, &root.Type, &root.ChildCount)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read note %q: %w", id, err)
+	}
+	limit := maxChildrenPerLevel
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	if err := fillSubtree(ctx, q, root, depth, limit, map[string]bool{}); err != nil {
+		return nil, fmt.Errorf("subtree of note %q: %w", id, err)
+	}
+	return root, nil
+}
+
+// fillSubtree loads the children of node down to depth levels. onPath holds
+// the IDs of the ancestors of node in this walk, as a guard against cycles.
+func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth, limit int, onPath map[string]bool) error {
+	if node.ChildCount == 0 {
+		return nil
+	}
+	if depth == 0 || onPath[node.ID] {
+		node.Truncated = true
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, `
+		SELECT n.noteId, n.title, n.type, (
+			SELECT COUNT(*) FROM branches cb
+			JOIN notes cn ON cn.noteId = cb.noteId AND cn.isDeleted = 0
+			WHERE cb.parentNoteId = n.noteId AND cb.isDeleted = 0)
+		FROM branches b
+		JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
+		WHERE b.parentNoteId = ? AND b.isDeleted = 0
+		ORDER BY b.position, n.title, b.branchId
+		LIMIT ?`, node.ID, limit)
+	if err != nil {
+		return fmt.Errorf("read children of note %q: %w", node.ID, err)
+	}
+	var kids []TreeNode
+	for rows.Next() {
+		var k TreeNode
+		if err := rows.Scan(&k.ID, &k.Title, &k.Type, &k.ChildCount); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("read children of note %q: %w", node.ID, err)
+		}
+		kids = append(kids, k)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read children of note %q: %w", node.ID, err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read children of note %q: %w", node.ID, err)
+	}
+	node.Truncated = len(kids) < node.ChildCount
+	onPath[node.ID] = true
+	defer delete(onPath, node.ID)
+	for i := range kids {
+		if err := fillSubtree(ctx, q, &kids[i], depth-1, limit, onPath); err != nil {
+			return err
+		}
+	}
+	node.Children = kids
+	return nil
+}
+
+// Search runs a full-text search over the titles and contents of notes and
+// returns at most limit hits (<= 0: [DefaultSearchLimit], capped at
+// [MaxSearchLimit]), best first.
+//
+// The query is split on white space and each word is matched literally (FTS5
+// operators and quotes in it have no special meaning), all words being
+// required; a word ending in '*' is a prefix search. So any user input is
+// safe to pass. If ancestorID is not empty only strict descendants of that
+// note are searched, and an error wrapping [ErrNotFound] is returned if it
+// does not exist. A query with no searchable word returns an error wrapping
+// [ErrInvalidArgument].
+//
+// The content of protected notes is not indexed: they can only be found by
+// title, and their snippet is empty.
+func Search(ctx context.Context, q Queryer, query, ancestorID string, limit int) ([]SearchResult, error) {
+	match, err := ftsQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", query, err)
+	}
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	limit = min(limit, MaxSearchLimit)
+
+	const cols = `SELECT notes_fts.noteId, n.title, n.isProtected,
+			CASE WHEN n.isProtected THEN '' ELSE snippet(notes_fts, -1, '**', '**', '…', 16) END
+		FROM notes_fts
+		JOIN notes n ON n.noteId = notes_fts.noteId AND n.isDeleted = 0`
+	var rows *sql.Rows
+	if ancestorID == "" {
+		rows, err = q.QueryContext(ctx, cols+`
+			WHERE notes_fts MATCH ?1
+			ORDER BY notes_fts.rank LIMIT ?2`, match, limit)
+	} else {
+		if err := mustExist(ctx, q, ancestorID); err != nil {
+			return nil, fmt.Errorf("search under %q: %w", ancestorID, err)
+		}
+		rows, err = q.QueryContext(ctx, `
+			WITH RECURSIVE sub(id) AS (
+				SELECT ?3
+				UNION
+				SELECT b.noteId FROM branches b
+				JOIN sub ON b.parentNoteId = sub.id
+				WHERE b.isDeleted = 0
+			)
+			`+cols+`
+			WHERE notes_fts MATCH ?1
+			  AND notes_fts.noteId IN (SELECT id FROM sub WHERE id <> ?3)
+			ORDER BY notes_fts.rank LIMIT ?2`, match, limit, ancestorID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", query, err)
+	}
+	defer func() { _ = rows.Close() }()
+	res := []SearchResult{}
+	for rows.Next() {
+		var r SearchResult
+		if err := rows.Scan(&r.ID, &r.Title, &r.IsProtected, &r.Snippet); err != nil {
+			return nil, fmt.Errorf("search %q: %w", query, err)
+		}
+		res = append(res, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search %q: %w", query, err)
+	}
+	return res, nil
+}
+
+// ftsQuery turns free user input into a safe FTS5 MATCH expression: every
+// white-space separated word becomes a quoted string (inner quotes doubled),
+// so FTS5 operators and syntax characters lose their meaning; a trailing '*'
+// is kept outside the quotes as a prefix marker. Words are implicitly ANDed.
+func ftsQuery(query string) (string, error) {
+	var terms []string
+	for _, w := range strings.Fields(query) {
+		prefix := strings.HasSuffix(w, "*")
+		w = strings.TrimRight(w, "*")
+		if !hasWordChar(w) {
+			// Pure punctuation produces no token: an empty phrase, which
+			// would match nothing and makes FTS5 prefix queries fail.
+			continue
+		}
+		t := `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+		if prefix {
+			t += "*"
+		}
+		terms = append(terms, t)
+	}
+	if len(terms) == 0 {
+		return "", fmt.Errorf("no searchable word in query: %w", ErrInvalidArgument)
+	}
+	return strings.Join(terms, " "), nil
+}
+
+// hasWordChar reports whether s holds a letter or digit (something the
+// unicode61 tokenizer turns into a token).
+func hasWordChar(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Attributes returns the attributes of a note in position order. It returns
+// an error wrapping [ErrNotFound] if the note does not exist.
+func Attributes(ctx context.Context, q Queryer, noteID string) ([]NoteAttribute, error) {
+	if err := mustExist(ctx, q, noteID); err != nil {
+		return nil, err
+	}
+	return attributes(ctx, q, noteID)
+}
+
+func attributes(ctx context.Context, q Queryer, noteID string) ([]NoteAttribute, error) {
+	rows, err := q.QueryContext(ctx, `
+		SELECT attributeId, noteId, type, name, value, position FROM attributes
+		WHERE noteId = ? AND isDeleted = 0
+		ORDER BY position, name, type, attributeId`, noteID)
+	if err != nil {
+		return nil, fmt.Errorf("read attributes of note %q: %w", noteID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	attrs := []NoteAttribute{}
+	for rows.Next() {
+		var a NoteAttribute
+		if err := rows.Scan(&a.ID, &a.NoteID, &a.Type, &a.Name, &a.Value, &a.Position); err != nil {
+			return nil, fmt.Errorf("read attributes of note %q: %w", noteID, err)
+		}
+		attrs = append(attrs, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read attributes of note %q: %w", noteID, err)
+	}
+	return attrs, nil
+}
+
+// Attribute returns the attribute called name of a note. If the note has
+// both a label and a relation with that name, the label is returned. It
+// returns an error wrapping [ErrNotFound] if the note or the attribute does
+// not exist.
+func Attribute(ctx context.Context, q Queryer, noteID, name string) (*NoteAttribute, error) {
+	if err := mustExist(ctx, q, noteID); err != nil {
+		return nil, err
+	}
+	a := &NoteAttribute{}
+	err := q.QueryRowContext(ctx, `
+		SELECT attributeId, noteId, type, name, value, position FROM attributes
+		WHERE noteId = ? AND name = ? AND isDeleted = 0
+		ORDER BY type, position LIMIT 1`, noteID, name).
+		Scan(&a.ID, &a.NoteID, &a.Type, &a.Name, &a.Value, &a.Position)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("attribute %q of note %q: %w", name, noteID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read attribute %q of note %q: %w", name, noteID, err)
+	}
+	return a, nil
+}
+
+// Revisions returns the saved revisions of a note, newest first. It returns
+// an error wrapping [ErrNotFound] if the note does not exist.
+func Revisions(ctx context.Context, q Queryer, noteID string) ([]Revision, error) {
+	if err := mustExist(ctx, q, noteID); err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, `
+		SELECT revisionId, noteId, title, content, source, dateCreated FROM revisions
+		WHERE noteId = ? ORDER BY dateCreated DESC, rowid DESC`, noteID)
+	if err != nil {
+		return nil, fmt.Errorf("read revisions of note %q: %w", noteID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	revs := []Revision{}
+	for rows.Next() {
+		var r Revision
+		if err := rows.Scan(&r.ID, &r.NoteID, &r.Title, &r.Content, &r.Source, &r.DateCreated); err != nil {
+			return nil, fmt.Errorf("read revisions of note %q: %w", noteID, err)
+		}
+		revs = append(revs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read revisions of note %q: %w", noteID, err)
+	}
+	return revs, nil
+}
+
+// ---------------------------------------------------------------------------
+// Write functions
+
+// CreateNote creates a note of type typ ("" means [TypeText]) under parentID,
+// appended after the parent's existing children, and returns it. The new note
+// gets a random ID of [IDLength] alphanumeric characters. It returns an error
+// wrapping [ErrNotFound] if the parent does not exist and
+// [ErrInvalidArgument] if the title is blank or the type unknown.
+func CreateNote(ctx context.Context, db Execer, parentID, title, typ, content string) (*Note, error) {
+	if strings.TrimSpace(title) == "" {
+		return nil, fmt.Errorf("create note: empty title: %w", ErrInvalidArgument)
+	}
+	if typ == "" {
+		typ = TypeText
+	}
+	if !ValidNoteType(typ) {
+		return nil, fmt.Errorf("create note: unknown note type %q: %w", typ, ErrInvalidArgument)
+	}
+	var note *Note
+	err := inTx(ctx, db, func(tx Execer) error {
+		if err := mustExist(ctx, tx, parentID); err != nil {
+			return fmt.Errorf("create note under %q: parent: %w", parentID, err)
+		}
+		id, err := NewID()
+		if err != nil {
+			return fmt.Errorf("create note: %w", err)
+		}
+		now := nowString()
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO notes (noteId, title, type, mime, content, isProtected, isDeleted, dateCreated, dateModified)
+			VALUES (?, ?, ?, ?, ?, 0, 0, ?, ?)`,
+			id, title, typ, defaultMime(typ), content, now, now); err != nil {
+			return fmt.Errorf("create note %q: %w", title, err)
+		}
+		if err := addBranch(ctx, tx, id, parentID); err != nil {
+			return fmt.Errorf("create note %q: %w", title, err)
+		}
+		note, err = GetNote(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return note, nil
+}
+
+// Rename changes the title of a note. It returns an error wrapping
+// [ErrNotFound] if the note does not exist and [ErrInvalidArgument] if the
+// title is blank.
+func Rename(ctx context.Context, db Execer, id, title string) error {
+	if strings.TrimSpace(title) == "" {
+		return fmt.Errorf("rename note %q: empty title: %w", id, ErrInvalidArgument)
+	}
+	res, err := db.ExecContext(ctx,
+		`UPDATE notes SET title = ?, dateModified = ? WHERE noteId = ? AND isDeleted = 0`,
+		title, nowString(), id)
+	if err != nil {
+		return fmt.Errorf("rename note %q: %w", id, err)
+	}
+	return checkAffected(res, id)
+}
+
+// SetContent replaces the content of a note. Before the overwrite it saves a
+// revision of the note's current title and content, recording source (e.g.
+// [SourceModel]). Setting the content it already has is a no-op (no
+// revision). It returns an error wrapping [ErrNotFound] if the note does not
+// exist.
+func SetContent(ctx context.Context, db Execer, id, content, source string) error {
+	return inTx(ctx, db, func(tx Execer) error {
+		var title, old string
+		err := tx.QueryRowContext(ctx,
+			`SELECT title, content FROM notes WHERE noteId = ? AND isDeleted = 0`, id).Scan(&title, &old)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("set content: %w", notFound(id))
+		}
+		if err != nil {
+			return fmt.Errorf("set content of note %q: %w", id, err)
+		}
+		if old == content {
+			return nil
+		}
+		revID, err := NewID()
+		if err != nil {
+			return fmt.Errorf("set content of note %q: %w", id, err)
+		}
+		now := nowString()
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO revisions (revisionId, noteId, title, content, source, dateCreated)
+			VALUES (?, ?, ?, ?, ?, ?)`, revID, id, title, old, source, now); err != nil {
+			return fmt.Errorf("save revision of note %q: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE notes SET content = ?, dateModified = ? WHERE noteId = ?`, content, now, id); err != nil {
+			return fmt.Errorf("set content of note %q: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// AppendContent appends text to the content of a note, as is (add any
+// separator such as a newline or an HTML paragraph to text yourself). No
+// revision is saved, since nothing is overwritten. It returns an error
+// wrapping [ErrNotFound] if the note does not exist.
+func AppendContent(ctx context.Context, db Execer, id, text string) error {
+	res, err := db.ExecContext(ctx,
+		`UPDATE notes SET content = content || ?, dateModified = ? WHERE noteId = ? AND isDeleted = 0`,
+		text, nowString(), id)
+	if err != nil {
+		return fmt.Errorf("append to note %q: %w", id, err)
+	}
+	return checkAffected(res, id)
+}
+
+// DeleteNote soft-deletes a note: it marks the note, all its branches (all
+// its placements in the tree) and its attributes as deleted, as well as the
+// relations of other notes pointing to it. Children left without any parent
+// are deleted the same way, recursively; children that have another parent
+// survive there. It returns the IDs of all the notes deleted, id first.
+// It returns an error wrapping [ErrNotFound] if the note does not exist and
+// [ErrInvalidArgument] for the root note.
+func DeleteNote(ctx context.Context, db Execer, id string) ([]string, error) {
+	if id == RootID {
+		return nil, fmt.Errorf("delete note %q: the root note cannot be deleted: %w", id, ErrInvalidArgument)
+	}
+	var deleted []string
+	err := inTx(ctx, db, func(tx Execer) error {
+		if err := mustExist(ctx, tx, id); err != nil {
+			return fmt.Errorf("delete note: %w", err)
+		}
+		queue := []string{id}
+		seen := map[string]bool{}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			if seen[cur] {
+				continue
+			}
+			seen[cur] = true
+			kids, err := queryStrings(ctx, tx,
+				`SELECT noteId FROM branches WHERE parentNoteId = ? AND isDeleted = 0`, cur)
+			if err != nil {
+				return fmt.Errorf("delete note %q: %w", cur, err)
+			}
+			for _, stmt := range []string{
+				`UPDATE notes SET isDeleted = 1 WHERE noteId = ?1`,
+				`UPDATE branches SET isDeleted = 1 WHERE (noteId = ?1 OR parentNoteId = ?1) AND isDeleted = 0`,
+				`UPDATE attributes SET isDeleted = 1 WHERE noteId = ?1 AND isDeleted = 0`,
+				`UPDATE attributes SET isDeleted = 1 WHERE type = 'relation' AND value = ?1 AND isDeleted = 0`,
+			} {
+				if _, err := tx.ExecContext(ctx, stmt, cur); err != nil {
+					return fmt.Errorf("delete note %q: %w", cur, err)
+				}
+			}
+			deleted = append(deleted, cur)
+			for _, k := range kids {
+				var parents int
+				if err := tx.QueryRowContext(ctx,
+					`SELECT COUNT(*) FROM branches WHERE noteId = ? AND isDeleted = 0`, k).Scan(&parents); err != nil {
+					return fmt.Errorf("delete note %q: count parents of %q: %w", cur, k, err)
+				}
+				if parents == 0 {
+					queue = append(queue, k)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return deleted, nil
+}
+
+// MoveNote moves a note from under fromParentID to under toParentID,
+// appending it after the new parent's existing children. If fromParentID is
+// "" the note's only (or oldest) parent is used. Moving a note to the parent
+// it is already under (fromParentID == toParentID) is a no-op.
+//
+// It returns an error wrapping [ErrNotFound] if a note does not exist or is
+// not a child of fromParentID, [ErrCycle] if toParentID is the note itself or
+// one of its descendants, [ErrConflict] if the note is already a child of
+// toParentID through another placement, and [ErrInvalidArgument] if the note
+// has no parent (root).
+func MoveNote(ctx context.Context, db Execer, id, fromParentID, toParentID string) error {
+	return inTx(ctx, db, func(tx Execer) error {
+		if err := mustExist(ctx, tx, id); err != nil {
+			return fmt.Errorf("move note: %w", err)
+		}
+		if err := mustExist(ctx, tx, toParentID); err != nil {
+			return fmt.Errorf("move note %q: target parent: %w", id, err)
+		}
+		var branchID, from string
+		if fromParentID == "" {
+			err := tx.QueryRowContext(ctx, `
+				SELECT b.branchId, b.parentNoteId FROM branches b
+				JOIN notes p ON p.noteId = b.parentNoteId AND p.isDeleted = 0
+				WHERE b.noteId = ? AND b.isDeleted = 0
+				ORDER BY b.rowid LIMIT 1`, id).Scan(&branchID, &from)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("move note %q: it has no parent: %w", id, ErrInvalidArgument)
+			}
+			if err != nil {
+				return fmt.Errorf("move note %q: %w", id, err)
+			}
+		} else {
+			from = fromParentID
+			var err error
+			branchID, err = liveBranch(ctx, tx, id, fromParentID)
+			if err != nil {
+				return fmt.Errorf("move note %q: %w", id, err)
+			}
+			if branchID == "" {
+				return fmt.Errorf("move note %q: it is not a child of %q: %w", id, fromParentID, ErrNotFound)
+			}
+		}
+		if from == toParentID {
+			return nil
+		}
+		if err := checkNoCycle(ctx, tx, id, toParentID); err != nil {
+			return fmt.Errorf("move note %q under %q: %w", id, toParentID, err)
+		}
+		existing, err := liveBranch(ctx, tx, id, toParentID)
+		if err != nil {
+			return fmt.Errorf("move note %q: %w", id, err)
+		}
+		if existing != "" {
+			return fmt.Errorf("move note %q: it is already a child of %q: %w", id, toParentID, ErrConflict)
+		}
+		pos, err := nextPosition(ctx, tx, toParentID)
+		if err != nil {
+			return fmt.Errorf("move note %q: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE branches SET parentNoteId = ?, position = ? WHERE branchId = ?`,
+			toParentID, pos, branchID); err != nil {
+			return fmt.Errorf("move note %q under %q: %w", id, toParentID, err)
+		}
+		return nil
+	})
+}
+
+// CloneNote places an existing note under one more parent, newParentID
+// (appended after its existing children); the note keeps its other
+// placements. It returns an error wrapping [ErrNotFound] if a note does not
+// exist, [ErrConflict] if the note is already a child of newParentID and
+// [ErrCycle] if newParentID is the note itself or one of its descendants.
+func CloneNote(ctx context.Context, db Execer, id, newParentID string) error {
+	return inTx(ctx, db, func(tx Execer) error {
+		if err := mustExist(ctx, tx, id); err != nil {
+			return fmt.Errorf("clone note: %w", err)
+		}
+		if err := mustExist(ctx, tx, newParentID); err != nil {
+			return fmt.Errorf("clone note %q: target parent: %w", id, err)
+		}
+		existing, err := liveBranch(ctx, tx, id, newParentID)
+		if err != nil {
+			return fmt.Errorf("clone note %q: %w", id, err)
+		}
+		if existing != "" {
+			return fmt.Errorf("clone note %q: it is already a child of %q: %w", id, newParentID, ErrConflict)
+		}
+		if err := checkNoCycle(ctx, tx, id, newParentID); err != nil {
+			return fmt.Errorf("clone note %q under %q: %w", id, newParentID, err)
+		}
+		if err := addBranch(ctx, tx, id, newParentID); err != nil {
+			return fmt.Errorf("clone note %q under %q: %w", id, newParentID, err)
+		}
+		return nil
+	})
+}
+
+// SetAttribute creates or updates the attribute of type typ
+// ([AttributeLabel] or [AttributeRelation]) called name on a note, and
+// returns it. An existing attribute with the same note, type and name gets
+// the new value; otherwise a new one is appended. Names are made of letters,
+// digits, '_' and ':'. The value of a relation must be the ID of an existing
+// note.
+//
+// It returns an error wrapping [ErrNotFound] if the note (or the relation
+// target) does not exist and [ErrInvalidArgument] for a bad type or name.
+func SetAttribute(ctx context.Context, db Execer, noteID, typ, name, value string) (*NoteAttribute, error) {
+	if typ != AttributeLabel && typ != AttributeRelation {
+		return nil, fmt.Errorf("set attribute on note %q: type %q is not %q or %q: %w",
+			noteID, typ, AttributeLabel, AttributeRelation, ErrInvalidArgument)
+	}
+	if !validAttributeName(name) {
+		return nil, fmt.Errorf("set attribute on note %q: bad name %q (use letters, digits, '_' and ':'): %w",
+			noteID, name, ErrInvalidArgument)
+	}
+	var attr *NoteAttribute
+	err := inTx(ctx, db, func(tx Execer) error {
+		if err := mustExist(ctx, tx, noteID); err != nil {
+			return fmt.Errorf("set attribute %q: %w", name, err)
+		}
+		if typ == AttributeRelation {
+			if err := mustExist(ctx, tx, value); err != nil {
+				return fmt.Errorf("set relation %q on note %q: target: %w", name, noteID, err)
+			}
+		}
+		var id string
+		err := tx.QueryRowContext(ctx, `
+			SELECT attributeId FROM attributes
+			WHERE noteId = ? AND type = ? AND name = ? AND isDeleted = 0`, noteID, typ, name).Scan(&id)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if id, err = NewID(); err != nil {
+				return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO attributes (attributeId, noteId, type, name, value, position, isDeleted)
+				VALUES (?1, ?2, ?3, ?4, ?5, (
+					SELECT COALESCE(MAX(position), 0) + ?6 FROM attributes WHERE noteId = ?2 AND isDeleted = 0
+				), 0)`, id, noteID, typ, name, value, positionStep); err != nil {
+				return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
+			}
+		case err != nil:
+			return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
+		default:
+			if _, err := tx.ExecContext(ctx,
+				`UPDATE attributes SET value = ? WHERE attributeId = ?`, value, id); err != nil {
+				return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
+			}
+		}
+		attr = &NoteAttribute{ID: id}
+		if err := tx.QueryRowContext(ctx, `
+			SELECT noteId, type, name, value, position FROM attributes WHERE attributeId = ?`, id).
+			Scan(&attr.NoteID, &attr.Type, &attr.Name, &attr.Value, &attr.Position); err != nil {
+			return fmt.Errorf("read attribute %q: %w", id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return attr, nil
+}
+
+// DeleteAttribute soft-deletes the attribute attributeID, which must belong
+// to note noteID. It returns an error wrapping [ErrNotFound] if the attribute
+// does not exist and [ErrNotOwned] if it belongs to another note.
+func DeleteAttribute(ctx context.Context, db Execer, attributeID, noteID string) error {
+	return inTx(ctx, db, func(tx Execer) error {
+		var owner string
+		err := tx.QueryRowContext(ctx,
+			`SELECT noteId FROM attributes WHERE attributeId = ? AND isDeleted = 0`, attributeID).Scan(&owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("delete attribute %q: %w", attributeID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("delete attribute %q: %w", attributeID, err)
+		}
+		if owner != noteID {
+			return fmt.Errorf("delete attribute %q: it does not belong to note %q: %w", attributeID, noteID, ErrNotOwned)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE attributes SET isDeleted = 1 WHERE attributeId = ?`, attributeID); err != nil {
+			return fmt.Errorf("delete attribute %q: %w", attributeID, err)
+		}
+		return nil
+	})
+}
+
+// NewID returns a random identifier of [IDLength] characters from [A-Za-z0-9],
+// drawn from crypto/rand.
+func NewID() (string, error) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	// Reject bytes >= 248 (= 4*62) so that every character is equally likely.
+	const maxByte = 256 - 256%len(alphabet)
+	out := make([]byte, 0, IDLength)
+	buf := make([]byte, IDLength*2)
+	for len(out) < IDLength {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("generate id: %w", err)
+		}
+		for _, b := range buf {
+			if int(b) < maxByte && len(out) < IDLength {
+				out = append(out, alphabet[int(b)%len(alphabet)])
+			}
+		}
+	}
+	return string(out), nil
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+// txBeginner is implemented by *sql.DB and *sql.Conn (not by *sql.Tx).
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// inTx runs fn in a new transaction if db can begin one, committing on
+// success and rolling back on error; otherwise (db is already a transaction)
+// it runs fn on db directly.
+func inTx(ctx context.Context, db Execer, fn func(tx Execer) error) (err error) {
+	b, ok := db.(txBeginner)
+	if !ok {
+		return fn(db)
+	}
+	tx, err := b.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func notFound(id string) error {
+	return fmt.Errorf("note %q: %w", id, ErrNotFound)
+}
+
+// mustExist returns an error wrapping ErrNotFound if note id does not exist.
+func mustExist(ctx context.Context, q Queryer, id string) error {
+	ok, err := Exists(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound(id)
+	}
+	return nil
+}
+
+// checkAffected turns "no row updated" into ErrNotFound for note id.
+func checkAffected(res sql.Result, id string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("update note %q: %w", id, err)
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// checkNoCycle returns an error wrapping ErrCycle if putting id under parent
+// would make id its own ancestor.
+func checkNoCycle(ctx context.Context, q Queryer, id, parent string) error {
+	if parent == id {
+		return fmt.Errorf("a note cannot be placed under itself: %w", ErrCycle)
+	}
+	under, err := IsDescendant(ctx, q, parent, id)
+	if err != nil {
+		return err
+	}
+	if under {
+		return fmt.Errorf("%q is a descendant of %q: %w", parent, id, ErrCycle)
+	}
+	return nil
+}
+
+// liveBranch returns the ID of the live branch placing id under parent, or ""
+// if there is none.
+func liveBranch(ctx context.Context, q Queryer, id, parent string) (string, error) {
+	var b string
+	err := q.QueryRowContext(ctx,
+		`SELECT branchId FROM branches WHERE noteId = ? AND parentNoteId = ? AND isDeleted = 0`,
+		id, parent).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read branch %q -> %q: %w", parent, id, err)
+	}
+	return b, nil
+}
+
+// nextPosition returns the position after the last live child of parent.
+func nextPosition(ctx context.Context, q Queryer, parent string) (int, error) {
+	var pos int
+	err := q.QueryRowContext(ctx,
+		`SELECT COALESCE(MAX(position), 0) + ? FROM branches WHERE parentNoteId = ? AND isDeleted = 0`,
+		positionStep, parent).Scan(&pos)
+	if err != nil {
+		return 0, fmt.Errorf("read positions under %q: %w", parent, err)
+	}
+	return pos, nil
+}
+
+// addBranch places id as the last child of parent.
+func addBranch(ctx context.Context, db Execer, id, parent string) error {
+	pos, err := nextPosition(ctx, db, parent)
+	if err != nil {
+		return err
+	}
+	branchID, err := NewID()
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx,
+		`INSERT INTO branches (branchId, noteId, parentNoteId, position, isDeleted) VALUES (?, ?, ?, ?, 0)`,
+		branchID, id, parent, pos); err != nil {
+		return fmt.Errorf("insert branch %q -> %q: %w", parent, id, err)
+	}
+	return nil
+}
+
+// validAttributeName reports whether name is a non-empty run of letters,
+// digits, '_' and ':'.
+func validAttributeName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+func queryRefs(ctx context.Context, q Queryer, query string, args ...any) ([]NoteRef, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	refs := []NoteRef{}
+	for rows.Next() {
+		var r NoteRef
+		if err := rows.Scan(&r.ID, &r.Title); err != nil {
+			return nil, err
+		}
+		refs = append(refs, r)
+	}
+	return refs, rows.Err()
+}
+
+func queryStrings(ctx context.Context, q Queryer, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func nowString() string { return time.Now().UTC().Format(timeLayout) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

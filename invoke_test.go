@@ -1,0 +1,357 @@
+package llmtool_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+)
+
+type GetItemIn struct {
+	ID       int `json:"id" desc:"ID of the item." minimum:"1"`
+	MaxChars int `json:"maxChars,omitempty" desc:"Truncate the name to this many characters (default 40)." default:"40" minimum:"1"`
+}
+
+type ItemOut struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	Qty  int    `json:"qty"`
+}
+
+type AddItemIn struct {
+	Name string `json:"name" desc:"Name of the item." minLength:"1"`
+	Qty  int    `json:"qty,omitempty" desc:"How many (default 1)." default:"1"`
+	Fail string `json:"fail,omitempty" desc:"Test hook: error, notfound, panic, cancel, sleep." enum:"error|notfound|denied|conflict|panic|cancel|sleep"`
+}
+
+var getItem = llmtool.Read("get_item", "Read an item.",
+	func(c *llmtool.ReadCtx, in GetItemIn) (ItemOut, error) {
+		var out ItemOut
+		err := c.QueryRow(`SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, llmtool.NotFound("Item %d not found.", in.ID).Next("Call list_items to see the IDs.")
+		}
+		if len(out.Name) > in.MaxChars {
+			out.Name = out.Name[:in.MaxChars]
+		}
+		return out, err
+	})
+
+// cancelHook lets a test cancel the call's context from inside a handler.
+type cancelKey struct{}
+
+var addItem = llmtool.Write("add_item", "Add an item.",
+	func(c *llmtool.WriteCtx, in AddItemIn) (ItemOut, error) {
+		res, err := c.Exec(`INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
+		if err != nil {
+			return ItemOut{}, err
+		}
+		id, _ := res.LastInsertId()
+		switch in.Fail {
+		case "error":
+			return ItemOut{}, errors.New("disk on fire")
+		case "notfound":
+			return ItemOut{}, llmtool.NotFound("Shelf not found.").Next("Call list_shelves first.")
+		case "denied":
+			return ItemOut{}, llmtool.Denied("You may not add items here.")
+		case "conflict":
+			return ItemOut{}, llmtool.Conflict("An item named %q exists.", in.Name).Next("Pick another name.")
+		case "panic":
+			panic("boom")
+		case "cancel":
+			c.Value(cancelKey{}).(context.CancelFunc)()
+		case "sleep":
+			time.Sleep(50 * time.Millisecond)
+		}
+		return ItemOut{ID: int(id), Name: in.Name, Qty: in.Qty}, nil
+	})
+
+var itemTools = llmtool.DefineTools("items", getItem, addItem)
+
+func TestInvokeReadAndWrite(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg := newRegistry(t, db, itemTools)
+
+	res := invoke(reg, "get_item", `{"id": 1}`)
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"id":1,"name":"apple","qty":3}`, string(res.JSON))
+	require.NotContains(t, decodeObj(t, res.JSON), "error")
+
+	res = invoke(reg, "add_item", `{"name": "pear"}`)
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"id":2,"name":"pear","qty":1}`, string(res.JSON), "qty default applied")
+	require.NotContains(t, decodeObj(t, res.JSON), "error")
+	require.Equal(t, 2, countItems(t, db))
+}
+
+func decodeObj(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func TestRollback(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, fail, msg string
+		kind            llmtool.Kind
+	}{
+		{"internal error", "error", "Internal error in add_item; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", llmtool.KindInternal},
+		{"not found", "notfound", "Shelf not found. Call list_shelves first.", llmtool.KindNotFound},
+		{"denied", "denied", "You may not add items here.", llmtool.KindDenied},
+		{"conflict", "conflict", `An item named "x" exists. Pick another name.`, llmtool.KindConflict},
+		{"panic", "panic", "Internal error in add_item; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", llmtool.KindInternal},
+		{"cancelled context", "cancel", "The call to add_item was cancelled before it finished; nothing was saved. Call it again if it is still needed.", llmtool.KindCancelled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := openDB(t)
+			reg := newRegistry(t, db, itemTools)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ctx = context.WithValue(ctx, cancelKey{}, context.CancelFunc(cancel))
+			res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"x","fail":"` + tc.fail + `"}`)})
+			require.True(t, res.IsError)
+			require.Equal(t, tc.msg, res.Text())
+			require.JSONEq(t, fmt.Sprintf(`{"error":%q}`, tc.msg), string(res.JSON))
+			require.Equal(t, tc.kind, llmtool.KindOf(res.Err))
+			require.Equal(t, 1, countItems(t, db), "rolled back")
+		})
+	}
+}
+
+func TestPanicError(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, openDB(t), itemTools)
+	res := invoke(reg, "add_item", `{"name":"x","fail":"panic"}`)
+	var p *llmtool.PanicError
+	require.ErrorAs(t, res.Err, &p)
+	require.Equal(t, "boom", p.Value)
+	require.Equal(t, "add_item", p.Tool)
+}
+
+func TestReadToolCannotWrite(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	sneaky := llmtool.Read("sneaky_insert", "Try to write from a read tool.",
+		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+			_, err := c.Query(`INSERT INTO items (name) VALUES ('x') RETURNING id`)
+			return struct{}{}, err
+		})
+	reg := newRegistry(t, db, llmtool.DefineTools("sneaky", sneaky))
+	res := invoke(reg, "sneaky_insert", "")
+	require.True(t, res.IsError)
+	require.ErrorContains(t, res.Err, "attempt to write a readonly database")
+	require.Equal(t, 1, countItems(t, db))
+
+	// The connection went back to the pool writable: the host can still write.
+	for range 4 {
+		_, err := db.Exec(`INSERT INTO items (name) VALUES ('host')`)
+		require.NoError(t, err)
+	}
+}
+
+func TestConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg := newRegistry(t, db, itemTools)
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				res := invoke(reg, "add_item", fmt.Sprintf(`{"name":"g%d-%d"}`, g, i))
+				if res.IsError {
+					failures.Add(1)
+					t.Errorf("call failed: %v", res.Err)
+				}
+				if i%20 == 0 {
+					if r := invoke(reg, "get_item", `{"id":1}`); r.IsError {
+						t.Errorf("read failed: %v", r.Err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, failures.Load())
+	require.Equal(t, 1601, countItems(t, db), "1 seed row + 8x200")
+}
+
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	tool := llmtool.Write("hooked_add", "Add with a hook.",
+		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
+			c.AfterCommit(func() { ran.Add(1) })
+			c.AfterCommit(func() { panic("hook panics are logged, not fatal") })
+			if _, err := c.Exec(`INSERT INTO items (name) VALUES (?)`, in.Name); err != nil {
+				return struct{}{}, err
+			}
+			if in.Fail != "" {
+				return struct{}{}, llmtool.Conflict("No.")
+			}
+			return struct{}{}, nil
+		})
+	db := openDB(t)
+	reg := newRegistry(t, db, llmtool.DefineTools("hooks", tool))
+	require.True(t, invoke(reg, "hooked_add", `{"name":"a","fail":"error"}`).IsError)
+	require.Zero(t, ran.Load(), "no hook on rollback")
+	require.False(t, invoke(reg, "hooked_add", `{"name":"a"}`).IsError)
+	require.Equal(t, int32(1), ran.Load())
+}
+
+func TestUseAfterReturn(t *testing.T) {
+	t.Parallel()
+	errc := make(chan error, 3)
+	leak := llmtool.Write("leaky_add", "Leak the context.",
+		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
+				errc <- err
+				_, err = c.Query(`SELECT 1`)
+				errc <- err
+				errc <- c.Err()
+			}()
+			return struct{}{}, nil
+		})
+	db := openDB(t)
+	reg := newRegistry(t, db, llmtool.DefineTools("leaky", leak))
+	require.False(t, invoke(reg, "leaky_add", `{"name":"x"}`).IsError)
+	err := <-errc
+	require.ErrorIs(t, err, llmtool.ErrTxDone)
+	require.EqualError(t, err, "llmtool: tool leaky_add: Exec after its handler returned (finish all work before returning; start no goroutine that outlives the handler): sql: transaction has already been committed or rolled back")
+	require.ErrorIs(t, <-errc, llmtool.ErrTxDone)
+	require.ErrorIs(t, <-errc, context.Canceled, "the handler's context is cancelled after it returns")
+	require.Equal(t, int64(2), reg.LateUses())
+	require.Equal(t, 1, countItems(t, db))
+}
+
+func TestLazyMarshalSeesLiveTx(t *testing.T) {
+	t.Parallel()
+	tool := llmtool.Read("lazy_count", "Count lazily.",
+		func(c *llmtool.ReadCtx, _ struct{}) (lazyOut, error) {
+			return lazyOut{Count: lazyCount{c}}, nil
+		})
+	reg := newRegistry(t, openDB(t), llmtool.DefineTools("lazy", tool))
+	res := invoke(reg, "lazy_count", `{}`)
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"count":1}`, string(res.JSON))
+	require.Zero(t, reg.LateUses())
+}
+
+type lazyOut struct {
+	Count lazyCount `json:"count"`
+}
+
+type lazyCount struct{ c *llmtool.ReadCtx }
+
+func (l lazyCount) MarshalJSON() ([]byte, error) {
+	var n int
+	if err := l.c.QueryRow(`SELECT count(*) FROM items`).Scan(&n); err != nil {
+		return nil, err
+	}
+	return json.Marshal(n)
+}
+
+func TestQuirkyArguments(t *testing.T) {
+	t.Parallel()
+	type echoIn struct {
+		Limit int    `json:"limit,omitempty" desc:"How many (default 10)." default:"10"`
+		Q     string `json:"q,omitempty" desc:"Query."`
+	}
+	echo := llmtool.Read("echo", "Echo the arguments.",
+		func(c *llmtool.ReadCtx, in echoIn) (echoIn, error) { return in, nil })
+	reg := newRegistry(t, openDB(t), llmtool.DefineTools("echo", echo))
+	tests := []struct{ name, args, want string }{
+		{"missing", ``, `{"limit":10}`},
+		{"null", `null`, `{"limit":10}`},
+		{"empty string", `""`, `{"limit":10}`},
+		{"empty object", `{}`, `{"limit":10}`},
+		{"whitespace", "  \n", `{"limit":10}`},
+		{"object as string", `"{\"q\":\"hi\",\"limit\":3}"`, `{"limit":3,"q":"hi"}`},
+		{"object", `{"q":"hi"}`, `{"limit":10,"q":"hi"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := invoke(reg, "echo", tc.args)
+			require.False(t, res.IsError, res.Text())
+			require.JSONEq(t, tc.want, string(res.JSON))
+		})
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, openDB(t), itemTools)
+	tests := []struct{ name, tool, args, want string }{
+		{"missing required", "get_item", `{}`, `Error: /id: missing required parameter "id". Send "id" as an integer of at least 1 (ID of the item).`},
+		{"wrong type", "get_item", `{"id":"one"}`, `Error: /id: expected integer, got string. Send an integer of at least 1.`},
+		{"below minimum", "get_item", `{"id":0}`, `Error: /id: 0 is below the minimum 1. Send an integer of at least 1.`},
+		{"unknown parameter", "get_item", `{"id":1,"ID":2}`, `Error: /ID: unknown parameter "ID". Send only id, maxChars (names are case-sensitive).`},
+		{"enum", "add_item", `{"name":"x","fail":"boom"}`, `Error: /fail: "boom" is not an allowed value. Send one of "error", "notfound", "denied", "conflict", "panic", "cancel", "sleep".`},
+		{"min length", "add_item", `{"name":""}`, `Error: /name: 0 characters is shorter than the minimum 1. Send a string of at least 1 characters.`},
+		{"array", "get_item", `[1]`, `Error: arguments: expected a JSON object, got an array. Send one JSON object, such as {"id": 1}.`},
+		{"string not object", "get_item", `"1"`, `Error: arguments: expected a JSON object, got a string. Send one JSON object, such as {"id": 1}.`},
+		{"bad json", "get_item", `{"id":`, `Error: arguments: not valid JSON (unexpected EOF). Send one JSON object, such as {"id": 1}.`},
+		{"overflow", "get_item", `{"id":1e30}`, `Error: /id: number 1e30 does not fit int. Send a value in range for the parameter.`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := invoke(reg, tc.tool, tc.args)
+			require.True(t, res.IsError)
+			require.Equal(t, tc.want, res.Text())
+			require.Equal(t, llmtool.KindInvalidArgs, llmtool.KindOf(res.Err))
+		})
+	}
+}
+
+func TestUnknownAndDisabledTools(t *testing.T) {
+	t.Parallel()
+	off := llmtool.Read("off_tool", "Switched off.", func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil }, llmtool.Disabled())
+	reg := newRegistry(t, openDB(t), itemTools, llmtool.DefineTools("off", off))
+
+	res := invoke(reg, "get_items", `{}`)
+	require.Equal(t, `Unknown tool "get_items". Did you mean "get_item"?`, res.Text())
+	require.ErrorIs(t, res.Err, llmtool.ErrUnknownTool)
+
+	res = invoke(reg, "off_tool", `{}`)
+	require.Equal(t, `Tool "off_tool" is switched off. Use another tool, or ask the user to have an administrator enable it.`, res.Text())
+	require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
+	specs, err := reg.List(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []string{"get_item", "add_item"}, names(specs))
+
+	require.NoError(t, reg.SetEnabled("off_tool", true))
+	require.False(t, invoke(reg, "off_tool", `{}`).IsError)
+	specs, _ = reg.List(context.Background())
+	require.Equal(t, []string{"get_item", "add_item", "off_tool"}, names(specs))
+	require.NoError(t, reg.SetEnabled("add_item", false))
+	require.ErrorIs(t, invoke(reg, "add_item", `{"name":"x"}`).Err, llmtool.ErrToolDisabled)
+	require.EqualError(t, reg.SetEnabled("nope", true), `llmtool: SetEnabled: unknown tool "nope"`)
+}
+
+func names(specs []*llmtool.Spec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	return out
+}

@@ -1,0 +1,748 @@
+package llmtool
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Module is a named set of tools: the unit a third party ships. Create one
+// with DefineTools in a package-level variable and register it with
+// NewRegistry or Registry.Add.
+type Module struct {
+	name  string
+	tools []*Tool
+}
+
+// Name returns the module's name.
+func (m *Module) Name() string { return m.name }
+
+// Tools returns the module's tools in definition order.
+func (m *Module) Tools() []*Tool { return m.tools }
+
+// DefineTools groups tools into a module. It panics if the module name is
+// empty, a tool is nil or two tools share a name, so a module's own tests
+// catch the mistake.
+func DefineTools(module string, tools ...*Tool) *Module {
+	if module == "" {
+		panic("llmtool: DefineTools: the module needs a name")
+	}
+	seen := make(map[string]bool, len(tools))
+	m := &Module{name: module}
+	for i, t := range tools {
+		if t == nil {
+			panic(fmt.Sprintf("llmtool: module %q: tool %d is nil; is it defined in a package-level variable declared after this module?", module, i+1))
+		}
+		if seen[t.spec.Name] {
+			panic(fmt.Sprintf("llmtool: module %q defines tool %q twice", module, t.spec.Name))
+		}
+		seen[t.spec.Name] = true
+		// Each module gets its own copy, stamped with the module's name.
+		c := *t
+		c.spec.Module = module
+		m.tools = append(m.tools, &c)
+	}
+	return m
+}
+
+// Call is one tool call, as an adapter received it.
+type Call struct {
+	// Tool is the tool's name.
+	Tool string
+	// Args are the arguments as sent by the model. Missing, null, "" and
+	// {} all mean no arguments; an object sent as a JSON-encoded string is
+	// accepted.
+	Args json.RawMessage
+}
+
+// Result is the outcome of a call, ready for an adapter to send.
+type Result struct {
+	// JSON is the tool's output on success and {"error": "..."} on failure.
+	// A success never has an "error" property.
+	JSON []byte
+	// IsError reports a failed call.
+	IsError bool
+	// Err is the error behind a failed call; errors.Is and errors.As work on
+	// it (ErrUnknownTool, ErrToolDisabled, *Error, *PanicError, context
+	// errors).
+	Err error
+	// Content holds the parts of a rich result, when the tool's Out is
+	// Rich; nil otherwise. JSON holds the same parts.
+	Content []Content
+
+	msg string // the rendered error message
+}
+
+// Text returns the message the model sees: the error text for a failed
+// call, the JSON for a successful one.
+func (r Result) Text() string {
+	if r.IsError {
+		return r.msg
+	}
+	return string(r.JSON)
+}
+
+// Registry holds the tools an application serves and runs every call:
+// both adapters call Invoke. It is safe for concurrent use.
+type Registry struct {
+	tx *txer
+
+	mu      sync.RWMutex
+	tools   map[string]*entry
+	order   []*entry
+	loaders []*loader
+	specs   atomic.Pointer[[]*Spec] // enabled specs, rebuilt on change
+
+	pending        atomic.Int32 // loaders not yet resolved
+	lateUses       atomic.Int64
+	log            atomic.Pointer[slog.Logger]
+	validateOutput atomic.Bool
+}
+
+type entry struct {
+	tool    *Tool
+	enabled atomic.Bool
+}
+
+type loader struct {
+	name    string
+	load    func(context.Context) (*Module, error)
+	started atomic.Bool
+	done    chan struct{}
+	err     error
+}
+
+// NewRegistry returns a registry whose tools run against db, with the
+// given modules registered. It refuses (with an error naming both modules)
+// two tools of the same name.
+//
+// The core speaks database/sql only; for SQLite, open db with OpenSQLite or
+// with equivalent settings (WAL, busy timeout, _txlock=immediate).
+func NewRegistry(db *sql.DB, modules ...*Module) (*Registry, error) {
+	r := &Registry{tx: newTxer(db), tools: make(map[string]*entry)}
+	for _, m := range modules {
+		if err := r.Add(m); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Add registers a module's tools. It refuses, with an error naming both
+// modules, a tool whose name is already registered, and registers nothing
+// from the module in that case.
+func (r *Registry) Add(m *Module) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.addLocked(m)
+}
+
+func (r *Registry) addLocked(m *Module) error {
+	if m == nil {
+		return errors.New("llmtool: Add: nil module; is it defined in a package-level variable?")
+	}
+	for _, t := range m.tools {
+		if err := ValidateName(t.spec.Name); err != nil {
+			return fmt.Errorf("llmtool: module %q: %w", m.name, err)
+		}
+		if e, ok := r.tools[t.spec.Name]; ok {
+			return fmt.Errorf("llmtool: tool %q is defined by both module %q and module %q; rename one of them", t.spec.Name, e.tool.spec.Module, m.name)
+		}
+	}
+	for _, t := range m.tools {
+		e := &entry{tool: t}
+		e.enabled.Store(!t.spec.Disabled)
+		r.tools[t.spec.Name] = e
+		r.order = append(r.order, e)
+	}
+	r.specs.Store(nil)
+	return nil
+}
+
+// AddLoader registers a module that is loaded lazily, to keep heavy modules
+// out of the start-up path. load runs once, on the first listing or on the
+// first call of a tool the registry does not know yet; concurrent first
+// callers share that one run. A loader's error is reported by List and by
+// such calls, every time, and is not retried.
+func (r *Registry) AddLoader(name string, load func(ctx context.Context) (*Module, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loaders = append(r.loaders, &loader{name: name, load: load, done: make(chan struct{})})
+	r.pending.Add(1)
+}
+
+// resolve runs every pending loader and waits for them all, or for ctx.
+func (r *Registry) resolve(ctx context.Context) error {
+	if r.pending.Load() == 0 {
+		return r.loaderErr()
+	}
+	r.mu.RLock()
+	ls := append([]*loader(nil), r.loaders...)
+	r.mu.RUnlock()
+	for _, l := range ls {
+		if l.started.CompareAndSwap(false, true) {
+			r.runLoader(context.WithoutCancel(ctx), l)
+		}
+	}
+	for _, l := range ls {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return r.loaderErr()
+}
+
+func (r *Registry) runLoader(ctx context.Context, l *loader) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.err = fmt.Errorf("llmtool: loader %q panicked: %v", l.name, p)
+		}
+		r.pending.Add(-1)
+		close(l.done)
+	}()
+	m, err := l.load(ctx)
+	switch {
+	case err != nil:
+		l.err = fmt.Errorf("llmtool: loader %q: %w", l.name, err)
+	case m == nil:
+		l.err = fmt.Errorf("llmtool: loader %q returned no module and no error", l.name)
+	default:
+		if err := r.Add(m); err != nil {
+			l.err = fmt.Errorf("llmtool: loader %q: %w", l.name, err)
+		}
+	}
+	if l.err != nil {
+		r.logger().Error("llmtool: module loader failed", "loader", l.name, "err", l.err)
+	}
+}
+
+func (r *Registry) loaderErr() error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var errs []error
+	for _, l := range r.loaders {
+		select {
+		case <-l.done:
+			if l.err != nil {
+				errs = append(errs, l.err)
+			}
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// List returns the specs of the tools that are switched on, in registration
+// order, after running pending loaders. The specs and their schema JSON are
+// computed once; do not modify them. A loader's failure is returned along
+// with the tools that did load.
+func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
+	err := r.resolve(ctx)
+	if p := r.specs.Load(); p != nil {
+		return *p, err
+	}
+	r.mu.RLock()
+	specs := make([]*Spec, 0, len(r.order))
+	for _, e := range r.order {
+		if e.enabled.Load() {
+			specs = append(specs, &e.tool.spec)
+		}
+	}
+	r.mu.RUnlock()
+	r.specs.Store(&specs)
+	return specs, err
+}
+
+// Tool returns the spec of the named tool, enabled or not, running pending
+// loaders if the name is not known yet.
+func (r *Registry) Tool(ctx context.Context, name string) (*Spec, bool) {
+	e, _ := r.find(ctx, name)
+	if e == nil {
+		return nil, false
+	}
+	return &e.tool.spec, true
+}
+
+// SetEnabled switches a tool on or off for every scope at run time: the
+// global kill switch. It returns an error for an unknown tool.
+func (r *Registry) SetEnabled(name string, on bool) error {
+	r.mu.RLock()
+	e, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("llmtool: SetEnabled: unknown tool %q", name)
+	}
+	e.enabled.Store(on)
+	r.specs.Store(nil)
+	return nil
+}
+
+// SetLogger sets the logger for internal errors, late uses and audit
+// records. The default is slog.Default().
+func (r *Registry) SetLogger(l *slog.Logger) { r.log.Store(l) }
+
+func (r *Registry) logger() *slog.Logger {
+	if l := r.log.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// SetValidateOutput makes every successful call validate its result against
+// the tool's output schema; a mismatch becomes an internal error. Test
+// harnesses turn it on; it costs a decode per call.
+func (r *Registry) SetValidateOutput(on bool) { r.validateOutput.Store(on) }
+
+// LateUses returns how many times a handler's context or transaction was
+// used after the handler returned. Each use is also logged with the tool's
+// name. Tests should expect zero.
+func (r *Registry) LateUses() int64 { return r.lateUses.Load() }
+
+func (r *Registry) lateUse(tool, op string) {
+	r.lateUses.Add(1)
+	r.logger().Error("llmtool: transaction used after its handler returned", "tool", tool, "op", op)
+}
+
+// DB returns the database the registry's tools run against.
+func (r *Registry) DB() *sql.DB { return r.tx.db }
+
+func (r *Registry) find(ctx context.Context, name string) (*entry, error) {
+	r.mu.RLock()
+	e := r.tools[name]
+	r.mu.RUnlock()
+	if e != nil {
+		return e, nil
+	}
+	err := r.resolve(ctx)
+	r.mu.RLock()
+	e = r.tools[name]
+	r.mu.RUnlock()
+	if e != nil {
+		return e, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, r.unknown(name)
+}
+
+func (r *Registry) unknown(name string) error {
+	r.mu.RLock()
+	names := make([]string, 0, len(r.order))
+	for _, e := range r.order {
+		if e.enabled.Load() {
+			names = append(names, e.tool.spec.Name)
+		}
+	}
+	r.mu.RUnlock()
+	msg := fmt.Sprintf("Unknown tool %q.", name)
+	next := "Call one of the tools you were given."
+	if near := Closest(name, names, 3); len(near) > 0 {
+		next = "Did you mean " + quoteOr(near) + "?"
+	}
+	return &Error{Kind: KindNotFound, Message: msg, NextAction: next, err: ErrUnknownTool}
+}
+
+func quoteOr(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// Closest returns up to n of names nearest to name by edit distance, for
+// "did you mean" suggestions; names farther than a third of name's length are
+// left out.
+func Closest(name string, names []string, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, c := range names {
+		d := editDistance(name, c)
+		if d <= max(2, len(name)/3) || strings.Contains(c, name) || strings.Contains(name, c) {
+			cs = append(cs, cand{c, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	var out []string
+	for i := 0; i < len(cs) && i < n; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Invoke runs one call: find the tool, check it is switched on, decode and
+// validate the arguments (applying defaults), begin a read or write
+// transaction, run the guards and the handler (recovering panics), encode
+// the result inside the transaction, commit or roll back, run after-commit
+// hooks. Nothing escapes as a Go error or a panic: every failure is a
+// Result with IsError set and a message for the model.
+//
+// The principal and scope come from ctx (WithPrincipal, WithScope).
+func (r *Registry) Invoke(ctx context.Context, call Call) Result {
+	start := time.Now()
+	var (
+		res       Result
+		committed bool
+		write     bool
+		module    string
+	)
+	e, err := r.find(ctx, call.Tool)
+	if err == nil {
+		t := e.tool
+		module, write = t.spec.Module, !t.spec.ReadOnly
+		if !e.enabled.Load() {
+			err = &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off.", t.spec.Name),
+				NextAction: "Use another tool, or ask the user to have an administrator enable it.", err: ErrToolDisabled}
+		}
+		var args []byte
+		if err == nil {
+			args, err = t.prepare(call.Args)
+		}
+		if err == nil {
+			res.JSON, committed, err = r.exec(ctx, t, args, &res)
+		}
+	}
+	if err != nil {
+		res = r.failure(call.Tool, err)
+	}
+	r.audit(ctx, AuditRecord{
+		Tool: call.Tool, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Outcome: outcome(err), Duration: time.Since(start), Write: write, Committed: committed,
+	})
+	return res
+}
+
+func (r *Registry) failure(tool string, err error) Result {
+	if KindOf(err) == KindInternal {
+		var p *PanicError
+		if errors.As(err, &p) {
+			r.logger().Error("llmtool: tool panicked", "tool", tool, "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+		} else {
+			r.logger().Error("llmtool: tool failed", "tool", tool, "err", err)
+		}
+	}
+	msg := render(tool, err)
+	return Result{JSON: errorJSON(msg), IsError: true, Err: err, msg: msg}
+}
+
+// exec runs a prepared call in its transaction.
+func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, res *Result) (out []byte, committed bool, err error) {
+	var cs *callState
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if err == nil {
+			res.Content = cs.content
+		}
+	}()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cs = &callState{reg: r, tool: t}
+	if t.spec.ReadOnly {
+		rt, err := r.tx.beginRead(cctx)
+		if err != nil {
+			return nil, false, beginErr(ctx, err)
+		}
+		c := &ReadCtx{Context: cctx, call: cs, tx: rt.tx}
+		out, err = r.run(t, c, args)
+		cs.done.Store(true)
+		r.tx.endRead(rt)
+		return out, false, err
+	}
+	tx, err := r.tx.beginWrite(cctx)
+	if err != nil {
+		return nil, false, beginErr(ctx, err)
+	}
+	defer r.tx.endWrite()
+	w := &WriteCtx{ReadCtx{Context: cctx, call: cs, tx: tx}}
+	w.write = w
+	out, err = r.run(t, &w.ReadCtx, args)
+	if err == nil {
+		err = cctx.Err() // cancelled while the handler ran: roll back
+	}
+	cs.done.Store(true)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, fmt.Errorf("llmtool: commit: %w", err)
+	}
+	cancel()
+	for _, f := range cs.afterCommit {
+		r.afterCommit(t.spec.Name, f)
+	}
+	return out, true, nil
+}
+
+func beginErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("llmtool: begin transaction: %w", err)
+}
+
+func (r *Registry) afterCommit(tool string, f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger().Error("llmtool: after-commit hook panicked", "tool", tool, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// run calls the tool's handler, turning a panic into a *PanicError and
+// validating the output when asked to.
+func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, &PanicError{Tool: t.spec.Name, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	out, err = t.run(c, args)
+	if err == nil && r.validateOutput.Load() {
+		err = t.validateOutput(out)
+	}
+	return out, err
+}
+
+// prepare turns the model's arguments into validated JSON for In, with
+// defaults applied.
+func (t *Tool) prepare(raw json.RawMessage) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+		}
+		raw = bytes.TrimSpace([]byte(s))
+		if len(raw) > 0 && raw[0] != '{' {
+			return nil, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
+		}
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
+	}
+	v, err := decodeAny(raw)
+	if err != nil {
+		return nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+	}
+	if err := t.in.compiled.Validate(v); err != nil {
+		return nil, t.in.validationError(err)
+	}
+	if t.in.root.applyDefaults(v) {
+		return marshal(v)
+	}
+	return raw, nil
+}
+
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// example builds an example argument object from the required parameters.
+func (t *Tool) example() string {
+	var b []byte
+	b = append(b, '{')
+	n := 0
+	for _, p := range t.in.root.props {
+		if !p.required {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ", "...)
+		}
+		n++
+		b = appendJSONString(b, p.name)
+		b = append(b, ": "...)
+		switch {
+		case len(p.schema.enum) > 0:
+			b = append(b, p.schema.enum[0]...)
+		case p.schema.is("string"):
+			b = append(b, `"..."`...)
+		case p.schema.is("integer"), p.schema.is("number"):
+			b = append(b, '1')
+		case p.schema.is("boolean"):
+			b = append(b, "true"...)
+		case p.schema.is("array"):
+			b = append(b, "[]"...)
+		default:
+			b = append(b, "{}"...)
+		}
+	}
+	return string(append(b, '}'))
+}
+
+func (t *Tool) validateOutput(out []byte) error {
+	v, err := decodeAny(out)
+	if err != nil {
+		return fmt.Errorf("llmtool: tool %s: output is not JSON: %w", t.spec.Name, err)
+	}
+	if err := t.out.compiled.Validate(v); err != nil {
+		return fmt.Errorf("llmtool: tool %s: output does not match its output schema: %w", t.spec.Name, err)
+	}
+	return nil
+}
+
+// ValidateOutput checks JSON against the named tool's output schema.
+func (r *Registry) ValidateOutput(ctx context.Context, tool string, out []byte) error {
+	e, err := r.find(ctx, tool)
+	if err != nil {
+		return err
+	}
+	return e.tool.validateOutput(out)
+}
+
+func decodeAny(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// decodeArgs decodes validated arguments into a handler's In value.
+func decodeArgs(args []byte, in any) error {
+	if err := json.Unmarshal(args, in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return InvalidArgs("/%s: %s does not fit %s. Send a value in range for the parameter.", strings.ReplaceAll(te.Field, ".", "/"), te.Value, te.Type)
+		}
+		return InvalidArgs("arguments: %v. Send one JSON object that matches the tool's input schema.", err)
+	}
+	return nil
+}
+
+// encodeOut encodes a handler's result, inside its transaction.
+func encodeOut(out any) ([]byte, error) {
+	v := reflect.ValueOf(out)
+	if v.Kind() == reflect.Map {
+		if v.IsNil() {
+			return []byte("{}"), nil
+		}
+		if v.MapIndex(reflect.ValueOf("error").Convert(v.Type().Key())).IsValid() {
+			return nil, errors.New("llmtool: result map has an \"error\" key, which is reserved for failed calls")
+		}
+	}
+	return marshal(out)
+}
+
+// marshal encodes v as compact JSON without HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return b[:len(b)-1], nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	m, _ := marshal(s)
+	return append(b, m...)
+}
+
+// AuditRecord describes one call for the audit log. It never holds the
+// arguments.
+type AuditRecord struct {
+	Tool      string
+	Module    string
+	Principal string // principal ID, "" if none
+	Scope     string
+	Outcome   string // "ok", an error Kind such as "not_found", or "panic"
+	Duration  time.Duration
+	Write     bool // a write tool
+	Committed bool // its transaction committed
+}
+
+func principalID(ctx context.Context) string {
+	if p := PrincipalFrom(ctx); p != nil {
+		return p.ID
+	}
+	return ""
+}
+
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var p *PanicError
+	if errors.As(err, &p) {
+		return "panic"
+	}
+	return KindOf(err).String()
+}
+
+func (r *Registry) audit(ctx context.Context, rec AuditRecord) {
+	l := r.logger()
+	if !l.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	l.LogAttrs(ctx, slog.LevelInfo, "llmtool call",
+		slog.String("tool", rec.Tool), slog.String("module", rec.Module),
+		slog.String("principal", rec.Principal), slog.String("scope", rec.Scope),
+		slog.String("outcome", rec.Outcome), slog.Duration("duration", rec.Duration),
+		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed))
+}

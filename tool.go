@@ -1,0 +1,265 @@
+package llmtool
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+)
+
+// Spec is what a tool declares about itself: everything an adapter needs to
+// list it, precomputed once at definition. Specs are shared; treat them as
+// read-only.
+type Spec struct {
+	Name         string          // unique name, valid for MCP, OpenAI, Anthropic and Gemini
+	Description  string          // always sent to the model: keep it short
+	Module       string          // the module that registered the tool
+	Title        string          // display title (MCP "title"); defaults to FriendlyName
+	FriendlyName string          // imperative label for chat UIs, such as "Create note"
+	Category     string          // man catalog group; "General" if unset
+	Summary      string          // one line for the man catalog
+	ManPage      string          // long documentation shown by "man <tool>"
+	ReadOnly     bool            // a Read tool
+	Destructive  bool            // may delete or overwrite data (Write tools only)
+	Idempotent   bool            // repeating the call with the same arguments has no further effect
+	OpenWorld    bool            // reaches outside the host's database
+	Disabled     bool            // switched off at definition (the global kill switch)
+	InputSchema  json.RawMessage // JSON Schema 2020-12 of the arguments
+	OutputSchema json.RawMessage // JSON Schema 2020-12 of the result
+	Params       []Param         // top-level arguments in declaration order
+}
+
+// Tool is a defined tool: a spec and a handler bound to its In and Out
+// types. Create one with Read or Write and register it with DefineTools.
+type Tool struct {
+	spec Spec
+	in   *compiledSchema
+	out  *compiledSchema
+	// run decodes the validated arguments into In, runs the guards and the
+	// handler, and encodes Out, all inside the call's transaction.
+	run func(c *ReadCtx, args []byte) ([]byte, error)
+}
+
+// Spec returns the tool's spec.
+func (t *Tool) Spec() *Spec { return &t.spec }
+
+// Option configures a tool at definition.
+type Option func(*toolConfig)
+
+type toolConfig struct {
+	spec   Spec
+	guards []any
+}
+
+// Category sets the group the tool is listed under by the man catalog.
+func Category(name string) Option { return func(c *toolConfig) { c.spec.Category = name } }
+
+// Summary sets the tool's one-line summary for the man catalog.
+func Summary(line string) Option { return func(c *toolConfig) { c.spec.Summary = line } }
+
+// ManPage sets the tool's long documentation, shown by "man <tool>" after
+// the generated NAME, SYNOPSIS and OPTIONS. It should have an EXAMPLES
+// section.
+func ManPage(text string) Option { return func(c *toolConfig) { c.spec.ManPage = text } }
+
+// FriendlyName sets the label a chat UI shows while the tool runs, in the
+// imperative ("Create note"). It is the English entry of the message
+// catalog and the default Title.
+func FriendlyName(name string) Option { return func(c *toolConfig) { c.spec.FriendlyName = name } }
+
+// Title sets the display title MCP clients show. It defaults to the
+// friendly name.
+func Title(title string) Option { return func(c *toolConfig) { c.spec.Title = title } }
+
+// Destructive marks a write tool that may delete or overwrite data.
+func Destructive() Option { return func(c *toolConfig) { c.spec.Destructive = true } }
+
+// Idempotent marks a tool whose repeated calls with the same arguments have
+// no further effect.
+func Idempotent() Option { return func(c *toolConfig) { c.spec.Idempotent = true } }
+
+// OpenWorld marks a tool that reaches outside the host's database, such as
+// the web.
+func OpenWorld() Option { return func(c *toolConfig) { c.spec.OpenWorld = true } }
+
+// Disabled switches the tool off at definition: it is in no listing and
+// every call is refused until Registry.SetEnabled turns it on.
+func Disabled() Option { return func(c *toolConfig) { c.spec.Disabled = true } }
+
+// Guards adds checks that run, in the order given, inside the call's
+// transaction after the arguments are validated and before the handler.
+// The first guard that returns an error ends the call with that error and
+// nothing is written. Their In type must be the tool's.
+func Guards[In any](guards ...func(*ReadCtx, In) error) Option {
+	return func(c *toolConfig) {
+		for _, g := range guards {
+			c.guards = append(c.guards, g)
+		}
+	}
+}
+
+// Read defines a read tool. Its handler gets a *ReadCtx, which can query
+// but has no way to write, and runs in a read-only transaction.
+//
+// Read panics if the name is invalid, or if In or Out cannot be expressed
+// as JSON Schema (channels, funcs, iterators, cycles), naming the field and
+// what to use instead: defining tools in package-level variables makes any
+// test of the package catch it.
+func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out, error), opts ...Option) *Tool {
+	return define[In, Out](name, description, true, opts, func(guards []func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error) {
+		return func(c *ReadCtx, args []byte) ([]byte, error) {
+			var in In
+			if err := decodeArgs(args, &in); err != nil {
+				return nil, err
+			}
+			for _, g := range guards {
+				if err := g(c, in); err != nil {
+					return nil, err
+				}
+			}
+			out, err := handler(c, in)
+			if err != nil {
+				return nil, err
+			}
+			if r, ok := any(out).(Rich); ok {
+				c.call.content = r.Content
+			}
+			return encodeOut(out)
+		}
+	})
+}
+
+// Write defines a write tool. Its handler gets a *WriteCtx, which can Exec,
+// and runs in a write transaction that commits when it returns a nil error
+// and rolls back otherwise.
+//
+// Write panics on the same definition errors as Read.
+func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (Out, error), opts ...Option) *Tool {
+	return define[In, Out](name, description, false, opts, func(guards []func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error) {
+		return func(c *ReadCtx, args []byte) ([]byte, error) {
+			var in In
+			if err := decodeArgs(args, &in); err != nil {
+				return nil, err
+			}
+			for _, g := range guards {
+				if err := g(c, in); err != nil {
+					return nil, err
+				}
+			}
+			out, err := handler(c.write, in)
+			if err != nil {
+				return nil, err
+			}
+			if r, ok := any(out).(Rich); ok {
+				c.call.content = r.Content
+			}
+			return encodeOut(out)
+		}
+	})
+}
+
+func define[In, Out any](name, description string, read bool, opts []Option, bind func([]func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error)) *Tool {
+	if err := ValidateName(name); err != nil {
+		panic(fmt.Sprintf("llmtool: %v", err))
+	}
+	cfg := toolConfig{spec: Spec{Name: name, Description: description, ReadOnly: read}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if read && cfg.spec.Destructive {
+		panic(fmt.Sprintf("llmtool: tool %q: a Read tool cannot be Destructive; define it with Write", name))
+	}
+	guards := make([]func(*ReadCtx, In) error, 0, len(cfg.guards))
+	for i, g := range cfg.guards {
+		tg, ok := g.(func(*ReadCtx, In) error)
+		if !ok {
+			panic(fmt.Sprintf("llmtool: tool %q: guard %d has type %T; guards of this tool must be func(*llmtool.ReadCtx, %s) error", name, i+1, g, reflect.TypeFor[In]()))
+		}
+		guards = append(guards, tg)
+	}
+	inT, outT := reflect.TypeFor[In](), reflect.TypeFor[Out]()
+	if inT.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("llmtool: tool %q: In type %s must be a struct, since arguments are a JSON object; use struct{} for a tool without arguments", name, inT))
+	}
+	if outT.Kind() != reflect.Struct && !(outT.Kind() == reflect.Map && outT.Key().Kind() == reflect.String) {
+		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
+	}
+	t := &Tool{spec: cfg.spec}
+	t.in = inferSchema(name, "In", inT)
+	t.out = inferSchema(name, "Out", outT)
+	if t.out.root.prop("error") != nil {
+		panic(fmt.Sprintf("llmtool: tool %q: Out has a property named \"error\", which is reserved for failed calls; rename it", name))
+	}
+	t.spec.InputSchema = t.in.json
+	t.spec.OutputSchema = t.out.json
+	t.spec.Params = t.in.root.params()
+	if t.spec.Title == "" {
+		t.spec.Title = t.spec.FriendlyName
+	}
+	t.run = bind(guards)
+	return t
+}
+
+var (
+	openAIName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	geminiName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$`)
+	mcpName    = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
+)
+
+// ValidateName reports whether name is a tool name every target accepts:
+// MCP (1 to 128 of A-Z a-z 0-9 _ - .), OpenAI and Anthropic
+// (^[a-zA-Z0-9_-]{1,64}$) and Gemini (a letter or underscore first). The
+// error names the first target that refuses it.
+func ValidateName(name string) error {
+	switch {
+	case !mcpName.MatchString(name):
+		return fmt.Errorf("tool name %q is invalid for MCP (1 to 128 of A-Z a-z 0-9 _ - .); use lower_snake_case such as \"get_note\"", name)
+	case !openAIName.MatchString(name):
+		return fmt.Errorf("tool name %q is invalid for OpenAI and Anthropic (^[a-zA-Z0-9_-]{1,64}$); use lower_snake_case such as \"get_note\"", name)
+	case !geminiName.MatchString(name):
+		return fmt.Errorf("tool name %q is invalid for Gemini (must start with a letter or underscore); use lower_snake_case such as \"get_note\"", name)
+	}
+	return nil
+}
+
+// Content is one part of a rich tool result. MCP sends the parts as content
+// blocks; chat adapters send them in the provider's shape. Build parts with
+// TextContent, ImageContent, AudioContent and ResourceContent.
+type Content struct {
+	// Type is "text", "image", "audio" or "resource".
+	Type string `json:"type" enum:"text|image|audio|resource"`
+	// Text is the text of a text part, or of a text resource.
+	Text string `json:"text,omitempty"`
+	// Data is the bytes of an image, audio or binary resource part
+	// (base64 in JSON).
+	Data []byte `json:"data,omitempty"`
+	// MIMEType is the media type of Data or of a resource.
+	MIMEType string `json:"mimeType,omitempty"`
+	// URI names an embedded resource.
+	URI string `json:"uri,omitempty"`
+}
+
+// Rich is the Out type of a tool that answers with content parts (text,
+// images, audio, embedded resources) rather than one JSON object.
+type Rich struct {
+	Content []Content `json:"content"`
+}
+
+// TextContent returns a text part.
+func TextContent(text string) Content { return Content{Type: "text", Text: text} }
+
+// ImageContent returns an image part, such as a PNG.
+func ImageContent(data []byte, mimeType string) Content {
+	return Content{Type: "image", Data: data, MIMEType: mimeType}
+}
+
+// AudioContent returns an audio part, such as a WAV file.
+func AudioContent(data []byte, mimeType string) Content {
+	return Content{Type: "audio", Data: data, MIMEType: mimeType}
+}
+
+// ResourceContent returns an embedded resource part: text for a text
+// resource, or data for a binary one.
+func ResourceContent(uri, mimeType, text string, data []byte) Content {
+	return Content{Type: "resource", URI: uri, MIMEType: mimeType, Text: text, Data: data}
+}
