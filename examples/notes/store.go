@@ -149,15 +149,15 @@ type NoteAttribute struct {
 // Note is the metadata of a note (everything but its content), with its
 // parents, children and attributes.
 type Note struct {
-	ID           string      `json:"noteId"`
-	Title        string      `json:"title"`
-	Type         string      `json:"type"`
-	Mime         string      `json:"mime"`
-	IsProtected  bool        `json:"isProtected"`
-	DateCreated  string      `json:"dateCreated"`  // ISO-8601 UTC
-	DateModified string      `json:"dateModified"` // ISO-8601 UTC
-	Parents      []NoteRef   `json:"parents"`      // oldest placement first
-	Children     []NoteRef   `json:"children"`     // in position order
+	ID           string          `json:"noteId"`
+	Title        string          `json:"title"`
+	Type         string          `json:"type"`
+	Mime         string          `json:"mime"`
+	IsProtected  bool            `json:"isProtected"`
+	DateCreated  string          `json:"dateCreated"`  // ISO-8601 UTC
+	DateModified string          `json:"dateModified"` // ISO-8601 UTC
+	Parents      []NoteRef       `json:"parents"`      // oldest placement first
+	Children     []NoteRef       `json:"children"`     // in position order
 	Attributes   []NoteAttribute `json:"attributes"`   // in position order
 }
 
