@@ -465,76 +465,6 @@ func (r *Registry) failure(tool string, err error) Result {
 	return Result{JSON: errorJSON(msg), IsError: true, Err: err, msg: msg}
 }
 
-// exec runs a prepared call in its transaction.
-func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, res *Result) (out []byte, committed bool, err error) {
-	var cs *callState
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
-	}
-	defer func() {
-		if err == nil {
-			res.Content = cs.content
-		}
-	}()
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cs = &callState{reg: r, tool: t}
-	if t.spec.ReadOnly {
-		rt, err := r.tx.beginRead(cctx)
-		if err != nil {
-			return nil, false, beginErr(ctx, err)
-		}
-		c := &ReadCtx{Context: cctx, call: cs, tx: rt.tx}
-		out, err = r.run(t, c, args)
-		cs.done.Store(true)
-		r.tx.endRead(rt)
-		return out, false, err
-	}
-	tx, err := r.tx.beginWrite(cctx)
-	if err != nil {
-		return nil, false, beginErr(ctx, err)
-	}
-	defer r.tx.endWrite()
-	w := &WriteCtx{ReadCtx{Context: cctx, call: cs, tx: tx}}
-	w.write = w
-	out, err = r.run(t, &w.ReadCtx, args)
-	if err == nil {
-		err = cctx.Err() // cancelled while the handler ran: roll back
-	}
-	cs.done.Store(true)
-	if err != nil {
-		_ = tx.Rollback()
-		return nil, false, err
-	}
-	if err := tx.Commit(); err != nil {
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-		return nil, false, fmt.Errorf("llmtool: commit: %w", err)
-	}
-	cancel()
-	for _, f := range cs.afterCommit {
-		r.afterCommit(t.spec.Name, f)
-	}
-	return out, true, nil
-}
-
-func beginErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return fmt.Errorf("llmtool: begin transaction: %w", err)
-}
-
-func (r *Registry) afterCommit(tool string, f func()) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger().Error("llmtool: after-commit hook panicked", "tool", tool, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		}
-	}()
-	f()
-}
-
 // run calls the tool's handler, turning a panic into a *PanicError and
 // validating the output when asked to.
 func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error) {
@@ -574,7 +504,7 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
-	if err := t.in.compiled.Validate(v); err != nil {
+	if err := t.in.validate(v); err != nil {
 		return nil, t.in.validationError(err)
 	}
 	if t.in.root.applyDefaults(v) {

@@ -63,7 +63,8 @@ type schemaNode struct {
 	minLength   int // -1 if unset
 	maxLength   int // -1 if unset
 	pattern     string
-	encoding    string // contentEncoding
+	re          *regexp.Regexp // pattern, compiled
+	encoding    string         // contentEncoding
 	props       []*propNode
 	closed      bool        // additionalProperties: false
 	additional  *schemaNode // schema of map values
@@ -285,6 +286,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 			r.fail(path, "pattern tag %q is not a valid regular expression: %v", v, err)
 		}
 		target.pattern = v
+		target.re = regexp.MustCompile(v)
 	}
 	for _, kw := range []struct {
 		tag string
@@ -518,6 +520,136 @@ func (cs *compiledSchema) checkDefaults(tool, which string, n *schemaNode, path 
 		}
 		cs.checkDefaults(tool, which, p.schema, path+"."+p.goName)
 	}
+}
+
+// validate checks an argument value. A fast check compiled from the
+// inferred schema decides the common case; anything it does not accept
+// goes to jsonschema/v6, whose verdict and error are authoritative, so the
+// fast path can only ever make valid calls cheaper.
+func (cs *compiledSchema) validate(v any) error {
+	if cs.root != nil && cs.root.accepts(v) {
+		return nil
+	}
+	return cs.compiled.Validate(v)
+}
+
+// accepts reports whether v certainly satisfies n. It returns false when
+// in doubt; callers then ask jsonschema/v6.
+func (n *schemaNode) accepts(v any) bool {
+	if n.any {
+		return true
+	}
+	if v == nil {
+		return n.is("null")
+	}
+	if n.enum != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		found := false
+		for _, e := range n.enum {
+			if bytes.Equal(b, e) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		if !n.is("string") || n.encoding != "" {
+			return false
+		}
+		if n.minLength >= 0 || n.maxLength >= 0 {
+			l := len([]rune(x))
+			if (n.minLength >= 0 && l < n.minLength) || (n.maxLength >= 0 && l > n.maxLength) {
+				return false
+			}
+		}
+		if n.re != nil && !n.re.MatchString(x) {
+			return false
+		}
+		switch n.format {
+		case "":
+		case "date-time":
+			if _, err := time.Parse(time.RFC3339Nano, x); err != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		return true
+	case bool:
+		return n.is("boolean")
+	case json.Number:
+		if n.is("integer") {
+			if _, err := strconv.ParseInt(string(x), 10, 64); err != nil {
+				return false
+			}
+		} else if !n.is("number") {
+			return false
+		}
+		if n.minimum != "" || n.maximum != "" {
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil {
+				return false
+			}
+			if n.minimum != "" {
+				m, _ := strconv.ParseFloat(n.minimum, 64)
+				if f < m {
+					return false
+				}
+			}
+			if n.maximum != "" {
+				m, _ := strconv.ParseFloat(n.maximum, 64)
+				if f > m {
+					return false
+				}
+			}
+		}
+		return true
+	case []any:
+		if !n.is("array") || n.items == nil {
+			return false
+		}
+		for _, e := range x {
+			if !n.items.accepts(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if !n.is("object") {
+			return false
+		}
+		if n.additional != nil {
+			for _, e := range x {
+				if !n.additional.accepts(e) {
+					return false
+				}
+			}
+			return true
+		}
+		seen := 0
+		for _, p := range n.props {
+			e, ok := x[p.name]
+			if !ok {
+				if p.required {
+					return false
+				}
+				continue
+			}
+			seen++
+			if !p.schema.accepts(e) {
+				return false
+			}
+		}
+		return !n.closed || seen == len(x)
+	}
+	return false
 }
 
 // params lists the top-level properties of an input schema.

@@ -6,7 +6,9 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -25,10 +27,18 @@ var ErrTxDone = sql.ErrTxDone
 // A ReadCtx is valid only until the handler returns; afterwards its context
 // is cancelled and its queries fail with ErrTxDone.
 type ReadCtx struct {
-	context.Context
-	call  *callState
-	tx    *sql.Tx
-	write *WriteCtx // set for write tools, so guards run in the same transaction
+	context.Context // the caller's context; Err reports Canceled once the handler returned
+	call            *callState
+	q               querier   // the read connection, or the write transaction
+	tx              *sql.Tx   // the write transaction, nil for read tools
+	write           *WriteCtx // set for write tools, so guards run in the same transaction
+}
+
+// querier is what a read runs on: a *sql.Conn inside BEGIN for read tools, a
+// *sql.Tx for write tools.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // WriteCtx is what a write tool's handler gets: everything a ReadCtx offers
@@ -42,8 +52,12 @@ type WriteCtx struct {
 
 // callState is shared by the contexts of one call.
 type callState struct {
-	reg         *Registry
-	tool        *Tool
+	reg  *Registry
+	tool *Tool
+	// mu orders queries against the end of the call: queries hold it for
+	// reading, finish takes it for writing, so no query can start on a
+	// connection after it went back to the pool.
+	mu          sync.RWMutex
 	done        atomic.Bool
 	afterCommit []func()
 	content     []Content // parts of a Rich result
@@ -68,19 +82,49 @@ func (c *ReadCtx) QueryRow(query string, args ...any) *sql.Row {
 // QueryContext is Query with an explicit context, so a *ReadCtx satisfies
 // the query interfaces of database/sql-style data layers (as *sql.Tx does).
 func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if c.call.done.Load() {
+	if !c.call.enter() {
 		return nil, c.late("Query")
 	}
-	return c.tx.QueryContext(ctx, query, args...)
+	defer c.call.mu.RUnlock()
+	return c.q.QueryContext(ctx, query, args...)
+}
+
+// Err returns context.Canceled once the handler has returned, and the
+// caller's context error before that.
+func (c *ReadCtx) Err() error {
+	if c.call.done.Load() {
+		return context.Canceled
+	}
+	return c.Context.Err()
+}
+
+// enter reports whether the call is still running, holding mu for reading
+// if so.
+func (cs *callState) enter() bool {
+	cs.mu.RLock()
+	if cs.done.Load() {
+		cs.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// finish marks the call done; later uses of its contexts fail.
+func (cs *callState) finish() {
+	cs.mu.Lock()
+	cs.done.Store(true)
+	cs.mu.Unlock()
 }
 
 // QueryRowContext is QueryRow with an explicit context. After the handler
 // returned, the row's Scan reports ErrTxDone.
 func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if c.call.done.Load() {
+	if !c.call.enter() {
 		_ = c.late("QueryRow")
+		return c.call.reg.tx.deadRow(ctx)
 	}
-	return c.tx.QueryRowContext(ctx, query, args...)
+	defer c.call.mu.RUnlock()
+	return c.q.QueryRowContext(ctx, query, args...)
 }
 
 // ToolName returns the name of the tool being called.
@@ -124,9 +168,10 @@ func (c *WriteCtx) Exec(query string, args ...any) (sql.Result, error) {
 // ExecContext is Exec with an explicit context, so a *WriteCtx satisfies the
 // DBTX-style interfaces of generated data layers.
 func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if c.call.done.Load() {
+	if !c.call.enter() {
 		return nil, c.late("Exec")
 	}
+	defer c.call.mu.RUnlock()
 	return c.tx.ExecContext(ctx, query, args...)
 }
 
@@ -176,21 +221,49 @@ type txer struct {
 	db     *sql.DB
 	sqlite bool          // enforce read-only with PRAGMA query_only
 	writes chan struct{} // one token: writes are serialized per registry
+
+	// Read connections reserved from db and kept in query_only mode, so a
+	// read call costs no PRAGMA statements. At most cap(idle) are reserved;
+	// none when the host limits db to very few connections.
+	idle     chan *sql.Conn
+	reserved atomic.Int32
+	closed   atomic.Bool
+
+	deadOnce sync.Once
+	dead     *sql.Tx // a finished transaction, for rows after the end
 }
+
+// maxReservedReads bounds the read connections a registry keeps. Reads
+// beyond it wait for one to be free, as they would for a pool slot.
+const maxReservedReads = 4
 
 func newTxer(db *sql.DB) *txer {
 	t := &txer{db: db, writes: make(chan struct{}, 1)}
 	if db != nil {
 		t.sqlite = strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "sqlite")
+		n := maxReservedReads
+		if m := db.Stats().MaxOpenConnections; m > 0 {
+			n = min(n, (m-1)/2) // leave the host and the writer their connections
+		}
+		t.idle = make(chan *sql.Conn, max(n, 0))
 	}
 	return t
 }
 
-// readTx is a read-only transaction and, for SQLite, the connection whose
-// query_only flag it set.
+// readTx is a read-only transaction on a connection in query_only mode.
+// For SQLite it is a plain BEGIN on the connection rather than a *sql.Tx:
+// the same snapshot without database/sql's per-transaction goroutine.
 type readTx struct {
-	conn *sql.Conn
-	tx   *sql.Tx
+	conn     *sql.Conn
+	tx       *sql.Tx // non-SQLite databases: a read-only *sql.Tx
+	reserved bool    // conn stays query_only and goes back to t.idle
+}
+
+func (r readTx) querier() querier {
+	if r.tx != nil {
+		return r.tx
+	}
+	return r.conn
 }
 
 // beginRead starts a read-only transaction: a consistent snapshot in which
@@ -200,38 +273,116 @@ func (t *txer) beginRead(ctx context.Context) (readTx, error) {
 		tx, err := t.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		return readTx{tx: tx}, err
 	}
+	conn, reserved, err := t.readConn(ctx)
+	if err != nil {
+		return readTx{}, err
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		t.putConn(conn, reserved, true)
+		return readTx{}, err
+	}
+	return readTx{conn: conn, reserved: reserved}, nil
+}
+
+// readConn returns a connection in query_only mode: a reserved idle one, a
+// newly reserved one while fewer than cap(t.idle) exist, or else a pooled
+// one with query_only set for this call only.
+func (t *txer) readConn(ctx context.Context) (*sql.Conn, bool, error) {
+	select {
+	case c := <-t.idle:
+		return c, true, nil
+	default:
+	}
+	reserved := false
+	if n := t.reserved.Add(1); int(n) <= cap(t.idle) {
+		reserved = true
+	} else {
+		t.reserved.Add(-1)
+	}
 	conn, err := t.db.Conn(ctx)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "PRAGMA query_only = 1")
+		if err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
-		return readTx{}, err
+		if reserved {
+			t.reserved.Add(-1)
+		}
+		return nil, false, err
 	}
-	if _, err := conn.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
-		conn.Close()
-		return readTx{}, err
-	}
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		t.release(conn)
-		return readTx{}, err
-	}
-	return readTx{conn: conn, tx: tx}, nil
+	return conn, reserved, nil
 }
 
-// endRead rolls back a read transaction and hands its connection back to
-// the pool with writes allowed again.
+// endRead rolls back a read transaction and puts its connection back.
 func (t *txer) endRead(r readTx) {
-	_ = r.tx.Rollback()
-	if r.conn != nil {
-		t.release(r.conn)
+	if r.tx != nil {
+		_ = r.tx.Rollback()
+		return
 	}
+	_, err := r.conn.ExecContext(context.Background(), "ROLLBACK")
+	t.putConn(r.conn, r.reserved, err != nil)
 }
 
-// release resets query_only; a connection that cannot be reset is
-// discarded, never handed back read-only to the host.
-func (t *txer) release(conn *sql.Conn) {
-	if _, err := conn.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil {
+// deadRow returns a row whose Scan reports ErrTxDone, for QueryRow after a
+// handler returned.
+func (t *txer) deadRow(ctx context.Context) *sql.Row {
+	t.deadOnce.Do(func() {
+		tx, err := t.db.BeginTx(context.Background(), nil)
+		if err == nil {
+			_ = tx.Rollback()
+			t.dead = tx
+		}
+	})
+	if t.dead == nil {
+		return t.db.QueryRowContext(ctx, "SELECT llmtool_transaction_used_after_handler_returned()")
+	}
+	return t.dead.QueryRowContext(ctx, "SELECT 1")
+}
+
+// putConn keeps a reserved connection for the next read, or hands a pooled
+// one back to the host with writes allowed again. A connection that failed
+// or cannot be reset is discarded, never handed back read-only.
+func (t *txer) putConn(conn *sql.Conn, reserved, failed bool) {
+	if reserved && !failed && !t.closed.Load() {
+		select {
+		case t.idle <- conn:
+			if t.closed.Load() { // raced with close: drain it ourselves
+				t.drain()
+			}
+			return
+		default:
+		}
+	}
+	if reserved {
+		t.reserved.Add(-1)
+	}
+	if _, err := conn.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil || failed {
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 	conn.Close()
+}
+
+// close hands the reserved connections back to the host's pool.
+func (t *txer) close() {
+	t.closed.Store(true)
+	t.drain()
+}
+
+func (t *txer) drain() {
+	for {
+		select {
+		case c := <-t.idle:
+			t.reserved.Add(-1)
+			if _, err := c.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil {
+				_ = c.Raw(func(any) error { return driver.ErrBadConn })
+			}
+			c.Close()
+		default:
+			return
+		}
+	}
 }
 
 // beginWrite waits for the registry's write token, then starts a write
@@ -274,4 +425,82 @@ func OpenSQLite(driverName, path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// Close hands the read connections the registry reserved back to the
+// database's pool, in their normal writable state. It does not close the
+// database, which belongs to the host. Calls made after Close still work,
+// without reserved connections.
+func (r *Registry) Close() error {
+	r.tx.close()
+	return nil
+}
+
+// exec runs a prepared call in its transaction.
+func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, res *Result) (out []byte, committed bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	cs := &callState{reg: r, tool: t}
+	if t.spec.ReadOnly {
+		rt, err := r.tx.beginRead(ctx)
+		if err != nil {
+			return nil, false, beginErr(ctx, err)
+		}
+		c := &ReadCtx{Context: ctx, call: cs, q: rt.querier()}
+		out, err = r.run(t, c, args)
+		if err == nil {
+			err = ctx.Err()
+		}
+		cs.finish()
+		r.tx.endRead(rt)
+		if err != nil {
+			return nil, false, err
+		}
+		res.Content = cs.content
+		return out, false, nil
+	}
+	tx, err := r.tx.beginWrite(ctx)
+	if err != nil {
+		return nil, false, beginErr(ctx, err)
+	}
+	defer r.tx.endWrite()
+	w := &WriteCtx{ReadCtx{Context: ctx, call: cs, q: tx, tx: tx}}
+	w.write = w
+	out, err = r.run(t, &w.ReadCtx, args)
+	if err == nil {
+		err = ctx.Err() // cancelled while the handler ran: roll back
+	}
+	cs.finish()
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, fmt.Errorf("llmtool: commit: %w", err)
+	}
+	for _, f := range cs.afterCommit {
+		r.afterCommit(t.spec.Name, f)
+	}
+	res.Content = cs.content
+	return out, true, nil
+}
+
+func beginErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("llmtool: begin transaction: %w", err)
+}
+
+func (r *Registry) afterCommit(tool string, f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger().Error("llmtool: after-commit hook panicked", "tool", tool, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
 }
