@@ -192,7 +192,9 @@ func (r *Registry) resolve(ctx context.Context) error {
 	r.mu.RUnlock()
 	for _, l := range ls {
 		if l.started.CompareAndSwap(false, true) {
-			r.runLoader(context.WithoutCancel(ctx), l)
+			// Its own goroutine, so that every caller, the first included,
+			// can stop waiting when its context ends.
+			go r.runLoader(context.WithoutCancel(ctx), l)
 		}
 	}
 	for _, l := range ls {
