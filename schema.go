@@ -89,6 +89,7 @@ type compiledSchema struct {
 	root     *schemaNode
 	json     json.RawMessage
 	compiled *jsonschema.Schema
+	verbatim bool // supplied with InputSchema: only jsonschema/v6 decides
 }
 
 var (
@@ -527,7 +528,7 @@ func (cs *compiledSchema) checkDefaults(tool, which string, n *schemaNode, path 
 // goes to jsonschema/v6, whose verdict and error are authoritative, so the
 // fast path can only ever make valid calls cheaper.
 func (cs *compiledSchema) validate(v any) error {
-	if cs.root != nil && cs.root.accepts(v) {
+	if cs.root != nil && !cs.verbatim && cs.root.accepts(v) {
 		return nil
 	}
 	return cs.compiled.Validate(v)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sort"
 )
 
 // Spec is what a tool declares about itself: everything an adapter needs to
@@ -24,6 +25,7 @@ type Spec struct {
 	Idempotent   bool            // repeating the call with the same arguments has no further effect
 	OpenWorld    bool            // reaches outside the host's database
 	Disabled     bool            // switched off at definition (the global kill switch)
+	Rich         bool            // Out is Rich: the result is content parts, not a JSON object
 	InputSchema  json.RawMessage // JSON Schema 2020-12 of the arguments
 	OutputSchema json.RawMessage // JSON Schema 2020-12 of the result
 	Params       []Param         // top-level arguments in declaration order
@@ -47,8 +49,9 @@ func (t *Tool) Spec() *Spec { return &t.spec }
 type Option func(*toolConfig)
 
 type toolConfig struct {
-	spec   Spec
-	guards []any
+	spec        Spec
+	guards      []any
+	inputSchema json.RawMessage // supplied with InputSchema
 }
 
 // Category sets the group the tool is listed under by the man catalog.
@@ -81,6 +84,20 @@ func Idempotent() Option { return func(c *toolConfig) { c.spec.Idempotent = true
 // OpenWorld marks a tool that reaches outside the host's database, such as
 // the web.
 func OpenWorld() Option { return func(c *toolConfig) { c.spec.OpenWorld = true } }
+
+// InputSchema supplies the tool's input schema verbatim, for keywords the
+// inference from In does not emit ($schema, $defs and $ref, oneOf, ...).
+// Listings send it byte for byte and arguments are validated against it
+// with JSON Schema 2020-12 (or the draft its $schema names); In still
+// decodes the arguments and supplies defaults from its tags.
+//
+// The schema must be an object schema whose top-level properties and
+// required list name exactly In's JSON fields and required fields, so the
+// two cannot disagree: the tool's definition panics, naming the
+// difference, when they do or when the schema does not compile.
+func InputSchema(schema json.RawMessage) Option {
+	return func(c *toolConfig) { c.inputSchema = append(json.RawMessage(nil), schema...) }
+}
 
 // Disabled switches the tool off at definition: it is in no listing and
 // every call is refused until Registry.SetEnabled turns it on.
@@ -186,7 +203,11 @@ func define[In, Out any](name, description string, read bool, opts []Option, bin
 	}
 	t := &Tool{spec: cfg.spec}
 	t.in = inferSchema(name, "In", inT)
+	if cfg.inputSchema != nil {
+		t.in = suppliedSchema(name, inT, t.in, cfg.inputSchema)
+	}
 	t.out = inferSchema(name, "Out", outT)
+	t.spec.Rich = outT == reflect.TypeFor[Rich]()
 	if t.out.root.prop("error") != nil {
 		panic(fmt.Sprintf("llmtool: tool %q: Out has a property named \"error\", which is reserved for failed calls; rename it", name))
 	}
@@ -262,4 +283,64 @@ func AudioContent(data []byte, mimeType string) Content {
 // resource, or data for a binary one.
 func ResourceContent(uri, mimeType, text string, data []byte) Content {
 	return Content{Type: "resource", URI: uri, MIMEType: mimeType, Text: text, Data: data}
+}
+
+// suppliedSchema checks a schema given with InputSchema against In's
+// inferred schema and compiles it. Validation uses the supplied schema
+// alone; the inferred root still supplies defaults, examples and the
+// wording of errors.
+func suppliedSchema(tool string, inT reflect.Type, inferred *compiledSchema, doc json.RawMessage) *compiledSchema {
+	fail := func(format string, args ...any) {
+		panic(fmt.Sprintf("llmtool: tool %q: InputSchema: %s", tool, fmt.Sprintf(format, args...)))
+	}
+	var top struct {
+		Type       any                        `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(doc, &top); err != nil {
+		fail("not a JSON Schema object: %v", err)
+	}
+	if top.Type != "object" {
+		fail(`"type" must be "object", since arguments are a JSON object`)
+	}
+	fields := map[string]bool{}
+	required := map[string]bool{}
+	for _, p := range inferred.root.props {
+		fields[p.name] = true
+		if p.required {
+			required[p.name] = true
+		}
+	}
+	names := make([]string, 0, len(top.Properties))
+	for name := range top.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !fields[name] {
+			fail("property %q is not a JSON field of %s; add the field or remove the property", name, inT)
+		}
+	}
+	for _, p := range inferred.root.props {
+		if _, ok := top.Properties[p.name]; !ok {
+			fail("%s field %q is missing from \"properties\"; describe it in the schema or remove the field", inT, p.name)
+		}
+	}
+	listed := map[string]bool{}
+	for _, name := range top.Required {
+		listed[name] = true
+		if !required[name] {
+			fail("%q is required by the schema but optional in %s (omitempty or a default); make the two agree", name, inT)
+		}
+	}
+	for _, p := range inferred.root.props {
+		if p.required && !listed[p.name] {
+			fail("%q is required by %s (no omitempty, no default) but not by the schema; add it to \"required\" or make the field optional", p.name, inT)
+		}
+	}
+	cs := compileSchema(tool, "InputSchema", nil, doc)
+	cs.root = inferred.root
+	cs.verbatim = true
+	return cs
 }
