@@ -48,7 +48,7 @@ CONFORMANCE_STRICT="${CONFORMANCE_STRICT:-0}"
 CONFORMANCE_VERBOSE="${CONFORMANCE_VERBOSE:-0}"
 CONFORMANCE_WAIT="${CONFORMANCE_WAIT:-15}"
 CONFORMANCE_BASELINE="${CONFORMANCE_BASELINE:-$SCRIPT_DIR/conformance-baseline.txt}"
-CACHE_DIR="${CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmtool-ci/conformance}"
+CACHE_DIR="${CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/llmtool-ci/conformance}"
 
 DEFAULT_SCENARIOS=(
   server-initialize
@@ -77,7 +77,7 @@ log() { printf '%s\n' "$*"; }
 die() { printf 'conformance.sh: %s\n' "$*" >&2; exit 2; }
 
 usage() {
-  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -n 's/^# \{0,1\}//p' >&2
   exit 2
 }
 
@@ -275,7 +275,8 @@ for s in "${SCENARIOS[@]}"; do
     details="$(tail -n +2 <<<"$summary")"
   fi
   summary_line="$(grep -E '^Passed: [0-9]+/[0-9]+, [0-9]+ failed, [0-9]+ warnings' "$slog" | tail -n 1 || true)"
-  read -r n_ok n_fail n_warn n_info <<<"${counts:-? ? ? ?}"
+  n_ok="" n_fail="" n_warn="" n_info=""
+  [ -n "$counts" ] && read -r n_ok n_fail n_warn n_info <<<"$counts"
 
   verdict=PASS
   reason=""
@@ -285,11 +286,15 @@ for s in "${SCENARIOS[@]}"; do
     verdict=FAIL; reason="exit $rc"
   elif [ -z "$summary_line" ]; then
     verdict=FAIL; reason="no result summary from the CLI"
-  elif [ "$CONFORMANCE_STRICT" = "1" ] && [ "$n_warn" != "0" ]; then
+  elif [ "$CONFORMANCE_STRICT" = "1" ] && [ "${n_warn:-0}" != "0" ]; then
     verdict=FAIL; reason="strict: $n_warn warning(s)"
   fi
 
-  info="${n_ok} ok, ${n_fail} failed, ${n_warn} warnings, ${n_info} info; ${secs}s"
+  if [ -n "$counts" ]; then
+    info="checks: ${n_ok} ok, ${n_fail} failed, ${n_warn} warnings, ${n_info} info; ${secs}s"
+  else
+    info="no checks recorded; ${secs}s"
+  fi
   if [ "$verdict" = PASS ]; then
     passed=$((passed + 1))
     tag=""
@@ -317,7 +322,7 @@ if [ "${#FAILED_BASELINE[@]}" -gt 0 ]; then
   log "conformance: failures listed in the baseline: ${FAILED_BASELINE[*]}"
 fi
 if [ "${#PASSED_BASELINE[@]}" -gt 0 ]; then
-  log "conformance: baseline is stale, these now pass: ${PASSED_BASELINE[*]}"
+  log "conformance: listed in the baseline but passed this run: ${PASSED_BASELINE[*]}"
 fi
 if [ "${#FAILED_UNEXPECTED[@]}" -gt 0 ]; then
   log "conformance: unexpected failures: ${FAILED_UNEXPECTED[*]}"
