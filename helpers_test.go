@@ -35,10 +35,19 @@ func countItems(t testing.TB, db *sql.DB) int {
 
 func newRegistry(t testing.TB, db *sql.DB, mods ...*llmtool.Module) *llmtool.Registry {
 	t.Helper()
-	reg, err := llmtool.NewRegistry(db, mods...)
+	// Fields tagged ref:"note" need a declared entity kind; the core tests
+	// exercise schemas, not entity guards, so every note exists here.
+	notes := llmtool.DefineTools("test_entities").WithEntities(&llmtool.Entity{Kind: "note",
+		Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }})
+	reg, err := llmtool.NewRegistry(db, append(append([]*llmtool.Module(nil), mods...), notes)...)
 	require.NoError(t, err)
 	reg.SetValidateOutput(true)
 	reg.SetLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))
+	// Write tools are off in every scope until enabled, the default scope
+	// included; these tests call write tools in the default scope. The
+	// built-in man tool is switched off so listings show the tests' tools only.
+	require.NoError(t, reg.EnableWrites(context.Background(), ""))
+	require.NoError(t, reg.SetEnabled(llmtool.ManTool, false))
 	return reg
 }
 

@@ -21,8 +21,9 @@ import (
 // with DefineTools in a package-level variable and register it with
 // NewRegistry or Registry.Add.
 type Module struct {
-	name  string
-	tools []*Tool
+	name     string
+	tools    []*Tool
+	entities []*Entity // entity kinds the module declares (WithEntities)
 }
 
 // Name returns the module's name.
@@ -108,11 +109,18 @@ type Registry struct {
 	lateUses       atomic.Int64
 	log            atomic.Pointer[slog.Logger]
 	validateOutput atomic.Bool
+
+	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
+	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
+	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
+	cat      catalog                               // man reference pages (catalog.go)
+	msgs     messages                              // friendly-name catalog (messages.go)
 }
 
 type entry struct {
 	tool    *Tool
 	enabled atomic.Bool
+	builtin bool // llmtool's own tool (man): listed last, replaced by a host tool of the same name
 }
 
 type loader struct {
@@ -124,13 +132,25 @@ type loader struct {
 }
 
 // NewRegistry returns a registry whose tools run against db, with the
-// given modules registered. It refuses (with an error naming both modules)
-// two tools of the same name.
+// given modules registered, and the built-in man tool (see ManTool). It
+// refuses (with an error naming both modules) two tools of the same name,
+// and a tool whose input references an entity kind no module declares
+// (see Entity); the modules' entity kinds are gathered first, so their
+// order does not matter.
 //
 // The core speaks database/sql only; for SQLite, open db with OpenSQLite or
 // with equivalent settings (WAL, busy timeout, _txlock=immediate).
 func NewRegistry(db *sql.DB, modules ...*Module) (*Registry, error) {
 	r := &Registry{tx: newTxer(db), tools: make(map[string]*entry)}
+	r.setup()
+	for _, m := range modules {
+		if m == nil {
+			continue // Add reports it
+		}
+		if err := r.declareLocked(m, true); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range modules {
 		if err := r.Add(m); err != nil {
 			return nil, err
@@ -144,8 +164,12 @@ func NewRegistry(db *sql.DB, modules ...*Module) (*Registry, error) {
 // from the module in that case.
 func (r *Registry) Add(m *Module) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.addLocked(m)
+	err := r.addLocked(m)
+	r.mu.Unlock()
+	if err == nil {
+		r.notify("")
+	}
+	return err
 }
 
 func (r *Registry) addLocked(m *Module) error {
@@ -156,11 +180,19 @@ func (r *Registry) addLocked(m *Module) error {
 		if err := ValidateName(t.spec.Name); err != nil {
 			return fmt.Errorf("llmtool: module %q: %w", m.name, err)
 		}
-		if e, ok := r.tools[t.spec.Name]; ok {
+		if e, ok := r.tools[t.spec.Name]; ok && !e.builtin {
 			return fmt.Errorf("llmtool: tool %q is defined by both module %q and module %q; rename one of them", t.spec.Name, e.tool.spec.Module, m.name)
 		}
 	}
+	if err := r.declareLocked(m, false); err != nil {
+		return err
+	}
+	if err := r.checkRefsLocked(m); err != nil {
+		return err
+	}
+	_ = r.declareLocked(m, true)
 	for _, t := range m.tools {
+		r.dropBuiltinLocked(t.spec.Name)
 		e := &entry{tool: t}
 		e.enabled.Store(!t.spec.Disabled)
 		r.tools[t.spec.Name] = e
@@ -247,25 +279,38 @@ func (r *Registry) loaderErr() error {
 	return errors.Join(errs...)
 }
 
-// List returns the specs of the tools that are switched on, in registration
-// order, after running pending loaders. The specs and their schema JSON are
-// computed once; do not modify them. A loader's failure is returned along
-// with the tools that did load.
+// List returns the specs of the tools ctx's caller may call, in
+// registration order with the built-in man last, after running pending
+// loaders: tools switched on, allowed in the scope of ctx (write tools only
+// once the scope enabled writes; see EnableWrites) and for its principal
+// (RequirePrincipal, SetAuthorizer). The specs and their schema JSON are
+// computed once; do not modify them. Filtering by scope uses the cached
+// scope settings (see SetPolicyCacheTTL) and allocates nothing unless
+// per-tool settings or an Authorizer apply. A loader's failure is returned
+// along with the tools that did load.
 func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
 	err := r.resolve(ctx)
+	return r.visible(ctx, nil, r.allSpecs()), err
+}
+
+// allSpecs returns the specs of the tools switched on, built-in ones last,
+// computed once per change.
+func (r *Registry) allSpecs() *[]*Spec {
 	if p := r.specs.Load(); p != nil {
-		return *p, err
+		return p
 	}
 	r.mu.RLock()
 	specs := make([]*Spec, 0, len(r.order))
-	for _, e := range r.order {
-		if e.enabled.Load() {
-			specs = append(specs, &e.tool.spec)
+	for _, builtin := range []bool{false, true} {
+		for _, e := range r.order {
+			if e.enabled.Load() && e.builtin == builtin {
+				specs = append(specs, &e.tool.spec)
+			}
 		}
 	}
 	r.mu.RUnlock()
 	r.specs.Store(&specs)
-	return specs, err
+	return &specs
 }
 
 // Tool returns the spec of the named tool, enabled or not, running pending
@@ -289,6 +334,7 @@ func (r *Registry) SetEnabled(name string, on bool) error {
 	}
 	e.enabled.Store(on)
 	r.specs.Store(nil)
+	r.notify("")
 	return nil
 }
 
@@ -426,30 +472,29 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		res       Result
 		committed bool
 		write     bool
+		refused   bool
 		module    string
 	)
 	e, err := r.find(ctx, call.Tool)
 	if err == nil {
 		t := e.tool
 		module, write = t.spec.Module, !t.spec.ReadOnly
-		if !e.enabled.Load() {
-			err = &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off.", t.spec.Name),
-				NextAction: "Use another tool, or ask the user to have an administrator enable it.", err: ErrToolDisabled}
-		}
+		err = r.admit(ctx, e) // policy.go
+		refused = err != nil
 		var args []byte
 		if err == nil {
 			args, err = t.prepare(call.Args)
 		}
 		if err == nil {
-			res.JSON, committed, err = r.exec(ctx, t, args, &res)
+			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &res)
 		}
 	}
 	if err != nil {
 		res = r.failure(call.Tool, err)
 	}
 	r.audit(ctx, AuditRecord{
-		Tool: call.Tool, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
-		Outcome: outcome(err), Duration: time.Since(start), Write: write, Committed: committed,
+		Time: start, Tool: call.Tool, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Outcome: outcome(err, refused), Duration: time.Since(start), Write: write, Committed: committed,
 	})
 	return res
 }
@@ -478,6 +523,9 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 	out, err = t.run(c, args)
 	if err == nil && r.validateOutput.Load() {
 		err = t.validateOutput(out)
+	}
+	if err == nil && c.write != nil {
+		err = r.auditTx(c) // audit.go: the record commits or rolls back with the write
 	}
 	return out, err
 }
@@ -634,47 +682,4 @@ func marshal(v any) ([]byte, error) {
 func appendJSONString(b []byte, s string) []byte {
 	m, _ := marshal(s)
 	return append(b, m...)
-}
-
-// AuditRecord describes one call for the audit log. It never holds the
-// arguments.
-type AuditRecord struct {
-	Tool      string
-	Module    string
-	Principal string // principal ID, "" if none
-	Scope     string
-	Outcome   string // "ok", an error Kind such as "not_found", or "panic"
-	Duration  time.Duration
-	Write     bool // a write tool
-	Committed bool // its transaction committed
-}
-
-func principalID(ctx context.Context) string {
-	if p := PrincipalFrom(ctx); p != nil {
-		return p.ID
-	}
-	return ""
-}
-
-func outcome(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var p *PanicError
-	if errors.As(err, &p) {
-		return "panic"
-	}
-	return KindOf(err).String()
-}
-
-func (r *Registry) audit(ctx context.Context, rec AuditRecord) {
-	l := r.logger()
-	if !l.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	l.LogAttrs(ctx, slog.LevelInfo, "llmtool call",
-		slog.String("tool", rec.Tool), slog.String("module", rec.Module),
-		slog.String("principal", rec.Principal), slog.String("scope", rec.Scope),
-		slog.String("outcome", rec.Outcome), slog.Duration("duration", rec.Duration),
-		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed))
 }

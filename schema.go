@@ -672,7 +672,7 @@ func (n *schemaNode) params() []Param {
 		}
 		ps = append(ps, Param{
 			Name: p.name, Type: typ, Description: s.description, Required: p.required,
-			Default: s.def, Enum: enum, Ref: p.ref, GoName: p.goName, Index: p.index,
+			Default: s.def, Enum: enum, Ref: refKind(p.ref), GoName: p.goName, Index: p.index,
 		})
 	}
 	return ps

@@ -40,6 +40,8 @@ type Tool struct {
 	// run decodes the validated arguments into In, runs the guards and the
 	// handler, and encodes Out, all inside the call's transaction.
 	run func(c *ReadCtx, args []byte) ([]byte, error)
+	// refs are In's ref-tagged fields, checked by the entity guards.
+	refs []refPath
 }
 
 // Spec returns the tool's spec.
@@ -129,6 +131,9 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 			if err := decodeArgs(args, &in); err != nil {
 				return nil, err
 			}
+			if err := c.checkRefs(in); err != nil {
+				return nil, err
+			}
 			for _, g := range guards {
 				if err := g(c, in); err != nil {
 					return nil, err
@@ -156,6 +161,9 @@ func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (O
 		return func(c *ReadCtx, args []byte) ([]byte, error) {
 			var in In
 			if err := decodeArgs(args, &in); err != nil {
+				return nil, err
+			}
+			if err := c.checkRefs(in); err != nil {
 				return nil, err
 			}
 			for _, g := range guards {
@@ -214,6 +222,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, bin
 	t.spec.InputSchema = t.in.json
 	t.spec.OutputSchema = t.out.json
 	t.spec.Params = t.in.root.params()
+	t.refs = collectRefs(name, t.in.root, inT)
 	if t.spec.Title == "" {
 		t.spec.Title = t.spec.FriendlyName
 	}

@@ -1,0 +1,600 @@
+package llmtool
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Guards decide, inside the call's transaction and before the handler runs,
+// whether a call may go ahead. There are two layers, and they always run in
+// this order:
+//
+//  1. Entity guards, declared once per kind of entity (an Entity) and applied
+//     to every field of every tool's input that references that kind with a
+//     ref tag. For each call they run in four stages, each stage over every
+//     referenced ID in declaration order before the next stage starts:
+//
+//     exists → system (write tools only) → protected → the principal may act
+//
+//  2. Tool guards, given with Guards, in the order given.
+//
+// The first check that fails ends the call with its error, and nothing is
+// written. Every message a built-in guard returns ends with the corrective
+// next action, so the model knows what to do instead.
+//
+// A field references an entity with the ref tag:
+//
+//	type CloneNoteIn struct {
+//	    NoteID   string `json:"noteId" ref:"note" desc:"ID of the note to clone."`
+//	    ParentID string `json:"parentNoteId" ref:"note,system-ok" desc:"ID of the new parent."`
+//	}
+//
+// The tag's first word is the entity kind. The option system-ok says the
+// tool does not change the referenced entity itself (a new parent, a
+// relation target), so system entities are accepted there; every other
+// reference in a write tool refuses them. The safe default means a
+// forgotten option is a loud refusal, never a silent hole. ref works on
+// string and integer fields, pointers to them, slices of them, and on
+// fields of nested structs and slices of structs. An optional field
+// (omitempty) left empty is not checked; a required one always is.
+
+// Entity declares a kind of entity that tool inputs reference by ID, such as
+// a note, and the checks every tool that references it gets. Declare each
+// kind once, next to the data layer, and ship it with the module whose
+// tools reference it (Module.WithEntities):
+//
+//	var Note = &llmtool.Entity{
+//	    Kind: "note",
+//	    Exists: func(c *llmtool.ReadCtx, id string) (bool, error) {
+//	        var n int
+//	        err := c.QueryRow(`SELECT count(*) FROM notes WHERE noteId = ?`, id).Scan(&n)
+//	        return n > 0, err
+//	    },
+//	    System:       llmtool.IDs("root", "_hidden"),
+//	    Protected:    func(c *llmtool.ReadCtx, id string) (bool, error) { ... },
+//	    NotFoundNext: "Call search_notes to find the note's ID.",
+//	}
+//
+// IDs reach the functions as strings; integer fields are formatted in
+// decimal. The functions run in the call's transaction, and the registry
+// refuses to register a tool whose input references a kind no registered
+// module declares.
+type Entity struct {
+	// Kind is the name ref tags use, such as "note". Required.
+	Kind string
+	// Noun names one entity in messages, such as "note" or "attribute";
+	// the default is Kind with underscores as spaces.
+	Noun string
+	// Exists reports whether the entity exists. Required. A missing
+	// entity ends the call with a not-found error.
+	Exists func(c *ReadCtx, id string) (bool, error)
+	// System reports whether the entity is a system entity, which write
+	// tools must never delete, move, clone or rename (such as the root
+	// note). Optional; see IDs for a fixed set. It is checked only for
+	// write tools, and not for fields tagged system-ok.
+	System func(c *ReadCtx, id string) (bool, error)
+	// Protected reports whether the entity is protected: a model must
+	// neither read nor change it, whatever the tool. Optional.
+	Protected func(c *ReadCtx, id string) (bool, error)
+	// MayAct reports whether the call's principal (c.Principal(), which
+	// may be nil) may read (AccessRead, in read tools) or change
+	// (AccessWrite, in write tools) the entity. Optional.
+	MayAct func(c *ReadCtx, id string, access Access) (bool, error)
+	// NotFoundNext is the corrective next action of the not-found error,
+	// such as "Call search_notes to find the note's ID.". The default
+	// asks for the ID of an existing entity.
+	NotFoundNext string
+}
+
+// Access says what a call does with a referenced entity, for
+// Entity.MayAct: read tools read, write tools write.
+type Access uint8
+
+const (
+	// AccessRead is a read tool's access.
+	AccessRead Access = iota + 1
+	// AccessWrite is a write tool's access.
+	AccessWrite
+)
+
+// String returns "read" or "write".
+func (a Access) String() string {
+	switch a {
+	case AccessRead:
+		return "read"
+	case AccessWrite:
+		return "write"
+	}
+	return "access(" + strconv.Itoa(int(a)) + ")"
+}
+
+// IDs returns a check that reports whether an ID is one of ids, for
+// Entity.System or Entity.Protected when the set is fixed.
+func IDs(ids ...string) func(c *ReadCtx, id string) (bool, error) {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return func(_ *ReadCtx, id string) (bool, error) { return set[id], nil }
+}
+
+func (e *Entity) noun() string {
+	if e.Noun != "" {
+		return e.Noun
+	}
+	return strings.ReplaceAll(e.Kind, "_", " ")
+}
+
+// validate reports what is wrong with a declaration.
+func (e *Entity) validate() error {
+	switch {
+	case e == nil:
+		return errors.New("nil entity")
+	case e.Kind == "" || strings.ContainsAny(e.Kind, ", \t"):
+		return fmt.Errorf("entity kind %q must be a non-empty word such as \"note\"", e.Kind)
+	case e.Exists == nil:
+		return fmt.Errorf("entity %q has no Exists check; every entity kind needs one", e.Kind)
+	}
+	return nil
+}
+
+// WithEntities returns a copy of m that also declares the given entity
+// kinds, so the tools of any module registered in the same registry can
+// reference them with ref tags. Ship a module's entities with it:
+//
+//	var Tools = llmtool.DefineTools("notes", getNote, cloneNote).WithEntities(Note)
+//
+// A module may consist of entities only, for kinds the host declares
+// itself. WithEntities panics on a declaration without Kind or Exists, so
+// the module's tests catch it.
+func (m *Module) WithEntities(entities ...*Entity) *Module {
+	c := *m
+	c.entities = append(append([]*Entity(nil), m.entities...), entities...)
+	for _, e := range entities {
+		if err := e.validate(); err != nil {
+			panic(fmt.Sprintf("llmtool: module %q: %v", m.name, err))
+		}
+	}
+	return &c
+}
+
+// Entities returns the entity kinds the module declares.
+func (m *Module) Entities() []*Entity { return m.entities }
+
+// entityDecl is a declared kind and the module that declared it.
+type entityDecl struct {
+	entity *Entity
+	module string
+}
+
+// RefError is the error (wrapped by Registry.Add, NewRegistry and failed
+// loaders) of a tool whose input references an entity kind that no
+// registered module declares.
+type RefError struct {
+	Module string // the module of the tool
+	Tool   string // the tool
+	Field  string // the referencing field, such as "noteId" or "items[].noteId"
+	Kind   string // the undeclared kind
+}
+
+// Error says what is wrong and how to fix it.
+func (e *RefError) Error() string {
+	return fmt.Sprintf("tool %q: field %s references entity kind %q, which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag)", e.Tool, e.Field, e.Kind)
+}
+
+// declareLocked records the entity kinds of m. It is idempotent for the
+// same *Entity and refuses two declarations of one kind.
+func (r *Registry) declareLocked(m *Module, commit bool) error {
+	cur := r.entityMap()
+	var next map[string]entityDecl
+	for _, e := range m.entities {
+		if d, ok := cur[e.Kind]; ok {
+			if d.entity != e {
+				return fmt.Errorf("llmtool: entity kind %q is declared by both module %q and module %q; declare it once and share the *llmtool.Entity", e.Kind, d.module, m.name)
+			}
+			continue
+		}
+		if next == nil {
+			next = make(map[string]entityDecl, len(cur)+len(m.entities))
+			for k, v := range cur {
+				next[k] = v
+			}
+		}
+		if d, ok := next[e.Kind]; ok && d.entity != e {
+			return fmt.Errorf("llmtool: module %q declares entity kind %q twice", m.name, e.Kind)
+		}
+		next[e.Kind] = entityDecl{entity: e, module: m.name}
+	}
+	if commit && next != nil {
+		r.entities.Store(&next)
+	}
+	return nil
+}
+
+func (r *Registry) entityMap() map[string]entityDecl {
+	if p := r.entities.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// checkRefsLocked reports the first reference in m's tools to a kind that is
+// neither declared nor declared by m itself.
+func (r *Registry) checkRefsLocked(m *Module) error {
+	cur := r.entityMap()
+	own := make(map[string]bool, len(m.entities))
+	for _, e := range m.entities {
+		own[e.Kind] = true
+	}
+	for _, t := range m.tools {
+		for _, ref := range t.refs {
+			if _, ok := cur[ref.kind]; !ok && !own[ref.kind] {
+				return fmt.Errorf("llmtool: module %q: %w", m.name, &RefError{Module: m.name, Tool: t.spec.Name, Field: ref.field, Kind: ref.kind})
+			}
+		}
+	}
+	return nil
+}
+
+// Entity returns the declaration of an entity kind, if a registered module
+// declares it.
+func (r *Registry) Entity(kind string) (*Entity, bool) {
+	d, ok := r.entityMap()[kind]
+	return d.entity, ok
+}
+
+// IsProtected reports whether the entity of the given kind and ID is
+// protected, for handlers that list entities (such as a search) and must
+// leave protected ones out. It reports false for a kind without a
+// Protected check, and an error for an undeclared kind.
+func (c *ReadCtx) IsProtected(kind, id string) (bool, error) {
+	e, ok := c.call.reg.Entity(kind)
+	if !ok {
+		return false, fmt.Errorf("llmtool: IsProtected: entity kind %q is not declared", kind)
+	}
+	if e.Protected == nil {
+		return false, nil
+	}
+	return e.Protected(c, id)
+}
+
+// refPath locates the IDs one ref-tagged field holds.
+type refPath struct {
+	kind     string
+	systemOK bool
+	field    string    // for messages: "noteId", "items[].noteId"
+	steps    []refStep // from the In value to the field
+	optional bool      // skip the zero value
+}
+
+// refStep is one step from a value to the IDs: a struct field, or every
+// element of a slice or array. Pointers are followed on the way.
+type refStep struct {
+	index []int // struct field; nil means every element
+}
+
+// refKind returns the entity kind of a ref tag ("note,system-ok" → "note").
+func refKind(tag string) string {
+	k, _, _ := strings.Cut(tag, ",")
+	return k
+}
+
+// collectRefs finds the ref-tagged fields of an input type, at any depth,
+// and panics on a ref tag that cannot work, naming the field and the fix.
+func collectRefs(tool string, root *schemaNode, t reflect.Type) []refPath {
+	var refs []refPath
+	var walk func(n *schemaNode, t reflect.Type, steps []refStep, path string)
+	walk = func(n *schemaNode, t reflect.Type, steps []refStep, path string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for _, p := range n.props {
+			f := t.FieldByIndex(p.index)
+			fpath := p.name
+			if path != "" {
+				fpath = path + "." + p.name
+			}
+			fsteps := append(append([]refStep(nil), steps...), refStep{index: p.index})
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if p.ref == "" {
+				switch {
+				case ft.Kind() == reflect.Struct && p.schema.props != nil:
+					walk(p.schema, ft, fsteps, fpath)
+				case (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && p.schema.items != nil:
+					walk(p.schema.items, ft.Elem(), append(fsteps, refStep{}), fpath+"[]")
+				}
+				continue
+			}
+			kind, opts, _ := strings.Cut(p.ref, ",")
+			ref := refPath{kind: kind, field: fpath, optional: !p.required}
+			if kind == "" {
+				panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag %q names no entity kind; write ref:\"note\"", tool, fpath, p.ref))
+			}
+			for _, o := range strings.Split(opts, ",") {
+				switch strings.TrimSpace(o) {
+				case "":
+				case "system-ok":
+					ref.systemOK = true
+				default:
+					panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag %q has unknown option %q; the only option is system-ok", tool, fpath, p.ref, o))
+				}
+			}
+			leaf := ft
+			if leaf.Kind() == reflect.Slice || leaf.Kind() == reflect.Array {
+				leaf = leaf.Elem()
+				for leaf.Kind() == reflect.Pointer {
+					leaf = leaf.Elem()
+				}
+				fsteps = append(fsteps, refStep{})
+				ref.field += "[]"
+			}
+			if !isIDKind(leaf.Kind()) {
+				panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag on type %s; an entity reference must be a string or integer ID (or a slice of them)", tool, fpath, f.Type))
+			}
+			ref.steps = fsteps
+			refs = append(refs, ref)
+		}
+	}
+	walk(root, t, nil, "")
+	return refs
+}
+
+func isIDKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// refID is one referenced ID of a call.
+type refID struct {
+	ref   *refPath
+	field string // with element positions: "items[2].noteId"
+	id    string
+}
+
+// ids appends the IDs ref finds in v, each with the element positions of
+// its path ("[2][0]"); idsNamed turns those into a full path.
+func (ref *refPath) ids(v reflect.Value, out []refID) []refID {
+	var walk func(v reflect.Value, steps []refStep, field string)
+	walk = func(v reflect.Value, steps []refStep, field string) {
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return
+			}
+			v = v.Elem()
+		}
+		if len(steps) == 0 {
+			if ref.optional && v.IsZero() && !strings.HasSuffix(ref.field, "[]") {
+				return
+			}
+			out = append(out, refID{ref: ref, field: field, id: idString(v)})
+			return
+		}
+		s := steps[0]
+		if s.index == nil {
+			for i := range v.Len() {
+				walk(v.Index(i), steps[1:], field+"["+strconv.Itoa(i)+"]")
+			}
+			return
+		}
+		walk(v.FieldByIndex(s.index), steps[1:], field)
+	}
+	walk(v, ref.steps, "")
+	return out
+}
+
+func idString(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		return v.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	default:
+		return strconv.FormatUint(v.Uint(), 10)
+	}
+}
+
+// checkRefs runs the entity guards of the call's tool over in: exists,
+// system (write tools), protected, may act; each stage over every
+// referenced ID before the next.
+func (c *ReadCtx) checkRefs(in any) error {
+	refs := c.call.tool.refs
+	if len(refs) == 0 {
+		return nil
+	}
+	v := reflect.ValueOf(in)
+	var ids []refID
+	for i := range refs {
+		ids = refs[i].idsNamed(v, ids)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	decls := c.call.reg.entityMap()
+	ents := make([]*Entity, len(ids))
+	for i, x := range ids {
+		d, ok := decls[x.ref.kind]
+		if !ok {
+			return fmt.Errorf("llmtool: tool %s: entity kind %q is not declared", c.call.tool.spec.Name, x.ref.kind)
+		}
+		ents[i] = d.entity
+	}
+	write := c.write != nil
+	tool := c.call.tool.spec.Name
+	for i, x := range ids {
+		e := ents[i]
+		ok, err := e.Exists(c, x.id)
+		if err != nil {
+			return fmt.Errorf("llmtool: entity %s %q: exists check: %w", e.Kind, x.id, err)
+		}
+		if !ok {
+			next := e.NotFoundNext
+			if next == "" {
+				next = "Send the ID of an existing " + e.noun() + "."
+			}
+			return NotFound("%s %q (%s) does not exist.", upperFirst(e.noun()), x.id, x.field).Next(next)
+		}
+	}
+	if write {
+		for i, x := range ids {
+			e := ents[i]
+			if e.System == nil || x.ref.systemOK {
+				continue
+			}
+			sys, err := e.System(c, x.id)
+			if err != nil {
+				return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, x.id, err)
+			}
+			if sys {
+				return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), x.id, x.field, e.noun(), tool).
+					Next("Leave system " + plural(e.noun()) + " as they are and choose another " + e.noun() + ".")
+			}
+		}
+	}
+	for i, x := range ids {
+		e := ents[i]
+		if e.Protected == nil {
+			continue
+		}
+		p, err := e.Protected(c, x.id)
+		if err != nil {
+			return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, x.id, err)
+		}
+		if p {
+			return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), x.id, x.field).
+				Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
+		}
+	}
+	access, verb := AccessRead, "read"
+	if write {
+		access, verb = AccessWrite, "change"
+	}
+	for i, x := range ids {
+		e := ents[i]
+		if e.MayAct == nil {
+			continue
+		}
+		ok, err := e.MayAct(c, x.id, access)
+		if err != nil {
+			return fmt.Errorf("llmtool: entity %s %q: may-act check: %w", e.Kind, x.id, err)
+		}
+		if !ok {
+			return Denied("You may not %s %s %q (%s).", verb, e.noun(), x.id, x.field).
+				Next("Choose a " + e.noun() + " you have access to, or ask its owner to share it.")
+		}
+	}
+	return nil
+}
+
+// idsNamed is ids with fields named by their JSON paths.
+func (ref *refPath) idsNamed(v reflect.Value, out []refID) []refID {
+	start := len(out)
+	out = ref.ids(v, out)
+	if !strings.Contains(ref.field, "[]") {
+		for i := start; i < len(out); i++ {
+			out[i].field = ref.field
+		}
+		return out
+	}
+	// Replace each "[]" of the path with the positions the walk recorded.
+	for i := start; i < len(out); i++ {
+		out[i].field = fillPositions(ref.field, out[i].field)
+	}
+	return out
+}
+
+// fillPositions turns "items[].noteIds[]" and positions "[2][0]" into
+// "items[2].noteIds[0]".
+func fillPositions(path, positions string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(path, "[]")
+		if i < 0 {
+			b.WriteString(path)
+			return b.String()
+		}
+		b.WriteString(path[:i])
+		j := strings.IndexByte(positions, ']')
+		if j < 0 {
+			b.WriteString(path[i:])
+			return b.String()
+		}
+		b.WriteString(positions[:j+1])
+		positions = positions[j+1:]
+		path = path[i+2:]
+	}
+}
+
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+func plural(noun string) string {
+	switch {
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
+		return noun + "es"
+	case strings.HasSuffix(noun, "y") && len(noun) > 1 && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])):
+		return noun[:len(noun)-1] + "ies"
+	}
+	return noun + "s"
+}
+
+// RequireRole returns a tool guard that lets the call through only when
+// its principal has one of the roles:
+//
+//	llmtool.Guards(llmtool.RequireRole[DeleteNoteIn]("editor", "admin"))
+func RequireRole[In any](roles ...string) func(*ReadCtx, In) error {
+	return func(c *ReadCtx, _ In) error {
+		p := c.Principal()
+		for _, r := range roles {
+			if p.HasRole(r) {
+				return nil
+			}
+		}
+		return Denied("%s needs the role %s, which you do not have.", c.ToolName(), quoteOr(roles)).
+			Next("Ask an administrator for the role, or use another tool.")
+	}
+}
+
+// DenyValues returns a tool guard that refuses a parameter value from a
+// deny list, compared without regard to case, such as attribute names
+// that make the host run code:
+//
+//	llmtool.Guards(llmtool.DenyValues("name",
+//	    func(in SetAttrIn) string { return in.Name },
+//	    []string{"run", "runOnInstance"},
+//	    "Use an attribute name that does not run code."))
+//
+// param is the JSON name shown in the message; next is the corrective
+// next action.
+func DenyValues[In any](param string, get func(In) string, denied []string, next string) func(*ReadCtx, In) error {
+	set := make(map[string]bool, len(denied))
+	for _, d := range denied {
+		set[strings.ToLower(d)] = true
+	}
+	return func(c *ReadCtx, in In) error {
+		v := get(in)
+		if set[strings.ToLower(v)] {
+			return Denied("%s %q is not allowed in %s.", param, v, c.ToolName()).Next(next)
+		}
+		return nil
+	}
+}
