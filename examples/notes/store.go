@@ -21,8 +21,10 @@
 // or an [Execer] (write functions), so it works with a *sql.DB, a *sql.Tx or
 // any other type with the same methods. Write functions that issue several
 // statements run them in a transaction when given a value that can begin one
-// (such as *sql.DB or *sql.Conn); when given a *sql.Tx they simply use it and
-// leave commit/rollback to the caller.
+// (a value with a BeginTx method, such as *sql.DB or *sql.Conn); given
+// anything else (a *sql.Tx, or the *llmtool.WriteCtx of a write tool, whose
+// statements run in the call's transaction) they simply use it and leave
+// commit and rollback to the caller.
 //
 // The functions of this package do no policy checks (system notes, protected
 // notes, ...): callers are expected to enforce them. They only guard the
@@ -166,6 +168,9 @@ type TreeNode struct {
 	ID    string `json:"noteId"`
 	Title string `json:"title"`
 	Type  string `json:"type"`
+	// IsProtected marks a protected note: its title is listed, its
+	// content must not be shown.
+	IsProtected bool `json:"isProtected,omitempty"`
 	// ChildCount is the total number of (non-deleted) children of the note,
 	// whether or not they are listed in Children.
 	ChildCount int `json:"childCount"`
@@ -481,6 +486,34 @@ func IsDescendant(ctx context.Context, q Queryer, candidate, ancestor string) (b
 	return ok, nil
 }
 
+// ProtectedDescendant returns the ID of a protected strict descendant of
+// note id (through any of its placements), or "" if it has none. Callers
+// use it to refuse deleting a subtree that holds protected notes.
+func ProtectedDescendant(ctx context.Context, q Queryer, id string) (string, error) {
+	var found string
+	err := q.QueryRowContext(ctx, `
+		WITH RECURSIVE sub(id) AS (
+			SELECT b.noteId FROM branches b
+			JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
+			WHERE b.parentNoteId = ?1 AND b.isDeleted = 0
+			UNION
+			SELECT b.noteId FROM branches b
+			JOIN sub ON b.parentNoteId = sub.id
+			JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
+			WHERE b.isDeleted = 0
+		)
+		SELECT n.noteId FROM sub JOIN notes n ON n.noteId = sub.id
+		WHERE n.isProtected = 1 AND n.noteId <> ?1
+		ORDER BY n.noteId LIMIT 1`, id).Scan(&found)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("look for protected notes under %q: %w", id, err)
+	}
+	return found, nil
+}
+
 // GetNote returns the metadata of a note (not its content; see [GetContent])
 // with its parents, children and attributes. It returns an error wrapping
 // [ErrNotFound] if the note does not exist.
@@ -561,12 +594,12 @@ func Subtree(ctx context.Context, q Queryer, id string, depth, maxChildrenPerLev
 	}
 	root := &TreeNode{ID: id}
 	err := q.QueryRowContext(ctx, `
-		SELECT n.title, n.type, (
+		SELECT n.title, n.type, n.isProtected, (
 			SELECT COUNT(*) FROM branches cb
 			JOIN notes cn ON cn.noteId = cb.noteId AND cn.isDeleted = 0
 			WHERE cb.parentNoteId = n.noteId AND cb.isDeleted = 0)
 		FROM notes n WHERE n.noteId = ? AND n.isDeleted = 0`, id).
-		Scan(&root.Title, &root.Type, &root.ChildCount)
+		Scan(&root.Title, &root.Type, &root.IsProtected, &root.ChildCount)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(id)
 	}
@@ -594,7 +627,7 @@ func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth, limit in
 		return nil
 	}
 	rows, err := q.QueryContext(ctx, `
-		SELECT n.noteId, n.title, n.type, (
+		SELECT n.noteId, n.title, n.type, n.isProtected, (
 			SELECT COUNT(*) FROM branches cb
 			JOIN notes cn ON cn.noteId = cb.noteId AND cn.isDeleted = 0
 			WHERE cb.parentNoteId = n.noteId AND cb.isDeleted = 0)
@@ -609,7 +642,7 @@ func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth, limit in
 	var kids []TreeNode
 	for rows.Next() {
 		var k TreeNode
-		if err := rows.Scan(&k.ID, &k.Title, &k.Type, &k.ChildCount); err != nil {
+		if err := rows.Scan(&k.ID, &k.Title, &k.Type, &k.IsProtected, &k.ChildCount); err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("read children of note %q: %w", node.ID, err)
 		}

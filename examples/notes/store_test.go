@@ -973,3 +973,53 @@ func TestErrorsWrapSentinels(t *testing.T) {
 	require.Contains(t, err.Error(), `"projects"`)
 	require.Contains(t, err.Error(), `"meetings"`)
 }
+
+func TestProtectedDescendant(t *testing.T) {
+	t.Parallel()
+	db := newStore(t)
+	ctx := t.Context()
+	// A protected note two levels below projects, through a clone.
+	box, err := CreateNote(ctx, db, "recipes", "Box", "", "")
+	require.NoError(t, err)
+	require.NoError(t, MoveNote(ctx, db, "secret", "", box.ID))
+	require.NoError(t, CloneNote(ctx, db, "recipes", "roadmap"))
+
+	tests := []struct{ id, want string }{
+		{id: RootID, want: "secret"},
+		{id: "projects", want: "secret"},
+		{id: "recipes", want: "secret"},
+		{id: box.ID, want: "secret"},
+		{id: "secret", want: ""}, // not its own descendant
+		{id: "pancakes", want: ""},
+		{id: "meetings", want: ""},
+		{id: "nope", want: ""},
+	}
+	for _, tt := range tests {
+		got, err := ProtectedDescendant(ctx, db, tt.id)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, got, tt.id)
+	}
+
+	// A deleted protected note no longer counts.
+	require.NoError(t, MoveNote(ctx, db, "secret", "", RootID))
+	_, err = DeleteNote(ctx, db, "secret")
+	require.NoError(t, err)
+	got, err := ProtectedDescendant(ctx, db, RootID)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+func TestSubtreeMarksProtected(t *testing.T) {
+	t.Parallel()
+	db := newStore(t)
+	tree, err := Subtree(t.Context(), db, RootID, 1, 0)
+	require.NoError(t, err)
+	protected := map[string]bool{}
+	for _, c := range tree.Children {
+		protected[c.ID] = c.IsProtected
+	}
+	require.Equal(t, map[string]bool{"projects": false, "recipes": false, "secret": true, HiddenID: false, ShareID: false}, protected)
+	tree, err = Subtree(t.Context(), db, "secret", 0, 0)
+	require.NoError(t, err)
+	require.True(t, tree.IsProtected)
+}
