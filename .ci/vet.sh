@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Build cmd/llmtoolvet and run it with go vet over the whole module
+# (examples included), failing on any finding.
+#
+# Usage: bash .ci/vet.sh [PACKAGES...]   (default ./...)
+#
+# Prints the findings, then "llmtoolvet: clean" or "llmtoolvet: findings";
+# exits 0 when clean, 1 on findings or build errors.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+BIN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/llmtoolvet.XXXXXX")"
+trap 'rm -rf "$BIN_DIR"' EXIT
+BIN="$BIN_DIR/llmtoolvet"
+
+go build -o "$BIN" ./cmd/llmtoolvet
+
+if [ "$#" -eq 0 ]; then
+  set -- ./...
+fi
+if go vet -vettool="$BIN" "$@"; then
+  echo "llmtoolvet: clean"
+else
+  echo "llmtoolvet: go vet failed: findings or build errors above (what each finding means: go doc ./cmd/llmtoolvet/asynccheck)" >&2
+  exit 1
+fi
