@@ -3,6 +3,7 @@ package llmtool_test
 import (
 	"context"
 	"database/sql"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -53,4 +54,8 @@ func newRegistry(t testing.TB, db *sql.DB, mods ...*llmtool.Module) *llmtool.Reg
 
 func invoke(reg *llmtool.Registry, tool, args string) llmtool.Result {
 	return reg.Invoke(context.Background(), llmtool.Call{Tool: tool, Args: []byte(args)})
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
