@@ -1,0 +1,381 @@
+package llmtool_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+)
+
+func inScope(scope string) context.Context {
+	return llmtool.WithScope(context.Background(), scope)
+}
+
+func listNames(t testing.TB, reg *llmtool.Registry, ctx context.Context) []string {
+	t.Helper()
+	specs, err := reg.List(ctx)
+	require.NoError(t, err)
+	return names(specs)
+}
+
+func TestWritesOffUntilEnabled(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg, _ := newReg(t, db, itemTools)
+	a, b := inScope("team-a"), inScope("team-b")
+
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, a))
+	res := reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
+	require.True(t, res.IsError)
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "team-a". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
+	require.Equal(t, llmtool.KindDenied, llmtool.KindOf(res.Err))
+	require.Equal(t, 1, countItems(t, db))
+	res = invoke(reg, "add_item", `{"name":"pear"}`)
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default scope. Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	res = reg.Invoke(a, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
+	require.False(t, res.IsError, "read tools are on: %s", res.Text())
+
+	on, err := reg.WritesEnabled(a, "team-a")
+	require.NoError(t, err)
+	require.False(t, on)
+	require.NoError(t, reg.EnableWrites(a, "team-a"))
+	on, err = reg.WritesEnabled(a, "team-a")
+	require.NoError(t, err)
+	require.True(t, on)
+	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, a))
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, b), "other scopes unaffected")
+	res = reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
+	require.False(t, res.IsError, res.Text())
+	require.NotContains(t, decodeObj(t, res.JSON), "error")
+	require.Equal(t, 2, countItems(t, db))
+	require.ErrorIs(t, reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)}).Err, llmtool.ErrToolDisabled)
+
+	require.NoError(t, reg.DisableWrites(a, "team-a"))
+	require.ErrorIs(t, reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)}).Err, llmtool.ErrToolDisabled)
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, a))
+
+	settings, err := reg.ScopeSettings(a)
+	require.NoError(t, err)
+	require.Len(t, settings, 1)
+	require.Equal(t, "team-a", settings[0].Scope)
+	require.Equal(t, "", settings[0].Tool)
+	require.False(t, settings[0].Enabled)
+	require.False(t, settings[0].Updated.IsZero())
+}
+
+func TestWritesOffAction(t *testing.T) {
+	t.Parallel()
+	reg, _ := newReg(t, openDB(t), itemTools)
+	reg.SetWritesOffAction(`Ask the user to turn on "Allow changes" in the chat settings, then try again.`)
+	res := invoke(reg, "add_item", `{"name":"pear"}`)
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default scope. Ask the user to turn on "Allow changes" in the chat settings, then try again.`, res.Text())
+}
+
+func TestScopeSettingSurvivesReopen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "app.db")
+	ctx := inScope("wiki")
+	db, err := llmtool.OpenSQLite("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	reg, err := llmtool.NewRegistry(db, itemTools)
+	require.NoError(t, err)
+	require.NoError(t, reg.EnableWrites(ctx, "wiki"))
+	require.NoError(t, reg.Close())
+	require.NoError(t, db.Close())
+
+	db, err = llmtool.OpenSQLite("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	reg, _ = newReg(t, db, itemTools)
+	on, err := reg.WritesEnabled(ctx, "wiki")
+	require.NoError(t, err)
+	require.True(t, on)
+	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
+	require.False(t, res.IsError, res.Text())
+	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, ctx))
+}
+
+func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
+	t.Parallel()
+	t.Run("unreadable from the start", func(t *testing.T) {
+		t.Parallel()
+		db := openDB(t)
+		_, err := db.Exec(`CREATE TABLE llmtool_scope_settings (x TEXT)`)
+		require.NoError(t, err)
+		reg, logs := newReg(t, db, itemTools)
+		ctx := inScope("s")
+
+		res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
+		require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "s". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+		require.Contains(t, logs.String(), `level=ERROR msg="llmtool: cannot read the scope's tool settings; write tools stay off" scope=s err="llmtool: read settings of scope \"s\": SQL logic error: no such column: tool (1)"`)
+		require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, ctx))
+		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)}).IsError, "reads still work")
+
+		require.ErrorContains(t, reg.EnableWrites(ctx, "s"), `llmtool: set writes in scope "s": llmtool: read settings of scope "s": SQL logic error: no such column: tool (1)`)
+		on, err := reg.WritesEnabled(ctx, "s")
+		require.Error(t, err)
+		require.False(t, on)
+		require.Equal(t, 1, countItems(t, db))
+	})
+	t.Run("broken after enabling", func(t *testing.T) {
+		t.Parallel()
+		db := openDB(t)
+		reg, logs := newReg(t, db, itemTools)
+		reg.SetPolicyCacheTTL(0) // read on every call
+		ctx := inScope("s")
+		require.NoError(t, reg.EnableWrites(ctx, "s"))
+		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError)
+
+		_, err := db.Exec(`ALTER TABLE llmtool_scope_settings RENAME COLUMN enabled TO on_off`)
+		require.NoError(t, err)
+		res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)})
+		require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
+		require.Contains(t, logs.String(), "no such column: enabled")
+		require.Equal(t, 2, countItems(t, db))
+	})
+}
+
+func TestPerToolScopeSettings(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg, _ := newReg(t, db, itemTools)
+	ctx := inScope("s")
+
+	require.NoError(t, reg.SetScopeTool(ctx, "s", "add_item", true))
+	require.NoError(t, reg.SetScopeTool(ctx, "s", "get_item", false))
+	require.Equal(t, []string{"add_item", "man"}, listNames(t, reg, ctx))
+	require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError, "on while the scope's writes are off")
+	res := reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
+	require.Equal(t, `Tool "get_item" is switched off in scope "s". Use another tool, or ask the user to switch it on for this scope.`, res.Text())
+	require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, inScope("other")))
+
+	require.NoError(t, reg.SetEnabled("add_item", false))
+	require.ErrorIs(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"x"}`)}).Err, llmtool.ErrToolDisabled, "the kill switch wins")
+	require.NoError(t, reg.SetEnabled("add_item", true))
+
+	settings, err := reg.ScopeSettings(ctx)
+	require.NoError(t, err)
+	var got []string
+	for _, s := range settings {
+		got = append(got, s.Scope+"/"+s.Tool)
+	}
+	require.Equal(t, []string{"s/add_item", "s/get_item"}, got)
+
+	require.NoError(t, reg.ResetScopeTool(ctx, "s", "add_item"))
+	require.NoError(t, reg.ResetScopeTool(ctx, "s", "get_item"))
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, ctx))
+	require.EqualError(t, reg.SetScopeTool(ctx, "s", "bad name", true), `llmtool: SetScopeTool: tool name "bad name" is invalid for MCP (1 to 128 of A-Z a-z 0-9 _ - .); use lower_snake_case such as "get_note"`)
+}
+
+type events struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (e *events) add(s string) { e.mu.Lock(); e.got = append(e.got, s); e.mu.Unlock() }
+func (e *events) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := e.got
+	e.got = nil
+	return g
+}
+
+func TestSubscribe(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg, _ := newReg(t, db, itemTools)
+	ctx := context.Background()
+	ev := &events{}
+	cancel := reg.Subscribe(ev.add)
+
+	require.NoError(t, reg.EnableWrites(ctx, "a"))
+	require.Equal(t, []string{"a"}, ev.take())
+	require.NoError(t, reg.EnableWrites(ctx, "a"))
+	require.NoError(t, reg.DisableWrites(ctx, "b"))
+	require.Empty(t, ev.take(), "no change, no notification")
+	require.NoError(t, reg.SetScopeTool(ctx, "b", "add_item", true))
+	require.Equal(t, []string{"b"}, ev.take())
+	require.NoError(t, reg.SetEnabled("add_item", false))
+	require.Equal(t, []string{""}, ev.take())
+
+	extra := llmtool.Read("extra", "Extra.", func(*llmtool.ReadCtx, struct{}) (struct{}, error) { return struct{}{}, nil })
+	reg.AddLoader("extra", func(context.Context) (*llmtool.Module, error) { return llmtool.DefineTools("extra", extra), nil })
+	require.Empty(t, ev.take())
+	require.Contains(t, listNames(t, reg, ctx), "extra")
+	require.Equal(t, []string{""}, ev.take(), "a loader resolved")
+
+	// A change made by another process is seen when the cache is refreshed.
+	db2 := openSameDB(t, db)
+	reg2, _ := newReg(t, db2, itemTools)
+	reg2.SetPolicyCacheTTL(0)
+	ev2 := &events{}
+	reg2.Subscribe(ev2.add)
+	a := inScope("a")
+	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg2, a))
+	require.NoError(t, reg.DisableWrites(ctx, "a"))
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg2, a))
+	require.Equal(t, []string{"a"}, ev2.take())
+	require.Equal(t, []string{"a"}, ev.take())
+
+	cancel()
+	require.NoError(t, reg.EnableWrites(ctx, "a"))
+	require.Empty(t, ev.take())
+}
+
+// openSameDB opens a second handle on db's file, as another process would.
+func openSameDB(t testing.TB, db *sql.DB) *sql.DB {
+	t.Helper()
+	var file string
+	require.NoError(t, db.QueryRow(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file))
+	db2, err := llmtool.OpenSQLite("sqlite", file)
+	require.NoError(t, err)
+	t.Cleanup(func() { db2.Close() })
+	return db2
+}
+
+func TestPolicyCacheAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg, _ := newReg(t, db, itemTools)
+	fresh, _ := newReg(t, openSameDB(t, db), itemTools)
+	fresh.SetPolicyCacheTTL(0)
+	pinned, _ := newReg(t, openSameDB(t, db), itemTools)
+	pinned.SetPolicyCacheTTL(-1)
+	ctx := inScope("s")
+	call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}
+
+	require.True(t, fresh.Invoke(ctx, call).IsError)
+	require.True(t, pinned.Invoke(ctx, call).IsError)
+	require.NoError(t, reg.EnableWrites(ctx, "s"))
+	require.False(t, fresh.Invoke(ctx, call).IsError, "TTL 0 reads the table every time")
+	require.True(t, pinned.Invoke(ctx, call).IsError, "a negative TTL keeps its copy")
+	on, err := pinned.WritesEnabled(ctx, "s")
+	require.NoError(t, err)
+	require.True(t, on)
+	require.False(t, pinned.Invoke(ctx, call).IsError, "WritesEnabled refreshed the copy")
+}
+
+func TestRequirePrincipal(t *testing.T) {
+	t.Parallel()
+	reg, _ := newReg(t, openDB(t), itemTools)
+	reg.RequirePrincipal(true)
+	ctx := context.Background()
+
+	res := invoke(reg, "get_item", `{"id":1}`)
+	require.Equal(t, `Tool "get_item" needs a signed-in user, and this call has none. Ask the user to sign in to the application, then call get_item again.`, res.Text())
+	require.ErrorIs(t, res.Err, llmtool.ErrNoPrincipal)
+	require.Equal(t, llmtool.KindDenied, llmtool.KindOf(res.Err))
+	require.Empty(t, listNames(t, reg, ctx))
+
+	res = reg.Invoke(alice(ctx), llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
+	require.False(t, res.IsError, res.Text())
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, alice(ctx)))
+}
+
+func TestAuthorizer(t *testing.T) {
+	t.Parallel()
+	reg, _ := newReg(t, openDB(t), itemTools)
+	ctx := context.Background()
+	require.NoError(t, reg.EnableWrites(ctx, ""))
+	reg.SetAuthorizer(llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
+		switch {
+		case tool.ReadOnly || p.HasRole("editor"):
+			return nil
+		case p.HasRole("guest"):
+			return llmtool.Denied("Guests may only read.").Next("Ask the user to sign in with an editor account.")
+		}
+		return errors.New("not an editor")
+	}))
+	as := func(id string, roles ...string) context.Context {
+		return llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: id, Roles: roles})
+	}
+	call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}
+
+	res := reg.Invoke(as("bob", "reader"), call)
+	require.Equal(t, `You may not use add_item. Use another tool, or ask an administrator for access.`, res.Text())
+	require.ErrorIs(t, res.Err, llmtool.ErrNotAuthorized)
+	require.EqualError(t, errors.Unwrap(res.Err), "llmtool: not authorized: not an editor")
+	res = reg.Invoke(as("gus", "guest"), call)
+	require.Equal(t, `Guests may only read. Ask the user to sign in with an editor account.`, res.Text())
+	require.Equal(t, llmtool.KindDenied, llmtool.KindOf(res.Err))
+	res = reg.Invoke(as("alice", "editor"), call)
+	require.False(t, res.IsError, res.Text())
+
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, as("bob")))
+	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, as("alice", "editor")))
+	reg.SetAuthorizer(nil)
+	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, as("bob")))
+}
+
+func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
+	t.Parallel()
+	type out struct {
+		Guard, Handler, Scope string
+	}
+	var guardSaw string
+	whoami := llmtool.Write("whoami", "Say who calls.",
+		func(c *llmtool.WriteCtx, _ struct{}) (out, error) {
+			return out{Guard: guardSaw, Handler: c.Principal().ID, Scope: c.Scope()}, nil
+		},
+		llmtool.Guards(func(c *llmtool.ReadCtx, _ struct{}) error {
+			guardSaw = c.Principal().ID
+			return nil
+		}))
+	reg, _ := newReg(t, openDB(t), llmtool.DefineTools("who", whoami))
+	ctx := alice(inScope("wiki"))
+	require.NoError(t, reg.EnableWrites(ctx, "wiki"))
+	res := reg.Invoke(ctx, llmtool.Call{Tool: "whoami"})
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"Guard":"alice","Handler":"alice","Scope":"wiki"}`, string(res.JSON))
+}
+
+func TestListAllocatesNothing(t *testing.T) {
+	db := openDB(t)
+	reg, _ := newReg(t, db, itemTools)
+	reg.SetPolicyCacheTTL(-1) // no refresh during the measurement
+	on, off := inScope("on"), inScope("off")
+	require.NoError(t, reg.EnableWrites(on, "on"))
+	for _, ctx := range []context.Context{on, off} {
+		_, err := reg.List(ctx) // warm the caches
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(100, func() { _, _ = reg.List(ctx) })
+		require.Zero(t, allocs)
+	}
+	require.True(t, slices.Equal([]string{"get_item", "man"}, listNames(t, reg, off)))
+}
+
+// BenchmarkList compares a listing filtered for a scope whose writes are
+// off, and one with a per-tool setting, against the unfiltered baseline of
+// a scope with writes on.
+func BenchmarkList(b *testing.B) {
+	db := openDB(b)
+	reg, err := llmtool.NewRegistry(db, itemTools)
+	require.NoError(b, err)
+	defer reg.Close()
+	ctx := context.Background()
+	require.NoError(b, reg.EnableWrites(ctx, "on"))
+	require.NoError(b, reg.SetScopeTool(ctx, "tool", "add_item", true))
+	for _, scope := range []string{"on", "off", "tool"} {
+		sctx := inScope(scope)
+		b.Run("scope="+scope, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := reg.List(sctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
