@@ -1,0 +1,382 @@
+// Package chatadapter projects an llmtool registry into what an
+// application's own chat feature needs to let a model call its tools: the
+// tool definitions in each provider's wire format, a dispatcher for the
+// model's tool calls, and each result in the provider's message format.
+//
+// It translates only. Every call goes through llmtool.Registry.Invoke, so a
+// tool behaves in chat exactly as it does over MCP: same validation, same
+// transaction, same error text, same result bytes.
+//
+// The three pieces work with whatever provider SDK the application already
+// uses:
+//
+//	a := chatadapter.New(reg)
+//	ctx = llmtool.WithScope(llmtool.WithPrincipal(ctx, user), workspaceID)
+//
+//	set, err := a.Tools(ctx, chatadapter.Anthropic) // the "tools" field of the request
+//	// ... send the request with set.JSON, receive the model's message ...
+//	reply, err := a.Dispatch(ctx, chatadapter.Anthropic, assistantMessage)
+//	// ... append reply.Messages to the conversation and send it again ...
+//
+// Run is a small loop over any OpenAI-compatible /v1/chat/completions
+// endpoint (OpenAI, llama.cpp, Ollama, vLLM) that does all of this with
+// net/http.
+//
+// # Formats
+//
+// A Shape names a provider format. Tool sets exist for OpenAI Chat
+// Completions (with a strict-mode variant), OpenAI Responses (also with a
+// strict variant), Anthropic Messages and Gemini. Each tool's definition is
+// built once per registry and format and reused for every request; a tool
+// whose schema a format cannot express (a map for Gemini, say) is left out
+// of that format's set and reported by Tools as an *UnsupportedError.
+//
+// # Order of calls in one turn
+//
+// A model may ask for several calls in one turn. Dispatch runs them as if
+// one after another in the model's order, except that adjacent read tools
+// run concurrently (at most MaxParallel at once): a write tool starts only
+// after every call before it has finished, and calls after it start only
+// once it has committed. So each read sees exactly the writes the model
+// asked for before it, writes commit in the model's order, and the results,
+// returned in the model's order, are the same on every run.
+//
+// # Errors
+//
+// An unknown tool, malformed arguments, a refused or failing call: each is
+// a result with {"error": "..."} for the model to correct, never a Go error.
+// Dispatch returns an error only when the turn itself cannot be read.
+package chatadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/llmtool/llmtool"
+)
+
+// Shape names a provider's wire format for tool definitions, tool calls and
+// tool results.
+type Shape uint8
+
+const (
+	// OpenAIChat is OpenAI Chat Completions (and every compatible server):
+	// tools as {"type":"function","function":{"name","description","parameters"}},
+	// calls in the assistant message's tool_calls with arguments as a JSON
+	// string, one {"role":"tool","tool_call_id",...} message per result.
+	OpenAIChat Shape = iota + 1
+	// OpenAIChatStrict is OpenAIChat with "strict": true and schemas that
+	// satisfy strict mode: every object closed, every property required,
+	// optional properties nullable. Dispatch reads a null sent for an
+	// optional property as "not given".
+	OpenAIChatStrict
+	// OpenAIResponses is the OpenAI Responses API: flat function tools
+	// {"type":"function","name",...,"parameters","strict":false},
+	// function_call output items, function_call_output input items.
+	OpenAIResponses
+	// OpenAIResponsesStrict is OpenAIResponses with "strict": true and
+	// strict-mode schemas.
+	OpenAIResponsesStrict
+	// Anthropic is the Anthropic Messages API: tools as
+	// {"name","description","input_schema"}, tool_use content blocks,
+	// tool_result blocks with is_error in one user message.
+	Anthropic
+	// Gemini is the Gemini API: one tool holding functionDeclarations with
+	// the OpenAPI 3.0 schema subset Gemini accepts, functionCall parts,
+	// functionResponse parts in one user content.
+	Gemini
+
+	numShapes = int(Gemini) + 1
+)
+
+var shapeNames = [...]string{
+	OpenAIChat:            "OpenAI Chat Completions",
+	OpenAIChatStrict:      "OpenAI Chat Completions (strict)",
+	OpenAIResponses:       "OpenAI Responses",
+	OpenAIResponsesStrict: "OpenAI Responses (strict)",
+	Anthropic:             "Anthropic Messages",
+	Gemini:                "Gemini",
+}
+
+// Shapes lists every shape, in declaration order.
+var Shapes = []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
+
+// String returns the format's name, such as "Anthropic Messages".
+func (s Shape) String() string {
+	if s > 0 && int(s) < len(shapeNames) {
+		return shapeNames[s]
+	}
+	return fmt.Sprintf("Shape(%d)", s)
+}
+
+func (s Shape) valid() bool { return s > 0 && int(s) < numShapes }
+
+func (s Shape) strict() bool { return s == OpenAIChatStrict || s == OpenAIResponsesStrict }
+
+// wire returns the format of calls and results, which strict variants
+// share with their plain one.
+func (s Shape) wire() Shape {
+	switch s {
+	case OpenAIChatStrict:
+		return OpenAIChat
+	case OpenAIResponsesStrict:
+		return OpenAIResponses
+	}
+	return s
+}
+
+// ErrShape is returned for a Shape value that is not one of the constants.
+var ErrShape = errors.New("chatadapter: unknown shape")
+
+// Adapter serves one registry's tools to chat models. It caches each
+// tool's definition per format, so building a request's tool set costs a
+// lookup, not a schema conversion. It is safe for concurrent use; create
+// one per registry and share it.
+type Adapter struct {
+	reg         *llmtool.Registry
+	maxParallel int
+	locale      string
+
+	defs  sync.Map // defKey → *toolDef
+	plans sync.Map // *llmtool.Spec → *nullPlan (possibly nil)
+
+	mu   sync.Mutex
+	sets [numShapes][]*cachedSet // most recent first
+}
+
+// Option configures an Adapter.
+type Option func(*Adapter)
+
+// MaxParallel bounds how many read tools of one turn run at once (default
+// 4). 1 runs every call one after another.
+func MaxParallel(n int) Option {
+	return func(a *Adapter) {
+		if n >= 1 {
+			a.maxParallel = n
+		}
+	}
+}
+
+// DefaultLocale sets the locale of friendly names in events when the
+// context names none with WithLocale (default "en").
+func DefaultLocale(locale string) Option { return func(a *Adapter) { a.locale = locale } }
+
+// New returns an Adapter for reg.
+func New(reg *llmtool.Registry, opts ...Option) *Adapter {
+	a := &Adapter{reg: reg, maxParallel: 4, locale: "en"}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// Registry returns the registry the adapter serves.
+func (a *Adapter) Registry() *llmtool.Registry { return a.reg }
+
+// ToolSet is the tools a scope may call, in one provider's format. It is
+// shared between requests: do not modify it.
+type ToolSet struct {
+	// Shape is the format of the definitions.
+	Shape Shape
+	// JSON is the value of the request's tools field: an array of the tool
+	// definitions, or for Gemini an array of one tool whose
+	// functionDeclarations are the definitions.
+	JSON json.RawMessage
+	// Tools are the definitions one by one, in the registry's order.
+	Tools []json.RawMessage
+	// Names are the tools' names, in the same order as Tools.
+	Names []string
+}
+
+type defKey struct {
+	spec  *llmtool.Spec
+	shape Shape
+}
+
+type toolDef struct {
+	json json.RawMessage
+	err  error
+}
+
+type cachedSet struct {
+	specs []*llmtool.Spec
+	set   *ToolSet
+	errs  []error
+}
+
+const setCacheSize = 16
+
+// Tools returns the tool set for the scope and principal in ctx
+// (llmtool.WithScope, llmtool.WithPrincipal): exactly the tools
+// Registry.List gives them, in shape's format.
+//
+// A tool the format cannot express is left out, and reported in the error
+// as an *UnsupportedError, joined with any error of the listing itself
+// (a module loader that failed). The set of the other tools is returned
+// along with such an error, so an application can log the problem and go
+// on, or refuse to start.
+//
+// Definitions are converted once per tool and shape; sets are cached by
+// their list of tools, so repeated calls for the same scope return the same
+// *ToolSet.
+func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
+	if !shape.valid() {
+		return nil, fmt.Errorf("%w %d", ErrShape, shape)
+	}
+	specs, listErr := a.reg.List(ctx)
+	a.mu.Lock()
+	for i, c := range a.sets[shape] {
+		if slices.Equal(c.specs, specs) {
+			if i > 0 { // move to front
+				copy(a.sets[shape][1:i+1], a.sets[shape][:i])
+				a.sets[shape][0] = c
+			}
+			a.mu.Unlock()
+			return c.set, joinErrs(listErr, c.errs)
+		}
+	}
+	a.mu.Unlock()
+
+	set := &ToolSet{Shape: shape, Tools: make([]json.RawMessage, 0, len(specs)), Names: make([]string, 0, len(specs))}
+	var errs []error
+	size := 2
+	for _, s := range specs {
+		d := a.def(s, shape)
+		if d.err != nil {
+			errs = append(errs, d.err)
+			continue
+		}
+		set.Tools = append(set.Tools, d.json)
+		set.Names = append(set.Names, s.Name)
+		size += len(d.json) + 1
+	}
+	b := make([]byte, 0, size+32)
+	if shape == Gemini {
+		b = append(b, `[{"functionDeclarations":`...)
+	}
+	b = append(b, '[')
+	for i, t := range set.Tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+	}
+	b = append(b, ']')
+	if shape == Gemini {
+		b = append(b, "}]"...)
+	}
+	set.JSON = b
+
+	a.mu.Lock()
+	c := &cachedSet{specs: slices.Clone(specs), set: set, errs: errs}
+	a.sets[shape] = append([]*cachedSet{c}, a.sets[shape][:min(len(a.sets[shape]), setCacheSize-1)]...)
+	a.mu.Unlock()
+	return set, joinErrs(listErr, errs)
+}
+
+// joinErrs joins the listing's error and the unsupported tools' errors
+// into one flat errors.Join.
+func joinErrs(listErr error, errs []error) error {
+	if listErr == nil {
+		return errors.Join(errs...)
+	}
+	return errors.Join(append([]error{listErr}, errs...)...)
+}
+
+// Definition returns one tool's definition in shape's format, or an
+// *UnsupportedError if the format cannot express it. It is what Tools
+// assembles, for applications that build their own lists.
+func (a *Adapter) Definition(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
+	if !shape.valid() {
+		return nil, fmt.Errorf("%w %d", ErrShape, shape)
+	}
+	d := a.def(spec, shape)
+	return d.json, d.err
+}
+
+func (a *Adapter) def(spec *llmtool.Spec, shape Shape) *toolDef {
+	k := defKey{spec, shape}
+	if d, ok := a.defs.Load(k); ok {
+		return d.(*toolDef)
+	}
+	b, err := buildDef(spec, shape)
+	d, _ := a.defs.LoadOrStore(k, &toolDef{json: b, err: err})
+	return d.(*toolDef)
+}
+
+// buildDef converts one tool's spec to shape's format.
+func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
+	schema := []byte(spec.InputSchema)
+	if len(schema) == 0 {
+		schema = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
+	}
+	conv := &converter{tool: spec.Name, shape: shape}
+	var params any = json.RawMessage(schema)
+	if shape.strict() || shape == Gemini {
+		v, err := parseOrdered(schema)
+		if err != nil {
+			return nil, fmt.Errorf("chatadapter: tool %q: input schema is not JSON: %w", spec.Name, err)
+		}
+		o, ok := v.(object)
+		if !ok || schemaTypes(o) == nil || schemaTypes(o)[0] != "object" {
+			return nil, conv.fail("", "is not a JSON object schema")
+		}
+		if shape.strict() {
+			params, err = conv.strict(o, "", 0)
+		} else {
+			params, err = conv.gemini(o, "")
+			if p, _ := o.get("properties"); len(asObject(p)) == 0 {
+				params = nil // Gemini: a function without parameters has none
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	name := json.RawMessage(appendString(nil, spec.Name))
+	desc := json.RawMessage(appendString(nil, spec.Description))
+	var def object
+	switch shape {
+	case OpenAIChat, OpenAIChatStrict:
+		fn := object{{"name", name}, {"description", desc}, {"parameters", params}}
+		if shape.strict() {
+			fn = append(fn, member{"strict", json.RawMessage("true")})
+		}
+		def = object{{"type", json.RawMessage(`"function"`)}, {"function", fn}}
+	case OpenAIResponses, OpenAIResponsesStrict:
+		def = object{{"type", json.RawMessage(`"function"`)}, {"name", name}, {"description", desc}, {"parameters", params},
+			{"strict", json.RawMessage(fmt.Sprint(shape.strict()))}}
+	case Anthropic:
+		def = object{{"name", name}, {"description", desc}, {"input_schema", params}}
+	case Gemini:
+		def = object{{"name", name}, {"description", desc}}
+		if params != nil {
+			def = append(def, member{"parameters", params})
+		}
+	}
+	return appendOrdered(nil, def), nil
+}
+
+func asObject(v any) object {
+	o, _ := v.(object)
+	return o
+}
+
+// plan returns the null-removal plan of a tool's arguments.
+func (a *Adapter) plan(spec *llmtool.Spec) *nullPlan {
+	if p, ok := a.plans.Load(spec); ok {
+		return p.(*nullPlan)
+	}
+	var p *nullPlan
+	if v, err := parseOrdered(spec.InputSchema); err == nil {
+		if o, ok := v.(object); ok {
+			p = buildNullPlan(o)
+		}
+	}
+	a.plans.Store(spec, p)
+	return p
+}

@@ -1,0 +1,149 @@
+package chatadapter_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter"
+)
+
+type GreetIn struct {
+	Name  string `json:"name" desc:"Who to greet."`
+	Times int    `json:"times,omitempty" desc:"How often (default 1)." default:"1" minimum:"1"`
+}
+
+type GreetOut struct {
+	Greeting string `json:"greeting"`
+}
+
+var greet = llmtool.Read("greet", "Greet someone.",
+	func(c *llmtool.ReadCtx, in GreetIn) (GreetOut, error) {
+		g := ""
+		for range in.Times {
+			g += "Hello, " + in.Name + "! "
+		}
+		return GreetOut{Greeting: g[:len(g)-1]}, nil
+	}, llmtool.FriendlyName("Greet"))
+
+var greetings = llmtool.DefineTools("greetings", greet)
+
+// exampleRegistry opens a registry over a fresh SQLite file.
+func exampleRegistry() (*llmtool.Registry, func()) {
+	dir, err := os.MkdirTemp("", "chatadapter-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg, err := llmtool.NewRegistry(db, greetings)
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return reg, func() { db.Close(); os.RemoveAll(dir) }
+}
+
+// The tool set for a request goes in the request's tools field as it is.
+func ExampleAdapter_Tools() {
+	reg, done := exampleRegistry()
+	defer done()
+	a := chatadapter.New(reg)
+
+	set, err := a.Tools(context.Background(), chatadapter.Anthropic)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(set.Names)
+	fmt.Println(string(set.Tools[0]))
+
+	strict, _ := a.Tools(context.Background(), chatadapter.OpenAIChatStrict)
+	fmt.Println(string(strict.Tools[0]))
+	// Output:
+	// [greet man]
+	// {"name":"greet","description":"Greet someone.","input_schema":{"type":"object","properties":{"name":{"type":"string","description":"Who to greet."},"times":{"type":"integer","description":"How often (default 1).","default":1,"minimum":1}},"required":["name"],"additionalProperties":false}}
+	// {"type":"function","function":{"name":"greet","description":"Greet someone.","parameters":{"type":"object","properties":{"name":{"type":"string","description":"Who to greet."},"times":{"type":["integer","null"],"description":"How often (default 1).","minimum":1}},"required":["name","times"],"additionalProperties":false},"strict":true}}
+}
+
+// Dispatch takes the model's turn as the provider returned it and gives
+// back the messages to append to the conversation.
+func ExampleAdapter_Dispatch() {
+	reg, done := exampleRegistry()
+	defer done()
+	a := chatadapter.New(reg)
+
+	turn := `{"role":"assistant","content":[
+		{"type":"text","text":"Let me greet them."},
+		{"type":"tool_use","id":"toolu_1","name":"greet","input":{"name":"Ada","times":2}},
+		{"type":"tool_use","id":"toolu_2","name":"great","input":{"name":"Bob"}}]}`
+	reply, err := a.Dispatch(context.Background(), chatadapter.Anthropic, []byte(turn))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range reply.Messages {
+		fmt.Println(string(m))
+	}
+	// Output:
+	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"{\"greeting\":\"Hello, Ada! Hello, Ada!\"}","is_error":false},{"type":"tool_result","tool_use_id":"toolu_2","content":"{\"error\":\"Unknown tool \\\"great\\\". Did you mean \\\"greet\\\"?\"}","is_error":true}]}
+}
+
+// Run talks to any OpenAI-compatible server; here an httptest server
+// stands in for the model.
+func ExampleRun() {
+	reg, done := exampleRegistry()
+	defer done()
+	a := chatadapter.New(reg)
+
+	step := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		step++
+		msg := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"greet","arguments":"{\"name\":\"Ada\"}"}}]}`
+		if step == 2 {
+			msg = `{"role":"assistant","content":"I said hello to Ada."}`
+		}
+		fmt.Fprintf(w, `{"choices":[{"message":%s}]}`, msg)
+	}))
+	defer srv.Close()
+
+	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) {
+		if e.Kind == chatadapter.CallFinished {
+			fmt.Println(e)
+		}
+	})
+	tr, err := chatadapter.Run(ctx, a, chatadapter.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"},
+		[]json.RawMessage{chatadapter.UserMessage("Greet Ada.")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tr.Answer)
+	fmt.Println(string(tr.Messages[2]))
+	// Output:
+	// Greet… done
+	// I said hello to Ada.
+	// {"role":"tool","tool_call_id":"call_1","content":"{\"greeting\":\"Hello, Ada!\"}"}
+}
+
+// Events carry the tool's friendly name in the context's locale.
+func ExampleWithEvents() {
+	reg, done := exampleRegistry()
+	defer done()
+	reg.AddMessages("de", map[string]string{llmtool.MessageKey("greet"): "Grüßen"})
+	a := chatadapter.New(reg)
+
+	ctx := chatadapter.WithLocale(context.Background(), "de")
+	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { fmt.Println(e) })
+	a.Execute(ctx, []chatadapter.ToolCall{{ID: "1", Name: "greet", Args: json.RawMessage(`{"name":"Ada"}`)}})
+	// Output:
+	// Grüßen…
+	// Grüßen… done
+}

@@ -1,0 +1,302 @@
+package chatadapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Endpoint is an OpenAI-compatible chat completions server: OpenAI itself,
+// or a local llama.cpp, Ollama or vLLM server.
+type Endpoint struct {
+	// BaseURL is the API root including its version, such as
+	// "https://api.openai.com/v1" or "http://localhost:11434/v1". Run
+	// posts to BaseURL + "/chat/completions".
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <APIKey>"; leave it empty
+	// for servers that need none.
+	APIKey string
+	// Model is the request's model field.
+	Model string
+	// HTTPClient sends the requests; nil means http.DefaultClient. Set its
+	// Timeout, or give Run a context with a deadline, to bound a request.
+	HTTPClient *http.Client
+}
+
+// RunOption configures Run.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	maxSteps int
+	shape    Shape
+	fields   object
+}
+
+// DefaultMaxSteps is how many requests Run sends at most unless MaxSteps
+// says otherwise.
+const DefaultMaxSteps = 15
+
+// MaxSteps sets how many requests Run sends at most (default 15). Each
+// request is a step; the tool calls it answers with run before the next.
+func MaxSteps(n int) RunOption {
+	return func(c *runConfig) {
+		if n >= 1 {
+			c.maxSteps = n
+		}
+	}
+}
+
+// Strict sends the strict-mode tool set (OpenAIChatStrict), for models
+// that support OpenAI's structured outputs.
+func Strict() RunOption { return func(c *runConfig) { c.shape = OpenAIChatStrict } }
+
+// RequestField adds a field to every request, such as "temperature" or
+// "parallel_tool_calls". value is encoded with encoding/json.
+func RequestField(name string, value any) RunOption {
+	return func(c *runConfig) {
+		b, err := marshal(value)
+		if err != nil {
+			b = []byte("null")
+		}
+		c.fields = c.fields.set(name, json.RawMessage(b))
+	}
+}
+
+// Transcript is what Run did.
+type Transcript struct {
+	// Messages is the conversation: the messages Run was given, then each
+	// assistant message and the tool messages answering it, in order. Pass
+	// it to Run again, with a new user message appended, to go on.
+	Messages []json.RawMessage
+	// Answer is the content of the final assistant message, the one
+	// without tool calls; "" if Run stopped before it.
+	Answer string
+	// Steps is how many requests were sent.
+	Steps int
+	// Outcomes are every tool call's outcome, in order.
+	Outcomes []Outcome
+}
+
+// ErrStepLimit is wrapped by Run's error when every request up to the step
+// limit was answered with tool calls.
+var ErrStepLimit = errors.New("chatadapter: step limit reached")
+
+// HTTPError is Run's error for a response whose status is not 2xx.
+type HTTPError struct {
+	URL        string
+	StatusCode int
+	Status     string // such as "500 Internal Server Error"
+	Body       string // the start of the response body, on one line
+}
+
+// Error gives the URL, the status and the start of the body, which is
+// where servers say what was wrong with the request.
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("chatadapter: POST %s: %s: %s", e.URL, e.Status, e.Body)
+}
+
+// UserMessage returns {"role":"user","content":text}.
+func UserMessage(text string) json.RawMessage { return textMessage("user", text) }
+
+// SystemMessage returns {"role":"system","content":text}.
+func SystemMessage(text string) json.RawMessage { return textMessage("system", text) }
+
+func textMessage(role, text string) json.RawMessage {
+	return appendOrdered(nil, object{{"role", role}, {"content", text}})
+}
+
+// Run holds a conversation with a model behind an OpenAI-compatible
+// /chat/completions endpoint until it answers without tool calls: it sends
+// messages with the tool set for the scope and principal in ctx, runs the
+// tool calls of the answer through a.Execute, appends the results and sends
+// again, at most MaxSteps times (default 15). It uses net/http only.
+//
+// Tool problems (unknown tool, malformed arguments, a failed call) go back
+// to the model as error results. Run itself fails, returning the transcript
+// so far with the error, when the tool set is incomplete (see
+// Adapter.Tools), on a transport error, on a non-2xx status (*HTTPError),
+// on a response it cannot read, when ctx is done (the error wraps
+// ctx.Err()) and at the step limit (ErrStepLimit; the transcript then ends
+// with the results of the last calls, which the model has not seen).
+//
+// Events of each call (WithEvents) are reported as in Execute.
+func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts ...RunOption) (*Transcript, error) {
+	cfg := runConfig{maxSteps: DefaultMaxSteps, shape: OpenAIChat}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	t := &Transcript{Messages: slices.Clone(messages)}
+	url := strings.TrimRight(ep.BaseURL, "/") + "/chat/completions"
+	client := ep.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	for t.Steps < cfg.maxSteps {
+		if err := ctx.Err(); err != nil {
+			return t, fmt.Errorf("chatadapter: run: %w", err)
+		}
+		set, err := a.Tools(ctx, cfg.shape)
+		if err != nil {
+			return t, fmt.Errorf("chatadapter: run: tool set: %w", err)
+		}
+		body := object{{"model", ep.Model}, {"messages", rawList(t.Messages)}}
+		if len(set.Tools) > 0 {
+			body = append(body, member{"tools", set.JSON})
+		}
+		body = append(body, cfg.fields...)
+		msg, err := complete(ctx, client, url, ep.APIKey, appendOrdered(nil, body))
+		if err != nil {
+			return t, err
+		}
+		t.Steps++
+		msg, content, calls, err := readAssistant(msg)
+		if err != nil {
+			return t, fmt.Errorf("chatadapter: POST %s: %w", url, err)
+		}
+		t.Messages = append(t.Messages, msg)
+		if len(calls) == 0 {
+			t.Answer = content
+			return t, nil
+		}
+		out := a.Execute(ctx, calls)
+		t.Outcomes = append(t.Outcomes, out...)
+		t.Messages = append(t.Messages, Render(OpenAIChat, out)...)
+	}
+	return t, fmt.Errorf("%w: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, cfg.maxSteps)
+}
+
+func rawList(ms []json.RawMessage) []any {
+	a := make([]any, len(ms))
+	for i, m := range ms {
+		a[i] = m
+	}
+	return a
+}
+
+// complete sends one request and returns the assistant message of its
+// first choice, rebuilt with role, content and tool_calls only.
+func complete(ctx context.Context, client *http.Client, url, key string, body []byte) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("chatadapter: run: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("chatadapter: run: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, &HTTPError{URL: url, StatusCode: resp.StatusCode, Status: resp.Status, Body: excerpt(b, 512)}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("chatadapter: POST %s: reading the response: %w", url, err)
+	}
+	var r struct {
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("chatadapter: POST %s: response is not a chat completion (%v): %s", url, err, excerpt(b, 512))
+	}
+	if len(r.Choices) == 0 || len(r.Choices[0].Message) == 0 || r.Choices[0].Message[0] != '{' {
+		return nil, fmt.Errorf("chatadapter: POST %s: response has no message: %s", url, excerpt(b, 512))
+	}
+	return r.Choices[0].Message, nil
+}
+
+// readAssistant rebuilds an assistant message with the fields a request
+// takes back, and returns its text and tool calls.
+func readAssistant(raw json.RawMessage) (json.RawMessage, string, []ToolCall, error) {
+	var m struct {
+		Content   json.RawMessage `json:"content"`
+		ToolCalls json.RawMessage `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, "", nil, fmt.Errorf("assistant message: %w", err)
+	}
+	text := contentText(m.Content)
+	msg := object{{"role", json.RawMessage(`"assistant"`)}}
+	tc := bytes.TrimSpace(m.ToolCalls)
+	hasCalls := len(tc) > 2 && tc[0] == '['
+	switch {
+	case len(bytes.TrimSpace(m.Content)) > 0:
+		msg = append(msg, member{"content", m.Content})
+	case hasCalls:
+		msg = append(msg, member{"content", json.RawMessage("null")})
+	default:
+		msg = append(msg, member{"content", ""})
+	}
+	if !hasCalls {
+		return appendOrdered(nil, msg), text, nil, nil
+	}
+	calls, err := parseOpenAIChat(tc)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("assistant message: tool_calls: %w", err)
+	}
+	msg = append(msg, member{"tool_calls", json.RawMessage(tc)})
+	return appendOrdered(nil, msg), text, calls, nil
+}
+
+// contentText is a message content's text: the string, or the text parts
+// of a parts array joined.
+func contentText(c json.RawMessage) string {
+	c = bytes.TrimSpace(c)
+	if len(c) == 0 {
+		return ""
+	}
+	var s string
+	if c[0] == '"' && json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if c[0] == '[' && json.Unmarshal(c, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// excerpt returns the start of b on one line, at most n bytes.
+func excerpt(b []byte, n int) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > n {
+		s = s[:n]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
+}

@@ -1,0 +1,493 @@
+package chatadapter
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// UnsupportedError reports a tool whose input schema a provider's tool
+// format cannot express. Tools.For returns one per such tool (joined with
+// errors.Join) when it builds a set, and leaves the tool out of that set, so
+// the problem shows when the application starts rather than at the model's
+// first call. Errors.As finds it.
+type UnsupportedError struct {
+	Tool   string // the tool's name
+	Shape  Shape  // the provider format that cannot express it
+	Path   string // the parameter, such as "filter.tags[]"; "" for the arguments object itself
+	Reason string // what the format lacks and what to define instead
+}
+
+// Error names the tool, the provider format, the parameter and the fix.
+func (e *UnsupportedError) Error() string {
+	where := "its arguments"
+	if e.Path != "" {
+		where = "parameter " + e.Path
+	}
+	return fmt.Sprintf("chatadapter: tool %q cannot be expressed for %s: %s %s", e.Tool, e.Shape, where, e.Reason)
+}
+
+// Keywords a strict OpenAI schema may carry besides type, description,
+// properties, required, items and additionalProperties. The others are
+// refused by the API in strict mode; those with a meaning the model should
+// still see move into the description.
+var strictKeep = map[string]bool{
+	"enum": true, "const": true, "pattern": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"minItems": true, "maxItems": true,
+}
+
+// Formats OpenAI's strict mode accepts.
+var strictFormats = map[string]bool{
+	"date-time": true, "time": true, "date": true, "duration": true, "email": true,
+	"hostname": true, "ipv4": true, "ipv6": true, "uuid": true,
+}
+
+// Keywords of the OpenAPI 3.0 subset Gemini's Schema has (genai.Schema),
+// besides type, nullable, format, description, properties, required, items.
+var geminiKeep = map[string]bool{
+	"enum": true, "minimum": true, "maximum": true, "minLength": true, "maxLength": true,
+	"pattern": true, "minItems": true, "maxItems": true, "minProperties": true, "maxProperties": true,
+	"title": true, "example": true,
+}
+
+// Formats Gemini accepts, by type.
+var geminiFormats = map[string]map[string]bool{
+	"string":  {"date-time": true, "enum": true},
+	"number":  {"float": true, "double": true},
+	"integer": {"int32": true, "int64": true},
+}
+
+// Keywords dropped without a trace: they carry nothing the model needs.
+var dropped = map[string]bool{"$schema": true, "$id": true, "$comment": true, "examples": true, "title": true, "readOnly": true, "writeOnly": true, "deprecated": true}
+
+// converter adapts one tool's input schema to a provider's subset.
+type converter struct {
+	tool  string
+	shape Shape
+}
+
+func (c *converter) fail(path, format string, args ...any) error {
+	return &UnsupportedError{Tool: c.tool, Shape: c.shape, Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+// schemaTypes returns the JSON types a schema allows, in order.
+func schemaTypes(o object) []string {
+	v, ok := o.get("type")
+	if !ok {
+		return nil
+	}
+	switch v := v.(type) {
+	case json.RawMessage:
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return []string{s}
+		}
+	case []any:
+		var ts []string
+		for _, e := range v {
+			if r, ok := e.(json.RawMessage); ok {
+				var s string
+				if json.Unmarshal(r, &s) == nil {
+					ts = append(ts, s)
+				}
+			}
+		}
+		return ts
+	}
+	return nil
+}
+
+func typeValue(ts []string) any {
+	if len(ts) == 1 {
+		return json.RawMessage(strconv.Quote(ts[0]))
+	}
+	a := make([]any, len(ts))
+	for i, t := range ts {
+		a[i] = json.RawMessage(strconv.Quote(t))
+	}
+	return a
+}
+
+func child(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// notes collects what a provider's schema cannot carry as keywords, to be
+// said in the description instead.
+type notes []string
+
+func (n *notes) keyword(desc, key string, v any) {
+	text := string(appendOrdered(nil, v))
+	switch key {
+	case "default":
+		if !strings.Contains(strings.ToLower(desc), "default") {
+			*n = append(*n, "default "+text)
+		}
+	case "format":
+		var s string
+		_ = json.Unmarshal([]byte(text), &s)
+		*n = append(*n, "format: "+s)
+	case "contentEncoding":
+		var s string
+		_ = json.Unmarshal([]byte(text), &s)
+		*n = append(*n, s+"-encoded")
+	default:
+		*n = append(*n, key+" "+text)
+	}
+}
+
+// lengths turns minLength and maxLength into words.
+func (n *notes) lengths(o object) {
+	lo, hasLo := o.get("minLength")
+	hi, hasHi := o.get("maxLength")
+	l, h := string(appendOrdered(nil, lo)), string(appendOrdered(nil, hi))
+	unit := func(s string) string {
+		if s == "1" {
+			return s + " character"
+		}
+		return s + " characters"
+	}
+	switch {
+	case hasLo && hasHi && l == h:
+		*n = append(*n, "exactly "+unit(h))
+	case hasLo && hasHi:
+		*n = append(*n, l+" to "+unit(h))
+	case hasLo:
+		*n = append(*n, "at least "+unit(l))
+	case hasHi:
+		*n = append(*n, "at most "+unit(h))
+	}
+}
+
+// describe returns desc with the notes appended in parentheses.
+func (n notes) describe(desc string) string {
+	if len(n) == 0 {
+		return desc
+	}
+	s := "(" + strings.Join(n, "; ") + ")"
+	if desc == "" {
+		return s
+	}
+	return desc + " " + s
+}
+
+// finish writes type first, then description (with notes), then the rest.
+func finish(typ any, desc string, n notes, rest object) object {
+	out := make(object, 0, len(rest)+2)
+	if typ != nil {
+		out = append(out, member{"type", typ})
+	}
+	if d := n.describe(desc); d != "" {
+		out = append(out, member{"description", json.RawMessage(appendString(nil, d))})
+	}
+	return append(out, rest...)
+}
+
+// strict adapts a schema to OpenAI's strict mode: every object closed with
+// every property required, optional properties made nullable (the model
+// sends null for "not given", which Dispatch removes again), and the
+// keywords strict mode refuses moved into the description.
+func (c *converter) strict(o object, path string, depth int) (object, error) {
+	if depth > 10 {
+		return nil, c.fail(path, "is nested more than 10 levels deep, the limit of OpenAI's strict mode; flatten the argument types")
+	}
+	types := schemaTypes(o)
+	if len(types) == 0 {
+		return nil, c.fail(path, "accepts any JSON value, which strict mode cannot express; give it a concrete Go type instead of any or json.RawMessage, or use the non-strict set")
+	}
+	desc := o.str("description")
+	var n notes
+	var rest object
+	for _, m := range o {
+		switch k := m.key; {
+		case k == "type" || k == "description" || k == "required":
+		case strictKeep[k]:
+			rest = append(rest, m)
+		case k == "format":
+			if f := o.str("format"); strictFormats[f] {
+				rest = append(rest, m)
+			} else {
+				n.keyword(desc, k, m.val)
+			}
+		case k == "minLength" || k == "maxLength":
+			if k == "minLength" || !has(o, "minLength") {
+				n.lengths(o)
+			}
+		case k == "default" || k == "contentEncoding":
+			n.keyword(desc, k, m.val)
+		case k == "items":
+			io, ok := m.val.(object)
+			if !ok {
+				return nil, c.fail(path, "has an items keyword that is not a schema object")
+			}
+			s, err := c.strict(io, path+"[]", depth+1)
+			if err != nil {
+				return nil, err
+			}
+			rest = append(rest, member{"items", s})
+		case k == "properties":
+			props, ok := m.val.(object)
+			if !ok {
+				return nil, c.fail(path, "has a properties keyword that is not an object")
+			}
+			req := requiredSet(o)
+			out := make(object, 0, len(props))
+			names := make([]any, 0, len(props))
+			for _, p := range props {
+				po, ok := p.val.(object)
+				if !ok {
+					return nil, c.fail(child(path, p.key), "has a schema that is not an object")
+				}
+				s, err := c.strict(po, child(path, p.key), depth+1)
+				if err != nil {
+					return nil, err
+				}
+				if !req[p.key] {
+					s = nullable(s)
+				}
+				out = append(out, member{p.key, s})
+				names = append(names, json.RawMessage(appendString(nil, p.key)))
+			}
+			rest = append(rest, member{"properties", out}, member{"required", names})
+		case k == "additionalProperties":
+			if r, ok := m.val.(json.RawMessage); !ok || string(r) != "false" {
+				return nil, c.fail(path, "is a map (an object with free-form keys), which strict mode cannot express (every object must list its properties); use a list of {key, value} objects, or the non-strict set")
+			}
+		case dropped[k]:
+		default:
+			return nil, c.fail(path, "uses the keyword %q, which strict mode does not support; remove it from the Go type's tags", k)
+		}
+	}
+	if slices.Contains(types, "object") {
+		if _, ok := o.get("properties"); !ok {
+			rest = append(rest, member{"properties", object{}}, member{"required", []any{}})
+		}
+		rest = append(rest, member{"additionalProperties", json.RawMessage("false")})
+	}
+	return finish(typeValue(types), desc, n, rest), nil
+}
+
+func has(o object, key string) bool {
+	_, ok := o.get(key)
+	return ok
+}
+
+func requiredSet(o object) map[string]bool {
+	req := map[string]bool{}
+	if v, ok := o.get("required"); ok {
+		if a, ok := v.([]any); ok {
+			for _, e := range a {
+				if r, ok := e.(json.RawMessage); ok {
+					var s string
+					if json.Unmarshal(r, &s) == nil {
+						req[s] = true
+					}
+				}
+			}
+		}
+	}
+	return req
+}
+
+// nullable adds "null" to a strict schema's types, and to its enum.
+func nullable(o object) object {
+	types := schemaTypes(o)
+	if slices.Contains(types, "null") {
+		return o
+	}
+	o = o.set("type", typeValue(append(types, "null")))
+	if v, ok := o.get("enum"); ok {
+		if a, ok := v.([]any); ok {
+			o = o.set("enum", append(slices.Clip(a), json.RawMessage("null")))
+		}
+	}
+	return o
+}
+
+// gemini adapts a schema to the OpenAPI 3.0 subset of Gemini's Schema: one
+// upper-case type, nullable instead of a null type, string enums, no
+// additionalProperties, and the keywords it lacks moved into the
+// description.
+func (c *converter) gemini(o object, path string) (object, error) {
+	types := schemaTypes(o)
+	isNull := slices.Contains(types, "null")
+	types = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == "null" })
+	switch {
+	case len(types) == 0:
+		return nil, c.fail(path, "accepts any JSON value, which Gemini's schema cannot express (every schema needs one type); give it a concrete Go type instead of any or json.RawMessage")
+	case len(types) > 1:
+		return nil, c.fail(path, "allows several types (%s), which Gemini's schema cannot express; use one type", strings.Join(types, ", "))
+	}
+	typ := types[0]
+	desc := o.str("description")
+	var n notes
+	var rest object
+	if isNull {
+		rest = append(rest, member{"nullable", json.RawMessage("true")})
+	}
+	for _, m := range o {
+		switch k := m.key; {
+		case k == "type" || k == "description":
+		case k == "enum":
+			a, _ := m.val.([]any)
+			vals := make([]any, 0, len(a))
+			for _, e := range a {
+				r, _ := e.(json.RawMessage)
+				switch {
+				case string(r) == "null":
+				case len(r) > 0 && r[0] == '"':
+					vals = append(vals, r)
+				default:
+					vals = append(vals, json.RawMessage(appendString(nil, string(r))))
+				}
+			}
+			rest = append(rest, member{"enum", vals})
+			if typ != "string" && !has(o, "format") {
+				rest = append(rest, member{"format", json.RawMessage(`"enum"`)})
+			}
+		case geminiKeep[k]:
+			rest = append(rest, m)
+		case k == "format":
+			if geminiFormats[typ][o.str("format")] {
+				rest = append(rest, m)
+			} else {
+				n.keyword(desc, k, m.val)
+			}
+		case k == "default" || k == "contentEncoding" || k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "multipleOf":
+			n.keyword(desc, k, m.val)
+		case k == "items":
+			io, ok := m.val.(object)
+			if !ok {
+				return nil, c.fail(path, "has an items keyword that is not a schema object")
+			}
+			s, err := c.gemini(io, path+"[]")
+			if err != nil {
+				return nil, err
+			}
+			rest = append(rest, member{"items", s})
+		case k == "properties":
+			props, ok := m.val.(object)
+			if !ok {
+				return nil, c.fail(path, "has a properties keyword that is not an object")
+			}
+			if len(props) == 0 && path != "" {
+				return nil, c.fail(path, "is an object without properties, which Gemini refuses; remove the field or give it fields")
+			}
+			out := make(object, 0, len(props))
+			for _, p := range props {
+				po, ok := p.val.(object)
+				if !ok {
+					return nil, c.fail(child(path, p.key), "has a schema that is not an object")
+				}
+				s, err := c.gemini(po, child(path, p.key))
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, member{p.key, s})
+			}
+			rest = append(rest, member{"properties", out})
+		case k == "required":
+			rest = append(rest, m)
+		case k == "additionalProperties":
+			if r, ok := m.val.(json.RawMessage); !ok || string(r) != "false" {
+				return nil, c.fail(path, "is a map (an object with free-form keys), which Gemini's schema cannot express; use a list of {key, value} objects")
+			}
+		case dropped[k]:
+		default:
+			return nil, c.fail(path, "uses the keyword %q, which Gemini's schema does not support; remove it from the Go type's tags", k)
+		}
+	}
+	if typ == "object" && !has(o, "properties") && path != "" {
+		return nil, c.fail(path, "is an object without properties, which Gemini refuses; remove the field or give it fields")
+	}
+	return finish(json.RawMessage(strconv.Quote(strings.ToUpper(typ))), desc, n, rest), nil
+}
+
+// nullPlan says which properties of an argument object, at any depth, are
+// optional and do not accept null: a strict-mode model sends null for
+// those to mean "not given", and Dispatch removes them before the call.
+type nullPlan struct {
+	strip map[string]bool      // optional properties that refuse null
+	props map[string]*nullPlan // plans for nested objects, by property
+	items *nullPlan            // plan for array items
+}
+
+func buildNullPlan(o object) *nullPlan {
+	p := &nullPlan{}
+	empty := true
+	if v, ok := o.get("properties"); ok {
+		if props, ok := v.(object); ok {
+			req := requiredSet(o)
+			for _, m := range props {
+				po, ok := m.val.(object)
+				if !ok {
+					continue
+				}
+				if !req[m.key] && !acceptsNull(po) {
+					if p.strip == nil {
+						p.strip = map[string]bool{}
+					}
+					p.strip[m.key] = true
+					empty = false
+				}
+				if cp := buildNullPlan(po); cp != nil {
+					if p.props == nil {
+						p.props = map[string]*nullPlan{}
+					}
+					p.props[m.key] = cp
+					empty = false
+				}
+			}
+		}
+	}
+	if v, ok := o.get("items"); ok {
+		if io, ok := v.(object); ok {
+			if p.items = buildNullPlan(io); p.items != nil {
+				empty = false
+			}
+		}
+	}
+	if empty {
+		return nil
+	}
+	return p
+}
+
+func acceptsNull(o object) bool {
+	ts := schemaTypes(o)
+	return len(ts) == 0 || slices.Contains(ts, "null")
+}
+
+// apply removes the nulls the plan names from v, reporting whether it
+// changed anything.
+func (p *nullPlan) apply(v any) bool {
+	changed := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil && p.strip[k] {
+				delete(v, k)
+				changed = true
+				continue
+			}
+			if cp := p.props[k]; cp != nil && cp.apply(e) {
+				changed = true
+			}
+		}
+	case []any:
+		if p.items != nil {
+			for _, e := range v {
+				if p.items.apply(e) {
+					changed = true
+				}
+			}
+		}
+	}
+	return changed
+}
