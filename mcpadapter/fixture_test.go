@@ -1,0 +1,340 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/mcpadapter"
+)
+
+// The test module: a few tools over a notes table in a real SQLite file.
+
+type noteIn struct {
+	ID int64 `json:"id" desc:"ID of the note."`
+}
+
+type noteOut struct {
+	ID    int64  `json:"id"`
+	Title string `json:"title"`
+	Body  string `json:"body"`
+}
+
+type createIn struct {
+	Title string `json:"title" desc:"Title of the new note." minLength:"1"`
+	Body  string `json:"body,omitempty" desc:"Text of the note."`
+}
+
+type statusOut struct {
+	Status string `json:"status"`
+}
+
+type answerOut struct {
+	Action  string          `json:"action"`
+	Answer  json.RawMessage `json:"answer,omitempty"`
+	Refusal string          `json:"refusal,omitempty"`
+}
+
+type sampleOut struct {
+	Reply   string `json:"reply,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Refusal string `json:"refusal,omitempty"`
+}
+
+type whoOut struct {
+	Principal string `json:"principal"`
+	Scope     string `json:"scope"`
+}
+
+const nameSchema = `{"type":"object","properties":{"name":{"type":"string","description":"Your name"}},"required":["name"]}`
+
+var (
+	getNote = llmtool.Read("get_note", "Read a note's title and body.",
+		func(c *llmtool.ReadCtx, in noteIn) (noteOut, error) {
+			out := noteOut{ID: in.ID}
+			err := c.QueryRow("SELECT title, body FROM notes WHERE id = ?", in.ID).Scan(&out.Title, &out.Body)
+			if errors.Is(err, sql.ErrNoRows) {
+				return out, llmtool.NotFound("Note %d not found.", in.ID).Next("Call list_notes to find the ID.")
+			}
+			return out, err
+		}, llmtool.FriendlyName("Read note"), llmtool.Idempotent())
+
+	createNote = llmtool.Write("create_note", "Create a note.",
+		func(c *llmtool.WriteCtx, in createIn) (noteOut, error) {
+			res, err := c.Exec("INSERT INTO notes (title, body) VALUES (?, ?)", in.Title, in.Body)
+			if err != nil {
+				return noteOut{}, err
+			}
+			id, err := res.LastInsertId()
+			return noteOut{ID: id, Title: in.Title, Body: in.Body}, err
+		}, llmtool.FriendlyName("Create note"))
+
+	deleteNote = llmtool.Write("delete_note", "Delete a note.",
+		func(c *llmtool.WriteCtx, in noteIn) (statusOut, error) {
+			_, err := c.Exec("DELETE FROM notes WHERE id = ?", in.ID)
+			return statusOut{Status: "deleted"}, err
+		}, llmtool.FriendlyName("Delete note"), llmtool.Destructive(), llmtool.Idempotent())
+
+	webLookup = llmtool.Read("web_lookup", "Look a word up on the web.",
+		func(c *llmtool.ReadCtx, in struct{}) (statusOut, error) { return statusOut{Status: "ok"}, nil },
+		llmtool.OpenWorld())
+
+	crash = llmtool.Read("crash", "Panic, to test recovery.",
+		func(c *llmtool.ReadCtx, in struct{}) (statusOut, error) { panic("kaboom") })
+
+	crashWrite = llmtool.Write("crash_write", "Insert a note, then panic.",
+		func(c *llmtool.WriteCtx, in createIn) (statusOut, error) {
+			if _, err := c.Exec("INSERT INTO notes (title, body) VALUES (?, ?)", in.Title, in.Body); err != nil {
+				return statusOut{}, err
+			}
+			panic("kaboom after insert")
+		})
+
+	slowCount = llmtool.Read("slow_count", "Count to three, reporting progress and logging.",
+		func(c *llmtool.ReadCtx, in struct{}) (statusOut, error) {
+			c.Log(slog.LevelDebug, "starting")
+			for i := 1; i <= 3; i++ {
+				c.Progress(float64(i), 3, "counted")
+			}
+			c.Log(slog.LevelInfo, "counted to three")
+			c.Log(slog.LevelWarn, "that was all")
+			return statusOut{Status: "done"}, nil
+		})
+
+	askName = llmtool.Read("ask_name", "Ask the user for their name.",
+		func(c *llmtool.ReadCtx, in struct{}) (answerOut, error) {
+			res, err := c.Elicit(llmtool.ElicitRequest{Message: "Who are you?", Schema: json.RawMessage(nameSchema)})
+			if err != nil {
+				return answerOut{Refusal: err.Error()}, nil
+			}
+			return answerOut{Action: res.Action, Answer: res.Content}, nil
+		})
+
+	askModel = llmtool.Read("ask_model", "Ask the client's model for a haiku.",
+		func(c *llmtool.ReadCtx, in struct{}) (sampleOut, error) {
+			res, err := c.Sample(llmtool.SampleRequest{
+				Messages:  []llmtool.SampleMessage{{Role: "user", Content: llmtool.TextContent("Write a haiku about SQLite.")}},
+				MaxTokens: 50,
+			})
+			if err != nil {
+				return sampleOut{Refusal: err.Error()}, nil
+			}
+			return sampleOut{Reply: res.Content.Text, Model: res.Model}, nil
+		})
+
+	askInWrite = llmtool.Write("ask_in_write", "Ask the user while holding the write transaction.",
+		func(c *llmtool.WriteCtx, in struct{}) (answerOut, error) {
+			_, err := c.Elicit(llmtool.ElicitRequest{Message: "Sure?", Schema: json.RawMessage(nameSchema)})
+			_, serr := c.Sample(llmtool.SampleRequest{Messages: []llmtool.SampleMessage{{Role: "user", Content: llmtool.TextContent("hi")}}})
+			if !errors.Is(err, llmtool.ErrAskInWrite) || !errors.Is(serr, llmtool.ErrAskInWrite) {
+				return answerOut{}, errors.New("asking was not refused")
+			}
+			return answerOut{Refusal: err.Error()}, nil
+		})
+
+	picture = llmtool.Read("picture", "Return a picture, a sound and a resource.",
+		func(c *llmtool.ReadCtx, in struct{}) (llmtool.Rich, error) {
+			return llmtool.Rich{Content: []llmtool.Content{
+				llmtool.TextContent("A red pixel:"),
+				llmtool.ImageContent([]byte("PNG"), "image/png"),
+				llmtool.AudioContent([]byte("WAV"), "audio/wav"),
+				llmtool.ResourceContent("notes://1", "text/plain", "Hello", nil),
+				llmtool.ResourceContent("notes://1.bin", "application/octet-stream", "", []byte{1, 2}),
+			}}, nil
+		})
+
+	whoami = llmtool.Read("whoami", "Say who calls, in which scope.",
+		func(c *llmtool.ReadCtx, in struct{}) (whoOut, error) {
+			out := whoOut{Scope: c.Scope()}
+			if p := c.Principal(); p != nil {
+				out.Principal = p.ID
+			}
+			return out, nil
+		})
+
+	testTools = llmtool.DefineTools("notes", getNote, createNote, deleteNote, webLookup, crash, crashWrite,
+		slowCount, askName, askModel, askInWrite, picture, whoami)
+)
+
+// fixture is a registry over a fresh SQLite file and an adapter serving it.
+type fixture struct {
+	db  *sql.DB
+	reg *llmtool.Registry
+	srv *mcpadapter.Server
+}
+
+func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
+	t.Helper()
+	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '');
+		INSERT INTO notes (id, title, body) VALUES (1, 'Hello', 'World')`)
+	require.NoError(t, err)
+	reg, err := llmtool.NewRegistry(db, testTools)
+	require.NoError(t, err)
+	reg.SetLogger(slog.New(slog.DiscardHandler))
+	srv := mcpadapter.New(reg, append([]mcpadapter.Option{mcpadapter.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	t.Cleanup(func() { srv.Close() })
+	return &fixture{db: db, reg: reg, srv: srv}
+}
+
+// noteCount counts the rows of the notes table.
+func (f *fixture) noteCount(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.db.QueryRow("SELECT count(*) FROM notes").Scan(&n))
+	return n
+}
+
+// notifications collects a client's notifications by method.
+type notifications struct {
+	ch chan mcp.JSONRPCNotification
+}
+
+func collect(c *client.Client) *notifications {
+	n := &notifications{ch: make(chan mcp.JSONRPCNotification, 64)}
+	c.OnNotification(func(m mcp.JSONRPCNotification) { n.ch <- m })
+	return n
+}
+
+// next waits for the next notification of method, skipping others.
+func (n *notifications) next(t *testing.T, method string) mcp.JSONRPCNotification {
+	t.Helper()
+	for {
+		select {
+		case m := <-n.ch:
+			if m.Method == method {
+				return m
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s notification", method)
+		}
+	}
+}
+
+// drain returns the notifications received so far.
+func (n *notifications) drain() []mcp.JSONRPCNotification {
+	var out []mcp.JSONRPCNotification
+	for {
+		select {
+		case m := <-n.ch:
+			out = append(out, m)
+		default:
+			return out
+		}
+	}
+}
+
+// handlers answer the server's sampling and elicitation requests.
+type handlers struct{}
+
+func (handlers) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	text := "no prompt"
+	if len(req.Messages) > 0 {
+		if tc, ok := req.Messages[0].Content.(mcp.TextContent); ok {
+			text = tc.Text
+		} else if m, ok := req.Messages[0].Content.(map[string]any); ok {
+			text, _ = m["text"].(string)
+		}
+	}
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.TextContent{Type: "text", Text: "haiku for: " + text}},
+		Model:           "test-model",
+		StopReason:      "endTurn",
+	}, nil
+}
+
+func (handlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action:  mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"name": "Ada (asked: " + req.Params.Message + ")"},
+	}}, nil
+}
+
+// start starts and initializes a client on the session-oriented protocol.
+func start(t *testing.T, c *client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { c.Close() })
+	_, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+		ClientInfo:      mcp.Implementation{Name: "test", Version: "1"},
+	}})
+	require.NoError(t, err)
+}
+
+func clientOptions() []client.ClientOption {
+	return []client.ClientOption{
+		client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+		client.WithSamplingHandler(handlers{}),
+		client.WithElicitationHandler(handlers{}),
+	}
+}
+
+// stdioClient serves f over in-process pipes with ServeStdio and returns a
+// client of it. mcp-go has one stdio session per process, so tests using it
+// must not run in parallel.
+func stdioClient(t *testing.T, f *fixture) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	serverIn, clientOut := io.Pipe()
+	clientIn, serverOut := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ServeStdio(ctx, serverIn, serverOut) }()
+	t.Cleanup(func() {
+		cancel()
+		clientOut.Close()
+		serverOut.Close()
+		<-done
+	})
+	c := client.NewClient(transport.NewIO(clientIn, clientOut, io.NopCloser(nilReader{})), clientOptions()...)
+	start(t, c)
+	return c
+}
+
+type nilReader struct{}
+
+func (nilReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// call calls a tool and returns its result.
+func call(t *testing.T, c *client.Client, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	require.NoError(t, err)
+	return res
+}
+
+// text returns the text of a result's only content block.
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.Len(t, res.Content, 1)
+	tc, ok := res.Content[0].(mcp.TextContent)
+	require.True(t, ok, "content is %T", res.Content[0])
+	return tc.Text
+}
+
+// structured returns a result's structuredContent as JSON.
+func structured(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.RawStructuredContent) > 0 {
+		return string(res.RawStructuredContent)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -1,0 +1,300 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// A tools/call POST of a stateful session is served here rather than by
+// mcp-go's transport, which hands a call's notifications to whichever of the
+// session's streams reads first: the call's own response stream or the
+// session's GET stream. Progress could then arrive out of order, or after
+// the response, when clients no longer listen for it. Here the call runs
+// with a session of its own whose notifications, sampling and elicitation
+// requests all go, in order, on the call's response stream, before the
+// response, as the streamable HTTP transport recommends. Every other message
+// goes to mcp-go.
+
+// requestIDPrefix marks the IDs of the requests the adapter sends the
+// client during a call, so their responses are told apart from those to
+// mcp-go's own requests.
+const requestIDPrefix = "llmtool-"
+
+// clientRequest is a server-to-client request awaiting its response.
+type clientRequest struct {
+	session string // the session that must answer
+	answer  chan rpcAnswer
+}
+
+type rpcAnswer struct {
+	result json.RawMessage
+	err    *mcp.JSONRPCErrorDetails
+}
+
+// rpcPeek is the part of a JSON-RPC message that decides who serves it.
+type rpcPeek struct {
+	ID     json.RawMessage          `json:"id"`
+	Method string                   `json:"method"`
+	Result json.RawMessage          `json:"result"`
+	Error  *mcp.JSONRPCErrorDetails `json:"error"`
+}
+
+// serveCall serves msg if it is a tools/call or the answer to one of the
+// adapter's requests in a session the adapter knows, and reports whether it
+// did.
+func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if id == "" || h.stateless || !acceptsSSE(r) {
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false // mcp-go refuses it
+	}
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !contains(protocolVersions(), v) {
+		return false // mcp-go refuses it
+	}
+	var peek rpcPeek
+	if json.Unmarshal(body, &peek) != nil {
+		return false
+	}
+	v, ok := h.s.sessions.Load(id)
+	if !ok {
+		return false // unknown or ended: mcp-go answers 404
+	}
+	info := v.(*sessionInfo)
+	switch {
+	case peek.Method == "" && len(peek.ID) > 0 && bytes.HasPrefix(peek.ID, []byte(`"`+requestIDPrefix)):
+		return h.answer(w, id, peek)
+	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && info.session != nil:
+		h.call(w, r, info.session, body)
+		return true
+	}
+	return false
+}
+
+// answer delivers the client's response to a request of the adapter.
+func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek) bool {
+	var key string
+	if json.Unmarshal(peek.ID, &key) != nil {
+		return false
+	}
+	v, ok := h.s.pending.Load(key)
+	if !ok {
+		return false
+	}
+	req := v.(*clientRequest)
+	if req.session != session {
+		writeError(w, http.StatusForbidden, "This response answers a request of another session.")
+		return true
+	}
+	select {
+	case req.answer <- rpcAnswer{result: peek.Result, err: peek.Error}:
+	default: // answered twice: keep the first
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// call runs a tools/call with a call session and streams what it sends.
+func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.ClientSession, body []byte) {
+	cs := &callSession{ClientSession: base, h: h,
+		notes: make(chan mcp.JSONRPCNotification, 256), reqs: make(chan mcp.JSONRPCRequest)}
+	ctx := h.s.mcp.WithContext(r.Context(), cs)
+	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
+	done := make(chan mcp.JSONRPCMessage, 1)
+	go func() { done <- h.s.mcp.HandleMessage(ctx, body) }()
+
+	sw := &sseWriter{w: w}
+	drain := func() {
+		for {
+			select {
+			case n := <-cs.notes:
+				sw.event(n)
+			default:
+				return
+			}
+		}
+	}
+	for {
+		select {
+		case n := <-cs.notes:
+			sw.event(n)
+		case req := <-cs.reqs:
+			drain() // the handler's notifications before the request go first
+			sw.event(req)
+		case resp := <-done:
+			drain()
+			if sw.started {
+				sw.event(resp)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_ = json.NewEncoder(w).Encode(resp)
+			return
+		}
+	}
+}
+
+func acceptsSSE(r *http.Request) bool {
+	for _, a := range r.Header.Values("Accept") {
+		if strings.Contains(a, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// sseWriter writes server-sent events, switching the response to
+// text/event-stream at the first one.
+type sseWriter struct {
+	w       http.ResponseWriter
+	started bool
+	broken  bool
+}
+
+func (s *sseWriter) event(msg any) {
+	if s.broken {
+		return
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	if !s.started {
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data); err != nil {
+		s.broken = true
+		return
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// callSession is the session of one tools/call over HTTP: the client's
+// session, with the call's response stream for notifications and requests.
+type callSession struct {
+	server.ClientSession
+	h     *httpHandler
+	notes chan mcp.JSONRPCNotification // for the response stream
+	reqs  chan mcp.JSONRPCRequest      // for the response stream, after the notes before them
+}
+
+// NotificationChannel returns the call's own stream. mcp-go sends without
+// blocking and drops what does not fit, as it does on its own streams.
+func (c *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+
+// request sends a request to the client on the call's stream and waits for
+// the response, which the client POSTs.
+func (c *callSession) request(ctx context.Context, method mcp.MCPMethod, params any) (json.RawMessage, error) {
+	key := fmt.Sprintf("%s%d", requestIDPrefix, c.h.s.nextID.Add(1))
+	req := &clientRequest{session: c.SessionID(), answer: make(chan rpcAnswer, 1)}
+	c.h.s.pending.Store(key, req)
+	defer c.h.s.pending.Delete(key)
+	msg := mcp.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(key), Request: mcp.Request{Method: string(method)}, Params: params}
+	select {
+	case c.reqs <- msg:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-req.answer:
+		if a.err != nil {
+			return nil, fmt.Errorf("the client answered %s with error %d: %s", method, a.err.Code, a.err.Message)
+		}
+		return a.result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// RequestSampling implements server.SessionWithSampling on the call's stream.
+func (c *callSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	raw, err := c.request(ctx, mcp.MethodSamplingCreateMessage, req.CreateMessageParams)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decoding the sampling result: %w", err)
+	}
+	return &res, nil
+}
+
+// RequestElicitation implements server.SessionWithElicitation on the call's
+// stream.
+func (c *callSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := c.request(ctx, mcp.MethodElicitationCreate, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decoding the elicitation result: %w", err)
+	}
+	return &res, nil
+}
+
+// The client's session keeps its log level, client info and protocol
+// version; the call session forwards to it.
+
+func (c *callSession) SetLogLevel(level mcp.LoggingLevel) {
+	if s, ok := c.ClientSession.(server.SessionWithLogging); ok {
+		s.SetLogLevel(level)
+	}
+}
+
+func (c *callSession) GetLogLevel() mcp.LoggingLevel {
+	if s, ok := c.ClientSession.(server.SessionWithLogging); ok {
+		return s.GetLogLevel()
+	}
+	return mcp.LoggingLevelError
+}
+
+func (c *callSession) GetClientInfo() mcp.Implementation {
+	if s, ok := c.ClientSession.(server.SessionWithClientInfo); ok {
+		return s.GetClientInfo()
+	}
+	return mcp.Implementation{}
+}
+
+func (c *callSession) SetClientInfo(info mcp.Implementation) {
+	if s, ok := c.ClientSession.(server.SessionWithClientInfo); ok {
+		s.SetClientInfo(info)
+	}
+}
+
+func (c *callSession) GetClientCapabilities() mcp.ClientCapabilities {
+	if s, ok := c.ClientSession.(server.SessionWithClientInfo); ok {
+		return s.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+func (c *callSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
+	if s, ok := c.ClientSession.(server.SessionWithClientInfo); ok {
+		s.SetClientCapabilities(caps)
+	}
+}
+
+func (c *callSession) ProtocolVersion() string {
+	if s, ok := c.ClientSession.(server.SessionWithProtocolVersion); ok {
+		return s.ProtocolVersion()
+	}
+	return ""
+}

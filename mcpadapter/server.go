@@ -1,0 +1,405 @@
+// Package mcpadapter serves a llmtool.Registry over the Model Context
+// Protocol, with github.com/mark3labs/mcp-go: over stdio (ServeStdio), over
+// streamable HTTP (Handler) and over stateless streamable HTTP for replicas
+// behind a load balancer (StatelessHandler).
+//
+// The adapter translates wire formats only. tools/list is the registry's
+// precomputed specs for the caller's scope and principal, converted once per
+// spec; every tools/call goes through Registry.Invoke:
+//
+//   - a success returns structuredContent with the tool's JSON, and the same
+//     JSON as a text block;
+//   - a tool whose Out is llmtool.Rich returns its content blocks (text,
+//     image, audio, embedded resources);
+//   - a failed call returns isError with the message the model should read,
+//     the same text the chat adapter sends;
+//   - a tool the caller may not call (unknown, switched off, not enabled for
+//     the scope) is a JSON-RPC invalid-params error (-32602), as the MCP
+//     specification prescribes for unknown tools.
+//
+// Handlers report progress and log lines with ReadCtx.Progress and
+// ReadCtx.Log (notifications/progress when the client sent a progress token,
+// notifications/message honouring logging/setLevel), and a read tool can ask
+// the client for a completion or for user input with ReadCtx.Sample and
+// ReadCtx.Elicit.
+//
+// The HTTP handlers authenticate every request with the Authenticator, pick
+// the scope with the ScopeFunc, refuse DNS-rebinding requests on loopback
+// listeners and bound request bodies. When the registry reports that a
+// scope's callable tools changed, sessions of that scope receive
+// notifications/tools/list_changed.
+//
+// The adapter speaks the session-oriented protocol revisions, 2024-11-05
+// through 2025-11-25.
+package mcpadapter
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/llmtool/llmtool"
+)
+
+// protocolVersions returns the revisions the adapter serves, newest first:
+// those with sessions, server-to-client requests and logging/setLevel.
+func protocolVersions() []string {
+	return []string{
+		mcp.ProtocolVersion20251125,
+		mcp.ProtocolVersion20250618,
+		mcp.ProtocolVersion20250326,
+		mcp.ProtocolVersion20241105,
+	}
+}
+
+// Server is a registry projected into an MCP server. Create one with New
+// and serve it with ServeStdio, Handler or StatelessHandler (or give
+// MCPServer to any mcp-go transport). It is safe for concurrent use.
+type Server struct {
+	reg *llmtool.Registry
+	cfg config
+	mcp *server.MCPServer
+
+	mu    sync.RWMutex
+	tools map[string]*toolEntry // registered with mcp, by name
+
+	sessions sync.Map // session ID → *sessionInfo
+	levels   sync.Map // session ID → mcp.LoggingLevel from logging/setLevel
+	pending  sync.Map // request ID → *clientRequest sent during HTTP calls
+	nextID   atomic.Int64
+
+	unsubscribe func()
+}
+
+// toolEntry is a spec converted once into its MCP form.
+type toolEntry struct {
+	spec *llmtool.Spec
+	tool mcp.Tool
+}
+
+// sessionInfo is what the adapter knows of a connected session.
+type sessionInfo struct {
+	id        string
+	scope     string
+	principal string               // principal ID, "" if none
+	session   server.ClientSession // mcp-go's session
+}
+
+// New returns an MCP server for reg's tools. Options name the server and
+// configure who the calls run as (WithPrincipal, WithScope, or per HTTP
+// request WithAuthenticator and WithScopeFunc).
+func New(reg *llmtool.Registry, opts ...Option) *Server {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry)}
+
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(s.onRegister)
+	hooks.AddOnUnregisterSession(s.onUnregister)
+	hooks.AddAfterInitialize(s.afterInitialize)
+	hooks.AddAfterSetLevel(s.afterSetLevel)
+	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.syncListed(ctx) })
+	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.syncCalled(ctx, req.Params.Name) })
+
+	sopts := []server.ServerOption{
+		// listChanged is advertised by afterInitialize and sent per scope by
+		// scopeChanged; mcp-go itself must not broadcast it whenever the
+		// adapter registers a tool it meets for the first time.
+		server.WithToolCapabilities(false),
+		server.WithLogging(),
+		server.WithHooks(hooks),
+		server.WithToolFilter(s.filter),
+		server.WithPaginationLimit(cfg.pageSize),
+	}
+	if cfg.instructions != "" {
+		sopts = append(sopts, server.WithInstructions(cfg.instructions))
+	}
+	s.mcp = server.NewMCPServer(cfg.name, cfg.version, sopts...)
+	s.unsubscribe = reg.Subscribe(s.scopeChanged)
+	return s
+}
+
+// MCPServer returns the underlying mcp-go server, for in-process clients
+// (client.NewInProcessClient) and other mcp-go transports. Calls that reach
+// it carry the principal and scope of their context, or those of
+// WithPrincipal and WithScope when the context has none.
+func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+
+// Close stops listening to the registry's changes. Serving functions
+// return on their own when their context ends.
+func (s *Server) Close() error {
+	s.unsubscribe()
+	return nil
+}
+
+// callContext gives ctx the configured principal and scope when it carries
+// none of its own.
+func (s *Server) callContext(ctx context.Context) context.Context {
+	if s.cfg.principal != nil && llmtool.PrincipalFrom(ctx) == nil {
+		ctx = llmtool.WithPrincipal(ctx, s.cfg.principal)
+	}
+	if s.cfg.scope != "" && llmtool.ScopeFrom(ctx) == "" {
+		ctx = llmtool.WithScope(ctx, s.cfg.scope)
+	}
+	return ctx
+}
+
+// filter keeps the tools the caller's scope and principal may call. mcp-go
+// runs it on every listing (all registered tools, sorted by name) and on
+// every call (the one tool named), so a hidden tool is also uncallable and
+// its call gets the protocol's invalid-params error.
+func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	specs, err := s.reg.List(s.callContext(ctx))
+	if err != nil {
+		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
+	}
+	if len(tools) == 1 {
+		for _, sp := range specs {
+			if sp.Name == tools[0].Name {
+				return tools
+			}
+		}
+		return nil
+	}
+	allowed := make(map[string]bool, len(specs))
+	for _, sp := range specs {
+		allowed[sp.Name] = true
+	}
+	out := tools[:0]
+	for _, t := range tools {
+		if allowed[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// syncListed registers with mcp-go every tool the caller may list, before
+// the listing, so tools of lazily loaded modules appear.
+func (s *Server) syncListed(ctx context.Context) {
+	specs, _ := s.reg.List(s.callContext(ctx))
+	s.register(specs)
+}
+
+// syncCalled registers the named tool with mcp-go before a call, if the
+// registry knows it and no listing has registered it yet (a stateless
+// replica is called without ever having been listed).
+func (s *Server) syncCalled(ctx context.Context, name string) {
+	s.mu.RLock()
+	_, ok := s.tools[name]
+	s.mu.RUnlock()
+	if ok {
+		return
+	}
+	if spec, ok := s.reg.Tool(s.callContext(ctx), name); ok {
+		s.register([]*llmtool.Spec{spec})
+	}
+}
+
+// register converts and registers the specs mcp-go does not have yet.
+func (s *Server) register(specs []*llmtool.Spec) {
+	s.mu.RLock()
+	missing := false
+	for _, sp := range specs {
+		if e := s.tools[sp.Name]; e == nil || e.spec != sp {
+			missing = true
+			break
+		}
+	}
+	s.mu.RUnlock()
+	if !missing {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var add []server.ServerTool
+	for _, sp := range specs {
+		if e := s.tools[sp.Name]; e != nil && e.spec == sp {
+			continue
+		}
+		e := &toolEntry{spec: sp, tool: convertSpec(sp)}
+		s.tools[sp.Name] = e
+		add = append(add, server.ServerTool{Tool: e.tool, Handler: s.handler(e)})
+	}
+	if len(add) > 0 {
+		s.mcp.AddTools(add...)
+	}
+}
+
+// convertSpec builds a tool's MCP listing: title, schemas verbatim, and all
+// four annotations explicit.
+func convertSpec(sp *llmtool.Spec) mcp.Tool {
+	t := mcp.Tool{
+		Name:           sp.Name,
+		Title:          sp.Title,
+		Description:    sp.Description,
+		RawInputSchema: sp.InputSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:           sp.Title,
+			ReadOnlyHint:    mcp.ToBoolPtr(sp.ReadOnly),
+			DestructiveHint: mcp.ToBoolPtr(sp.Destructive),
+			IdempotentHint:  mcp.ToBoolPtr(sp.Idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(sp.OpenWorld),
+		},
+	}
+	// A rich tool answers with content blocks, not structured content, so it
+	// declares no output schema (which would oblige structuredContent).
+	if !sp.Rich {
+		t.RawOutputSchema = sp.OutputSchema
+	}
+	return t
+}
+
+// handler returns the mcp-go handler of one tool: every call goes through
+// Registry.Invoke.
+func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
+	name, rich := e.spec.Name, e.spec.Rich
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = s.callContext(ctx)
+		p := &peer{s: s, tool: name}
+		if m := req.Params.Meta; m != nil {
+			p.token = m.ProgressToken
+		}
+		ctx = llmtool.WithReporter(ctx, p)
+		ctx = llmtool.WithAsker(ctx, p)
+		args := req.Params.RawArguments
+		if args == nil && req.Params.Arguments != nil {
+			b, err := json.Marshal(req.Params.Arguments)
+			if err != nil {
+				return nil, err
+			}
+			args = b
+		}
+		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
+		return callResult(res, rich), nil
+	}
+}
+
+// callResult renders a registry result as an MCP tool result.
+func callResult(res llmtool.Result, rich bool) *mcp.CallToolResult {
+	if res.IsError {
+		return &mcp.CallToolResult{
+			IsError: true,
+			Content: []mcp.Content{mcp.TextContent{Type: "text", Text: res.Text()}},
+		}
+	}
+	if rich || res.Content != nil {
+		content := make([]mcp.Content, 0, len(res.Content))
+		for _, c := range res.Content {
+			content = append(content, contentBlock(c))
+		}
+		return &mcp.CallToolResult{Content: content}
+	}
+	return &mcp.CallToolResult{
+		Content:              []mcp.Content{mcp.TextContent{Type: "text", Text: string(res.JSON)}},
+		RawStructuredContent: res.JSON,
+	}
+}
+
+// contentBlock converts one part of a rich result.
+func contentBlock(c llmtool.Content) mcp.Content {
+	switch c.Type {
+	case "image":
+		return mcp.ImageContent{Type: "image", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType}
+	case "audio":
+		return mcp.AudioContent{Type: "audio", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType}
+	case "resource":
+		if c.Data != nil {
+			return mcp.EmbeddedResource{Type: "resource", Resource: mcp.BlobResourceContents{
+				URI: c.URI, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Data)}}
+		}
+		return mcp.EmbeddedResource{Type: "resource", Resource: mcp.TextResourceContents{
+			URI: c.URI, MIMEType: c.MIMEType, Text: c.Text}}
+	}
+	return mcp.TextContent{Type: "text", Text: c.Text}
+}
+
+// scopeChanged tells the sessions of scope ("" for every session) that
+// their tool list changed.
+func (s *Server) scopeChanged(scope string) {
+	s.sessions.Range(func(_, v any) bool {
+		info := v.(*sessionInfo)
+		if scope == "" || info.scope == scope {
+			if err := s.mcp.SendNotificationToSpecificClient(info.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+				s.cfg.logger.Debug("mcpadapter: tools/list_changed not delivered", "session", info.id, "err", err)
+			}
+		}
+		return true
+	})
+}
+
+func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
+	id := cs.SessionID()
+	if id == "" {
+		return // a stateless request's session
+	}
+	ctx = s.callContext(ctx)
+	s.sessions.Store(id, &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx)), session: cs})
+}
+
+func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
+	s.sessions.Delete(cs.SessionID())
+	s.levels.Delete(cs.SessionID())
+}
+
+// afterInitialize advertises tools.listChanged: the adapter sends it
+// itself, per scope.
+func (s *Server) afterInitialize(_ context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+	res.Capabilities.Tools = &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{ListChanged: true}
+}
+
+// afterSetLevel remembers the session's logging level.
+func (s *Server) afterSetLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		s.levels.Store(cs.SessionID(), req.Params.Level)
+	}
+}
+
+// logLevel returns the minimum level of log notifications for the session
+// in ctx: the one it set with logging/setLevel, or the configured default.
+func (s *Server) logLevel(ctx context.Context) mcp.LoggingLevel {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		if v, ok := s.levels.Load(cs.SessionID()); ok {
+			return v.(mcp.LoggingLevel)
+		}
+	}
+	return s.cfg.logLevel
+}
+
+func principalID(p *llmtool.Principal) string {
+	if p == nil {
+		return ""
+	}
+	return p.ID
+}
+
+// mcpLevel maps a slog level to the nearest syslog level MCP uses.
+func mcpLevel(l slog.Level) mcp.LoggingLevel {
+	switch {
+	case l < slog.LevelInfo:
+		return mcp.LoggingLevelDebug
+	case l < slog.LevelInfo+2:
+		return mcp.LoggingLevelInfo
+	case l < slog.LevelWarn:
+		return mcp.LoggingLevelNotice
+	case l < slog.LevelError:
+		return mcp.LoggingLevelWarning
+	case l < slog.LevelError+4:
+		return mcp.LoggingLevelError
+	case l < slog.LevelError+8:
+		return mcp.LoggingLevelCritical
+	case l < slog.LevelError+12:
+		return mcp.LoggingLevelAlert
+	}
+	return mcp.LoggingLevelEmergency
+}
