@@ -1,0 +1,179 @@
+// Command chat lets a model work on the notes example's store through its
+// tools (package github.com/llmtool/llmtool/examples/notes), over any
+// OpenAI-compatible chat completions endpoint: OpenAI, or a local
+// llama.cpp, Ollama or vLLM server. It is chatadapter.Run with a few lines
+// around it.
+//
+// The endpoint comes from the usual environment variables:
+//
+//	OPENAI_BASE_URL  API root including /v1 (default https://api.openai.com/v1)
+//	OPENAI_API_KEY   sent as a bearer token; needed for the default base URL
+//	OPENAI_MODEL     the model, such as gpt-4.1-mini or qwen2.5:7b (required)
+//
+// Run it from the root of the repository with a question:
+//
+//	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run ./examples/chat "What is on the roadmap?"
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b go run ./examples/chat -writes "Add a note on pancakes"
+//
+// Without a question it reads one per line from standard input and keeps
+// the conversation going. While the model works it prints one line per tool
+// call on standard error, such as "Create note… done"; the answers go to
+// standard output.
+//
+// It opens notes.db in the current directory (creating and seeding it the
+// first time). Write tools are off until enabled for the scope: -writes
+// enables them, persistently, as "go run ./examples/notes-mcp writes on"
+// does.
+//
+// Usage:
+//
+//	chat [-db PATH] [-scope NAME] [-writes] [-steps N] [-strict] [-locale TAG] [QUESTION ...]
+//
+// Errors are one line on standard error, with exit status 1 (2 for a
+// usage error or a missing environment variable).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/examples/notes"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const defaultBaseURL = "https://api.openai.com/v1"
+
+// systemPrompt tells the model what it works on.
+const systemPrompt = `You help the user with their notes, kept in a tree. Use the tools to read and change them. ` +
+	`The top of the tree is the note "root"; find note IDs with search_notes or get_child_notes. ` +
+	`Call man for the list of tools and man with a tool's name for its options. Answer briefly.`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command, with its environment passed in for tests.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbPath := fs.String("db", "notes.db", "note store `file`, created and seeded if missing")
+	scope := fs.String("scope", "default", "scope whose tool settings apply")
+	writes := fs.Bool("writes", false, "enable write tools in the scope (persistent)")
+	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
+	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs)")
+	locale := fs.String("locale", "en", "language of the tool progress lines")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+
+	ep := chatadapter.Endpoint{
+		BaseURL: strings.TrimSpace(getenv("OPENAI_BASE_URL")),
+		APIKey:  strings.TrimSpace(getenv("OPENAI_API_KEY")),
+		Model:   strings.TrimSpace(getenv("OPENAI_MODEL")),
+	}
+	var missing []string
+	if ep.Model == "" {
+		missing = append(missing, "OPENAI_MODEL")
+	}
+	if ep.BaseURL == "" {
+		ep.BaseURL = defaultBaseURL
+		if ep.APIKey == "" {
+			missing = append(missing, "OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs no key)")
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "chat: set %s\n", strings.Join(missing, " and "))
+		return exitUsage
+	}
+
+	if err := chat(ctx, ep, *dbPath, *scope, *writes, *steps, *strict, *locale, fs.Args(), stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "chat: %v\n", oneLine(err))
+		return exitError
+	}
+	return exitOK
+}
+
+func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, writes bool, steps int, strict bool, locale string,
+	question []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	db, err := notes.Open(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	reg, err := llmtool.NewRegistry(db, notes.Tools)
+	if err != nil {
+		return err
+	}
+	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil))) // audit lines would drown the chat
+	ctx = llmtool.WithScope(ctx, scope)
+	if writes {
+		if err := reg.EnableWrites(ctx, scope); err != nil {
+			return err
+		}
+	}
+	a := chatadapter.New(reg)
+	ctx = chatadapter.WithLocale(ctx, locale)
+	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
+		if e.Kind == chatadapter.CallFinished {
+			fmt.Fprintln(stderr, e)
+		}
+	})
+	opts := []chatadapter.RunOption{chatadapter.MaxSteps(steps)}
+	if strict {
+		opts = append(opts, chatadapter.Strict())
+	}
+
+	messages := []json.RawMessage{chatadapter.SystemMessage(systemPrompt)}
+	ask := func(q string) error {
+		tr, err := chatadapter.Run(ctx, a, ep, append(messages, chatadapter.UserMessage(q)), opts...)
+		if err != nil {
+			return err
+		}
+		messages = tr.Messages
+		fmt.Fprintln(stdout, tr.Answer)
+		return nil
+	}
+	if len(question) > 0 {
+		return ask(strings.Join(question, " "))
+	}
+	in := bufio.NewScanner(stdin)
+	for in.Scan() {
+		q := strings.TrimSpace(in.Text())
+		if q == "" {
+			continue
+		}
+		if err := ask(q); err != nil {
+			return err
+		}
+	}
+	if err := in.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

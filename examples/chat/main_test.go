@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool/examples/notes"
+)
+
+// fakeModel answers the n-th chat completion request with messages[n] and
+// records the requests' messages.
+type fakeModel struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	requests [][]json.RawMessage
+}
+
+func newFakeModel(t *testing.T, messages ...string) *fakeModel {
+	m := &fakeModel{}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&body) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		m.mu.Lock()
+		n := len(m.requests)
+		m.requests = append(m.requests, body.Messages)
+		m.mu.Unlock()
+		if n >= len(messages) {
+			http.Error(w, `{"error":{"message":"no more replies"}}`, http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, `{"choices":[{"message":%s}]}`, messages[n])
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func toolCall(id, name, args string) string {
+	a, _ := json.Marshal(args)
+	return `{"role":"assistant","content":null,"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + string(a) + `}}]}`
+}
+
+func answer(text string) string {
+	b, _ := json.Marshal(text)
+	return `{"role":"assistant","content":` + string(b) + `}`
+}
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// titlesUnderRoot lists the titles of root's live children, in order.
+func titlesUnderRoot(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := notes.Open(context.Background(), path)
+	require.NoError(t, err)
+	defer db.Close()
+	kids, err := notes.Children(context.Background(), db, "root")
+	require.NoError(t, err)
+	var out []string
+	for _, k := range kids {
+		out = append(out, k.Title)
+	}
+	return out
+}
+
+func TestChat(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		flags      []string
+		wantStderr string
+		wantResult string // the content of the tool message sent back, up to its first quote-free part
+		created    bool
+	}{
+		{"writes enabled", []string{"-writes"}, "Create note… done\n", `{"noteId":`, true},
+		{"writes off", nil, "Create note… failed\n", `{"error":`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dbPath := filepath.Join(t.TempDir(), "notes.db")
+			m := newFakeModel(t,
+				toolCall("call_1", "create_note", `{"parentNoteId":"root","title":"Shopping list"}`),
+				answer("Done: I created the note."))
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"-db", dbPath}, tt.flags...)
+			args = append(args, "Create", "a", "shopping", "list")
+			code := run(context.Background(), args,
+				env(map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}),
+				strings.NewReader(""), &stdout, &stderr)
+			require.Equal(t, exitOK, code, stderr.String())
+			require.Equal(t, "Done: I created the note.\n", stdout.String())
+			require.Equal(t, tt.wantStderr, stderr.String())
+
+			require.Len(t, m.requests, 2)
+			require.Len(t, m.requests[0], 2)
+			require.JSONEq(t, `{"role":"user","content":"Create a shopping list"}`, string(m.requests[0][1]))
+			require.Len(t, m.requests[1], 4)
+			var tool struct{ Role, ToolCallID, Content string }
+			require.NoError(t, json.Unmarshal(m.requests[1][3], &tool))
+			require.Equal(t, "tool", tool.Role)
+			require.True(t, strings.HasPrefix(tool.Content, tt.wantResult), tool.Content)
+
+			titles := titlesUnderRoot(t, dbPath)
+			require.Equal(t, tt.created, contains(titles, "Shopping list"), titles)
+		})
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Without a question on the command line, each line of standard input is
+// one, in the same conversation.
+func TestChatStdin(t *testing.T) {
+	t.Parallel()
+	dbPath := filepath.Join(t.TempDir(), "notes.db")
+	m := newFakeModel(t, answer("Hello."), answer("Still here."))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-db", dbPath},
+		env(map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}),
+		strings.NewReader("Hi\n\nStill there?\n"), &stdout, &stderr)
+	require.Equal(t, exitOK, code, stderr.String())
+	require.Equal(t, "Hello.\nStill here.\n", stdout.String())
+	require.Empty(t, stderr.String())
+	require.Len(t, m.requests, 2)
+	require.Len(t, m.requests[1], 4, "system, Hi, Hello., Still there?")
+	require.JSONEq(t, `{"role":"user","content":"Still there?"}`, string(m.requests[1][3]))
+}
+
+func TestChatErrors(t *testing.T) {
+	t.Parallel()
+	m := newFakeModel(t) // answers every request with a 500
+	tests := []struct {
+		name   string
+		args   []string
+		vars   map[string]string
+		code   int
+		stderr string
+	}{
+		{"no model", nil, map[string]string{"OPENAI_API_KEY": "sk"}, exitUsage,
+			"chat: set OPENAI_MODEL\n"},
+		{"nothing set", nil, nil, exitUsage,
+			"chat: set OPENAI_MODEL and OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs no key)\n"},
+		{"no key for OpenAI", nil, map[string]string{"OPENAI_MODEL": "gpt"}, exitUsage,
+			"chat: set OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs no key)\n"},
+		{"bad flag", []string{"-nope"}, nil, exitUsage,
+			"flag provided but not defined: -nope\n"},
+		{"server error", []string{"Hi"}, map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}, exitError,
+			"chat: chatadapter: POST " + m.srv.URL + `/v1/chat/completions: 500 Internal Server Error: {"error":{"message":"no more replies"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"-db", filepath.Join(t.TempDir(), "notes.db")}, tt.args...)
+			code := run(context.Background(), args, env(tt.vars), strings.NewReader(""), &stdout, &stderr)
+			require.Equal(t, tt.code, code)
+			got := stderr.String()
+			if tt.code == exitUsage && strings.HasPrefix(tt.stderr, "flag") {
+				got, _, _ = strings.Cut(got, "Usage of chat:") // the flag package adds the usage
+			}
+			require.Equal(t, tt.stderr, got)
+			require.Empty(t, stdout.String())
+		})
+	}
+}
