@@ -11,7 +11,7 @@ import (
 
 // Lint checks the conventions that keep a tool set cheap and clear for a
 // model, over every tool of a registry (switched on or not, after running
-// its loaders). Each rule has a name, reported with its findings:
+// its loaders; llmtool's own tools only with IncludeBuiltins). Each rule has a name, reported with its findings:
 //
 //	lean-description            the description fits a budget of approximate tokens
 //	                            (DescriptionBudget; default DefaultDescriptionBudget):
@@ -60,6 +60,9 @@ func Lint(reg *Registry, opts ...LintOption) []Finding {
 	}
 	decls := reg.entityMap()
 	for _, e := range entries {
+		if e.builtin && !cfg.builtins {
+			continue
+		}
 		l.tool(e.tool, decls)
 	}
 	return l.out
@@ -102,14 +105,19 @@ func (f Finding) String() string {
 type LintOption func(*lintConfig)
 
 type lintConfig struct {
-	budget int
-	skip   map[string]bool // rule or "tool\x00rule"
+	budget   int
+	skip     map[string]bool // rule or "tool\x00rule"
+	builtins bool
 }
 
 // DescriptionBudget sets the lean-description budget in approximate tokens.
 func DescriptionBudget(tokens int) LintOption {
 	return func(c *lintConfig) { c.budget = tokens }
 }
+
+// IncludeBuiltins lints llmtool's own tools (man) too. They are left out by
+// default, since the host cannot change them; llmtool's tests lint them.
+func IncludeBuiltins() LintOption { return func(c *lintConfig) { c.builtins = true } }
 
 // SkipRules turns rules off for every tool.
 func SkipRules(rules ...string) LintOption {

@@ -1,0 +1,233 @@
+package llmtool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+)
+
+const examplesPage = "EXAMPLES\n    {\"id\": \"n1\"}\n        Reads note n1."
+
+type lintIn struct {
+	ID string `json:"id" desc:"ID of the note."`
+}
+
+// lintRead and lintWrite define tools that pass every rule unless opts
+// say otherwise.
+func lintRead[In any](name, desc string, opts ...llmtool.Option) *llmtool.Tool {
+	base := []llmtool.Option{llmtool.Summary("Do it"), llmtool.ManPage(examplesPage)}
+	return llmtool.Read(name, desc, func(*llmtool.ReadCtx, In) (struct{}, error) { return struct{}{}, nil }, append(base, opts...)...)
+}
+
+func lintWrite[In any](name, desc string, opts ...llmtool.Option) *llmtool.Tool {
+	base := []llmtool.Option{llmtool.Summary("Do it"), llmtool.ManPage(examplesPage)}
+	return llmtool.Write(name, desc, func(*llmtool.WriteCtx, In) (struct{}, error) { return struct{}{}, nil }, append(base, opts...)...)
+}
+
+type searchIn struct {
+	Query string `json:"query" desc:"Words to search for in titles."`
+}
+
+type filterIn struct {
+	Filter struct {
+		Tag string `json:"tag"`
+	} `json:"filter" desc:"Which notes."`
+}
+
+type describedFilterIn struct {
+	Filter struct {
+		Tag string `json:"tag" desc:"Tag to match."`
+	} `json:"filter" desc:"Which notes."`
+}
+
+type limitNoStatementIn struct {
+	Limit int `json:"limit,omitempty" desc:"How many results." default:"10"`
+}
+
+type limitWrongIn struct {
+	Limit int `json:"limit,omitempty" desc:"How many results (default 20)." default:"10"`
+}
+
+type limitNoDefaultIn struct {
+	Limit int `json:"limit,omitempty" desc:"How many results (default 10)."`
+}
+
+type limitRightIn struct {
+	Limit int    `json:"limit,omitempty" desc:"How many results (default 10)." default:"10"`
+	Kind  string `json:"kind,omitempty" desc:"Note type (default text)." default:"text" enum:"text|code"`
+}
+
+func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(*llmtool.Registry), opts ...llmtool.LintOption) []string {
+	t.Helper()
+	reg, err := llmtool.NewRegistry(nil, mods...)
+	require.NoError(t, err)
+	reg.SetLogger(quietLogger())
+	if setup != nil {
+		setup(reg)
+	}
+	var out []string
+	for _, f := range llmtool.Lint(reg, opts...) {
+		if f.Rule == rule {
+			out = append(out, f.String())
+		}
+	}
+	return out
+}
+
+func TestLintRules(t *testing.T) {
+	t.Parallel()
+	mod := func(tools ...*llmtool.Tool) []*llmtool.Module {
+		return []*llmtool.Module{llmtool.DefineTools("m", tools...)}
+	}
+	undeclared := func(r *llmtool.Registry) {
+		r.AddLoader("late", func(context.Context) (*llmtool.Module, error) {
+			type in struct {
+				ID string `json:"id" ref:"tag" desc:"ID of the tag."`
+			}
+			return llmtool.DefineTools("late", lintRead[in]("get_tag", "Read a tag.")), nil
+		})
+	}
+	declared := func(r *llmtool.Registry) {
+		r.AddLoader("late", func(context.Context) (*llmtool.Module, error) {
+			type in struct {
+				ID string `json:"id" ref:"tag" desc:"ID of the tag."`
+			}
+			kind := &llmtool.Entity{Kind: "tag", Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }}
+			return llmtool.DefineTools("late", lintRead[in]("get_tag", "Read a tag.")).WithEntities(kind), nil
+		})
+	}
+	tests := []struct {
+		rule      string
+		good, bad []*llmtool.Module
+		goodSetup func(*llmtool.Registry)
+		badSetup  func(*llmtool.Registry)
+		opts      []llmtool.LintOption
+		want      []string
+	}{
+		{rule: llmtool.RuleLeanDescription,
+			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
+			bad:  mod(lintRead[lintIn]("get_note", strings.Repeat("word ", 60))),
+			want: []string{"get_note: description is about 75 tokens, over the budget of 60; keep one or two sentences and move details to the man page [lean-description]"}},
+		{rule: llmtool.RuleLeanDescription, opts: []llmtool.LintOption{llmtool.DescriptionBudget(10)},
+			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
+			bad:  mod(lintRead[lintIn]("get_note", "Read a note's title, type, content and attributes.")),
+			want: []string{"get_note: description is about 13 tokens, over the budget of 10; keep one or two sentences and move details to the man page [lean-description]"}},
+		{rule: llmtool.RuleRepeatedParamDesc,
+			good: mod(lintRead[searchIn]("search_notes", "Search notes.")),
+			bad:  mod(lintRead[searchIn]("search_notes", "Search notes. Words to search for in titles.")),
+			want: []string{"search_notes: the description repeats the description of parameter query, which is sent with it anyway; remove it from the description [repeated-param-description]"}},
+		{rule: llmtool.RuleParamDescription,
+			good: mod(lintRead[describedFilterIn]("find_notes", "Find notes.")),
+			bad:  mod(lintRead[filterIn]("find_notes", "Find notes.")),
+			want: []string{"find_notes: parameter filter.tag has no description; add a desc tag [param-description]"}},
+		{rule: llmtool.RuleDefaultStated,
+			good: mod(lintRead[limitRightIn]("list_notes", "List notes.")),
+			bad: mod(lintRead[limitNoStatementIn]("list_a", "List notes."), lintRead[limitWrongIn]("list_b", "List notes."),
+				lintRead[limitNoDefaultIn]("list_c", "List notes.")),
+			want: []string{
+				`list_a: parameter limit has the default 10 but its description does not say so; end it with "(default 10)" [default-stated]`,
+				`list_b: parameter limit says (default 20) but its default is 10; make them agree [default-stated]`,
+				`list_c: parameter limit says (default 10) but has no default; add the tag default:"10", or remove the statement [default-stated]`,
+			}},
+		{rule: llmtool.RuleName,
+			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
+			bad:  mod(lintRead[lintIn]("getNote", "Read a note.")),
+			want: []string{`getNote: name "getNote" is not lower_snake_case of at most 64 characters; rename it, such as "get_note" [name]`}},
+		{rule: llmtool.RuleSummary,
+			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
+			bad:  mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.Summary(""))),
+			want: []string{`get_note: no summary for the man catalog; add llmtool.Summary("...") with one short line [summary]`}},
+		{rule: llmtool.RuleFriendlyName,
+			good: mod(lintWrite[lintIn]("create_note", "Create a note.", llmtool.FriendlyName("Create note")),
+				lintWrite[lintIn]("delete_note", "Delete a note."), lintRead[lintIn]("get_note", "Read a note.")),
+			goodSetup: func(r *llmtool.Registry) {
+				r.AddMessages("en", map[string]string{"llm.tools.delete_note": "Delete note"})
+			},
+			bad: mod(lintWrite[lintIn]("create_note", "Create a note."),
+				lintWrite[lintIn]("rename_note", "Rename a note.", llmtool.FriendlyName("Renaming note")),
+				lintWrite[lintIn]("move_note", "Move a note.", llmtool.FriendlyName("Moves note")),
+				lintWrite[lintIn]("tag_note", "Tag a note.", llmtool.FriendlyName("Tagged note"))),
+			want: []string{
+				`create_note: write tool without a friendly name; add llmtool.FriendlyName("...") in the imperative, such as "Create note" [friendly-name]`,
+				`rename_note: friendly name "Renaming note" starts with a gerund; use the imperative, such as "Rename note" [friendly-name]`,
+				`move_note: friendly name "Moves note" starts with a third-person verb; use the imperative, such as "Move note" [friendly-name]`,
+				`tag_note: friendly name "Tagged note" starts with a past participle; use the imperative, such as "Tag note" [friendly-name]`,
+			}},
+		{rule: llmtool.RuleManExamples,
+			good: mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.ManPage("Reads one note.\n\n## Examples:\n    {\"id\": \"n1\"}"))),
+			bad: mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.ManPage("")),
+				lintRead[lintIn]("get_tag", "Read a tag.", llmtool.ManPage("Reads one tag, see EXAMPLES below."))),
+			want: []string{
+				"get_note: no man page; add llmtool.ManPage with an EXAMPLES section [man-examples]",
+				"get_tag: man page has no EXAMPLES section; add a line EXAMPLES followed by example calls [man-examples]",
+			}},
+		{rule: llmtool.RuleEntityRef, goodSetup: declared, badSetup: undeclared,
+			want: []string{`get_tag: tool "get_tag": field id references entity kind "tag", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag) (loader "late") [entity-ref]`}},
+		{rule: llmtool.RuleLoader,
+			goodSetup: func(r *llmtool.Registry) {
+				r.AddLoader("ok", func(context.Context) (*llmtool.Module, error) { return llmtool.DefineTools("ok"), nil })
+			},
+			badSetup: func(r *llmtool.Registry) {
+				r.AddLoader("broken", func(context.Context) (*llmtool.Module, error) { return nil, errors.New("no plugin dir") })
+			},
+			want: []string{`llmtool: loader "broken": no plugin dir; fix the loader so its module registers [loader]`}},
+	}
+	for i, tc := range tests {
+		t.Run(fmt.Sprintf("%d %s", i, tc.rule), func(t *testing.T) {
+			t.Parallel()
+			require.Empty(t, lintFindings(t, tc.rule, tc.good, tc.goodSetup, tc.opts...), "good definition")
+			require.Equal(t, tc.want, lintFindings(t, tc.rule, tc.bad, tc.badSetup, tc.opts...), "bad definition")
+		})
+	}
+}
+
+func TestLintSkips(t *testing.T) {
+	t.Parallel()
+	reg, err := llmtool.NewRegistry(nil, llmtool.DefineTools("m",
+		lintRead[lintIn]("get_note", "Read a note.", llmtool.Summary("")),
+		lintRead[lintIn]("get_tag", "Read a tag.", llmtool.Summary(""))))
+	require.NoError(t, err)
+	require.Len(t, llmtool.Lint(reg), 2)
+	require.Empty(t, llmtool.Lint(reg, llmtool.SkipRules(llmtool.RuleSummary)))
+	fs := llmtool.Lint(reg, llmtool.SkipFor("get_note", llmtool.RuleSummary))
+	require.Len(t, fs, 1)
+	require.Equal(t, "get_tag", fs[0].Tool)
+}
+
+type fakeT struct {
+	errors []string
+	failed bool
+}
+
+func (f *fakeT) Helper() {}
+func (f *fakeT) Errorf(format string, args ...any) {
+	f.errors = append(f.errors, fmt.Sprintf(format, args...))
+}
+func (f *fakeT) FailNow() { f.failed = true }
+
+func TestRequireLintClean(t *testing.T) {
+	t.Parallel()
+	clean, err := llmtool.NewRegistry(nil, llmtool.DefineTools("m", lintRead[lintIn]("get_note", "Read a note.")))
+	require.NoError(t, err)
+	ft := &fakeT{}
+	llmtool.RequireLintClean(ft, clean)
+	require.False(t, ft.failed)
+	require.Empty(t, ft.errors)
+	llmtool.RequireLintClean(t, clean)
+
+	dirty, err := llmtool.NewRegistry(nil, llmtool.DefineTools("m", lintRead[lintIn]("getNote", "Read a note.", llmtool.Summary(""))))
+	require.NoError(t, err)
+	ft = &fakeT{}
+	llmtool.RequireLintClean(ft, dirty)
+	require.True(t, ft.failed)
+	require.Equal(t, []string{
+		`llmtool lint: getNote: name "getNote" is not lower_snake_case of at most 64 characters; rename it, such as "get_note" [name]`,
+		`llmtool lint: getNote: no summary for the man catalog; add llmtool.Summary("...") with one short line [summary]`,
+	}, ft.errors)
+}
