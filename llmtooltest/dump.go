@@ -1,0 +1,155 @@
+package llmtooltest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// tableDump is a table's definition and rows, each row rendered as text.
+type tableDump struct {
+	sql  string
+	rows []string
+}
+
+// dump reads every table of the database but SQLite's own and the ignored
+// ones.
+func (h *Harness) dump() (map[string]tableDump, error) {
+	ctx := context.WithoutCancel(h.ctx)
+	rows, err := h.db.QueryContext(ctx, `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	tables := make(map[string]tableDump)
+	var names []string
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if !h.skip[name] {
+			names = append(names, name)
+			tables[name] = tableDump{sql: def}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		d := tables[name]
+		if d.rows, err = h.dumpRows(ctx, name); err != nil {
+			return nil, fmt.Errorf("table %s: %w", name, err)
+		}
+		tables[name] = d
+	}
+	return tables, nil
+}
+
+// dumpRows renders a table's rows as "col=value, ..." lines, sorted.
+func (h *Harness) dumpRows(ctx context.Context, table string) ([]string, error) {
+	rows, err := h.db.QueryContext(ctx, `SELECT * FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var out []string
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		var b strings.Builder
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(cols[i])
+			b.WriteByte('=')
+			switch v := v.(type) {
+			case nil:
+				b.WriteString("NULL")
+			case []byte:
+				fmt.Fprintf(&b, "x'%x'", v)
+			case string:
+				fmt.Fprintf(&b, "%q", v)
+			default:
+				fmt.Fprint(&b, v)
+			}
+		}
+		out = append(out, b.String())
+	}
+	slices.Sort(out)
+	return out, rows.Err()
+}
+
+// diffDumps describes how after differs from before, or returns "".
+func diffDumps(before, after map[string]tableDump) string {
+	var b strings.Builder
+	names := make([]string, 0, len(before)+len(after))
+	for n := range before {
+		names = append(names, n)
+	}
+	for n := range after {
+		if _, ok := before[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		old, hadOld := before[n]
+		cur, hasCur := after[n]
+		switch {
+		case !hadOld:
+			fmt.Fprintf(&b, "table %s: created (%d rows)\n", n, len(cur.rows))
+			continue
+		case !hasCur:
+			fmt.Fprintf(&b, "table %s: dropped (had %d rows)\n", n, len(old.rows))
+			continue
+		case old.sql != cur.sql:
+			fmt.Fprintf(&b, "table %s: definition changed\n  - %s\n  + %s\n", n, old.sql, cur.sql)
+		}
+		removed, added := multisetDiff(old.rows, cur.rows)
+		if len(removed)+len(added) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "table %s: %d rows removed, %d added (a changed row is both)\n", n, len(removed), len(added))
+		for _, r := range removed {
+			fmt.Fprintf(&b, "  - %s\n", r)
+		}
+		for _, r := range added {
+			fmt.Fprintf(&b, "  + %s\n", r)
+		}
+	}
+	return b.String()
+}
+
+// multisetDiff returns the lines only in a and only in b, both sorted
+// inputs, counting duplicates.
+func multisetDiff(a, b []string) (onlyA, onlyB []string) {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			i++
+			j++
+		case a[i] < b[j]:
+			onlyA = append(onlyA, a[i])
+			i++
+		default:
+			onlyB = append(onlyB, b[j])
+			j++
+		}
+	}
+	return append(onlyA, a[i:]...), append(onlyB, b[j:]...)
+}

@@ -1,0 +1,158 @@
+package llmtooltest_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/llmtooltest"
+)
+
+// The module under test: notes in the host's SQLite database.
+type NoteIn struct {
+	ID int `json:"id" desc:"ID of the note." minimum:"1"`
+}
+
+type NewNoteIn struct {
+	Title string `json:"title" desc:"Title of the note." minLength:"1"`
+}
+
+type Note struct {
+	ID    int    `json:"id"`
+	Title string `json:"title"`
+}
+
+var Notes = llmtool.DefineTools("notes",
+	llmtool.Read("get_note", "Read a note.",
+		func(c *llmtool.ReadCtx, in NoteIn) (Note, error) {
+			n := Note{ID: in.ID}
+			err := c.QueryRow(`SELECT title FROM notes WHERE id = ?`, in.ID).Scan(&n.Title)
+			if errors.Is(err, sql.ErrNoRows) {
+				return n, llmtool.NotFound("Note %d not found.", in.ID).Next("Call list_notes to find the ID.")
+			}
+			return n, err
+		}),
+	llmtool.Write("create_note", "Create a note.",
+		func(c *llmtool.WriteCtx, in NewNoteIn) (Note, error) {
+			res, err := c.Exec(`INSERT INTO notes (title) VALUES (?)`, in.Title)
+			if err != nil {
+				return Note{}, err
+			}
+			id, err := res.LastInsertId()
+			return Note{ID: int(id), Title: in.Title}, err
+		}),
+)
+
+// migrate is the host application's own schema code.
+func migrate(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL)`)
+	return err
+}
+
+func Example() {
+	t := newExampleT() // in a test: the *testing.T
+	defer t.cleanup()
+
+	h := llmtooltest.New(t, Notes, llmtooltest.Schema(migrate))
+
+	var note Note
+	h.RequireOK(h.Call("create_note", `{"title": "Groceries"}`), &note)
+	fmt.Printf("created note %d: %s\n", note.ID, note.Title)
+
+	got := h.RequireOK(h.Call("get_note", map[string]int{"id": note.ID}))
+	fmt.Println("read back:", got["title"])
+
+	h.RequireError(h.Call("get_note", `{"id": 42}`), "Note 42 not found. Call list_notes to find the ID.")
+	fmt.Println("failures reported:", t.failures)
+	// Output:
+	// created note 1: Groceries
+	// read back: Groceries
+	// failures reported: 0
+}
+
+func ExampleHarness_RequireUnchanged() {
+	t := newExampleT() // in a test: the *testing.T
+	defer t.cleanup()
+
+	// Write tools are off in a scope until it enables them.
+	h := llmtooltest.New(t, Notes, llmtooltest.Schema(migrate), llmtooltest.WritesOff())
+	h.RequireUnchanged(func() {
+		res := h.Call("create_note", `{"title": "Groceries"}`)
+		fmt.Println(res.Text())
+	})
+	fmt.Println("failures reported:", t.failures)
+	// Output:
+	// Tool "create_note" changes data, and write tools are off in scope "test". Ask the user to enable write tools for this scope, then call create_note again.
+	// failures reported: 0
+}
+
+// A handler that leaves a goroutine running fails the test, naming the
+// tool, even though its result is fine.
+func ExampleHarness_Call_leakedGoroutine() {
+	t := newExampleT() // in a test: the *testing.T
+	defer t.cleanup()
+
+	stop := make(chan struct{})
+	defer close(stop)
+	slow := llmtool.DefineTools("slow",
+		llmtool.Read("warm_cache", "Warm the cache in the background.",
+			func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+				go func() { <-stop }() // still running when the handler returns
+				return struct{}{}, nil
+			}))
+	h := llmtooltest.New(t, slow, llmtooltest.LeakGrace(0))
+	h.RequireOK(h.Call("warm_cache", nil))
+	fmt.Println(t.first)
+	// Output:
+	// llmtooltest: tool warm_cache: 1 goroutine started during the call is still running 0s after it returned; a handler must finish all its work before it returns (its ctx and transaction are dead afterwards):
+}
+
+// exampleT stands in for the *testing.T of a test, so the examples run:
+// it counts failures and prints the first line of the first one.
+type exampleT struct {
+	dir      string
+	cleanups []func()
+	failures int
+	first    string
+}
+
+func newExampleT() *exampleT {
+	dir, err := os.MkdirTemp("", "llmtooltest-example")
+	if err != nil {
+		panic(err)
+	}
+	return &exampleT{dir: dir}
+}
+
+func (t *exampleT) fail(format string, args ...any) {
+	t.failures++
+	if t.first == "" {
+		t.first, _, _ = strings.Cut(fmt.Sprintf(format, args...), "\n")
+	}
+}
+
+func (t *exampleT) Helper()                           {}
+func (t *exampleT) Errorf(format string, args ...any) { t.fail(format, args...) }
+func (t *exampleT) Fatalf(format string, args ...any) {
+	t.fail(format, args...)
+	fmt.Println(t.first)
+	runtime.Goexit()
+}
+func (t *exampleT) Logf(format string, args ...any) {}
+func (t *exampleT) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
+func (t *exampleT) TempDir() string                 { return t.dir }
+func (t *exampleT) Output() io.Writer               { return io.Discard }
+func (t *exampleT) Context() context.Context        { return context.Background() }
+
+func (t *exampleT) cleanup() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+	os.RemoveAll(t.dir)
+}
