@@ -1,0 +1,54 @@
+package llmtool_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/llmtool/llmtool"
+)
+
+// An AuditTable writes each committed write call's record in the call's
+// own transaction: a rolled-back call leaves no row (the logger sink still
+// records it), and a row never exists without its write.
+func ExampleNewAuditTable() {
+	db, done := exampleNotes()
+	defer done()
+	type TitleIn struct {
+		Title string `json:"title" desc:"Title of the note."`
+	}
+	addNote := llmtool.Write("add_note", "Add a note.",
+		func(c *llmtool.WriteCtx, in TitleIn) (struct{}, error) {
+			if in.Title == "" {
+				return struct{}{}, llmtool.InvalidArgs("/title: empty.").Next("Send a title.")
+			}
+			_, err := c.Exec(`INSERT INTO notes (id, title) VALUES (lower(hex(randomblob(4))), ?)`, in.Title)
+			return struct{}{}, err
+		}, llmtool.FriendlyName("Add note"))
+	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", addNote))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	reg.SetLogger(exampleLogger())
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann"})
+	table, err := llmtool.NewAuditTable(ctx, db, "audit_log")
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg.AddAuditSink(table)
+	reg.AddAuditSink(llmtool.AuditFunc(func(_ context.Context, r llmtool.AuditRecord) {
+		fmt.Printf("audit: %s by %s: %s, committed %v\n", r.Tool, r.Principal, r.Outcome, r.Committed)
+	}))
+	_ = reg.EnableWrites(ctx, "")
+
+	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)})
+	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": ""}`)})
+	var rows int
+	_ = db.QueryRow(`SELECT count(*) FROM audit_log`).Scan(&rows)
+	fmt.Println("rows:", rows)
+	// Output:
+	// audit: add_note by ann: ok, committed true
+	// audit: add_note by ann: invalid_args, committed false
+	// rows: 1
+}

@@ -1,0 +1,101 @@
+package llmtool_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/llmtool/llmtool"
+)
+
+// Write tools are off in every scope until the scope enables them; the
+// setting persists in the host's database. Listings and calls both honour
+// it, and a refused call says how to get it enabled.
+func ExampleRegistry_EnableWrites() {
+	db, done := exampleNotes()
+	defer done()
+	type AddNoteIn struct {
+		Title string `json:"title" desc:"Title of the note."`
+	}
+	addNote := llmtool.Write("add_note", "Add a note.",
+		func(c *llmtool.WriteCtx, in AddNoteIn) (struct{}, error) {
+			_, err := c.Exec(`INSERT INTO notes (id, title, parent) VALUES (lower(hex(randomblob(4))), ?, 'root')`, in.Title)
+			return struct{}{}, err
+		}, llmtool.FriendlyName("Add note"))
+	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", addNote))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	reg.SetLogger(exampleLogger())
+	ctx := llmtool.WithScope(context.Background(), "team-wiki")
+	call := llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)}
+
+	fmt.Println(reg.Invoke(ctx, call).Text())
+	if err := reg.EnableWrites(ctx, "team-wiki"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(reg.Invoke(ctx, call).Text())
+	specs, _ := reg.List(ctx)
+	for _, s := range specs {
+		fmt.Println("listed:", s.Name)
+	}
+	settings, _ := reg.ScopeSettings(ctx)
+	for _, s := range settings {
+		fmt.Printf("scope %q: writes %v\n", s.Scope, s.Enabled)
+	}
+	// Output:
+	// Tool "add_note" changes data, and write tools are off in scope "team-wiki". Ask the user to enable write tools for this scope, then call add_note again.
+	// {}
+	// listed: add_note
+	// listed: man
+	// scope "team-wiki": writes true
+}
+
+// Subscribe tells an adapter when what a scope may call changed, so an MCP
+// server can send notifications/tools/list_changed.
+func ExampleRegistry_Subscribe() {
+	db, done := exampleNotes()
+	defer done()
+	reg, err := llmtool.NewRegistry(db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	cancel := reg.Subscribe(func(scope string) { fmt.Printf("tools changed in scope %q\n", scope) })
+	defer cancel()
+	ctx := context.Background()
+	_ = reg.EnableWrites(ctx, "chat-42")
+	_ = reg.EnableWrites(ctx, "chat-42") // no change, no notification
+	_ = reg.SetEnabled("man", false)     // every scope
+	// Output:
+	// tools changed in scope "chat-42"
+	// tools changed in scope ""
+}
+
+// An Authorizer decides per tool and principal; listings leave out what it
+// refuses.
+func ExampleAuthorizerFunc() {
+	db, done := exampleNotes()
+	defer done()
+	purge := llmtool.Write("purge_notes", "Delete every note in the trash.",
+		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
+		llmtool.Destructive(), llmtool.FriendlyName("Empty trash"))
+	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", purge))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	reg.SetLogger(exampleLogger())
+	reg.SetAuthorizer(llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
+		if tool.Destructive && !p.HasRole("admin") {
+			return llmtool.Denied("Only administrators may call %s.", tool.Name).Next("Ask an administrator to do it.")
+		}
+		return nil
+	}))
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob", Roles: []string{"editor"}})
+	_ = reg.EnableWrites(ctx, "")
+	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "purge_notes"}).Text())
+	// Output:
+	// Only administrators may call purge_notes. Ask an administrator to do it.
+}
