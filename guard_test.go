@@ -184,8 +184,8 @@ func TestEntityAndToolGuards(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, tool, args string
-		anon             bool     // no principal
-		want             string   // "" for success
+		anon             bool   // no principal
+		want             string // "" for success
 		kind             llmtool.Kind
 		ran              []string // tool guards and handler that ran
 	}{
