@@ -256,16 +256,16 @@ func isToolHandler(sig *types.Signature) bool {
 // scope is the analysis of one function body with some variables tainted:
 // holding the call's ctx or transaction, or a value derived from them.
 type scope struct {
-	c        *checker
-	node     ast.Node // *ast.FuncDecl or *ast.FuncLit
-	body     *ast.BlockStmt
-	sig      *types.Signature
-	params   map[types.Object]int // receiver (0) and parameters (i+1)
-	tainted  map[types.Object]bool
-	handler  bool     // a tool handler: report tainted results
-	sum      *summary // set when analysing a callee for a caller
-	what     string   // the handler, for messages: "getNote" or "the handler of get_note"
-	via      string   // for callees: how the handler's ctx got here
+	c       *checker
+	node    ast.Node // *ast.FuncDecl or *ast.FuncLit
+	body    *ast.BlockStmt
+	sig     *types.Signature
+	params  map[types.Object]int // receiver (0) and parameters (i+1)
+	tainted map[types.Object]bool
+	handler bool     // a tool handler: report tainted results
+	sum     *summary // set when analysing a callee for a caller
+	what    string   // the handler, for messages: "getNote" or "the handler of get_note"
+	via     string   // for callees: how the handler's ctx got here
 }
 
 func (c *checker) newScope(node ast.Node, sig *types.Signature, body *ast.BlockStmt) *scope {

@@ -132,3 +132,13 @@ func (s *Service) count(c *llmtool.ReadCtx, in In) (Out, error) {
 	go func() { c.Query(`SELECT 1`) }() // want `goroutine uses the ctx or transaction of count \(c\)`
 	return Out{}, nil
 }
+
+// A deferred call runs inside the transaction, but a goroutine it starts
+// does not.
+var deferredGo = llmtool.Read("deferred_go", "",
+	func(c *llmtool.ReadCtx, in In) (Out, error) {
+		defer func() {
+			go c.QueryRow(`SELECT 1`) // want `goroutine uses the ctx or transaction of the handler of tool "deferred_go" \(c\)`
+		}()
+		return Out{}, nil
+	})

@@ -63,15 +63,15 @@ var paged = llmtool.Read[In, PagedOut]("paged", "",
 // Not reported: plain fields, a func field hidden from JSON, unexported
 // fields, and types that encode themselves.
 type PlainOut struct {
-	Notes   []Note                 `json:"notes"`
-	ByID    map[string]Note        `json:"byId"`
-	When    time.Time              `json:"when"`
-	Hook    func()                 `json:"-"`
-	done    chan struct{}
-	Extra   map[string]any         `json:"extra"`
-	Custom  custom                 `json:"custom"`
-	Ptr     *Note                  `json:"ptr"`
-	Nested  struct{ N []int }      `json:"nested"`
+	Notes  []Note          `json:"notes"`
+	ByID   map[string]Note `json:"byId"`
+	When   time.Time       `json:"when"`
+	Hook   func()          `json:"-"`
+	done   chan struct{}
+	Extra  map[string]any    `json:"extra"`
+	Custom custom            `json:"custom"`
+	Ptr    *Note             `json:"ptr"`
+	Nested struct{ N []int } `json:"nested"`
 }
 
 type custom struct{ f func() }

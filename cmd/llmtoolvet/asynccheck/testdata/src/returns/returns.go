@@ -61,3 +61,9 @@ func withRows(c *llmtool.ReadCtx, in In) (Out, error) {
 }
 
 var withRowsTool = llmtool.Read("with_rows", "", withRows)
+
+// A closure written straight into the result.
+var direct = llmtool.Read("direct", "",
+	func(c *llmtool.ReadCtx, in In) (Out, error) {
+		return Out{Value: func() error { return c.Err() }}, nil // want `the handler of tool "direct" returns Out\{…\}, which carries`
+	})

@@ -19,22 +19,26 @@ type WriteCtx struct {
 	ReadCtx
 }
 
-func (c *ReadCtx) Query(query string, args ...any) (*sql.Rows, error) { return c.tx.Query(query, args...) }
-func (c *ReadCtx) QueryRow(query string, args ...any) *sql.Row        { return c.tx.QueryRow(query, args...) }
+func (c *ReadCtx) Query(query string, args ...any) (*sql.Rows, error) {
+	return c.tx.Query(query, args...)
+}
+func (c *ReadCtx) QueryRow(query string, args ...any) *sql.Row { return c.tx.QueryRow(query, args...) }
 func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return c.tx.QueryContext(ctx, query, args...)
 }
-func (c *ReadCtx) Principal() *Principal { return nil }
-func (c *ReadCtx) Scope() string         { return "" }
-func (c *ReadCtx) ToolName() string      { return "" }
-func (c *ReadCtx) Logger() *slog.Logger  { return slog.Default() }
+func (c *ReadCtx) Principal() *Principal                        { return nil }
+func (c *ReadCtx) Scope() string                                { return "" }
+func (c *ReadCtx) ToolName() string                             { return "" }
+func (c *ReadCtx) Logger() *slog.Logger                         { return slog.Default() }
 func (c *ReadCtx) Progress(done, total float64, message string) {}
 
-func (c *WriteCtx) Exec(query string, args ...any) (sql.Result, error) { return c.tx.Exec(query, args...) }
+func (c *WriteCtx) Exec(query string, args ...any) (sql.Result, error) {
+	return c.tx.Exec(query, args...)
+}
 func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return c.tx.ExecContext(ctx, query, args...)
 }
-func (c *WriteCtx) Tx() *sql.Tx           { return c.tx }
+func (c *WriteCtx) Tx() *sql.Tx          { return c.tx }
 func (c *WriteCtx) AfterCommit(f func()) {}
 
 type Tool struct{}
