@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-// Every call, refused or run, yields one AuditRecord, delivered to the
-// registry's audit sinks after the call finished. By default the one sink is
-// the registry's logger (an Info line "llmtool call" per call). Records
-// never hold the arguments or the result, which may carry personal data.
-//
-// A host that wants an audit trail in its own database adds an AuditTable:
-// each committed write call writes its row inside the call's own
-// transaction, so the row and the write commit or roll back together. A
-// rolled-back call leaves no row; it is still recorded by the other sinks
-// (keep the logger sink with AddAuditSink).
-
 // AuditRecord describes one call for the audit log. It never holds the
 // arguments.
 type AuditRecord struct {
@@ -49,6 +38,17 @@ const (
 // AuditSink receives the audit record of every call. Audit runs
 // synchronously at the end of Invoke, so it should be quick; a panic in it
 // is recovered and logged.
+//
+// Every call, refused or run, yields one AuditRecord, delivered to the
+// registry's audit sinks after the call finished. By default the one sink is
+// the registry's logger (an Info line "llmtool call" per call). Records
+// never hold the arguments or the result, which may carry personal data.
+//
+// A host that wants an audit trail in its own database adds an AuditTable:
+// each committed write call writes its row inside the call's own
+// transaction, so the row and the write commit or roll back together. A
+// rolled-back call leaves no row; it is still recorded by the other sinks
+// (keep the logger sink with AddAuditSink).
 type AuditSink interface {
 	Audit(ctx context.Context, rec AuditRecord)
 }

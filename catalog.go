@@ -8,6 +8,8 @@ import (
 	"sync"
 )
 
+// ManTool is the name of the built-in man tool.
+//
 // The man catalog keeps the descriptions sent with every request short: a
 // model that needs more calls the built-in read tool "man".
 //
@@ -27,8 +29,6 @@ import (
 // NewRegistry registers man in module "llmtool"; listings show it after the
 // host's tools. To opt out, switch it off (reg.SetEnabled("man", false)) or
 // register a tool of your own named "man", which replaces it.
-
-// ManTool is the name of the built-in man tool.
 const ManTool = "man"
 
 // catalog holds a registry's reference pages.

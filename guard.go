@@ -10,39 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// Guards decide, inside the call's transaction and before the handler runs,
-// whether a call may go ahead. There are two layers, and they always run in
-// this order:
-//
-//  1. Entity guards, declared once per kind of entity (an Entity) and applied
-//     to every field of every tool's input that references that kind with a
-//     ref tag. For each call they run in four stages, each stage over every
-//     referenced ID in declaration order before the next stage starts:
-//
-//     exists → system (write tools only) → protected → the principal may act
-//
-//  2. Tool guards, given with Guards, in the order given.
-//
-// The first check that fails ends the call with its error, and nothing is
-// written. Every message a built-in guard returns ends with the corrective
-// next action, so the model knows what to do instead.
-//
-// A field references an entity with the ref tag:
-//
-//	type CloneNoteIn struct {
-//	    NoteID   string `json:"noteId" ref:"note" desc:"ID of the note to clone."`
-//	    ParentID string `json:"parentNoteId" ref:"note,system-ok" desc:"ID of the new parent."`
-//	}
-//
-// The tag's first word is the entity kind. The option system-ok says the
-// tool does not change the referenced entity itself (a new parent, a
-// relation target), so system entities are accepted there; every other
-// reference in a write tool refuses them. The safe default means a
-// forgotten option is a loud refusal, never a silent hole. ref works on
-// string and integer fields, pointers to them, slices of them, and on
-// fields of nested structs and slices of structs. An optional field
-// (omitempty) left empty is not checked; a required one always is.
-
 // Entity declares a kind of entity that tool inputs reference by ID, such as
 // a note, and the checks every tool that references it gets. Declare each
 // kind once, next to the data layer, and ship it with the module whose
@@ -60,10 +27,42 @@ import (
 //	    NotFoundNext: "Call search_notes to find the note's ID.",
 //	}
 //
-// IDs reach the functions as strings; integer fields are formatted in
-// decimal. The functions run in the call's transaction, and the registry
-// refuses to register a tool whose input references a kind no registered
-// module declares.
+//	var Tools = llmtool.DefineTools("notes", getNote, cloneNote).WithEntities(Note)
+//
+// A field references an entity with the ref tag:
+//
+//	type CloneNoteIn struct {
+//	    NoteID   string `json:"noteId" ref:"note" desc:"ID of the note to clone."`
+//	    ParentID string `json:"parentNoteId" ref:"note,system-ok" desc:"ID of the new parent."`
+//	}
+//
+// The tag's first word is the entity kind. The option system-ok says the
+// tool does not change the referenced entity itself (a new parent, a
+// relation target), so system entities are accepted there; every other
+// reference in a write tool refuses them. The safe default means a
+// forgotten option is a loud refusal, never a silent hole. ref works on
+// string and integer fields, pointers to them, slices of them, and fields
+// of nested structs and slices of structs. An optional field (omitempty)
+// left empty is not checked; a required one always is. IDs reach the
+// checks as strings; integer fields are formatted in decimal.
+//
+// # Order
+//
+// Every call runs two layers of guards inside its transaction, after the
+// arguments are validated and before the handler:
+//
+//  1. Entity guards, in four stages, each stage over every referenced ID
+//     in declaration order before the next stage starts:
+//     exists → system (write tools only) → protected → the principal may act.
+//  2. Tool guards, given with Guards, in the order given.
+//
+// The first check that fails ends the call with its error, and nothing is
+// written. Every message of a built-in guard ends with the corrective next
+// action. A check function that returns an error makes the call fail as an
+// internal error (logged, generic message).
+//
+// The registry refuses to register a tool whose input references a kind no
+// registered module declares (a *RefError), and Lint reports it too.
 type Entity struct {
 	// Kind is the name ref tags use, such as "note". Required.
 	Kind string

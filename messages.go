@@ -10,6 +10,12 @@ import (
 	"sync"
 )
 
+//go:embed locales/en.json
+var embeddedEN []byte
+
+// MessageKey returns the message catalog key of a tool's friendly name,
+// "llm.tools.<name>".
+//
 // Chat UIs show what a tool is doing in the user's language ("Create note",
 // "Notiz anlegen"), not its name. The labels come from a message catalog
 // keyed "llm.tools.<name>" (MessageKey), per registry:
@@ -21,12 +27,6 @@ import (
 //     AddMessagesJSON or AddLocales;
 //   - a lookup tries the locale ("pt-BR"), its language ("pt"), then
 //     English, then falls back to the tool's name.
-
-//go:embed locales/en.json
-var embeddedEN []byte
-
-// MessageKey returns the message catalog key of a tool's friendly name,
-// "llm.tools.<name>".
 func MessageKey(tool string) string { return "llm.tools." + tool }
 
 const toolKeyPrefix = "llm.tools."

@@ -65,27 +65,6 @@ func ScopeFrom(ctx context.Context) string {
 	return s
 }
 
-// Policy decides which tools a call may run and a listing shows, in this
-// order, before the arguments are even decoded:
-//
-//  1. the global kill switch: Disabled at definition, Registry.SetEnabled
-//     at run time;
-//  2. the principal, when the registry requires one (RequirePrincipal);
-//  3. the scope's settings: read tools are on and write tools off until
-//     the scope enables them (EnableWrites); a per-tool setting
-//     (SetScopeTool) overrides that either way;
-//  4. the Authorizer, if the host set one.
-//
-// A refused call is recorded with the audit outcome "refused" and answers
-// the model with a message that says what to do instead; its error wraps
-// ErrToolDisabled (1 and 3), ErrNoPrincipal (2) or ErrNotAuthorized (4) and
-// has KindDenied.
-//
-// Scope settings live in the host's database, in a table llmtool owns
-// (llmtool_scope_settings), created with CREATE TABLE IF NOT EXISTS on first
-// use and never altered or dropped. If the settings cannot be read, write
-// tools stay off and the error is logged.
-
 // ErrNoPrincipal is wrapped by the result of a call without a principal to a
 // registry that requires one (Registry.RequirePrincipal).
 var ErrNoPrincipal = errors.New("llmtool: no principal")
@@ -150,6 +129,7 @@ const DefaultPolicyCacheTTL = 2 * time.Second
 // than d, and then reported to subscribers. d == 0 reads the settings on
 // every listing and call (a primary-key lookup); d < 0 never reads them
 // again, for a registry that is the database's only writer of settings.
+// The cache holds one small entry per scope the registry has seen.
 func (r *Registry) SetPolicyCacheTTL(d time.Duration) { r.pol.ttl.Store(int64(d)) }
 
 // SetWritesOffAction sets the corrective next action of the refusal of a
@@ -163,6 +143,27 @@ func (r *Registry) SetWritesOffAction(action string) { r.pol.writesOffNext.Store
 // EnableWrites turns write tools on in scope (a tenant, workspace, wiki or
 // chat; "" is the default scope), persistently, and tells subscribers if
 // that changed what the scope may call.
+//
+// Policy decides which tools a call may run and a listing shows, in this
+// order, before the arguments are even decoded:
+//
+//  1. the global kill switch: Disabled at definition, Registry.SetEnabled
+//     at run time;
+//  2. the principal, when the registry requires one (RequirePrincipal);
+//  3. the scope's settings: read tools are on and write tools off until
+//     the scope enables them (EnableWrites); a per-tool setting
+//     (SetScopeTool) overrides that either way;
+//  4. the Authorizer, if the host set one.
+//
+// A refused call is recorded with the audit outcome "refused" and answers
+// the model with a message that says what to do instead; its error wraps
+// ErrToolDisabled (1 and 3), ErrNoPrincipal (2) or ErrNotAuthorized (4) and
+// has KindDenied.
+//
+// Scope settings live in the host's database, in a table llmtool owns
+// (llmtool_scope_settings), created with CREATE TABLE IF NOT EXISTS on first
+// use and never altered or dropped. If the settings cannot be read, write
+// tools stay off and the error is logged.
 func (r *Registry) EnableWrites(ctx context.Context, scope string) error {
 	on := true
 	return r.setScope(ctx, scope, "", &on)
