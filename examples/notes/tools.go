@@ -201,8 +201,11 @@ var getNote = llmtool.Read("get_note", "Read a note's metadata: title, type, par
 
 // preview returns the first n characters of content as plain text: HTML
 // tags removed, entities decoded, white space collapsed, "…" added when
-// cut.
+// cut. n <= 0 gives no preview.
 func preview(content string, n int) string {
+	if n <= 0 {
+		return ""
+	}
 	text := plainText(content)
 	if utf8.RuneCountInString(text) <= n {
 		return text
