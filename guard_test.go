@@ -382,3 +382,37 @@ func TestBuiltinGuards(t *testing.T) {
 	res = reg.Invoke(alice(ctx), llmtool.Call{Tool: "set_attr", Args: []byte(`{"name":"color"}`)})
 	require.False(t, res.IsError, res.Text())
 }
+
+// BenchmarkEntityGuards compares a read call whose input references an
+// entity (an exists check and a protected check, each a query in the
+// call's transaction) with the same call without the ref tag.
+func BenchmarkEntityGuards(b *testing.B) {
+	db := openNotes(b)
+	type plainIn struct {
+		NoteID string `json:"noteId" desc:"ID of the note."`
+	}
+	kind := &llmtool.Entity{Kind: "note", Exists: noteKind.Exists, Protected: noteKind.Protected}
+	handler := func(c *llmtool.ReadCtx, id string) (NoteOut, error) {
+		out := NoteOut{ID: id}
+		err := c.QueryRow(`SELECT title FROM notes WHERE id = ?`, id).Scan(&out.Title)
+		return out, err
+	}
+	withRef := llmtool.Read("with_ref", "Read.", func(c *llmtool.ReadCtx, in NoteRef) (NoteOut, error) { return handler(c, in.NoteID) })
+	without := llmtool.Read("without_ref", "Read.", func(c *llmtool.ReadCtx, in plainIn) (NoteOut, error) { return handler(c, in.NoteID) })
+	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("b", withRef, without).WithEntities(kind))
+	require.NoError(b, err)
+	defer reg.Close()
+	reg.SetAuditSinks(llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) {}))
+	ctx := context.Background()
+	for _, tool := range []string{"without_ref", "with_ref"} {
+		call := llmtool.Call{Tool: tool, Args: []byte(`{"noteId":"n1"}`)}
+		b.Run(tool, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if res := reg.Invoke(ctx, call); res.IsError {
+					b.Fatal(res.Text())
+				}
+			}
+		})
+	}
+}
