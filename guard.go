@@ -287,8 +287,9 @@ func refKind(tag string) string {
 // and panics on a ref tag that cannot work, naming the field and the fix.
 func collectRefs(tool string, root *schemaNode, t reflect.Type) []refPath {
 	var refs []refPath
-	var walk func(n *schemaNode, t reflect.Type, steps []refStep, path string)
-	walk = func(n *schemaNode, t reflect.Type, steps []refStep, path string) {
+	// optional is true below an optional field: its zero value means absent.
+	var walk func(n *schemaNode, t reflect.Type, steps []refStep, path string, optional bool)
+	walk = func(n *schemaNode, t reflect.Type, steps []refStep, path string, optional bool) {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
@@ -309,14 +310,14 @@ func collectRefs(tool string, root *schemaNode, t reflect.Type) []refPath {
 			if p.ref == "" {
 				switch {
 				case ft.Kind() == reflect.Struct && p.schema.props != nil:
-					walk(p.schema, ft, fsteps, fpath)
+					walk(p.schema, ft, fsteps, fpath, optional || !p.required)
 				case (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && p.schema.items != nil:
-					walk(p.schema.items, ft.Elem(), append(fsteps, refStep{}), fpath+"[]")
+					walk(p.schema.items, ft.Elem(), append(fsteps, refStep{}), fpath+"[]", false)
 				}
 				continue
 			}
 			kind, opts, _ := strings.Cut(p.ref, ",")
-			ref := refPath{kind: kind, field: fpath, optional: !p.required}
+			ref := refPath{kind: kind, field: fpath, optional: optional || !p.required}
 			if kind == "" {
 				panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag %q names no entity kind; write ref:\"note\"", tool, fpath, p.ref))
 			}
@@ -345,7 +346,7 @@ func collectRefs(tool string, root *schemaNode, t reflect.Type) []refPath {
 			refs = append(refs, ref)
 		}
 	}
-	walk(root, t, nil, "")
+	walk(root, t, nil, "", false)
 	return refs
 }
 

@@ -120,6 +120,7 @@ type TagNotesIn struct {
 	NoteIDs []string  `json:"noteIds" ref:"note" desc:"IDs of the notes to tag."`
 	Links   []NoteRef `json:"links,omitempty" desc:"Notes to link the tag to."`
 	Also    *string   `json:"also,omitempty" ref:"note" desc:"One more note, optional."`
+	Source  NoteRef   `json:"source,omitzero" desc:"The note the tag comes from, optional."`
 }
 
 var getNote = llmtool.Read("get_note", "Read a note's title.",
@@ -225,6 +226,8 @@ func TestEntityAndToolGuards(t *testing.T) {
 		{name: "optional pointer", tool: "tag_notes", args: `{"noteIds":["n1"],"also":"n3"}`,
 			want: `You may not change note "n3" (also). Choose a note you have access to, or ask its owner to share it.`, kind: llmtool.KindDenied},
 		{name: "optional fields left out", tool: "tag_notes", args: `{"noteIds":["n1"]}`},
+		{name: "field of an optional struct", tool: "tag_notes", args: `{"noteIds":["n1"],"source":{"noteId":"n9"}}`,
+			want: `Note "n9" (source.noteId) does not exist. Call search_notes to find the note's ID.`, kind: llmtool.KindNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
