@@ -639,7 +639,7 @@ func (s *scope) root(e ast.Expr) (types.Object, rootKind) {
 			}
 			return nil, rootNone
 		case *ast.IndexExpr:
-			switch s.info().TypeOf(x.X).Underlying().(type) {
+			switch underlying(s.info().TypeOf(x.X)).(type) {
 			case *types.Map, *types.Slice, *types.Pointer:
 				indirect = true
 			}
@@ -820,7 +820,7 @@ func (s *scope) asyncCall(call *ast.CallExpr) {
 		return
 	}
 	for _, a := range call.Args {
-		if _, ok := info.TypeOf(a).Underlying().(*types.Signature); !ok || !s.expr(a) {
+		if _, ok := underlying(info.TypeOf(a)).(*types.Signature); !ok || !s.expr(a) {
 			continue
 		}
 		id := s.firstTainted(a)
@@ -1054,6 +1054,14 @@ func derefType(t types.Type) types.Type {
 		return p.Elem()
 	}
 	return t
+}
+
+// underlying is t.Underlying(), or nil for a nil t.
+func underlying(t types.Type) types.Type {
+	if t == nil {
+		return nil
+	}
+	return t.Underlying()
 }
 
 func isPointer(t types.Type) bool {
