@@ -1,0 +1,496 @@
+// Command notes-mcp serves the notes tools (package
+// github.com/llmtool/llmtool/examples/notes) to MCP clients: Claude
+// Desktop, IDEs, agents.
+//
+// Run it from the root of the repository:
+//
+//	go run ./examples/notes-mcp
+//
+// It opens notes.db in the current directory (creating and seeding it the
+// first time) and serves streamable HTTP at http://127.0.0.1:8080/mcp. It
+// prints the URL, the bearer token clients must send and how to connect a
+// client. The token is kept in a file next to the database (notes.db.token)
+// so it stays the same across restarts; -token or NOTES_MCP_TOKEN override
+// it.
+//
+// With -stdio it serves one client over standard input and output instead,
+// as desktop clients expect: standard output carries nothing but the
+// protocol, and logs go to standard error.
+//
+// Write tools are off until they are enabled for the scope:
+//
+//	go run ./examples/notes-mcp writes on  [-db PATH] [-scope NAME]
+//	go run ./examples/notes-mcp writes off [-db PATH] [-scope NAME]
+//	go run ./examples/notes-mcp writes     [-db PATH] [-scope NAME]
+//
+// A running server sees the change on its next listing or call and tells
+// its clients (notifications/tools/list_changed).
+//
+// Usage:
+//
+//	notes-mcp [-db PATH] [-addr HOST:PORT] [-stdio] [-scope NAME] [-token TOKEN]
+//	notes-mcp writes [on|off] [-db PATH] [-scope NAME]
+//
+// Errors are one line on standard error, with exit status 1 (2 for a
+// usage error).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/examples/notes"
+	"github.com/llmtool/llmtool/mcpadapter"
+)
+
+// Defaults of the flags.
+const (
+	defaultDB    = "notes.db"
+	defaultAddr  = "127.0.0.1:8080"
+	defaultScope = "default"
+	// tokenEnv names the environment variable that sets the bearer token.
+	tokenEnv = "NOTES_MCP_TOKEN"
+	// version is reported to clients in the initialize handshake.
+	version = "0.1.0"
+	// endpoint is the path of the MCP endpoint.
+	endpoint = "/mcp"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// errUsage marks an error in the command line.
+var errUsage = errors.New("usage")
+
+// instructions are sent to the client's model in the initialize handshake.
+const instructions = `Tools over a hierarchical note store. The tree starts at the note "root". ` +
+	`Find notes with search_notes or by walking the tree with get_child_notes, read them with get_note ` +
+	`and get_note_content. Call man for the catalog of tools and man {"name": "<tool>"} for examples.`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole command, with its streams as arguments so tests can run
+// it in process. It returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var err error
+	if len(args) > 0 && args[0] == "writes" {
+		err = writesCmd(ctx, args[1:], stdout)
+	} else {
+		err = serveCmd(ctx, args, stdin, stdout, stderr)
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "notes-mcp: "+oneLine(err.Error())+" (run notes-mcp -h for help)")
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "notes-mcp: "+oneLine(err.Error()))
+	return exitError
+}
+
+// oneLine joins the lines of a message, so every error is one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// usageError wraps a command-line mistake.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%s%w", fmt.Sprintf(format, args...), usageSuffix{})
+}
+
+// usageSuffix is an error that prints as nothing and matches errUsage, so
+// usageError's message stays the caller's.
+type usageSuffix struct{}
+
+func (usageSuffix) Error() string        { return "" }
+func (usageSuffix) Is(target error) bool { return target == errUsage }
+
+// parseFlags parses args with fs, turning flag errors into one-line usage
+// errors (the flag package's own messages and usage text are silenced).
+// With -h it prints usage to w and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string, w io.Writer, usage string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(w, usage)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		return err
+	}
+	if err != nil {
+		return usageError("%v", err)
+	}
+	return nil
+}
+
+const serveUsage = `notes-mcp serves the notes tools over MCP.
+
+Usage:
+  notes-mcp [flags]                        serve streamable HTTP (or stdio with -stdio)
+  notes-mcp writes [on|off] [-db] [-scope] show, enable or disable write tools
+
+Flags:
+`
+
+// serveCmd serves the notes tools over HTTP or stdio until ctx ends (or, for
+// stdio, until the client closes standard input).
+func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("notes-mcp", flag.ContinueOnError)
+	dbPath := fs.String("db", defaultDB, "the note database `file`, created and seeded if missing")
+	addr := fs.String("addr", defaultAddr, "`host:port` to serve streamable HTTP on")
+	stdio := fs.Bool("stdio", false, "serve one client over stdin/stdout instead of HTTP")
+	scope := fs.String("scope", defaultScope, "the `name` of the scope whose settings decide which tools run")
+	token := fs.String("token", "", "the bearer `token` HTTP clients must send (default: $"+tokenEnv+", else one kept in DB.token)")
+	if err := parseFlags(fs, args, stdout, serveUsage); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unknown command %q; the only command is \"writes\"", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *stdio && (set["addr"] || set["token"]) {
+		return usageError("-addr and -token are for HTTP; leave them out with -stdio")
+	}
+	if *scope == "" {
+		return usageError("-scope must not be empty")
+	}
+
+	// Logs go to stderr, in both modes: with -stdio, stdout is the protocol.
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	db, reg, err := openRegistry(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer reg.Close()
+	reg.SetLogger(logger)
+	// The writes command runs in another process: read the scope's setting
+	// on every listing and call (a primary-key lookup), so a change shows
+	// at once and clients get tools/list_changed.
+	reg.SetPolicyCacheTTL(0)
+	reg.SetWritesOffAction(fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -scope %s`, then call the tool again.",
+		selfCommand(), shellQuote(*dbPath), shellQuote(*scope)))
+	writes, err := reg.WritesEnabled(ctx, *scope)
+	if err != nil {
+		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, *dbPath, err)
+	}
+
+	owner := &llmtool.Principal{ID: "owner", Name: "Owner of the notes"}
+	opts := []mcpadapter.Option{
+		mcpadapter.WithName("notes-mcp", version),
+		mcpadapter.WithInstructions(instructions),
+		mcpadapter.WithScope(*scope),
+		mcpadapter.WithLogger(logger),
+	}
+
+	if *stdio {
+		srv := mcpadapter.New(reg, append(opts, mcpadapter.WithPrincipal(owner))...)
+		defer srv.Close()
+		logger.Info("notes-mcp: serving over stdio", "db", *dbPath, "scope", *scope, "writes", onOff(writes))
+		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("stdio: %w", err)
+		}
+		return nil
+	}
+
+	tok, tokenSource, err := bearerToken(*token, *dbPath)
+	if err != nil {
+		return err
+	}
+	auth := mcpadapter.BearerAuth(func(_ context.Context, got string) (*llmtool.Principal, error) {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+			return nil, errors.New("wrong bearer token")
+		}
+		return owner, nil
+	})
+	srv := mcpadapter.New(reg, append(opts, mcpadapter.WithAuthenticator(auth))...)
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (choose another address with -addr)", *addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(endpoint, srv.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "notes-mcp: the MCP endpoint is %s\n", endpoint)
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String() + endpoint
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+		logger.Warn("notes-mcp: listening beyond loopback without TLS; put it behind an HTTPS proxy before exposing it", "addr", ln.Addr().String())
+	}
+	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes})
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+const writesUsage = `notes-mcp writes shows, enables or disables the write tools of a scope.
+
+Usage:
+  notes-mcp writes [-db PATH] [-scope NAME]       show the setting
+  notes-mcp writes on|off [-db PATH] [-scope NAME] enable or disable write tools
+
+Flags:
+`
+
+// writesCmd shows or changes whether write tools are enabled for a scope.
+// The action may come before or after the flags.
+func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("notes-mcp writes", flag.ContinueOnError)
+	dbPath := fs.String("db", defaultDB, "the note database `file`")
+	scope := fs.String("scope", defaultScope, "the `name` of the scope")
+	var action string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		action, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args, stdout, writesUsage); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if action == "" && len(rest) > 0 {
+		action, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return usageError("unexpected argument %q after %q", rest[0], action)
+	}
+	switch action {
+	case "", "on", "off":
+	default:
+		return usageError("unknown writes action %q; use \"on\", \"off\" or nothing to show the setting", action)
+	}
+	if *scope == "" {
+		return usageError("-scope must not be empty")
+	}
+	db, reg, err := openRegistry(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer reg.Close()
+	reg.SetLogger(slog.New(slog.DiscardHandler))
+	switch action {
+	case "on":
+		err = reg.EnableWrites(ctx, *scope)
+	case "off":
+		err = reg.DisableWrites(ctx, *scope)
+	}
+	if err != nil {
+		return fmt.Errorf("turn write tools %s for scope %q in %s: %w", action, *scope, *dbPath, err)
+	}
+	on, err := reg.WritesEnabled(ctx, *scope)
+	if err != nil {
+		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, *dbPath, err)
+	}
+	fmt.Fprintf(stdout, "Write tools are %s for scope %q in %s.\n", onOff(on), *scope, *dbPath)
+	switch {
+	case action != "":
+		fmt.Fprintln(stdout, "Running servers apply the change on their next listing or call.")
+	case !on:
+		fmt.Fprintf(stdout, "Turn them on with: %s writes on -db %s -scope %s\n", selfCommand(), shellQuote(*dbPath), shellQuote(*scope))
+	}
+	return nil
+}
+
+// openRegistry opens (creating and seeding it if needed) the note store and
+// a registry of the notes tools over it. The file must be a database or
+// not exist: notes.Open would otherwise be given a directory or a file of
+// another kind, and SQLite's own message for those is obscure.
+func openRegistry(ctx context.Context, path string) (*sql.DB, *llmtool.Registry, error) {
+	if path == "" {
+		return nil, nil, usageError("-db must not be empty")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, nil, fmt.Errorf("open %s: it is a directory; give -db the path of a database file", path)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		if dir := filepath.Dir(path); !isDir(dir) {
+			return nil, nil, fmt.Errorf("open %s: the directory %s does not exist; create it or give -db another path", path, dir)
+		}
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db, err := notes.Open(ctx, path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (is %s a notes database you can read and write?)", err, path)
+	}
+	reg, err := llmtool.NewRegistry(db, notes.Tools)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, reg, nil
+}
+
+// bearerToken returns the token HTTP clients must send and where it came
+// from: the -token flag, the environment, or the token file next to the
+// database, created with a random token the first time.
+func bearerToken(flagValue, dbPath string) (token, source string, err error) {
+	if flagValue != "" {
+		return flagValue, "from -token", nil
+	}
+	if v := strings.TrimSpace(os.Getenv(tokenEnv)); v != "" {
+		return v, "from $" + tokenEnv, nil
+	}
+	file := dbPath + ".token"
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, "kept in " + file, nil
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", "", fmt.Errorf("read the token file: %w", err)
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", "", fmt.Errorf("generate a token: %w", err)
+	}
+	t := hex.EncodeToString(raw)
+	if err := os.WriteFile(file, []byte(t+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("write the token file: %w", err)
+	}
+	return t, "kept in " + file, nil
+}
+
+// banner is what the HTTP server prints when it starts.
+type banner struct {
+	url, token, tokenSource string
+	db, scope               string
+	writes                  bool
+}
+
+func printBanner(w io.Writer, b banner) {
+	abs, err := filepath.Abs(b.db)
+	if err != nil {
+		abs = b.db
+	}
+	fmt.Fprintf(w, "notes-mcp serves the notes in %s (scope %q).\n\n", b.db, b.scope)
+	fmt.Fprintf(w, "  MCP endpoint:  %s\n", b.url)
+	fmt.Fprintf(w, "  Bearer token:  %s  (%s)\n\n", b.token, b.tokenSource)
+	if b.writes {
+		fmt.Fprintf(w, "Write tools are on. Turn them off with: %s writes off -db %s -scope %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.scope))
+	} else {
+		fmt.Fprintf(w, "Write tools are off: clients can search and read. Turn them on with:\n  %s writes on -db %s -scope %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.scope))
+	}
+	fmt.Fprintf(w, "Connect an MCP client over streamable HTTP: URL %s, header \"Authorization: Bearer %s\".\n", b.url, b.token)
+	fmt.Fprintf(w, "For example, Claude Code:\n  claude mcp add --transport http notes %s --header \"Authorization: Bearer %s\"\n\n", b.url, b.token)
+	cmd, built := selfBinary()
+	if !built {
+		fmt.Fprintf(w, "Connect a desktop client over stdio: build the binary once,\n  go build -o notes-mcp ./examples/notes-mcp\nthen add this to its configuration (Claude Desktop: claude_desktop_config.json):\n")
+	} else {
+		fmt.Fprintf(w, "Connect a desktop client over stdio: add this to its configuration (Claude Desktop: claude_desktop_config.json):\n")
+	}
+	type stdioServer struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	snippet, _ := json.MarshalIndent(map[string]map[string]stdioServer{
+		"mcpServers": {"notes": {Command: cmd, Args: []string{"-stdio", "-db", abs, "-scope", b.scope}}},
+	}, "  ", "  ")
+	fmt.Fprintf(w, "  %s\n\nPress Ctrl+C to stop.\n", snippet)
+}
+
+// selfBinary returns the absolute path of this program, and whether it is a
+// built binary rather than one go run made in a temporary directory. For
+// go run, it returns the path a "go build -o notes-mcp" in the current
+// directory would produce.
+func selfBinary() (string, bool) {
+	exe, err := os.Executable()
+	if err == nil && !underTemp(exe) {
+		return exe, true
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "notes-mcp", false
+	}
+	return filepath.Join(wd, "notes-mcp"), false
+}
+
+// selfCommand returns how the user runs this program again: "go run
+// ./examples/notes-mcp" under go run, else the command as invoked.
+func selfCommand() string {
+	if exe, err := os.Executable(); err == nil && !underTemp(exe) {
+		return shellQuote(os.Args[0])
+	}
+	return "go run ./examples/notes-mcp"
+}
+
+// underTemp reports whether path lies in go run's build cache or another
+// temporary directory.
+func underTemp(path string) bool {
+	tmp := os.TempDir()
+	if t, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = t
+	}
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	rel, err := filepath.Rel(tmp, path)
+	return err == nil && !strings.HasPrefix(rel, "..") && strings.Contains(rel, "go-build")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
