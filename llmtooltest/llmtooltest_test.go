@@ -474,3 +474,19 @@ func TestHarnessIsolation(t *testing.T) {
 	require.Empty(t, clean.errors())
 	require.Empty(t, clean.fatal)
 }
+
+// *testing.T, *testing.B and *testing.F are what tests pass to New.
+var (
+	_ llmtooltest.TB = (*testing.T)(nil)
+	_ llmtooltest.TB = (*testing.B)(nil)
+	_ llmtooltest.TB = (*testing.F)(nil)
+)
+
+func TestWithTestingT(t *testing.T) {
+	t.Parallel()
+	h := llmtooltest.New(t, inventory, llmtooltest.SQL(schema, seed))
+	var item ItemOut
+	h.RequireOK(h.Call("add_item", AddItemIn{Name: "plum", Qty: 4}), &item)
+	require.Equal(t, ItemOut{ID: 2, Name: "plum", Qty: 4}, item)
+	h.RequireError(h.Call("get_item", `{"id": 3}`), "Item 3 not found. Call list_items to see the IDs.")
+}
