@@ -355,3 +355,18 @@ func names(specs []*llmtool.Spec) []string {
 	}
 	return out
 }
+
+// Suggestions for an unknown name come only from the tools the caller's
+// scope may call: a scope without writes is not told about write tools.
+func TestUnknownToolSuggestsOnlyCallableTools(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, openDB(t), itemTools)
+	ctx := llmtool.WithScope(context.Background(), "read-only-scope")
+	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_itme"})
+	require.Equal(t, `Unknown tool "add_itme". Call one of the tools you were given.`, res.Text())
+	res = reg.Invoke(ctx, llmtool.Call{Tool: "get_itme"})
+	require.Equal(t, `Unknown tool "get_itme". Did you mean "get_item"?`, res.Text())
+	require.NoError(t, reg.EnableWrites(ctx, "read-only-scope"))
+	res = reg.Invoke(ctx, llmtool.Call{Tool: "add_itme"})
+	require.Equal(t, `Unknown tool "add_itme". Did you mean "add_item"?`, res.Text())
+}

@@ -384,18 +384,17 @@ func (r *Registry) find(ctx context.Context, name string) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, r.unknown(name)
+	return nil, r.unknown(ctx, name)
 }
 
-func (r *Registry) unknown(name string) error {
-	r.mu.RLock()
-	names := make([]string, 0, len(r.order))
-	for _, e := range r.order {
-		if e.enabled.Load() {
-			names = append(names, e.tool.spec.Name)
-		}
+// unknown reports a name the registry does not know, suggesting the
+// closest names among the tools the caller's scope may call.
+func (r *Registry) unknown(ctx context.Context, name string) error {
+	specs, _ := r.List(ctx)
+	names := make([]string, 0, len(specs))
+	for _, s := range specs {
+		names = append(names, s.Name)
 	}
-	r.mu.RUnlock()
 	msg := fmt.Sprintf("Unknown tool %q.", name)
 	next := "Call one of the tools you were given."
 	if near := Closest(name, names, 3); len(near) > 0 {
