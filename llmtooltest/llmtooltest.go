@@ -461,6 +461,7 @@ func (h *Harness) finish() {
 // returned that were not reported yet. tool is the tool just called, or ""
 // at the end of the test.
 func (h *Harness) checkLate(tool string) {
+	h.t.Helper()
 	if h.reg == nil {
 		return
 	}
