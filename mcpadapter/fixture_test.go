@@ -329,7 +329,7 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 // structured returns a result's structuredContent as JSON.
-func structured(t *testing.T, res *mcp.CallToolResult) string {
+func structured(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
 	if len(res.RawStructuredContent) > 0 {
 		return string(res.RawStructuredContent)

@@ -1,0 +1,140 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/mcpadapter"
+)
+
+// The benchmarks compare a tools/call of a one-row read tool through
+// mcpadapter with the same call to a raw mcp-go structured tool handler
+// doing the same SQLite read (same database, same query), each from an
+// in-process mcp-go client. The adapter adds argument validation, a
+// read-only transaction, the policy check and the audit record.
+
+type benchIn struct {
+	ID int64 `json:"id" desc:"ID of the note."`
+}
+
+type benchOut struct {
+	ID    int64  `json:"id"`
+	Title string `json:"title"`
+	Body  string `json:"body"`
+}
+
+const benchQuery = "SELECT title, body FROM notes WHERE id = ?"
+
+var benchGet = llmtool.Read("get_note", "Read a note's title and body.",
+	func(c *llmtool.ReadCtx, in benchIn) (benchOut, error) {
+		out := benchOut{ID: in.ID}
+		err := c.QueryRow(benchQuery, in.ID).Scan(&out.Title, &out.Body)
+		return out, err
+	})
+
+type benchClients struct {
+	raw, adapter *client.Client
+}
+
+func newBench(b *testing.B) benchClients {
+	b.Helper()
+	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(b.TempDir(), "bench.db"))
+	require.NoError(b, err)
+	b.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL);
+		INSERT INTO notes VALUES (1, 'Hello', 'World')`)
+	require.NoError(b, err)
+
+	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("bench", benchGet))
+	require.NoError(b, err)
+	reg.SetLogger(slog.New(slog.DiscardHandler))
+	srv := mcpadapter.New(reg, mcpadapter.WithLogger(slog.New(slog.DiscardHandler)))
+	b.Cleanup(func() { srv.Close() })
+
+	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false))
+	raw.AddTool(mcp.NewTool("get_note", mcp.WithDescription("Read a note's title and body."),
+		mcp.WithInputSchema[benchIn](), mcp.WithOutputSchema[benchOut]()),
+		mcp.NewStructuredToolHandler(func(ctx context.Context, _ mcp.CallToolRequest, in benchIn) (benchOut, error) {
+			out := benchOut{ID: in.ID}
+			err := db.QueryRowContext(ctx, benchQuery, in.ID).Scan(&out.Title, &out.Body)
+			return out, err
+		}))
+
+	connect := func(s *server.MCPServer) *client.Client {
+		c, err := client.NewInProcessClientWithOptions(s, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+		require.NoError(b, err)
+		require.NoError(b, c.Start(context.Background()))
+		b.Cleanup(func() { c.Close() })
+		_, err = c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+			ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "bench", Version: "1"}}})
+		require.NoError(b, err)
+		return c
+	}
+	bc := benchClients{raw: connect(raw), adapter: connect(srv.MCPServer())}
+	for _, c := range []*client.Client{bc.raw, bc.adapter} {
+		res := benchCall(b, c)
+		require.False(b, res.IsError)
+		require.JSONEq(b, `{"id":1,"title":"Hello","body":"World"}`, structured(b, res))
+	}
+	return bc
+}
+
+var benchReq = mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_note", Arguments: map[string]any{"id": 1}}}
+
+func benchCall(b testing.TB, c *client.Client) *mcp.CallToolResult {
+	res, err := c.CallTool(context.Background(), benchReq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatal(res.Content)
+	}
+	return res
+}
+
+// BenchmarkToolsCall measures each path on its own: ns/op and allocs/op.
+func BenchmarkToolsCall(b *testing.B) {
+	bc := newBench(b)
+	b.Run("raw-mcp-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			benchCall(b, bc.raw)
+		}
+	})
+	b.Run("mcpadapter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			benchCall(b, bc.adapter)
+		}
+	})
+}
+
+// BenchmarkToolsCallRatio alternates the two paths call by call, so both
+// see the same machine load, and reports the adapter's time over the raw
+// handler's (target: at most 1.10).
+func BenchmarkToolsCallRatio(b *testing.B) {
+	bc := newBench(b)
+	var raw, adapter time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		benchCall(b, bc.raw)
+		t1 := time.Now()
+		benchCall(b, bc.adapter)
+		t2 := time.Now()
+		raw += t1.Sub(t0)
+		adapter += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(adapter)/float64(raw), "adapter/raw")
+	b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "raw-ns/call")
+	b.ReportMetric(float64(adapter.Nanoseconds())/float64(b.N), "adapter-ns/call")
+}
+
