@@ -137,4 +137,3 @@ func BenchmarkToolsCallRatio(b *testing.B) {
 	b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "raw-ns/call")
 	b.ReportMetric(float64(adapter.Nanoseconds())/float64(b.N), "adapter-ns/call")
 }
-

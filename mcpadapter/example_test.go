@@ -162,4 +162,3 @@ func ExampleServer_ServeStdio() {
 	// Output:
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"greeting\":\"Hello, Bob!\"}"}],"structuredContent":{"greeting":"Hello, Bob!"}}}
 }
-

@@ -32,7 +32,9 @@ func mustBase64(s string) []byte {
 type none struct{}
 
 // text answers with one text block.
-func text(s string) llmtool.Rich { return llmtool.Rich{Content: []llmtool.Content{llmtool.TextContent(s)}} }
+func text(s string) llmtool.Rich {
+	return llmtool.Rich{Content: []llmtool.Content{llmtool.TextContent(s)}}
+}
 
 // pause waits d, or until the call is cancelled.
 func pause(c *llmtool.ReadCtx, d time.Duration) error {
