@@ -42,6 +42,12 @@ func BearerAuth(verify func(ctx context.Context, token string) (*llmtool.Princip
 // checked against DNS rebinding (on loopback listeners), bounded in size,
 // authenticated and given its scope before mcp-go sees it.
 //
+// A tool call's progress and log notifications, and its sampling and
+// elicitation requests, go on the call's own response stream (an SSE
+// stream when the client accepts one), in order and before the result.
+// Notifications unrelated to a call, such as tools/list_changed, go on the
+// session's GET stream.
+//
 // Sessions live in this process, so replicas behind a load balancer need
 // session affinity; use StatelessHandler otherwise.
 func (s *Server) Handler() http.Handler { return s.httpHandler(false) }

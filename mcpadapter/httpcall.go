@@ -73,7 +73,7 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	switch {
 	case peek.Method == "" && len(peek.ID) > 0 && bytes.HasPrefix(peek.ID, []byte(`"`+requestIDPrefix)):
 		return h.answer(w, id, peek)
-	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && info.session != nil:
+	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && info.session != nil && info.session.Initialized():
 		h.call(w, r, info.session, body)
 		return true
 	}

@@ -149,8 +149,10 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithStreamableHTTPOptions passes options to mcp-go's streamable HTTP
-// transport, after the adapter's own, such as server.WithHeartbeatInterval
-// or server.WithEventStore.
+// transport, after the adapter's own, such as server.WithHeartbeatInterval.
+// The adapter serves the tools/call requests of stateful sessions itself
+// (see Handler), so mcp-go's server.WithEventStore does not record their
+// streams and server.WithSessionIdleTTL does not count them as activity.
 func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) Option {
 	return func(c *config) { c.httpOpts = append(c.httpOpts, opts...) }
 }

@@ -62,7 +62,7 @@ func TestInputSchema(t *testing.T) {
 	}{
 		{`{"name":"Ada","address":{"city":"London"}}`, `{"content":[{"type":"text","text":"{\"status\":\"hello Ada from London\"}"}],"structuredContent":{"status":"hello Ada from London"}}`},
 		{`{"name":"Al"}`, `{"content":[{"type":"text","text":"Error: /name: 2 characters is shorter than the minimum 3. Send a string."}],"isError":true}`},
-		{`{"name":"Ada","address":{"city":"L"}}`, `{"content":[{"type":"text","text":"Error: /address/city: 1 characters is shorter than the minimum 2. Send a string."}],"isError":true}`},
+		{`{"name":"Ada","address":{"city":"L"}}`, `{"content":[{"type":"text","text":"Error: /address/city: 1 character is shorter than the minimum 2. Send a string."}],"isError":true}`},
 		{`{"name":"Ada","age":3}`, `{"content":[{"type":"text","text":"Error: /age: unknown parameter \"age\". Send only name, address (names are case-sensitive)."}],"isError":true}`},
 	}
 	for _, tt := range tests {
