@@ -220,6 +220,7 @@ func TestUseAfterReturn(t *testing.T) {
 	errc := make(chan error, 3)
 	leak := llmtool.Write("leaky_add", "Leak the context.",
 		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
+			//llmtoolvet:ignore this test proves late use fails with ErrTxDone and is counted
 			go func() {
 				time.Sleep(20 * time.Millisecond)
 				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
@@ -246,6 +247,7 @@ func TestLazyMarshalSeesLiveTx(t *testing.T) {
 	t.Parallel()
 	tool := llmtool.Read("lazy_count", "Count lazily.",
 		func(c *llmtool.ReadCtx, _ struct{}) (lazyOut, error) {
+			//llmtoolvet:ignore this test proves a lazy MarshalJSON still runs inside the transaction
 			return lazyOut{Count: lazyCount{c}}, nil
 		})
 	reg := newRegistry(t, openDB(t), llmtool.DefineTools("lazy", tool))
@@ -306,7 +308,7 @@ func TestInvalidArguments(t *testing.T) {
 		{"below minimum", "get_item", `{"id":0}`, `Error: /id: 0 is below the minimum 1. Send an integer of at least 1.`},
 		{"unknown parameter", "get_item", `{"id":1,"ID":2}`, `Error: /ID: unknown parameter "ID". Send only id, maxChars (names are case-sensitive).`},
 		{"enum", "add_item", `{"name":"x","fail":"boom"}`, `Error: /fail: "boom" is not an allowed value. Send one of "error", "notfound", "denied", "conflict", "panic", "cancel", "sleep".`},
-		{"min length", "add_item", `{"name":""}`, `Error: /name: 0 characters is shorter than the minimum 1. Send a string of at least 1 characters.`},
+		{"min length", "add_item", `{"name":""}`, `Error: /name: 0 characters is shorter than the minimum 1. Send a string of at least 1 character.`},
 		{"array", "get_item", `[1]`, `Error: arguments: expected a JSON object, got an array. Send one JSON object, such as {"id": 1}.`},
 		{"string not object", "get_item", `"1"`, `Error: arguments: expected a JSON object, got a string. Send one JSON object, such as {"id": 1}.`},
 		{"bad json", "get_item", `{"id":`, `Error: arguments: not valid JSON (unexpected EOF). Send one JSON object, such as {"id": 1}.`},

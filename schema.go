@@ -825,9 +825,9 @@ func (cs *compiledSchema) describe(e *jsonschema.ValidationError) string {
 	case *kind.Maximum:
 		return fmt.Sprintf("%s: %s is above the maximum %s. Send %s.", where, k.Got.RatString(), k.Want.RatString(), node.expect())
 	case *kind.MinLength:
-		return fmt.Sprintf("%s: %d characters is shorter than the minimum %d. Send %s.", where, k.Got, k.Want, node.expect())
+		return fmt.Sprintf("%s: %d %s is shorter than the minimum %d. Send %s.", where, k.Got, characters(k.Got), k.Want, node.expect())
 	case *kind.MaxLength:
-		return fmt.Sprintf("%s: %d characters is longer than the maximum %d. Send %s.", where, k.Got, k.Want, node.expect())
+		return fmt.Sprintf("%s: %d %s is longer than the maximum %d. Send %s.", where, k.Got, characters(k.Got), k.Want, node.expect())
 	case *kind.Pattern:
 		return fmt.Sprintf("%s: %q does not match the pattern %s. Send %s.", where, k.Got, k.Want, node.expect())
 	case *kind.Format:
@@ -836,6 +836,13 @@ func (cs *compiledSchema) describe(e *jsonschema.ValidationError) string {
 		return fmt.Sprintf("%s: this value is not allowed. Send only the parameters in the tool's input schema.", where)
 	}
 	return fmt.Sprintf("%s: %s. Send %s.", where, e.ErrorKind.LocalizedString(nil), node.expect())
+}
+
+func characters(n int) string {
+	if n == 1 {
+		return "character"
+	}
+	return "characters"
 }
 
 func mustJSON(v any) string {
@@ -887,9 +894,9 @@ func (n *schemaNode) expect() string {
 		case n.minLength >= 0 && n.maxLength >= 0:
 			s += fmt.Sprintf(" of %d to %d characters", n.minLength, n.maxLength)
 		case n.minLength > 0:
-			s += fmt.Sprintf(" of at least %d characters", n.minLength)
+			s += fmt.Sprintf(" of at least %d %s", n.minLength, characters(n.minLength))
 		case n.maxLength >= 0:
-			s += fmt.Sprintf(" of at most %d characters", n.maxLength)
+			s += fmt.Sprintf(" of at most %d %s", n.maxLength, characters(n.maxLength))
 		}
 		if n.pattern != "" {
 			s += " matching " + n.pattern

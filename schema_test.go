@@ -181,15 +181,18 @@ func TestDefinitionPanics(t *testing.T) {
 			llmtool.Read("cyclic", "d", func(c *llmtool.ReadCtx, _ struct{}) (node, error) { return node{}, nil })
 		}, `llmtool: tool "cyclic": Out field Out.Children[]: type llmtool_test.node refers to itself, which JSON Schema inference cannot express; use a flat list with parent IDs, or json.RawMessage`},
 		{"chan", func() {
+			//llmtoolvet:ignore this test proves llmtool.Read refuses a channel at definition
 			llmtool.Read("chan_out", "d", func(c *llmtool.ReadCtx, _ struct{}) (withChan, error) { return withChan{}, nil })
 		}, `llmtool: tool "chan_out": Out field Out.C: type chan int cannot be sent as JSON and would run after the transaction ends; compute the values inside the handler and return them as plain fields (a slice instead of a channel or iterator)`},
 		{"iterator", func() {
+			//llmtoolvet:ignore this test proves llmtool.Write refuses an iterator at definition
 			llmtool.Write("iter_out", "d", func(c *llmtool.WriteCtx, _ struct{}) (withIter, error) { return withIter{}, nil })
 		}, `llmtool: tool "iter_out": Out field Out.Items.Seq: type iter.Seq[int] cannot be sent as JSON and would run after the transaction ends; compute the values inside the handler and return them as plain fields (a slice instead of a channel or iterator)`},
 		{"unsafe in In", func() {
 			llmtool.Read("unsafe_in", "d", func(c *llmtool.ReadCtx, _ withUnsafe) (struct{}, error) { return struct{}{}, nil })
 		}, `llmtool: tool "unsafe_in": In field In.P: type unsafe.Pointer cannot be sent as JSON and would run after the transaction ends; compute the values inside the handler and return them as plain fields (a slice instead of a channel or iterator)`},
 		{"func result", func() {
+			//llmtoolvet:ignore this test proves llmtool.Read refuses a func result at definition
 			llmtool.Read("func_out", "d", func(c *llmtool.ReadCtx, _ struct{}) (func() int, error) { return nil, nil })
 		}, "llmtool: tool \"func_out\": Out type func() int must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }"},
 		{"error property", func() {

@@ -423,7 +423,7 @@ func TestAppendToNote(t *testing.T) {
 			require.True(t, strings.HasSuffix(content(t, h.DB(), "meetings"), "Bob the documentation.</p><p>Tuesday.</p>"))
 		}},
 		{name: "empty", args: `{"noteId": "meetings", "content": ""}`,
-			err: `Error: /content: 0 characters is shorter than the minimum 1. Send a string of at least 1 characters.`},
+			err: `Error: /content: 0 characters is shorter than the minimum 1. Send a string of at least 1 character.`},
 		{name: "protected", args: `{"noteId": "secret", "content": "x"}`, err: protected("secret", "noteId")},
 		{name: "system", args: `{"noteId": "_hidden", "content": "x"}`, err: system("_hidden", "noteId", "append_to_note")},
 		{name: "missing", args: `{"noteId": "nope", "content": "x"}`, err: notFound("nope", "noteId")},
@@ -448,7 +448,7 @@ func TestEditNoteContent(t *testing.T) {
 		{name: "several matches", args: `{"noteId": "pancakes", "oldText": "pan", "newText": "x"}`,
 			err: `oldText occurs 2 times in the content of note "pancakes"; it must occur exactly once, so nothing was changed. Add the words around the passage to oldText so that it occurs only once.`},
 		{name: "empty oldText", args: `{"noteId": "pancakes", "oldText": "", "newText": "x"}`,
-			err: `Error: /oldText: 0 characters is shorter than the minimum 1. Send a string of at least 1 characters.`},
+			err: `Error: /oldText: 0 characters is shorter than the minimum 1. Send a string of at least 1 character.`},
 		{name: "protected", args: `{"noteId": "secret", "oldText": "vault", "newText": "x"}`, err: protected("secret", "noteId")},
 		{name: "system", args: `{"noteId": "root", "oldText": "a", "newText": "b"}`, err: system("root", "noteId", "edit_note_content")},
 		{name: "missing", args: `{"noteId": "nope", "oldText": "a", "newText": "b"}`, err: notFound("nope", "noteId")},
