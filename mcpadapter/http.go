@@ -86,6 +86,43 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, err.Error())
 		return
 	}
+	ctx := r.Context()
+	p := s.cfg.principal
+	if s.cfg.auth != nil && r.Method != http.MethodOptions { // CORS preflights carry no credentials
+		var err error
+		p, err = s.cfg.auth.Authenticate(r)
+		if err != nil || p == nil {
+			if err == nil {
+				err = errors.New("no principal")
+			}
+			s.cfg.logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
+			h.unauthorized(w, r)
+			return
+		}
+		ctx = llmtool.WithPrincipal(ctx, p)
+	}
+	scope := s.cfg.scope
+	if s.cfg.scopeFunc != nil && r.Method != http.MethodOptions {
+		var err error
+		scope, err = s.cfg.scopeFunc(r, p)
+		if err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		}
+		ctx = llmtool.WithScope(ctx, scope)
+	}
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && !h.stateless {
+		if v, ok := s.sessions.Load(id); ok {
+			switch info := v.(*sessionInfo); {
+			case info.principal != principalID(p):
+				writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
+				return
+			case info.scope != scope:
+				writeError(w, http.StatusForbidden, fmt.Sprintf("This session was opened for scope %q, not %q; initialize a new session for that scope.", info.scope, scope))
+				return
+			}
+		}
+	}
 	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
 		var err error
@@ -100,37 +137,6 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	ctx := r.Context()
-	var p *llmtool.Principal
-	if s.cfg.auth != nil {
-		var err error
-		p, err = s.cfg.auth.Authenticate(r)
-		if err != nil || p == nil {
-			if err == nil {
-				err = errors.New("no principal")
-			}
-			s.cfg.logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
-			h.unauthorized(w, r)
-			return
-		}
-		ctx = llmtool.WithPrincipal(ctx, p)
-	} else {
-		p = s.cfg.principal
-	}
-	if s.cfg.scopeFunc != nil {
-		scope, err := s.cfg.scopeFunc(r, p)
-		if err != nil {
-			writeError(w, http.StatusForbidden, err.Error())
-			return
-		}
-		ctx = llmtool.WithScope(ctx, scope)
-	}
-	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && !h.stateless {
-		if v, ok := s.sessions.Load(id); ok && v.(*sessionInfo).principal != principalID(p) {
-			writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
-			return
-		}
 	}
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)

@@ -154,6 +154,15 @@ func TestHTTPAuthentication(t *testing.T) {
 		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"You are not a member of workspace secret."}}`, body)
 	})
 
+	t.Run("a session is bound to its scope", func(t *testing.T) {
+		ada := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token", "X-Workspace": "red"}}
+		ada.initialize(t)
+		ada.headers["X-Workspace"] = "blue"
+		resp, body := ada.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"This session was opened for scope \"red\", not \"blue\"; initialize a new session for that scope."}}`, body)
+	})
+
 	t.Run("a session is bound to its principal", func(t *testing.T) {
 		ada := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
 		ada.initialize(t)
