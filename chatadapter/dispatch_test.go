@@ -129,9 +129,9 @@ func TestDispatchShapes(t *testing.T) {
 				`{"type":"tool_use","id":"c3","name":"add_item","input":{"name":"apple","fail":"conflict"}}]}`,
 			[]string{
 				`{"role":"user","content":[` +
-					`{"type":"tool_result","tool_use_id":"c1","content":"` + okJSON + `","is_error":false},` +
-					`{"type":"tool_result","tool_use_id":"c2","content":"` + unknown + `","is_error":true},` +
-					`{"type":"tool_result","tool_use_id":"c3","content":"` + conflict + `","is_error":true}]}`,
+					`{"type":"tool_result","tool_use_id":"c1","content":[{"type":"text","text":"` + okJSON + `"}],"is_error":false},` +
+					`{"type":"tool_result","tool_use_id":"c2","content":[{"type":"text","text":"` + unknown + `"}],"is_error":true},` +
+					`{"type":"tool_result","tool_use_id":"c3","content":[{"type":"text","text":"` + conflict + `"}],"is_error":true}]}`,
 			}},
 		{chatadapter.Gemini,
 			`{"candidates":[{"content":{"role":"model","parts":[` +

@@ -94,7 +94,7 @@ func ExampleAdapter_Dispatch() {
 		fmt.Println(string(m))
 	}
 	// Output:
-	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"{\"greeting\":\"Hello, Ada! Hello, Ada!\"}","is_error":false},{"type":"tool_result","tool_use_id":"toolu_2","content":"{\"error\":\"Unknown tool \\\"great\\\". Did you mean \\\"greet\\\"?\"}","is_error":true}]}
+	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada! Hello, Ada!\"}"}],"is_error":false},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"{\"error\":\"Unknown tool \\\"great\\\". Did you mean \\\"greet\\\"?\"}"}],"is_error":true}]}
 }
 
 // Run talks to any OpenAI-compatible server; here an httptest server

@@ -244,7 +244,9 @@ func Render(shape Shape, outcomes []Outcome) []json.RawMessage {
 	case Anthropic:
 		blocks := make([]any, len(outcomes))
 		for i, o := range outcomes {
-			var content any = textOf(o.Result, shape)
+			// Content as blocks, as the SDKs send it (a string is accepted
+			// too, but the Go SDK's type has no such variant).
+			var content any = []any{textPart("text", textOf(o.Result, shape))}
 			if rich(o.Result) {
 				content = anthropicParts(o.Result.Content)
 			}
