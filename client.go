@@ -36,13 +36,18 @@ type Asker interface {
 type askerKey struct{}
 
 // WithAsker returns a context whose calls send sampling and elicitation
-// requests to a.
+// requests to a. A Reporter installed with WithReporter that also
+// implements Asker serves as the Asker when the context has none of its
+// own, so an adapter can install one value for both.
 func WithAsker(ctx context.Context, a Asker) context.Context {
 	return context.WithValue(ctx, askerKey{}, a)
 }
 
 func askerFrom(ctx context.Context) Asker {
-	a, _ := ctx.Value(askerKey{}).(Asker)
+	if a, ok := ctx.Value(askerKey{}).(Asker); ok {
+		return a
+	}
+	a, _ := reporterFrom(ctx).(Asker)
 	return a
 }
 

@@ -268,8 +268,7 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
-		ctx = llmtool.WithReporter(ctx, p)
-		ctx = llmtool.WithAsker(ctx, p)
+		ctx = llmtool.WithReporter(ctx, p) // p is the call's Asker too
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)
