@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,6 +191,27 @@ func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
 	srv := mcpadapter.New(reg, append([]mcpadapter.Option{mcpadapter.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	t.Cleanup(func() { srv.Close() })
 	return &fixture{db: db, reg: reg, srv: srv}
+}
+
+// audits starts recording the tool and outcome of each audit record; the
+// function it returns stops and returns them.
+func (f *fixture) audits() func() []string {
+	var mu sync.Mutex
+	var recs []string
+	on := true
+	f.reg.AddAuditSink(llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+		mu.Lock()
+		defer mu.Unlock()
+		if on {
+			recs = append(recs, rec.Tool+" "+rec.Outcome)
+		}
+	}))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		on = false
+		return recs
+	}
 }
 
 // noteCount counts the rows of the notes table.

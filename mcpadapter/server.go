@@ -107,7 +107,7 @@ func New(reg *llmtool.Registry, opts ...Option) *Server {
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterSetLevel(s.afterSetLevel)
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.syncListed(ctx) })
-	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.syncCalled(ctx, req.Params.Name) })
+	hooks.AddBeforeCallTool(s.beforeCall)
 
 	sopts := []server.ServerOption{
 		// listChanged is advertised by afterInitialize and sent per scope by
@@ -189,19 +189,30 @@ func (s *Server) syncListed(ctx context.Context) {
 	s.register(specs)
 }
 
-// syncCalled registers the named tool with mcp-go before a call, if the
-// registry knows it and no listing has registered it yet (a stateless
-// replica is called without ever having been listed).
-func (s *Server) syncCalled(ctx context.Context, name string) {
+// beforeCall runs before mcp-go looks the called tool up. It registers the
+// tool with mcp-go if the registry knows it and no listing has registered
+// it yet (a stateless replica is called without ever having been listed).
+// A call mcp-go is about to refuse (an unknown tool, or one the filter
+// hides) still goes through Registry.Invoke, which refuses it too, so that
+// every call has its audit record.
+func (s *Server) beforeCall(ctx context.Context, _ any, req *mcp.CallToolRequest) {
+	ctx = s.callContext(ctx)
+	name := req.Params.Name
 	s.mu.RLock()
 	_, ok := s.tools[name]
 	s.mu.RUnlock()
-	if ok {
-		return
+	if !ok {
+		if spec, known := s.reg.Tool(ctx, name); known {
+			s.register([]*llmtool.Spec{spec})
+		}
 	}
-	if spec, ok := s.reg.Tool(s.callContext(ctx), name); ok {
-		s.register([]*llmtool.Spec{spec})
+	specs, _ := s.reg.List(ctx)
+	for _, sp := range specs {
+		if sp.Name == name {
+			return
+		}
 	}
+	s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: req.Params.RawArguments})
 }
 
 // register converts and registers the specs mcp-go does not have yet.

@@ -109,7 +109,9 @@ func TestTools(t *testing.T) {
 			})
 
 			t.Run("read call", func(t *testing.T) {
+				audits := f.audits()
 				res := call(t, c, "get_note", map[string]any{"id": 1})
+				require.Equal(t, []string{"get_note ok"}, audits())
 				require.False(t, res.IsError)
 				require.JSONEq(t, `{"id":1,"title":"Hello","body":"World"}`, structured(t, res))
 				require.JSONEq(t, `{"id":1,"title":"Hello","body":"World"}`, text(t, res))
@@ -130,15 +132,19 @@ func TestTools(t *testing.T) {
 			})
 
 			t.Run("unknown tool", func(t *testing.T) {
+				audits := f.audits()
 				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "no_such_tool"}})
 				require.ErrorIs(t, err, mcp.ErrInvalidParams)
+				require.Equal(t, []string{"no_such_tool not_found"}, audits())
 			})
 
 			t.Run("write refused while the scope's writes are off", func(t *testing.T) {
+				audits := f.audits()
 				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "No"}}})
 				require.ErrorIs(t, err, mcp.ErrInvalidParams)
 				require.EqualError(t, err, "invalid params: tool 'create_note' not found: tool not found")
 				require.Equal(t, 1, f.noteCount(t))
+				require.Equal(t, []string{"create_note " + llmtool.OutcomeRefused}, audits())
 			})
 
 			t.Run("list_changed after enabling writes", func(t *testing.T) {
