@@ -163,7 +163,7 @@ func runParity(t *testing.T, side paritySide) []string {
 
 // newNotesRegistry opens a fresh, seeded note store with writes enabled in
 // scope.
-func newNotesRegistry(t *testing.T) *llmtool.Registry {
+func newNotesRegistry(t testing.TB) *llmtool.Registry {
 	t.Helper()
 	ctx := llmtool.WithScope(context.Background(), scope)
 	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))

@@ -207,7 +207,8 @@ func parseGemini(turn []byte) ([]ToolCall, error) {
 // Render returns the outcomes' results as messages to append to the
 // conversation, in shape's format (see Reply.Messages). A result's content
 // is its JSON: the tool's output, or {"error": "..."} for a failed call
-// (with is_error for Anthropic). A rich result (llmtool.Rich) becomes the
+// (for Anthropic in one text block, with is_error set; for Gemini as the
+// functionResponse's response object). A rich result (llmtool.Rich) becomes the
 // provider's content parts where it has them: text and images for
 // Anthropic, text, images and files for OpenAI Responses, inline data for
 // Gemini; OpenAI Chat Completions takes text only, so other parts are
