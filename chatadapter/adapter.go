@@ -71,8 +71,8 @@ const (
 	OpenAIChat Shape = iota + 1
 	// OpenAIChatStrict is OpenAIChat with "strict": true and schemas that
 	// satisfy strict mode: every object closed, every property required,
-	// optional properties nullable. Dispatch reads a null sent for an
-	// optional property as "not given".
+	// optional properties nullable. Dispatch with this shape reads a null
+	// sent for an optional property as "not given".
 	OpenAIChatStrict
 	// OpenAIResponses is the OpenAI Responses API: flat function tools
 	// {"type":"function","name",...,"parameters","strict":false},

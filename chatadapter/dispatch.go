@@ -70,14 +70,23 @@ func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Repl
 	if err != nil {
 		return nil, err
 	}
-	out := a.Execute(ctx, calls)
+	out := a.execute(ctx, calls, shape.strict())
 	return &Reply{Outcomes: out, Messages: Render(shape, out)}, nil
 }
 
 // Execute runs calls in the order described in the package documentation
 // and returns their outcomes in the same order. It never fails: every
 // problem is an error Result.
+//
+// Arguments go to Invoke as they are. Dispatch with a strict shape (and
+// Run with Strict) first removes the nulls strict mode makes the model send
+// for optional parameters it leaves out, which is why such a turn should
+// go through Dispatch.
 func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
+	return a.execute(ctx, calls, false)
+}
+
+func (a *Adapter) execute(ctx context.Context, calls []ToolCall, strict bool) []Outcome {
 	out := make([]Outcome, len(calls))
 	obs := newObserver(ctx)
 	locale := LocaleFrom(ctx)
@@ -99,7 +108,7 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 		}
 		if j-i == 1 || a.maxParallel == 1 {
 			for k := i; k < j; k++ {
-				out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs)
+				out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs, strict)
 			}
 		} else {
 			sem := make(chan struct{}, a.maxParallel)
@@ -108,7 +117,7 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 				sem <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-sem }()
-					out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs)
+					out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs, strict)
 				})
 			}
 			wg.Wait()
@@ -120,7 +129,7 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 
 func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 
-func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, locale string, obs *observer) Outcome {
+func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, locale string, obs *observer, strict bool) Outcome {
 	ev := Event{Index: index, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
 	if obs != nil {
 		ev.FriendlyName = a.reg.FriendlyName(c.Name, locale)
@@ -129,7 +138,7 @@ func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool
 		ctx = llmtool.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
 	args := c.Args
-	if spec != nil {
+	if strict && spec != nil {
 		args = a.stripNulls(spec, args)
 	}
 	start := time.Now()
@@ -143,8 +152,9 @@ func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool
 }
 
 // stripNulls removes the nulls a strict-mode model sends for optional
-// parameters that do not accept null, which mean "not given". Arguments
-// without such a null pass through untouched.
+// parameters that do not accept null, which mean "not given" (strict
+// schemas make such parameters required and nullable). Arguments without
+// such a null pass through untouched.
 func (a *Adapter) stripNulls(spec *llmtool.Spec, args json.RawMessage) json.RawMessage {
 	if !bytes.Contains(args, []byte("null")) {
 		return args

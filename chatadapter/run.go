@@ -115,7 +115,7 @@ func textMessage(role, text string) json.RawMessage {
 // Run holds a conversation with a model behind an OpenAI-compatible
 // /chat/completions endpoint until it answers without tool calls: it sends
 // messages with the tool set for the scope and principal in ctx, runs the
-// tool calls of the answer through a.Execute, appends the results and sends
+// tool calls of the answer as Dispatch does, appends the results and sends
 // again, at most MaxSteps times (default 15). It uses net/http only.
 //
 // Tool problems (unknown tool, malformed arguments, a failed call) go back
@@ -165,7 +165,7 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 			t.Answer = content
 			return t, nil
 		}
-		out := a.Execute(ctx, calls)
+		out := a.execute(ctx, calls, cfg.shape.strict())
 		t.Outcomes = append(t.Outcomes, out...)
 		t.Messages = append(t.Messages, Render(OpenAIChat, out)...)
 	}

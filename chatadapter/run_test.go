@@ -276,3 +276,22 @@ func TestRunScopeWithoutWrites(t *testing.T) {
 	require.Contains(t, msg.Content, `{"error":`)
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 }
+
+// With Strict, Run sends the strict set and reads the nulls a strict model
+// sends for optional parameters as "not given".
+func TestRunStrict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := newModel(t, reply(toolCalls([2]string{"get_item", `{"id":1,"maxChars":null}`})), reply(answer("An apple.")))
+	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")},
+		chatadapter.Strict(), chatadapter.RequestField("temperature", 0), chatadapter.RequestField("parallel_tool_calls", true))
+	require.NoError(t, err)
+	require.Equal(t, "An apple.", tr.Answer)
+	reqs := m.requests()
+	set, err := f.a.Tools(f.ctx, chatadapter.OpenAIChatStrict)
+	require.NoError(t, err)
+	require.Equal(t, string(set.JSON), string(reqs[0]["tools"]))
+	require.Equal(t, "0", string(reqs[0]["temperature"]))
+	require.Equal(t, "true", string(reqs[1]["parallel_tool_calls"]))
+	require.Equal(t, `{"role":"tool","tool_call_id":"call_1","content":"{\"id\":1,\"name\":\"apple\",\"qty\":3}"}`, messagesOf(t, reqs[1])[2])
+}

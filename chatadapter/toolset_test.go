@@ -194,20 +194,33 @@ func TestToolsSetCachedPerScope(t *testing.T) {
 }
 
 // A strict-mode model sends null for the optional parameters it leaves
-// out; Dispatch drops those nulls so defaults apply.
+// out; Dispatch with a strict shape drops those nulls so defaults apply.
+// Other shapes pass arguments as they are, as MCP does.
 func TestStrictNulls(t *testing.T) {
 	t.Parallel()
 	reg, err := llmtool.NewRegistry(openDB(t), llmtool.DefineTools("find", find))
 	require.NoError(t, err)
 	a := chatadapter.New(reg)
-	out := a.Execute(context.Background(), []chatadapter.ToolCall{
-		{ID: "1", Name: "find", Args: []byte(`{"query":"pear","limit":null,"since":null,"kinds":null,"owner":{"id":"u1","name":null},"day":null,"blob":null,"level":null}`)},
-		{ID: "2", Name: "find", Args: []byte(`{"query":"pear","limit":3,"kinds":["veg"]}`)},
-		{ID: "3", Name: "find", Args: []byte(`{"query":null}`)},
-	})
+	turn := func(args ...string) []byte {
+		var calls []string
+		for i, a := range args {
+			q, _ := json.Marshal(a)
+			calls = append(calls, `{"id":"`+string(rune('1'+i))+`","type":"function","function":{"name":"find","arguments":`+string(q)+`}}`)
+		}
+		return []byte(`{"role":"assistant","tool_calls":[` + strings.Join(calls, ",") + `]}`)
+	}
+	nulls := `{"query":"pear","limit":null,"since":null,"kinds":null,"owner":{"id":"u1","name":null},"day":null,"blob":null,"level":null}`
+	r, err := a.Dispatch(context.Background(), chatadapter.OpenAIChatStrict, turn(nulls, `{"query":"pear","limit":3,"kinds":["veg"]}`, `{"query":null}`))
+	require.NoError(t, err)
+	out := r.Outcomes
 	require.False(t, out[0].Result.IsError, out[0].Result.Text())
 	require.Equal(t, `{"items":[{"id":10,"name":"pear","qty":0}]}`, out[0].Result.Text())
 	require.Equal(t, `{"items":[{"id":3,"name":"pear","qty":1}]}`, out[1].Result.Text())
 	require.True(t, out[2].Result.IsError, "a required parameter's null is not dropped")
 	require.True(t, strings.HasPrefix(out[2].Result.Text(), `Error: /query: expected string, got null. Send a string`), out[2].Result.Text())
+
+	r, err = a.Dispatch(context.Background(), chatadapter.OpenAIChat, turn(`{"query":"pear","limit":null}`))
+	require.NoError(t, err)
+	require.True(t, r.Outcomes[0].Result.IsError)
+	require.Equal(t, `Error: /limit: expected integer, got null. Send an integer from 1 to 50.`, r.Outcomes[0].Result.Text())
 }
