@@ -372,3 +372,28 @@ func TestUnknownToolSuggestsOnlyCallableTools(t *testing.T) {
 	res = reg.Invoke(ctx, llmtool.Call{Tool: "add_itme"})
 	require.Equal(t, `Unknown tool "add_itme". Did you mean "add_item"?`, res.Text())
 }
+
+// A null for an optional parameter that does not take null means the
+// parameter was left out, so its default applies.
+func TestNullMeansAbsent(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, openDB(t), itemTools)
+	res := invoke(reg, "get_item", `{"id": 1, "maxChars": null}`)
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"id":1,"name":"apple","qty":3}`, string(res.JSON))
+	res = invoke(reg, "get_item", `{"id": null}`)
+	require.Equal(t, `Error: /id: expected integer, got null. Send an integer of at least 1.`, res.Text(), "a required parameter stays required")
+}
+
+func TestInvokeWithoutDatabase(t *testing.T) {
+	t.Parallel()
+	reg, err := llmtool.NewRegistry(nil, itemTools)
+	require.NoError(t, err)
+	reg.SetLogger(quietLogger())
+	specs, err := reg.Specs(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []string{"man", "get_item", "add_item"}, names(specs), "Specs lists every tool, whatever the scope allows")
+	res := invoke(reg, "get_item", `{"id": 1}`)
+	require.True(t, res.IsError)
+	require.EqualError(t, res.Err, "llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
+}

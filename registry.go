@@ -313,6 +313,22 @@ func (r *Registry) allSpecs() *[]*Spec {
 	return &specs
 }
 
+// Specs returns the specs of every registered tool, switched on or off and
+// whatever any scope allows, in registration order, after running pending
+// loaders. It is for start-up checks (lint, a chat adapter's provider
+// check) that must see tools no scope has enabled yet; listings for a model
+// use List.
+func (r *Registry) Specs(ctx context.Context) ([]*Spec, error) {
+	err := r.resolve(ctx)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	specs := make([]*Spec, 0, len(r.order))
+	for _, e := range r.order {
+		specs = append(specs, &e.tool.spec)
+	}
+	return specs, err
+}
+
 // Tool returns the spec of the named tool, enabled or not, running pending
 // loaders if the name is not known yet.
 func (r *Registry) Tool(ctx context.Context, name string) (*Spec, bool) {
@@ -553,10 +569,13 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
+	// Models often send null for an optional parameter they mean to leave
+	// out; where null is not a value the parameter takes, it means absent.
+	dropped := t.in.root.dropNulls(v)
 	if err := t.in.validate(v); err != nil {
 		return nil, t.in.validationError(err)
 	}
-	if t.in.root.applyDefaults(v) {
+	if t.in.root.applyDefaults(v) || dropped {
 		return marshal(v)
 	}
 	return raw, nil

@@ -678,6 +678,39 @@ func (n *schemaNode) params() []Param {
 	return ps
 }
 
+// dropNulls removes, at any depth, null values of optional properties whose
+// schema does not accept null, and reports whether it removed any.
+func (n *schemaNode) dropNulls(v any) bool {
+	if n == nil {
+		return false
+	}
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for _, p := range n.props {
+			cur, ok := x[p.name]
+			if !ok {
+				continue
+			}
+			if cur == nil && !p.required && !p.schema.any && !p.schema.is("null") {
+				delete(x, p.name)
+				changed = true
+				continue
+			}
+			if p.schema.dropNulls(cur) {
+				changed = true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if n.items.dropNulls(e) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
 // applyDefaults fills absent properties that have defaults, at any depth,
 // and reports whether it changed v.
 func (n *schemaNode) applyDefaults(v any) bool {

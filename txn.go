@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -215,6 +216,10 @@ func reporterFrom(ctx context.Context) Reporter {
 	r, _ := ctx.Value(reporterKey{}).(Reporter)
 	return r
 }
+
+// ReporterFrom returns the Reporter in ctx, or nil, so an adapter can chain
+// to a reporter the host installed.
+func ReporterFrom(ctx context.Context) Reporter { return reporterFrom(ctx) }
 
 // txer begins the transactions of a registry's calls.
 type txer struct {
@@ -440,6 +445,9 @@ func (r *Registry) Close() error {
 func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, res *Result) (out []byte, committed bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
+	}
+	if r.tx.db == nil {
+		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	cs := &callState{reg: r, tool: t}
 	if t.spec.ReadOnly {
