@@ -127,7 +127,8 @@ func TestValidationAgrees(t *testing.T) {
 		{`{"title":"x","meta":{"k":1}}`, false},
 		{`{"title":"x","due":"yesterday"}`, false},
 		{`{"title":"x","parent":5}`, false},
-		{`{"title":"x","tags":null}`, false},
+		{`{"title":"x","tags":null}`, true}, // null for an optional parameter means absent
+		{`{"title":"x","tags":5}`, false},
 		{`{"title":"` + string(make([]byte, 0)) + `x","createdBy":true}`, false},
 	}
 	for _, tc := range tests {
