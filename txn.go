@@ -282,7 +282,10 @@ func (t *txer) beginRead(ctx context.Context) (readTx, error) {
 	if err != nil {
 		return readTx{}, err
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+	// A deferred BEGIN takes no lock and cannot wait, so it runs without
+	// the caller's context: under a cancellable context the driver would
+	// start a watcher goroutine for this one statement.
+	if _, err := conn.ExecContext(context.Background(), "BEGIN"); err != nil {
 		t.putConn(conn, reserved, true)
 		return readTx{}, err
 	}
