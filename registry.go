@@ -496,12 +496,15 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		module, write = t.spec.Module, !t.spec.ReadOnly
 		err = r.admit(ctx, e) // policy.go
 		refused = err != nil
-		var args []byte
+		var (
+			args []byte
+			fill uint64 // top-level defaults to set on In
+		)
 		if err == nil {
-			args, err = t.prepare(call.Args)
+			args, fill, err = t.prepare(call.Args)
 		}
 		if err == nil {
-			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &res)
+			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, fill, &res)
 		}
 	}
 	if err != nil {
@@ -545,40 +548,46 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 	return out, err
 }
 
-// prepare turns the model's arguments into validated JSON for In, with
-// defaults applied.
-func (t *Tool) prepare(raw json.RawMessage) ([]byte, error) {
+// prepare turns the model's arguments into validated JSON for In, and the
+// set of top-level defaults to apply after decoding it.
+func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+			return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 		}
 		raw = bytes.TrimSpace([]byte(s))
 		if len(raw) > 0 && raw[0] != '{' {
-			return nil, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
+			return nil, 0, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
 		}
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
+		return nil, 0, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
 	v, err := decodeAny(raw)
 	if err != nil {
-		return nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+		return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
 	// Models often send null for an optional parameter they mean to leave
 	// out; where null is not a value the parameter takes, it means absent.
 	dropped := t.in.root.dropNulls(v)
 	if err := t.in.validate(v); err != nil {
-		return nil, t.in.validationError(err)
+		return nil, 0, t.in.validationError(err)
+	}
+	if !t.in.nestedDefaults {
+		// A dropped null decodes as the zero value, as an absent field
+		// does; absent fields with defaults are set on In by run.
+		return raw, t.in.missingDefaults(v), nil
 	}
 	if t.in.root.applyDefaults(v) || dropped {
-		return marshal(v)
+		b, err := marshal(v)
+		return b, 0, err
 	}
-	return raw, nil
+	return raw, 0, nil
 }
 
 func jsonKind(raw []byte) string {

@@ -90,6 +90,19 @@ type compiledSchema struct {
 	json     json.RawMessage
 	compiled *jsonschema.Schema
 	verbatim bool // supplied with InputSchema: only jsonschema/v6 decides
+
+	// Defaults of top-level fields, set on the decoded In value directly,
+	// so arguments need no re-encoding. nestedDefaults means some default
+	// sits deeper; then defaults go into the JSON before decoding.
+	defaults       []fieldDefault
+	nestedDefaults bool
+}
+
+// fieldDefault is a top-level In field's default, decoded once.
+type fieldDefault struct {
+	name  string
+	index []int
+	value reflect.Value
 }
 
 var (
@@ -483,7 +496,70 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 func inferSchema(tool, which string, t reflect.Type) *compiledSchema {
 	r := &reflector{tool: tool, which: which, output: which == "Out"}
 	root := r.node(t, which)
-	return compileSchema(tool, which, root, root.appendJSON(nil))
+	cs := compileSchema(tool, which, root, root.appendJSON(nil))
+	if which == "In" {
+		cs.prepareDefaults(t)
+	}
+	return cs
+}
+
+// prepareDefaults decodes each top-level default into a value of its
+// field's type, once.
+func (cs *compiledSchema) prepareDefaults(t reflect.Type) {
+	if len(cs.root.props) > 64 {
+		cs.nestedDefaults = true // more than the bit set holds: use the JSON path
+		return
+	}
+	for _, p := range cs.root.props {
+		if p.schema.hasDefaults() {
+			cs.nestedDefaults = true
+		}
+		if p.schema.def == nil {
+			continue
+		}
+		f := t.FieldByIndex(p.index)
+		v := reflect.New(f.Type)
+		if err := json.Unmarshal(p.schema.def, v.Interface()); err != nil {
+			panic(fmt.Sprintf("llmtool: In field %s: default %s: %v", f.Name, p.schema.def, err))
+		}
+		cs.defaults = append(cs.defaults, fieldDefault{name: p.name, index: p.index, value: v.Elem()})
+	}
+}
+
+// hasDefaults reports whether a default sits anywhere below n.
+func (n *schemaNode) hasDefaults() bool {
+	for _, p := range n.props {
+		if p.schema.def != nil || p.schema.hasDefaults() {
+			return true
+		}
+	}
+	return (n.items != nil && n.items.hasDefaults()) || (n.additional != nil && n.additional.hasDefaults())
+}
+
+// missingDefaults returns the set of top-level defaults whose fields are
+// absent from the argument object v, as bits of cs.defaults.
+func (cs *compiledSchema) missingDefaults(v any) uint64 {
+	m, _ := v.(map[string]any)
+	var bits uint64
+	for i, d := range cs.defaults {
+		if _, ok := m[d.name]; !ok {
+			bits |= 1 << i
+		}
+	}
+	return bits
+}
+
+// setDefaults sets the fields named by bits on in, a pointer to an In.
+func (cs *compiledSchema) setDefaults(in any, bits uint64) {
+	if bits == 0 {
+		return
+	}
+	v := reflect.ValueOf(in).Elem()
+	for i, d := range cs.defaults {
+		if bits&(1<<i) != 0 {
+			v.FieldByIndex(d.index).Set(d.value)
+		}
+	}
 }
 
 func compileSchema(tool, which string, root *schemaNode, doc json.RawMessage) *compiledSchema {

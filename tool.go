@@ -131,6 +131,7 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 			if err := decodeArgs(args, &in); err != nil {
 				return nil, err
 			}
+			c.call.tool.in.setDefaults(&in, c.call.fill)
 			if err := c.checkRefs(in); err != nil {
 				return nil, err
 			}
@@ -163,6 +164,7 @@ func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (O
 			if err := decodeArgs(args, &in); err != nil {
 				return nil, err
 			}
+			c.call.tool.in.setDefaults(&in, c.call.fill)
 			if err := c.checkRefs(in); err != nil {
 				return nil, err
 			}
@@ -350,6 +352,7 @@ func suppliedSchema(tool string, inT reflect.Type, inferred *compiledSchema, doc
 	}
 	cs := compileSchema(tool, "InputSchema", nil, doc)
 	cs.root = inferred.root
+	cs.defaults, cs.nestedDefaults = inferred.defaults, inferred.nestedDefaults
 	cs.verbatim = true
 	return cs
 }

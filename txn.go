@@ -62,6 +62,7 @@ type callState struct {
 	done        atomic.Bool
 	afterCommit []func()
 	content     []Content // parts of a Rich result
+	fill        uint64    // top-level defaults to set on In (see compiledSchema.defaults)
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -329,7 +330,12 @@ func (t *txer) endRead(r readTx) {
 		_ = r.tx.Rollback()
 		return
 	}
-	_, err := r.conn.ExecContext(context.Background(), "ROLLBACK")
+	// The transaction is read-only, so COMMIT ends the snapshot as ROLLBACK
+	// would, at less cost; ROLLBACK if COMMIT cannot (rows left open).
+	_, err := r.conn.ExecContext(context.Background(), "COMMIT")
+	if err != nil {
+		_, err = r.conn.ExecContext(context.Background(), "ROLLBACK")
+	}
 	t.putConn(r.conn, r.reserved, err != nil)
 }
 
@@ -445,14 +451,14 @@ func (r *Registry) Close() error {
 }
 
 // exec runs a prepared call in its transaction.
-func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, res *Result) (out []byte, committed bool, err error) {
+func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, fill uint64, res *Result) (out []byte, committed bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
 	if r.tx.db == nil {
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
-	cs := &callState{reg: r, tool: t}
+	cs := &callState{reg: r, tool: t, fill: fill}
 	if t.spec.ReadOnly {
 		rt, err := r.tx.beginRead(ctx)
 		if err != nil {
