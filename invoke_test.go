@@ -397,3 +397,42 @@ func TestInvokeWithoutDatabase(t *testing.T) {
 	require.True(t, res.IsError)
 	require.EqualError(t, res.Err, "llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 }
+
+// Defaults apply to absent (or null) fields at the top level, set on the
+// decoded value, and inside nested objects that are present, through the
+// JSON.
+func TestDefaultsTopLevelAndNested(t *testing.T) {
+	t.Parallel()
+	type opts struct {
+		Limit int    `json:"limit,omitempty" desc:"How many (default 5)." default:"5"`
+		Order string `json:"order,omitempty" desc:"Sort order (default asc)." default:"asc" enum:"asc|desc"`
+	}
+	type flatIn struct {
+		Q     string   `json:"q,omitempty" desc:"Query (default all)." default:"all"`
+		Tags  []string `json:"tags,omitempty" desc:"Tags (default [\"x\"])." default:"[\"x\"]"`
+		Count *int     `json:"count,omitempty" desc:"Count (default 2)." default:"2"`
+	}
+	type nestedIn struct {
+		Q    string `json:"q,omitempty" desc:"Query (default all)." default:"all"`
+		Opts *opts  `json:"opts,omitempty"`
+	}
+	flat := llmtool.Read("flat_defaults", "Echo flat defaults.", func(c *llmtool.ReadCtx, in flatIn) (flatIn, error) { return in, nil })
+	nested := llmtool.Read("nested_defaults", "Echo nested defaults.", func(c *llmtool.ReadCtx, in nestedIn) (nestedIn, error) { return in, nil })
+	reg := newRegistry(t, openDB(t), llmtool.DefineTools("defaults", flat, nested))
+	tests := []struct{ tool, args, want string }{
+		{"flat_defaults", `{}`, `{"q":"all","tags":["x"],"count":2}`},
+		{"flat_defaults", `{"q":null,"count":null}`, `{"q":"all","tags":["x"]}`}, // count takes null: an explicit null stays
+		{"flat_defaults", `{"q":"mine","tags":[],"count":0}`, `{"q":"mine","count":0}`},
+		{"nested_defaults", `{}`, `{"q":"all"}`},
+		{"nested_defaults", `{"opts":{}}`, `{"q":"all","opts":{"limit":5,"order":"asc"}}`},
+		{"nested_defaults", `{"opts":{"order":"desc","limit":null}}`, `{"q":"all","opts":{"limit":5,"order":"desc"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.tool+tc.args, func(t *testing.T) {
+			t.Parallel()
+			res := invoke(reg, tc.tool, tc.args)
+			require.False(t, res.IsError, res.Text())
+			require.JSONEq(t, tc.want, string(res.JSON))
+		})
+	}
+}
