@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -149,4 +150,92 @@ func enableWrites(tb testing.TB, reg *llmtool.Registry, ctx context.Context) {
 	}); ok {
 		require.NoError(tb, e.EnableWrites(ctx, llmtool.ScopeFrom(ctx)), fmt.Sprint("enable writes"))
 	}
+}
+
+// BenchmarkRatio alternates each llmtool call with its hand-written
+// baseline, call by call in rotating order, so both see the same machine
+// load, and reports Invoke's time over the baseline's. ns/op is the sum of
+// both paths.
+func BenchmarkRatio(b *testing.B) {
+	db := benchDB(b)
+	reg := benchRegistry(b, db)
+	ctx := context.Background()
+	readArgs, insertArgs := []byte(`{"id": 1}`), []byte(`{"name": "pear", "qty": 1}`)
+	baselineRead := func() {
+		var in GetItemIn
+		if err := json.Unmarshal(readArgs, &in); err != nil {
+			b.Fatal(err)
+		}
+		var out ItemOut
+		if err := db.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	baselineTxRead := func() {
+		var in GetItemIn
+		if err := json.Unmarshal(readArgs, &in); err != nil {
+			b.Fatal(err)
+		}
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out ItemOut
+		if err := tx.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Rollback(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	baselineInsert := func() {
+		var in AddItemIn
+		if err := json.Unmarshal(insertArgs, &in); err != nil {
+			b.Fatal(err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(ItemOut{ID: int(id), Name: in.Name, Qty: in.Qty}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	call := func(tool string, args []byte) func() {
+		c := llmtool.Call{Tool: tool, Args: args}
+		return func() {
+			if res := reg.Invoke(ctx, c); res.IsError {
+				b.Fatal(res.Text())
+			}
+		}
+	}
+	paths := []func(){baselineRead, baselineTxRead, call("get_item", readArgs), baselineInsert, call("add_item", insertArgs)}
+	spent := make([]time.Duration, len(paths))
+	i := 0
+	for b.Loop() {
+		for k := range paths {
+			j := (i + k) % len(paths)
+			t0 := time.Now()
+			paths[j]()
+			spent[j] += time.Since(t0)
+		}
+		i++
+	}
+	b.ReportMetric(float64(spent[2])/float64(spent[0]), "read/baseline")
+	b.ReportMetric(float64(spent[2])/float64(spent[1]), "read/baseline-tx")
+	b.ReportMetric(float64(spent[4])/float64(spent[3]), "insert/baseline")
 }
