@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -43,187 +42,141 @@ func benchRegistry(b *testing.B, db *sql.DB) *llmtool.Registry {
 	return reg
 }
 
+var (
+	readArgs   = []byte(`{"id": 1}`)
+	insertArgs = []byte(`{"name": "pear", "qty": 1}`)
+)
+
+// baselineRead is what a read tool replaces: decode the arguments, one
+// autocommit QueryRow, encode the row.
+func baselineRead(b *testing.B, ctx context.Context, db *sql.DB) {
+	var in GetItemIn
+	if err := json.Unmarshal(readArgs, &in); err != nil {
+		b.Fatal(err)
+	}
+	var out ItemOut
+	if err := db.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := json.Marshal(out); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// baselineTxRead is baselineRead inside a read-only *sql.Tx: what a
+// consistent snapshot costs with plain database/sql.
+func baselineTxRead(b *testing.B, ctx context.Context, db *sql.DB) {
+	var in GetItemIn
+	if err := json.Unmarshal(readArgs, &in); err != nil {
+		b.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out ItemOut
+	if err := tx.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := json.Marshal(out); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// baselineInsert is what a write tool replaces: BEGIN IMMEDIATE (OpenSQLite
+// sets _txlock=immediate), INSERT, COMMIT, encode the row.
+func baselineInsert(b *testing.B, ctx context.Context, db *sql.DB) {
+	var in AddItemIn
+	if err := json.Unmarshal(insertArgs, &in); err != nil {
+		b.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := json.Marshal(ItemOut{ID: int(id), Name: in.Name, Qty: in.Qty}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// invokePath returns a path that calls tool through Invoke.
+func invokePath(b *testing.B, ctx context.Context, reg *llmtool.Registry, tool string, args []byte) func() {
+	call := llmtool.Call{Tool: tool, Args: args}
+	return func() {
+		if res := reg.Invoke(ctx, call); res.IsError {
+			b.Fatal(res.Text())
+		}
+	}
+}
+
 func BenchmarkRead(b *testing.B) {
 	db := benchDB(b)
+	ctx := context.Background()
 	b.Run("baseline=QueryRow+json.Marshal", func(b *testing.B) {
 		b.ReportAllocs()
-		ctx := context.Background()
-		args := []byte(`{"id": 1}`)
 		for b.Loop() {
-			var in GetItemIn
-			if err := json.Unmarshal(args, &in); err != nil {
-				b.Fatal(err)
-			}
-			var out ItemOut
-			if err := db.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := json.Marshal(out); err != nil {
-				b.Fatal(err)
-			}
+			baselineRead(b, ctx, db)
 		}
 	})
 	b.Run("baseline-tx=BEGIN+QueryRow+ROLLBACK+json.Marshal", func(b *testing.B) {
 		b.ReportAllocs()
-		ctx := context.Background()
-		args := []byte(`{"id": 1}`)
 		for b.Loop() {
-			var in GetItemIn
-			if err := json.Unmarshal(args, &in); err != nil {
-				b.Fatal(err)
-			}
-			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var out ItemOut
-			if err := tx.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
-				b.Fatal(err)
-			}
-			if err := tx.Rollback(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := json.Marshal(out); err != nil {
-				b.Fatal(err)
-			}
+			baselineTxRead(b, ctx, db)
 		}
 	})
 	b.Run("llmtool=Invoke", func(b *testing.B) {
-		reg := benchRegistry(b, db)
-		ctx := context.Background()
-		call := llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 1}`)}
+		call := invokePath(b, ctx, benchRegistry(b, db), "get_item", readArgs)
 		b.ReportAllocs()
 		for b.Loop() {
-			if res := reg.Invoke(ctx, call); res.IsError {
-				b.Fatal(res.Text())
-			}
+			call()
 		}
 	})
 }
 
 func BenchmarkInsert(b *testing.B) {
 	db := benchDB(b)
+	ctx := context.Background()
 	b.Run("baseline=BEGIN_IMMEDIATE+INSERT+COMMIT", func(b *testing.B) {
 		b.ReportAllocs()
-		ctx := context.Background()
-		args := []byte(`{"name": "pear", "qty": 1}`)
 		for b.Loop() {
-			var in AddItemIn
-			if err := json.Unmarshal(args, &in); err != nil {
-				b.Fatal(err)
-			}
-			tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: OpenSQLite sets _txlock=immediate
-			if err != nil {
-				b.Fatal(err)
-			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
-			if err != nil {
-				b.Fatal(err)
-			}
-			id, _ := res.LastInsertId()
-			if err := tx.Commit(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := json.Marshal(ItemOut{ID: int(id), Name: in.Name, Qty: in.Qty}); err != nil {
-				b.Fatal(err)
-			}
+			baselineInsert(b, ctx, db)
 		}
 	})
 	b.Run("llmtool=Invoke", func(b *testing.B) {
-		reg := benchRegistry(b, db)
-		ctx := context.Background()
-		call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear", "qty": 1}`)}
+		call := invokePath(b, ctx, benchRegistry(b, db), "add_item", insertArgs)
 		b.ReportAllocs()
 		for b.Loop() {
-			if res := reg.Invoke(ctx, call); res.IsError {
-				b.Fatal(res.Text())
-			}
+			call()
 		}
 	})
-}
-
-// enableWrites turns writes on for the context's scope where the registry
-// has per-scope write switches.
-func enableWrites(tb testing.TB, reg *llmtool.Registry, ctx context.Context) {
-	if e, ok := any(reg).(interface {
-		EnableWrites(context.Context, string) error
-	}); ok {
-		require.NoError(tb, e.EnableWrites(ctx, llmtool.ScopeFrom(ctx)), fmt.Sprint("enable writes"))
-	}
 }
 
 // BenchmarkRatio alternates each llmtool call with its hand-written
 // baseline, call by call in rotating order, so both see the same machine
 // load, and reports Invoke's time over the baseline's. ns/op is the sum of
-// both paths.
+// all paths.
 func BenchmarkRatio(b *testing.B) {
 	db := benchDB(b)
 	reg := benchRegistry(b, db)
 	ctx := context.Background()
-	readArgs, insertArgs := []byte(`{"id": 1}`), []byte(`{"name": "pear", "qty": 1}`)
-	baselineRead := func() {
-		var in GetItemIn
-		if err := json.Unmarshal(readArgs, &in); err != nil {
-			b.Fatal(err)
-		}
-		var out ItemOut
-		if err := db.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(out); err != nil {
-			b.Fatal(err)
-		}
+	paths := []func(){
+		func() { baselineRead(b, ctx, db) },
+		func() { baselineTxRead(b, ctx, db) },
+		invokePath(b, ctx, reg, "get_item", readArgs),
+		func() { baselineInsert(b, ctx, db) },
+		invokePath(b, ctx, reg, "add_item", insertArgs),
 	}
-	baselineTxRead := func() {
-		var in GetItemIn
-		if err := json.Unmarshal(readArgs, &in); err != nil {
-			b.Fatal(err)
-		}
-		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var out ItemOut
-		if err := tx.QueryRowContext(ctx, `SELECT id, name, qty FROM items WHERE id = ?`, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
-			b.Fatal(err)
-		}
-		if err := tx.Rollback(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(out); err != nil {
-			b.Fatal(err)
-		}
-	}
-	baselineInsert := func() {
-		var in AddItemIn
-		if err := json.Unmarshal(insertArgs, &in); err != nil {
-			b.Fatal(err)
-		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
-		if err != nil {
-			b.Fatal(err)
-		}
-		id, _ := res.LastInsertId()
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(ItemOut{ID: int(id), Name: in.Name, Qty: in.Qty}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	call := func(tool string, args []byte) func() {
-		c := llmtool.Call{Tool: tool, Args: args}
-		return func() {
-			if res := reg.Invoke(ctx, c); res.IsError {
-				b.Fatal(res.Text())
-			}
-		}
-	}
-	paths := []func(){baselineRead, baselineTxRead, call("get_item", readArgs), baselineInsert, call("add_item", insertArgs)}
 	spent := make([]time.Duration, len(paths))
 	i := 0
 	for b.Loop() {
@@ -238,4 +191,9 @@ func BenchmarkRatio(b *testing.B) {
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "read/baseline")
 	b.ReportMetric(float64(spent[2])/float64(spent[1]), "read/baseline-tx")
 	b.ReportMetric(float64(spent[4])/float64(spent[3]), "insert/baseline")
+}
+
+// enableWrites turns write tools on for the context's scope.
+func enableWrites(tb testing.TB, reg *llmtool.Registry, ctx context.Context) {
+	require.NoError(tb, reg.EnableWrites(ctx, llmtool.ScopeFrom(ctx)))
 }
