@@ -228,10 +228,11 @@ type txer struct {
 	sqlite bool          // enforce read-only with PRAGMA query_only
 	writes chan struct{} // one token: writes are serialized per registry
 
-	// Read connections reserved from db and kept in query_only mode, so a
-	// read call costs no PRAGMA statements. At most cap(idle) are reserved;
-	// none when the host limits db to very few connections.
-	idle     chan *sql.Conn
+	// Read connections reserved from db and kept in query_only mode, with
+	// BEGIN and COMMIT prepared once, so a read call costs neither PRAGMA
+	// statements nor parsing. At most cap(idle) are reserved; none when the
+	// host limits db to very few connections.
+	idle     chan *readConn
 	reserved atomic.Int32
 	closed   atomic.Bool
 
@@ -239,8 +240,26 @@ type txer struct {
 	dead     *sql.Tx // a finished transaction, for rows after the end
 }
 
+// readConn is a connection in query_only mode. begin and commit are
+// prepared on reserved connections and nil on one borrowed for one call.
+type readConn struct {
+	conn          *sql.Conn
+	begin, commit *sql.Stmt
+	reserved      bool // stays query_only and goes back to t.idle
+}
+
+func (rc *readConn) exec(stmt *sql.Stmt, query string) error {
+	var err error
+	if stmt != nil {
+		_, err = stmt.ExecContext(context.Background())
+	} else {
+		_, err = rc.conn.ExecContext(context.Background(), query)
+	}
+	return err
+}
+
 // maxReservedReads bounds the read connections a registry keeps. Reads
-// beyond it wait for one to be free, as they would for a pool slot.
+// beyond it borrow a pooled connection for the call.
 const maxReservedReads = 4
 
 func newTxer(db *sql.DB) *txer {
@@ -251,25 +270,24 @@ func newTxer(db *sql.DB) *txer {
 		if m := db.Stats().MaxOpenConnections; m > 0 {
 			n = min(n, (m-1)/2) // leave the host and the writer their connections
 		}
-		t.idle = make(chan *sql.Conn, max(n, 0))
+		t.idle = make(chan *readConn, max(n, 0))
 	}
 	return t
 }
 
-// readTx is a read-only transaction on a connection in query_only mode.
-// For SQLite it is a plain BEGIN on the connection rather than a *sql.Tx:
-// the same snapshot without database/sql's per-transaction goroutine.
+// readTx is a read-only transaction: for SQLite a plain BEGIN on a
+// query_only connection rather than a *sql.Tx, the same snapshot without
+// database/sql's per-transaction goroutine.
 type readTx struct {
-	conn     *sql.Conn
-	tx       *sql.Tx // non-SQLite databases: a read-only *sql.Tx
-	reserved bool    // conn stays query_only and goes back to t.idle
+	rc *readConn
+	tx *sql.Tx // non-SQLite databases: a read-only *sql.Tx
 }
 
 func (r readTx) querier() querier {
 	if r.tx != nil {
 		return r.tx
 	}
-	return r.conn
+	return r.rc.conn
 }
 
 // beginRead starts a read-only transaction: a consistent snapshot in which
@@ -279,32 +297,32 @@ func (t *txer) beginRead(ctx context.Context) (readTx, error) {
 		tx, err := t.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		return readTx{tx: tx}, err
 	}
-	conn, reserved, err := t.readConn(ctx)
+	rc, err := t.readConn(ctx)
 	if err != nil {
 		return readTx{}, err
 	}
 	// A deferred BEGIN takes no lock and cannot wait, so it runs without
 	// the caller's context: under a cancellable context the driver would
 	// start a watcher goroutine for this one statement.
-	if _, err := conn.ExecContext(context.Background(), "BEGIN"); err != nil {
-		t.putConn(conn, reserved, true)
+	if err := rc.exec(rc.begin, "BEGIN"); err != nil {
+		t.putConn(rc, true)
 		return readTx{}, err
 	}
-	return readTx{conn: conn, reserved: reserved}, nil
+	return readTx{rc: rc}, nil
 }
 
 // readConn returns a connection in query_only mode: a reserved idle one, a
 // newly reserved one while fewer than cap(t.idle) exist, or else a pooled
 // one with query_only set for this call only.
-func (t *txer) readConn(ctx context.Context) (*sql.Conn, bool, error) {
+func (t *txer) readConn(ctx context.Context) (*readConn, error) {
 	select {
-	case c := <-t.idle:
-		return c, true, nil
+	case rc := <-t.idle:
+		return rc, nil
 	default:
 	}
-	reserved := false
+	rc := &readConn{}
 	if n := t.reserved.Add(1); int(n) <= cap(t.idle) {
-		reserved = true
+		rc.reserved = true
 	} else {
 		t.reserved.Add(-1)
 	}
@@ -316,15 +334,35 @@ func (t *txer) readConn(ctx context.Context) (*sql.Conn, bool, error) {
 		}
 	}
 	if err != nil {
-		if reserved {
+		if rc.reserved {
 			t.reserved.Add(-1)
 		}
-		return nil, false, err
+		return nil, err
 	}
-	return conn, reserved, nil
+	rc.conn = conn
+	if rc.reserved {
+		// Prepared once, reused by every call on this connection; if the
+		// driver cannot prepare them, plain statements do.
+		if rc.begin, err = conn.PrepareContext(ctx, "BEGIN"); err == nil {
+			rc.commit, err = conn.PrepareContext(ctx, "COMMIT")
+		}
+		if err != nil {
+			rc.closeStmts()
+		}
+	}
+	return rc, nil
 }
 
-// endRead rolls back a read transaction and puts its connection back.
+func (rc *readConn) closeStmts() {
+	for _, st := range []**sql.Stmt{&rc.begin, &rc.commit} {
+		if *st != nil {
+			(*st).Close()
+			*st = nil
+		}
+	}
+}
+
+// endRead ends a read transaction and puts its connection back.
 func (t *txer) endRead(r readTx) {
 	if r.tx != nil {
 		_ = r.tx.Rollback()
@@ -332,11 +370,11 @@ func (t *txer) endRead(r readTx) {
 	}
 	// The transaction is read-only, so COMMIT ends the snapshot as ROLLBACK
 	// would, at less cost; ROLLBACK if COMMIT cannot (rows left open).
-	_, err := r.conn.ExecContext(context.Background(), "COMMIT")
+	err := r.rc.exec(r.rc.commit, "COMMIT")
 	if err != nil {
-		_, err = r.conn.ExecContext(context.Background(), "ROLLBACK")
+		err = r.rc.exec(nil, "ROLLBACK")
 	}
-	t.putConn(r.conn, r.reserved, err != nil)
+	t.putConn(r.rc, err != nil)
 }
 
 // deadRow returns a row whose Scan reports ErrTxDone, for QueryRow after a
@@ -355,13 +393,13 @@ func (t *txer) deadRow(ctx context.Context) *sql.Row {
 	return t.dead.QueryRowContext(ctx, "SELECT 1")
 }
 
-// putConn keeps a reserved connection for the next read, or hands a pooled
-// one back to the host with writes allowed again. A connection that failed
-// or cannot be reset is discarded, never handed back read-only.
-func (t *txer) putConn(conn *sql.Conn, reserved, failed bool) {
-	if reserved && !failed && !t.closed.Load() {
+// putConn keeps a reserved connection for the next read, or hands a
+// connection back to the host with writes allowed again. A connection that
+// failed or cannot be reset is discarded, never handed back read-only.
+func (t *txer) putConn(rc *readConn, failed bool) {
+	if rc.reserved && !failed && !t.closed.Load() {
 		select {
-		case t.idle <- conn:
+		case t.idle <- rc:
 			if t.closed.Load() { // raced with close: drain it ourselves
 				t.drain()
 			}
@@ -369,13 +407,19 @@ func (t *txer) putConn(conn *sql.Conn, reserved, failed bool) {
 		default:
 		}
 	}
-	if reserved {
+	if rc.reserved {
 		t.reserved.Add(-1)
 	}
-	if _, err := conn.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil || failed {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	t.release(rc, failed)
+}
+
+// release hands a connection back to the database's pool, writable.
+func (t *txer) release(rc *readConn, failed bool) {
+	rc.closeStmts()
+	if _, err := rc.conn.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil || failed {
+		_ = rc.conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
-	conn.Close()
+	rc.conn.Close()
 }
 
 // close hands the reserved connections back to the host's pool.
@@ -387,12 +431,9 @@ func (t *txer) close() {
 func (t *txer) drain() {
 	for {
 		select {
-		case c := <-t.idle:
+		case rc := <-t.idle:
 			t.reserved.Add(-1)
-			if _, err := c.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil {
-				_ = c.Raw(func(any) error { return driver.ErrBadConn })
-			}
-			c.Close()
+			t.release(rc, false)
 		default:
 			return
 		}
