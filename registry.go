@@ -656,6 +656,9 @@ func (r *Registry) ValidateOutput(ctx context.Context, tool string, out []byte) 
 }
 
 func decodeAny(b []byte) (any, error) {
+	if v, ok := fastDecode(b); ok {
+		return v, nil
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any

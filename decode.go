@@ -1,0 +1,294 @@
+package llmtool
+
+import (
+	"encoding/json"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// fastDecode decodes a JSON value the way a json.Decoder with UseNumber
+// does (objects as map[string]any, arrays as []any, numbers as
+// json.Number), with fewer allocations, for the small argument objects of
+// tool calls. It reports false for anything it does not handle exactly as
+// encoding/json would (invalid JSON, invalid UTF-8, deep nesting, trailing
+// data); callers then decode with encoding/json, whose result and errors
+// are the reference.
+func fastDecode(b []byte) (any, bool) {
+	d := decoder{b: b}
+	v, ok := d.value(0)
+	if !ok {
+		return nil, false
+	}
+	d.space()
+	return v, d.i == len(d.b)
+}
+
+type decoder struct {
+	b []byte
+	i int
+}
+
+const fastDecodeMaxDepth = 64
+
+func (d *decoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int) (any, bool) {
+	d.space()
+	if d.i >= len(d.b) || depth > fastDecodeMaxDepth {
+		return nil, false
+	}
+	switch c := d.b[d.i]; {
+	case c == '{':
+		return d.object(depth)
+	case c == '[':
+		return d.array(depth)
+	case c == '"':
+		return d.string()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	case d.literal("true"):
+		return true, true
+	case d.literal("false"):
+		return false, true
+	case d.literal("null"):
+		return nil, true
+	}
+	return nil, false
+}
+
+func (d *decoder) literal(s string) bool {
+	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
+		d.i += len(s)
+		return true
+	}
+	return false
+}
+
+func (d *decoder) object(depth int) (any, bool) {
+	d.i++ // {
+	m := make(map[string]any)
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return m, true
+	}
+	for {
+		d.space()
+		if d.i >= len(d.b) || d.b[d.i] != '"' {
+			return nil, false
+		}
+		k, ok := d.string()
+		if !ok {
+			return nil, false
+		}
+		d.space()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return nil, false
+		}
+		d.i++
+		v, ok := d.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		m[k.(string)] = v
+		d.space()
+		if d.i >= len(d.b) {
+			return nil, false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+func (d *decoder) array(depth int) (any, bool) {
+	d.i++ // [
+	a := []any{}
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		return a, true
+	}
+	for {
+		v, ok := d.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		d.space()
+		if d.i >= len(d.b) {
+			return nil, false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return a, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+func (d *decoder) number() (any, bool) {
+	start := d.i
+	digits := func() int {
+		n := 0
+		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+			d.i++
+			n++
+		}
+		return n
+	}
+	if d.b[d.i] == '-' {
+		d.i++
+	}
+	if d.i < len(d.b) && d.b[d.i] == '0' {
+		d.i++
+	} else if digits() == 0 {
+		return nil, false
+	}
+	if d.i < len(d.b) && d.b[d.i] == '.' {
+		d.i++
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
+			d.i++
+		}
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	return json.Number(d.b[start:d.i]), true
+}
+
+// string decodes a string; it declines invalid UTF-8 and lone surrogates,
+// which encoding/json replaces with U+FFFD.
+func (d *decoder) string() (any, bool) {
+	d.i++ // "
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			if !utf8.Valid(s) {
+				return nil, false
+			}
+			return string(s), true
+		case c == '\\':
+			return d.escaped(start)
+		case c < 0x20:
+			return nil, false
+		default:
+			d.i++
+		}
+	}
+	return nil, false
+}
+
+func (d *decoder) escaped(start int) (any, bool) {
+	out := make([]byte, 0, d.i-start+16)
+	out = append(out, d.b[start:d.i]...)
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			if !utf8.Valid(out) {
+				return nil, false
+			}
+			return string(out), true
+		case c < 0x20:
+			return nil, false
+		case c != '\\':
+			out = append(out, c)
+			d.i++
+			continue
+		}
+		if d.i+1 >= len(d.b) {
+			return nil, false
+		}
+		e := d.b[d.i+1]
+		d.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := d.hex4()
+			if !ok {
+				return nil, false
+			}
+			if utf16.IsSurrogate(r) {
+				if d.i+1 >= len(d.b) || d.b[d.i] != '\\' || d.b[d.i+1] != 'u' {
+					return nil, false
+				}
+				d.i += 2
+				r2, ok := d.hex4()
+				if !ok {
+					return nil, false
+				}
+				r = utf16.DecodeRune(r, r2)
+				if r == utf8.RuneError {
+					return nil, false
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if d.i+4 > len(d.b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d.b[d.i : d.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	d.i += 4
+	return r, true
+}

@@ -1,0 +1,71 @@
+package llmtool
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// referenceDecode is what fastDecode must agree with.
+func referenceDecode(b []byte) (any, bool) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return nil, false
+	}
+	if _, err := d.Token(); err == nil {
+		return nil, false // trailing data
+	}
+	return v, true
+}
+
+var decodeSeeds = []string{
+	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `1.5e-3`, `-12E+2`, `"x"`,
+	`{"id": 1, "maxChars": 40}`, ` {"a":[1,"b",{"c":null}],"d":true} `,
+	`{"s":"tab\tnew\nline \"q\" \\ \/ \u00e9 \ud83d\ude00 \b\f\r"}`,
+	`{"dup":1,"dup":2}`, `{"nested":{"deeper":{"deepest":[[[]]]}}}`,
+	`{"bad":01}`, `{"bad":1.}`, `{"bad":.5}`, `{"bad":-}`, `{"bad":1e}`, `{"a":1,}`, `[1,]`, `{"a" 1}`,
+	`{"lone":"\ud800"}`, `{"lone":"\udc00x"}`, "{\"ctl\":\"a\x01b\"}", "{\"utf8\":\"\xff\"}", `{"esc":"\x"}`,
+	`{"u":"\u12"}`, `{} {}`, `{}x`, `"unterminated`, `{"a":tru}`, `nul`, ``, `   `,
+	"{\"é\":\"ü\"}", `{"a":"\u0000"}`,
+}
+
+func TestFastDecodeAgrees(t *testing.T) {
+	t.Parallel()
+	for _, s := range decodeSeeds {
+		checkFastDecode(t, []byte(s))
+	}
+}
+
+func FuzzFastDecode(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkFastDecode)
+}
+
+// checkFastDecode: whenever fastDecode accepts b, encoding/json accepts it
+// too and decodes the same value.
+func checkFastDecode(t *testing.T, b []byte) {
+	got, ok := fastDecode(b)
+	if !ok {
+		return
+	}
+	want, wantOK := referenceDecode(b)
+	require.True(t, wantOK, "fastDecode accepted %q, which encoding/json refuses", b)
+	require.Equal(t, want, got, "input %q", b)
+}
+
+// The fast path must take the inputs models usually send, or it buys
+// nothing.
+func TestFastDecodeTakesCommonInput(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{`{}`, `{"id": 1, "maxChars": 40}`, ` {"a":[1,"b",{"c":null}],"d":true} `,
+		`{"s":"tab\tnew\nline \"q\" \\ \/ \u00e9 \ud83d\ude00"}`, "{\"é\":\"ü\"}", `{"n":-12.5e+3}`} {
+		_, ok := fastDecode([]byte(s))
+		require.True(t, ok, s)
+	}
+}
