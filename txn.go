@@ -244,18 +244,42 @@ type txer struct {
 // prepared on reserved connections and nil on one borrowed for one call.
 type readConn struct {
 	conn          *sql.Conn
-	begin, commit *sql.Stmt
-	reserved      bool // stays query_only and goes back to t.idle
+	begin, commit driver.StmtExecContext // prepared on the driver's connection
+	reserved      bool                   // stays query_only and goes back to t.idle
 }
 
-func (rc *readConn) exec(stmt *sql.Stmt, query string) error {
-	var err error
-	if stmt != nil {
-		_, err = stmt.ExecContext(context.Background())
-	} else {
-		_, err = rc.conn.ExecContext(context.Background(), query)
+// exec runs a prepared statement on the driver's connection directly, or
+// query when there is none.
+func (rc *readConn) exec(stmt driver.StmtExecContext, query string) error {
+	if stmt == nil {
+		_, err := rc.conn.ExecContext(context.Background(), query)
+		return err
 	}
-	return err
+	return rc.conn.Raw(func(any) error {
+		_, err := stmt.ExecContext(context.Background(), nil)
+		return err
+	})
+}
+
+// prepare prepares query on the driver's connection, or returns nil if the
+// driver cannot.
+func (rc *readConn) prepare(ctx context.Context, query string) driver.StmtExecContext {
+	var st driver.StmtExecContext
+	_ = rc.conn.Raw(func(dc any) error {
+		p, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return nil
+		}
+		ds, err := p.PrepareContext(ctx, query)
+		if err != nil {
+			return nil
+		}
+		if st, ok = ds.(driver.StmtExecContext); !ok {
+			ds.Close()
+		}
+		return nil
+	})
+	return st
 }
 
 // maxReservedReads bounds the read connections a registry keeps. Reads
@@ -343,10 +367,8 @@ func (t *txer) readConn(ctx context.Context) (*readConn, error) {
 	if rc.reserved {
 		// Prepared once, reused by every call on this connection; if the
 		// driver cannot prepare them, plain statements do.
-		if rc.begin, err = conn.PrepareContext(ctx, "BEGIN"); err == nil {
-			rc.commit, err = conn.PrepareContext(ctx, "COMMIT")
-		}
-		if err != nil {
+		rc.begin, rc.commit = rc.prepare(ctx, "BEGIN"), rc.prepare(ctx, "COMMIT")
+		if rc.begin == nil || rc.commit == nil {
 			rc.closeStmts()
 		}
 	}
@@ -354,12 +376,15 @@ func (t *txer) readConn(ctx context.Context) (*readConn, error) {
 }
 
 func (rc *readConn) closeStmts() {
-	for _, st := range []**sql.Stmt{&rc.begin, &rc.commit} {
-		if *st != nil {
-			(*st).Close()
+	_ = rc.conn.Raw(func(any) error {
+		for _, st := range []*driver.StmtExecContext{&rc.begin, &rc.commit} {
+			if c, ok := (*st).(driver.Stmt); ok {
+				c.Close()
+			}
 			*st = nil
 		}
-	}
+		return nil
+	})
 }
 
 // endRead ends a read transaction and puts its connection back.
