@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -431,6 +432,44 @@ func TestDefaultsTopLevelAndNested(t *testing.T) {
 		t.Run(tc.tool+tc.args, func(t *testing.T) {
 			t.Parallel()
 			res := invoke(reg, tc.tool, tc.args)
+			require.False(t, res.IsError, res.Text())
+			require.JSONEq(t, tc.want, string(res.JSON))
+		})
+	}
+}
+
+// A flat In is filled from the decoded arguments without a second JSON
+// decode; values that need encoding/json's own handling still get its
+// result, so both paths behave alike.
+func TestFlatInputMatchesJSONDecoding(t *testing.T) {
+	t.Parallel()
+	type small struct {
+		S  string  `json:"s,omitempty"`
+		B  bool    `json:"b,omitempty"`
+		I8 int8    `json:"i8,omitempty"`
+		U  uint16  `json:"u,omitempty"`
+		F  float32 `json:"f,omitempty"`
+		N  int64   `json:"n,omitempty"`
+	}
+	echo := llmtool.Read("echo_small", "Echo.", func(c *llmtool.ReadCtx, in small) (small, error) { return in, nil })
+	reg := newRegistry(t, openDB(t), llmtool.DefineTools("small", echo))
+	tests := []struct{ args, want string }{
+		{`{"s":"x","b":true,"i8":-128,"u":65535,"f":1.5,"n":9007199254740993}`, `{"s":"x","b":true,"i8":-128,"u":65535,"f":1.5,"n":9007199254740993}`},
+		{`{"s":null,"i8":null}`, `{}`},
+		{`{"i8":300}`, `Error: /i8: number 300 does not fit int8. Send a value in range for the parameter.`},
+		{`{"u":70000}`, `Error: /u: number 70000 does not fit uint16. Send a value in range for the parameter.`},
+		{`{"f":1e39}`, `Error: /f: number 1e39 does not fit float32. Send a value in range for the parameter.`},
+		{`{"i8":1.0}`, `Error: /i8: number 1.0 does not fit int8. Send a value in range for the parameter.`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.args, func(t *testing.T) {
+			t.Parallel()
+			res := invoke(reg, "echo_small", tc.args)
+			if strings.HasPrefix(tc.want, "Error: ") {
+				require.True(t, res.IsError)
+				require.Equal(t, tc.want, res.Text())
+				return
+			}
 			require.False(t, res.IsError, res.Text())
 			require.JSONEq(t, tc.want, string(res.JSON))
 		})

@@ -498,13 +498,14 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		refused = err != nil
 		var (
 			args []byte
-			fill uint64 // top-level defaults to set on In
+			fill uint64         // top-level defaults to set on In
+			argv map[string]any // the decoded arguments, for a flat In
 		)
 		if err == nil {
-			args, fill, err = t.prepare(call.Args)
+			args, fill, argv, err = t.prepare(call.Args)
 		}
 		if err == nil {
-			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, fill, &res)
+			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, prepared{fill: fill, argv: argv}, &res)
 		}
 	}
 	if err != nil {
@@ -548,46 +549,48 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 	return out, err
 }
 
-// prepare turns the model's arguments into validated JSON for In, and the
-// set of top-level defaults to apply after decoding it.
-func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, error) {
+// prepare turns the model's arguments into validated JSON for In, the set
+// of top-level defaults to apply after decoding it, and the decoded
+// argument object when In can be filled from it directly.
+func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+			return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 		}
 		raw = bytes.TrimSpace([]byte(s))
 		if len(raw) > 0 && raw[0] != '{' {
-			return nil, 0, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
+			return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
 		}
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, 0, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
+		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
 	v, err := decodeAny(raw)
 	if err != nil {
-		return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
 	// Models often send null for an optional parameter they mean to leave
 	// out; where null is not a value the parameter takes, it means absent.
 	dropped := t.in.root.dropNulls(v)
 	if err := t.in.validate(v); err != nil {
-		return nil, 0, t.in.validationError(err)
+		return nil, 0, nil, t.in.validationError(err)
 	}
 	if !t.in.nestedDefaults {
 		// A dropped null decodes as the zero value, as an absent field
 		// does; absent fields with defaults are set on In by run.
-		return raw, t.in.missingDefaults(v), nil
+		m, _ := v.(map[string]any)
+		return raw, t.in.missingDefaults(v), m, nil
 	}
 	if t.in.root.applyDefaults(v) || dropped {
 		b, err := marshal(v)
-		return b, 0, err
+		return b, 0, nil, err
 	}
-	return raw, 0, nil
+	return raw, 0, nil, nil
 }
 
 func jsonKind(raw []byte) string {

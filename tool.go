@@ -128,10 +128,9 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 	return define[In, Out](name, description, true, opts, func(guards []func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error) {
 		return func(c *ReadCtx, args []byte) ([]byte, error) {
 			var in In
-			if err := decodeArgs(args, &in); err != nil {
+			if err := c.call.decodeIn(args, &in); err != nil {
 				return nil, err
 			}
-			c.call.tool.in.setDefaults(&in, c.call.fill)
 			if err := c.checkRefs(in); err != nil {
 				return nil, err
 			}
@@ -161,10 +160,9 @@ func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (O
 	return define[In, Out](name, description, false, opts, func(guards []func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error) {
 		return func(c *ReadCtx, args []byte) ([]byte, error) {
 			var in In
-			if err := decodeArgs(args, &in); err != nil {
+			if err := c.call.decodeIn(args, &in); err != nil {
 				return nil, err
 			}
-			c.call.tool.in.setDefaults(&in, c.call.fill)
 			if err := c.checkRefs(in); err != nil {
 				return nil, err
 			}

@@ -62,7 +62,8 @@ type callState struct {
 	done        atomic.Bool
 	afterCommit []func()
 	content     []Content // parts of a Rich result
-	fill        uint64    // top-level defaults to set on In (see compiledSchema.defaults)
+	fill        uint64         // top-level defaults to set on In (see compiledSchema.defaults)
+	argv        map[string]any // the decoded arguments, when In is flat
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -196,6 +197,26 @@ func (c *WriteCtx) AfterCommit(f func()) {
 		return
 	}
 	c.call.afterCommit = append(c.call.afterCommit, f)
+}
+
+// prepared is what argument preparation hands to the call.
+type prepared struct {
+	fill uint64
+	argv map[string]any
+}
+
+// decodeIn fills in (a pointer to the tool's In) from the call's arguments:
+// straight from the decoded object when In is a flat struct of scalars,
+// else by decoding the JSON; then sets the missing defaults.
+func (cs *callState) decodeIn(args []byte, in any) error {
+	schema := cs.tool.in
+	if cs.argv == nil || !schema.flat || !schema.fillFlat(in, cs.argv) {
+		if err := decodeArgs(args, in); err != nil {
+			return err
+		}
+	}
+	schema.setDefaults(in, cs.fill)
+	return nil
 }
 
 // Reporter receives a handler's progress and log messages. Adapters set one
@@ -517,14 +538,14 @@ func (r *Registry) Close() error {
 }
 
 // exec runs a prepared call in its transaction.
-func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, fill uint64, res *Result) (out []byte, committed bool, err error) {
+func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, res *Result) (out []byte, committed bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
 	if r.tx.db == nil {
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
-	cs := &callState{reg: r, tool: t, fill: fill}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}
 	if t.spec.ReadOnly {
 		rt, err := r.tx.beginRead(ctx)
 		if err != nil {
