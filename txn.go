@@ -61,7 +61,7 @@ type callState struct {
 	mu          sync.RWMutex
 	done        atomic.Bool
 	afterCommit []func()
-	content     []Content // parts of a Rich result
+	content     []Content      // parts of a Rich result
 	fill        uint64         // top-level defaults to set on In (see compiledSchema.defaults)
 	argv        map[string]any // the decoded arguments, when In is flat
 }
