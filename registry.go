@@ -702,15 +702,32 @@ func encodeOut(out any) ([]byte, error) {
 
 // marshal encodes v as compact JSON without HTML escaping.
 func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	defer func() {
+		if e.buf.Cap() <= 64<<10 { // keep small buffers only
+			encoders.Put(e)
+		}
+	}()
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil
+	b := e.buf.Bytes()
+	return bytes.Clone(b[:len(b)-1]), nil
 }
+
+// encoder is a reusable JSON encoder that does not escape HTML.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := new(encoder)
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 func appendJSONString(b []byte, s string) []byte {
 	m, _ := marshal(s)

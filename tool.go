@@ -143,10 +143,11 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 			if err != nil {
 				return nil, err
 			}
-			if r, ok := any(out).(Rich); ok {
-				c.call.content = r.Content
+			b, err := encodeOut(out)
+			if err == nil && c.call.tool.spec.Rich {
+				c.call.content = any(out).(Rich).Content
 			}
-			return encodeOut(out)
+			return b, err
 		}
 	})
 }
@@ -175,10 +176,11 @@ func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (O
 			if err != nil {
 				return nil, err
 			}
-			if r, ok := any(out).(Rich); ok {
-				c.call.content = r.Content
+			b, err := encodeOut(out)
+			if err == nil && c.call.tool.spec.Rich {
+				c.call.content = any(out).(Rich).Content
 			}
-			return encodeOut(out)
+			return b, err
 		}
 	})
 }

@@ -545,13 +545,18 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 	if r.tx.db == nil {
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
-	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}
 	if t.spec.ReadOnly {
 		rt, err := r.tx.beginRead(ctx)
 		if err != nil {
 			return nil, false, beginErr(ctx, err)
 		}
-		c := &ReadCtx{Context: ctx, call: cs, q: rt.querier()}
+		// One allocation for the call's state and its context.
+		rc := &struct {
+			cs callState
+			c  ReadCtx
+		}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}}
+		cs, c := &rc.cs, &rc.c
+		*c = ReadCtx{Context: ctx, call: cs, q: rt.querier()}
 		out, err = r.run(t, c, args)
 		if err == nil {
 			err = ctx.Err()
@@ -564,6 +569,7 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 		res.Content = cs.content
 		return out, false, nil
 	}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}
 	tx, err := r.tx.beginWrite(ctx)
 	if err != nil {
 		return nil, false, beginErr(ctx, err)
