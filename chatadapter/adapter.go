@@ -141,8 +141,7 @@ type Adapter struct {
 	maxParallel int
 	locale      string
 
-	defs  sync.Map // defKey → *toolDef
-	plans sync.Map // *llmtool.Spec → *nullPlan (possibly nil)
+	defs sync.Map // defKey → *toolDef
 
 	mu   sync.Mutex
 	sets [numShapes][]*cachedSet // most recent first
@@ -364,19 +363,4 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 func asObject(v any) object {
 	o, _ := v.(object)
 	return o
-}
-
-// plan returns the null-removal plan of a tool's arguments.
-func (a *Adapter) plan(spec *llmtool.Spec) *nullPlan {
-	if p, ok := a.plans.Load(spec); ok {
-		return p.(*nullPlan)
-	}
-	var p *nullPlan
-	if v, err := parseOrdered(spec.InputSchema); err == nil {
-		if o, ok := v.(object); ok {
-			p = buildNullPlan(o)
-		}
-	}
-	a.plans.Store(spec, p)
-	return p
 }

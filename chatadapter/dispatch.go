@@ -1,7 +1,6 @@
 package chatadapter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,7 +69,7 @@ func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Repl
 	if err != nil {
 		return nil, err
 	}
-	out := a.execute(ctx, calls, shape.strict())
+	out := a.Execute(ctx, calls)
 	return &Reply{Outcomes: out, Messages: Render(shape, out)}, nil
 }
 
@@ -78,15 +77,10 @@ func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Repl
 // and returns their outcomes in the same order. It never fails: every
 // problem is an error Result.
 //
-// Arguments go to Invoke as they are. Dispatch with a strict shape (and
-// Run with Strict) first removes the nulls strict mode makes the model send
-// for optional parameters it leaves out, which is why such a turn should
-// go through Dispatch.
+// Arguments go to Invoke as they are: the nulls a strict-mode model sends
+// for optional parameters it leaves out mean "absent" to Invoke itself,
+// for every adapter.
 func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
-	return a.execute(ctx, calls, false)
-}
-
-func (a *Adapter) execute(ctx context.Context, calls []ToolCall, strict bool) []Outcome {
 	out := make([]Outcome, len(calls))
 	obs := newObserver(ctx)
 	locale := LocaleFrom(ctx)
@@ -108,7 +102,7 @@ func (a *Adapter) execute(ctx context.Context, calls []ToolCall, strict bool) []
 		}
 		if j-i == 1 || a.maxParallel == 1 {
 			for k := i; k < j; k++ {
-				out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs, strict)
+				out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs)
 			}
 		} else {
 			sem := make(chan struct{}, a.maxParallel)
@@ -117,7 +111,7 @@ func (a *Adapter) execute(ctx context.Context, calls []ToolCall, strict bool) []
 				sem <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-sem }()
-					out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs, strict)
+					out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs)
 				})
 			}
 			wg.Wait()
@@ -129,7 +123,7 @@ func (a *Adapter) execute(ctx context.Context, calls []ToolCall, strict bool) []
 
 func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 
-func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, locale string, obs *observer, strict bool) Outcome {
+func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, locale string, obs *observer) Outcome {
 	ev := Event{Index: index, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
 	if obs != nil {
 		ev.FriendlyName = a.reg.FriendlyName(c.Name, locale)
@@ -137,43 +131,14 @@ func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool
 		obs.emit(ev)
 		ctx = llmtool.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
-	args := c.Args
-	if strict && spec != nil {
-		args = a.stripNulls(spec, args)
-	}
 	start := time.Now()
-	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: args})
+	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args})
 	d := time.Since(start)
 	if obs != nil {
 		ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
 		obs.emit(ev)
 	}
 	return Outcome{Call: c, Result: res, Duration: d}
-}
-
-// stripNulls removes the nulls a strict-mode model sends for optional
-// parameters that do not accept null, which mean "not given" (strict
-// schemas make such parameters required and nullable). Arguments without
-// such a null pass through untouched.
-func (a *Adapter) stripNulls(spec *llmtool.Spec, args json.RawMessage) json.RawMessage {
-	if !bytes.Contains(args, []byte("null")) {
-		return args
-	}
-	p := a.plan(spec)
-	if p == nil {
-		return args
-	}
-	d := json.NewDecoder(bytes.NewReader(args))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil || d.More() || !p.apply(v) {
-		return args
-	}
-	b, err := marshal(v)
-	if err != nil {
-		return args
-	}
-	return b
 }
 
 // EventKind says what an Event reports.

@@ -165,7 +165,7 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 			t.Answer = content
 			return t, nil
 		}
-		out := a.execute(ctx, calls, cfg.shape.strict())
+		out := a.Execute(ctx, calls)
 		t.Outcomes = append(t.Outcomes, out...)
 		t.Messages = append(t.Messages, Render(OpenAIChat, out)...)
 	}
