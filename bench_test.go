@@ -63,6 +63,30 @@ func baselineRead(b *testing.B, ctx context.Context, db *sql.DB) {
 	}
 }
 
+// baselinePreparedRead is baselineRead on a statement prepared once: what
+// the statements a read connection keeps prepared save.
+func baselinePreparedRead(b *testing.B, ctx context.Context, st *sql.Stmt) {
+	var in GetItemIn
+	if err := json.Unmarshal(readArgs, &in); err != nil {
+		b.Fatal(err)
+	}
+	var out ItemOut
+	if err := st.QueryRowContext(ctx, in.ID).Scan(&out.ID, &out.Name, &out.Qty); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := json.Marshal(out); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// prepareRead prepares baselinePreparedRead's statement.
+func prepareRead(b *testing.B, db *sql.DB) *sql.Stmt {
+	st, err := db.Prepare(`SELECT id, name, qty FROM items WHERE id = ?`)
+	require.NoError(b, err)
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
 // baselineTxRead is baselineRead inside a read-only *sql.Tx: what a
 // consistent snapshot costs with plain database/sql.
 func baselineTxRead(b *testing.B, ctx context.Context, db *sql.DB) {
@@ -129,6 +153,13 @@ func BenchmarkRead(b *testing.B) {
 			baselineRead(b, ctx, db)
 		}
 	})
+	b.Run("baseline-prepared=Stmt.QueryRow+json.Marshal", func(b *testing.B) {
+		st := prepareRead(b, db)
+		b.ReportAllocs()
+		for b.Loop() {
+			baselinePreparedRead(b, ctx, st)
+		}
+	})
 	b.Run("baseline-tx=BEGIN+QueryRow+ROLLBACK+json.Marshal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -170,12 +201,14 @@ func BenchmarkRatio(b *testing.B) {
 	db := benchDB(b)
 	reg := benchRegistry(b, db)
 	ctx := context.Background()
+	st := prepareRead(b, db)
 	paths := []func(){
 		func() { baselineRead(b, ctx, db) },
 		func() { baselineTxRead(b, ctx, db) },
 		invokePath(b, ctx, reg, "get_item", readArgs),
 		func() { baselineInsert(b, ctx, db) },
 		invokePath(b, ctx, reg, "add_item", insertArgs),
+		func() { baselinePreparedRead(b, ctx, st) },
 	}
 	spent := make([]time.Duration, len(paths))
 	i := 0
@@ -190,6 +223,7 @@ func BenchmarkRatio(b *testing.B) {
 	}
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "read/baseline")
 	b.ReportMetric(float64(spent[2])/float64(spent[1]), "read/baseline-tx")
+	b.ReportMetric(float64(spent[2])/float64(spent[5]), "read/baseline-prepared")
 	b.ReportMetric(float64(spent[4])/float64(spent[3]), "insert/baseline")
 }
 

@@ -26,7 +26,14 @@ var ErrTxDone = sql.ErrTxDone
 // write, and the database refuses writes in its transaction too.
 //
 // A ReadCtx is valid only until the handler returns; afterwards its context
-// is cancelled and its queries fail with ErrTxDone.
+// is cancelled and its queries fail with ErrTxDone. Rows and rows a read
+// tool's handler leaves open are closed when it returns.
+//
+// With SQLite, a read tool's queries run on statements its connection keeps
+// prepared, keyed by query text, so a tool's SQL is parsed once per
+// connection rather than once per call. Pass values as arguments rather
+// than formatting them into the text; a connection keeps at most 64
+// statements.
 type ReadCtx struct {
 	context.Context // the caller's context; Err reports Canceled once the handler returned
 	call            *callState
@@ -263,10 +270,141 @@ type txer struct {
 
 // readConn is a connection in query_only mode. begin and commit are
 // prepared on reserved connections and nil on one borrowed for one call.
+//
+// A reserved connection also keeps the statements its calls run, prepared
+// (see stmt), so a tool's query is parsed and planned once per connection
+// rather than once per call. A read call has the connection to itself, but
+// its handler may query from several goroutines before it returns, so mu
+// guards the bookkeeping.
 type readConn struct {
 	conn          *sql.Conn
 	begin, commit driver.StmtExecContext // prepared on the driver's connection
 	reserved      bool                   // stays query_only and goes back to t.idle
+
+	mu    sync.Mutex
+	call  uint64                 // counts the calls run on this connection
+	stmts map[string]*cachedStmt // by query text; nil unless reserved
+	lent  []lent                 // results handed out in the current call
+}
+
+// cachedStmt is a statement prepared on a reserved read connection.
+type cachedStmt struct {
+	st   *sql.Stmt
+	call uint64    // the call it was last lent to
+	rows *sql.Rows // lent as rows in that call: free again once they close
+}
+
+// lent is a query result handed to a handler, closed when the call ends if
+// the handler left it open, so no statement outlives its call.
+type lent struct {
+	rows *sql.Rows
+	row  *sql.Row
+}
+
+// maxCachedStmts bounds the statements a reserved read connection keeps.
+const maxCachedStmts = 64
+
+// stmt returns a prepared statement for query that no open result of the
+// current call is using, preparing it on first use, or nil: the connection
+// keeps no statements, or query is in use in this call (a nested query with
+// the same text), or it failed to prepare (running it unprepared reports
+// the error). A statement is free once the call that used it ended, because
+// endRead closes every result a call left open.
+func (rc *readConn) stmt(ctx context.Context, query string) *cachedStmt {
+	if !rc.reserved {
+		return nil
+	}
+	s := rc.stmts[query]
+	switch {
+	case s == nil:
+		if len(rc.stmts) >= maxCachedStmts && !rc.evict() {
+			return nil
+		}
+		st, err := rc.conn.PrepareContext(ctx, query)
+		if err != nil {
+			return nil
+		}
+		s = &cachedStmt{st: st}
+		if rc.stmts == nil {
+			rc.stmts = make(map[string]*cachedStmt)
+		}
+		rc.stmts[query] = s
+	case s.call == rc.call:
+		// Lent earlier in this call: free only if it was lent as rows that
+		// have been closed since (Columns fails on closed rows).
+		if s.rows == nil {
+			return nil
+		}
+		if _, err := s.rows.Columns(); err == nil {
+			return nil
+		}
+	}
+	s.call, s.rows = rc.call, nil
+	return s
+}
+
+// evict closes and forgets one statement not lent in the current call,
+// reporting whether there was one.
+func (rc *readConn) evict() bool {
+	for q, s := range rc.stmts {
+		if s.call != rc.call {
+			s.st.Close()
+			delete(rc.stmts, q)
+			return true
+		}
+	}
+	return false
+}
+
+// QueryContext runs query on the connection, on its prepared statement when
+// it has one, and remembers the rows so endRead can close them.
+func (rc *readConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var rows *sql.Rows
+	var err error
+	if s := rc.stmt(ctx, query); s != nil {
+		rows, err = s.st.QueryContext(ctx, args...)
+		s.rows = rows
+	} else {
+		rows, err = rc.conn.QueryContext(ctx, query, args...)
+	}
+	if rows != nil {
+		rc.lent = append(rc.lent, lent{rows: rows})
+	}
+	return rows, err
+}
+
+// QueryRowContext is QueryContext for at most one row.
+func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var row *sql.Row
+	if s := rc.stmt(ctx, query); s != nil {
+		row = s.st.QueryRowContext(ctx, args...)
+	} else {
+		row = rc.conn.QueryRowContext(ctx, query, args...)
+	}
+	rc.lent = append(rc.lent, lent{row: row})
+	return row
+}
+
+// closeLent closes the results the ending call left open, resetting their
+// statements before the transaction ends. Scan with no destinations closes
+// a row whether or not the handler scanned it.
+func (rc *readConn) closeLent() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for i, l := range rc.lent {
+		if l.rows != nil {
+			l.rows.Close()
+		} else {
+			_ = l.row.Scan()
+		}
+		rc.lent[i] = lent{}
+	}
+	rc.lent = rc.lent[:0]
+	rc.call++
 }
 
 // exec runs a prepared statement on the driver's connection directly, or
@@ -332,7 +470,7 @@ func (r readTx) querier() querier {
 	if r.tx != nil {
 		return r.tx
 	}
-	return r.rc.conn
+	return r.rc
 }
 
 // beginRead starts a read-only transaction: a consistent snapshot in which
@@ -397,6 +535,10 @@ func (t *txer) readConn(ctx context.Context) (*readConn, error) {
 }
 
 func (rc *readConn) closeStmts() {
+	for q, s := range rc.stmts {
+		s.st.Close()
+		delete(rc.stmts, q)
+	}
 	_ = rc.conn.Raw(func(any) error {
 		for _, st := range []*driver.StmtExecContext{&rc.begin, &rc.commit} {
 			if c, ok := (*st).(driver.Stmt); ok {
@@ -415,7 +557,8 @@ func (t *txer) endRead(r readTx) {
 		return
 	}
 	// The transaction is read-only, so COMMIT ends the snapshot as ROLLBACK
-	// would, at less cost; ROLLBACK if COMMIT cannot (rows left open).
+	// would, at less cost; ROLLBACK if COMMIT cannot.
+	r.rc.closeLent()
 	err := r.rc.exec(r.rc.commit, "COMMIT")
 	if err != nil {
 		err = r.rc.exec(nil, "ROLLBACK")

@@ -2,6 +2,7 @@ package llmtool_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -108,4 +109,152 @@ func TestRegistryClose(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
+}
+
+// A read connection keeps the statements its calls run prepared. A query
+// whose text is already in use in the same call (nested rows, a row not yet
+// scanned) must run on its own statement, not reset the open one.
+func TestPreparedStatementsInOneCall(t *testing.T) {
+	t.Parallel()
+	const all = `SELECT name FROM items ORDER BY id`
+	const byID = `SELECT name FROM items WHERE id = ?`
+	type out struct {
+		Seen []string `json:"seen"`
+	}
+	nested := llmtool.Read("nested", "Run the same queries nested and in loops.",
+		func(c *llmtool.ReadCtx, _ struct{}) (out, error) {
+			var o out
+			rows, err := c.Query(all)
+			if err != nil {
+				return o, err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var outer, inner, again string
+				if err := rows.Scan(&outer); err != nil {
+					return o, err
+				}
+				// Two rows of the same text open at once, scanned in
+				// reverse order, while the outer rows are open too.
+				r1, r2 := c.QueryRow(byID, 1), c.QueryRow(byID, 3)
+				if err := r2.Scan(&again); err != nil {
+					return o, err
+				}
+				if err := r1.Scan(&inner); err != nil {
+					return o, err
+				}
+				if err := c.QueryRow(all).Scan(&inner); err != nil {
+					return o, err
+				}
+				o.Seen = append(o.Seen, outer+"/"+again+"/"+inner)
+			}
+			if err := rows.Err(); err != nil {
+				return o, err
+			}
+			// The closed rows' statement is free again in the same call.
+			rows.Close()
+			for range 2 {
+				again, err := c.Query(all)
+				if err != nil {
+					return o, err
+				}
+				n := 0
+				for again.Next() {
+					n++
+				}
+				again.Close()
+				o.Seen = append(o.Seen, fmt.Sprint(n))
+			}
+			return o, nil
+		})
+	db := openDB(t)
+	_, err := db.Exec(`INSERT INTO items (id, name) VALUES (2, 'pear'), (3, 'plum')`)
+	require.NoError(t, err)
+	reg := newRegistry(t, db, llmtool.DefineTools("nested", nested))
+	for range 3 { // the second and third calls run on statements the first prepared
+		res := invoke(reg, "nested", `{}`)
+		require.False(t, res.IsError, res.Text())
+		require.JSONEq(t, `{"seen":["apple/plum/apple","pear/plum/apple","plum/plum/apple","3","3"]}`, string(res.JSON))
+	}
+}
+
+// Results a handler leaves open are closed when its call ends, so the next
+// call on the connection gets a fresh snapshot and prepared statements that
+// are not mid-step, and Close does not wait on them.
+func TestResultsLeftOpenAreClosed(t *testing.T) {
+	t.Parallel()
+	type out struct {
+		N int `json:"n"`
+	}
+	leaky := llmtool.Read("leaky", "Count items, leaving results open.",
+		func(c *llmtool.ReadCtx, _ struct{}) (out, error) {
+			var o out
+			if _, err := c.Query(`SELECT name FROM items`); err != nil { // left open on purpose
+				return o, err
+			}
+			_ = c.QueryRow(`SELECT name FROM items WHERE id = ?`, 1) // never scanned
+			return o, c.QueryRow(`SELECT count(*) FROM items`).Scan(&o.N)
+		})
+	db := openDB(t)
+	reg := newRegistry(t, db, llmtool.DefineTools("leaky", leaky))
+	for want := 1; want <= 4; want++ {
+		res := invoke(reg, "leaky", `{}`)
+		require.False(t, res.IsError, res.Text())
+		require.JSONEq(t, fmt.Sprintf(`{"n":%d}`, want), string(res.JSON), "each call sees the rows committed before it")
+		_, err := db.Exec(`INSERT INTO items (name) VALUES ('more')`)
+		require.NoError(t, err)
+	}
+	require.NoError(t, reg.Close())
+	_, err := db.Exec(`INSERT INTO items (name) VALUES ('after close')`)
+	require.NoError(t, err)
+}
+
+// Prepared statements follow schema changes, and a connection keeps a
+// bounded number of them: more distinct query texts than it keeps still
+// run, each with its own result.
+func TestPreparedStatementsFollowSchemaAndEvict(t *testing.T) {
+	t.Parallel()
+	type colsOut struct {
+		Columns []string `json:"columns"`
+	}
+	cols := llmtool.Read("columns", "List the columns of item 1.",
+		func(c *llmtool.ReadCtx, _ struct{}) (colsOut, error) {
+			rows, err := c.Query(`SELECT * FROM items WHERE id = 1`)
+			if err != nil {
+				return colsOut{}, err
+			}
+			defer rows.Close()
+			names, err := rows.Columns()
+			return colsOut{Columns: names}, err
+		})
+	addColumn := llmtool.Write("add_column", "Add a column to items.",
+		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) {
+			_, err := c.Exec(`ALTER TABLE items ADD COLUMN note TEXT`)
+			return struct{}{}, err
+		})
+	type nIn struct {
+		N int `json:"n"`
+	}
+	type nOut struct {
+		V int `json:"v"`
+	}
+	distinct := llmtool.Read("distinct", "Run a query whose text depends on n.",
+		func(c *llmtool.ReadCtx, in nIn) (nOut, error) {
+			var o nOut
+			return o, c.QueryRow(fmt.Sprintf(`SELECT %d + qty FROM items WHERE id = ?`, in.N), 1).Scan(&o.V)
+		})
+	reg := newRegistry(t, openDB(t), llmtool.DefineTools("schema", cols, addColumn, distinct))
+
+	res := invoke(reg, "columns", `{}`)
+	require.JSONEq(t, `{"columns":["id","name","qty"]}`, string(res.JSON), res.Text())
+	require.False(t, invoke(reg, "add_column", `{}`).IsError)
+	res = invoke(reg, "columns", `{}`)
+	require.JSONEq(t, `{"columns":["id","name","qty","note"]}`, string(res.JSON), res.Text())
+
+	for round := range 2 {
+		for n := range 150 {
+			res := invoke(reg, "distinct", fmt.Sprintf(`{"n":%d}`, n))
+			require.JSONEq(t, fmt.Sprintf(`{"v":%d}`, n+3), string(res.JSON), "round %d: %s", round, res.Text())
+		}
+	}
 }
