@@ -390,13 +390,17 @@ func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 // closeLent closes the results the ending call left open, resetting their
-// statements before the transaction ends. Scan with no destinations closes
-// a row whether or not the handler scanned it.
-func (rc *readConn) closeLent() {
+// statements before the transaction ends, and returns how many rows (from
+// Query) were still open. Scan with no destinations closes a row whether
+// or not the handler scanned it.
+func (rc *readConn) closeLent() (open int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for i, l := range rc.lent {
 		if l.rows != nil {
+			if _, err := l.rows.Columns(); err == nil {
+				open++
+			}
 			l.rows.Close()
 		} else {
 			_ = l.row.Scan()
@@ -404,7 +408,11 @@ func (rc *readConn) closeLent() {
 		rc.lent[i] = lent{}
 	}
 	rc.lent = rc.lent[:0]
+	if cap(rc.lent) > 256 { // one call ran many queries; do not keep its array
+		rc.lent = nil
+	}
 	rc.call++
+	return open
 }
 
 // exec runs a prepared statement on the driver's connection directly, or
@@ -550,20 +558,22 @@ func (rc *readConn) closeStmts() {
 	})
 }
 
-// endRead ends a read transaction and puts its connection back.
-func (t *txer) endRead(r readTx) {
+// endRead ends a read transaction and puts its connection back. It
+// returns how many rows the handler left open (endRead closed them).
+func (t *txer) endRead(r readTx) (open int) {
 	if r.tx != nil {
 		_ = r.tx.Rollback()
-		return
+		return 0
 	}
 	// The transaction is read-only, so COMMIT ends the snapshot as ROLLBACK
 	// would, at less cost; ROLLBACK if COMMIT cannot.
-	r.rc.closeLent()
+	open = r.rc.closeLent()
 	err := r.rc.exec(r.rc.commit, "COMMIT")
 	if err != nil {
 		err = r.rc.exec(nil, "ROLLBACK")
 	}
 	t.putConn(r.rc, err != nil)
+	return open
 }
 
 // deadRow returns a row whose Scan reports ErrTxDone, for QueryRow after a
@@ -705,7 +715,9 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 			err = ctx.Err()
 		}
 		cs.finish()
-		r.tx.endRead(rt)
+		if open := r.tx.endRead(rt); open > 0 {
+			r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
+		}
 		if err != nil {
 			return nil, false, err
 		}

@@ -3,7 +3,9 @@ package llmtool_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -197,6 +199,8 @@ func TestResultsLeftOpenAreClosed(t *testing.T) {
 		})
 	db := openDB(t)
 	reg := newRegistry(t, db, llmtool.DefineTools("leaky", leaky))
+	logs := &syncBuffer{}
+	reg.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	for want := 1; want <= 4; want++ {
 		res := invoke(reg, "leaky", `{}`)
 		require.False(t, res.IsError, res.Text())
@@ -204,6 +208,7 @@ func TestResultsLeftOpenAreClosed(t *testing.T) {
 		_, err := db.Exec(`INSERT INTO items (name) VALUES ('more')`)
 		require.NoError(t, err)
 	}
+	require.Equal(t, 4, strings.Count(logs.String(), `level=WARN msg="llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())" tool=leaky rows=1`), logs.String())
 	require.NoError(t, reg.Close())
 	_, err := db.Exec(`INSERT INTO items (name) VALUES ('after close')`)
 	require.NoError(t, err)
