@@ -154,7 +154,9 @@ func TestReadToolCannotWrite(t *testing.T) {
 	reg := newRegistry(t, db, llmtool.DefineTools("sneaky", sneaky))
 	res := invoke(reg, "sneaky_insert", "")
 	require.True(t, res.IsError)
-	require.ErrorContains(t, res.Err, "attempt to write a readonly database")
+	require.ErrorContains(t, res.Err, "llmtool: tool sneaky_insert is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: attempt to write a readonly database")
+	require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
+	require.JSONEq(t, `{"error":"Internal error in sneaky_insert; the details were logged. Try again once; if it fails again, tell the user the tool is failing."}`, string(res.JSON))
 	require.Equal(t, 1, countItems(t, db))
 
 	// The connection went back to the pool writable: the host can still write.

@@ -713,6 +713,8 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 		out, err = r.run(t, c, args)
 		if err == nil {
 			err = ctx.Err()
+		} else if readOnlyErr(err) {
+			err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
 		}
 		cs.finish()
 		if open := r.tx.endRead(rt); open > 0 {
@@ -752,6 +754,17 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 	}
 	res.Content = cs.content
 	return out, true, nil
+}
+
+// readOnlyErr reports whether err is the database refusing a write in a
+// read-only transaction: SQLITE_READONLY from any driver that reports
+// SQLite's result code, or its message.
+func readOnlyErr(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == 8 { // SQLITE_READONLY
+		return true
+	}
+	return strings.Contains(err.Error(), "readonly database")
 }
 
 func beginErr(ctx context.Context, err error) error {
