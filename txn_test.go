@@ -2,9 +2,11 @@ package llmtool_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -262,4 +264,63 @@ func TestPreparedStatementsFollowSchemaAndEvict(t *testing.T) {
 			require.JSONEq(t, fmt.Sprintf(`{"v":%d}`, n+3), string(res.JSON), "round %d: %s", round, res.Text())
 		}
 	}
+}
+
+// Many concurrent read calls, more than the registry reserves connections
+// for, each see one snapshot while a writer adds rows: in every snapshot
+// the count of items equals the largest ID, since IDs are handed out in
+// order and nothing is deleted.
+func TestConcurrentReadsSeeOneSnapshot(t *testing.T) {
+	t.Parallel()
+	type out struct {
+		Count int `json:"count"`
+		MaxID int `json:"maxId"`
+	}
+	snapshot := llmtool.Read("snapshot", "Count items and find the largest ID.",
+		func(c *llmtool.ReadCtx, _ struct{}) (out, error) {
+			var o out
+			if err := c.QueryRow(`SELECT count(*) FROM items`).Scan(&o.Count); err != nil {
+				return o, err
+			}
+			runtime.Gosched() // give the writer a chance between the two queries
+			return o, c.QueryRow(`SELECT max(id) FROM items`).Scan(&o.MaxID)
+		})
+	db := openDB(t)
+	reg := newRegistry(t, db, itemTools, llmtool.DefineTools("snap", snapshot))
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if res := invoke(reg, "add_item", `{"name":"w"}`); res.IsError {
+				t.Errorf("write failed: %v", res.Err)
+				return
+			}
+		}
+	})
+	var readers sync.WaitGroup
+	for range 12 {
+		readers.Go(func() {
+			for range 60 {
+				res := invoke(reg, "snapshot", `{}`)
+				if res.IsError {
+					t.Errorf("read failed: %v", res.Err)
+					return
+				}
+				var o out
+				if err := json.Unmarshal(res.JSON, &o); err != nil || o.Count != o.MaxID {
+					t.Errorf("one call saw two states: %s (%v)", res.JSON, err)
+					return
+				}
+			}
+		})
+	}
+	readers.Wait()
+	close(stop)
+	writer.Wait()
+	require.Greater(t, countItems(t, db), 1, "the writer ran beside the readers")
 }
