@@ -26,8 +26,8 @@ var ErrTxDone = sql.ErrTxDone
 // write, and the database refuses writes in its transaction too.
 //
 // A ReadCtx is valid only until the handler returns; afterwards its context
-// is cancelled and its queries fail with ErrTxDone. Rows and rows a read
-// tool's handler leaves open are closed when it returns.
+// is cancelled and its queries fail with ErrTxDone. Results (*sql.Rows,
+// *sql.Row) a read tool's handler leaves open are closed when it returns.
 //
 // With SQLite, a read tool's queries run on statements its connection keeps
 // prepared, keyed by query text, so a tool's SQL is parsed once per
