@@ -144,87 +144,80 @@ func invokePath(b *testing.B, ctx context.Context, reg *llmtool.Registry, tool s
 	}
 }
 
+// benchPath is one way of doing the same work, named as its sub-benchmark.
+type benchPath struct {
+	name string
+	run  func()
+}
+
+// readPaths are the read tool's call and its hand-written baselines.
+func readPaths(b *testing.B, ctx context.Context, db *sql.DB, reg *llmtool.Registry) []benchPath {
+	st := prepareRead(b, db)
+	return []benchPath{
+		{"baseline=QueryRow+json.Marshal", func() { baselineRead(b, ctx, db) }},
+		{"baseline-prepared=Stmt.QueryRow+json.Marshal", func() { baselinePreparedRead(b, ctx, st) }},
+		{"baseline-tx=BEGIN+QueryRow+ROLLBACK+json.Marshal", func() { baselineTxRead(b, ctx, db) }},
+		{"llmtool=Invoke", invokePath(b, ctx, reg, "get_item", readArgs)},
+	}
+}
+
+// insertPaths are the insert tool's call and its hand-written baseline.
+func insertPaths(b *testing.B, ctx context.Context, db *sql.DB, reg *llmtool.Registry) []benchPath {
+	return []benchPath{
+		{"baseline=BEGIN_IMMEDIATE+INSERT+COMMIT", func() { baselineInsert(b, ctx, db) }},
+		{"llmtool=Invoke", invokePath(b, ctx, reg, "add_item", insertArgs)},
+	}
+}
+
+// runEach runs each path as its own sub-benchmark.
+func runEach(b *testing.B, paths []benchPath) {
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.run()
+			}
+		})
+	}
+}
+
 func BenchmarkRead(b *testing.B) {
 	db := benchDB(b)
-	ctx := context.Background()
-	b.Run("baseline=QueryRow+json.Marshal", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			baselineRead(b, ctx, db)
-		}
-	})
-	b.Run("baseline-prepared=Stmt.QueryRow+json.Marshal", func(b *testing.B) {
-		st := prepareRead(b, db)
-		b.ReportAllocs()
-		for b.Loop() {
-			baselinePreparedRead(b, ctx, st)
-		}
-	})
-	b.Run("baseline-tx=BEGIN+QueryRow+ROLLBACK+json.Marshal", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			baselineTxRead(b, ctx, db)
-		}
-	})
-	b.Run("llmtool=Invoke", func(b *testing.B) {
-		call := invokePath(b, ctx, benchRegistry(b, db), "get_item", readArgs)
-		b.ReportAllocs()
-		for b.Loop() {
-			call()
-		}
-	})
+	runEach(b, readPaths(b, context.Background(), db, benchRegistry(b, db)))
 }
 
 func BenchmarkInsert(b *testing.B) {
 	db := benchDB(b)
-	ctx := context.Background()
-	b.Run("baseline=BEGIN_IMMEDIATE+INSERT+COMMIT", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			baselineInsert(b, ctx, db)
-		}
-	})
-	b.Run("llmtool=Invoke", func(b *testing.B) {
-		call := invokePath(b, ctx, benchRegistry(b, db), "add_item", insertArgs)
-		b.ReportAllocs()
-		for b.Loop() {
-			call()
-		}
-	})
+	runEach(b, insertPaths(b, context.Background(), db, benchRegistry(b, db)))
 }
 
 // BenchmarkRatio alternates each llmtool call with its hand-written
-// baseline, call by call in rotating order, so both see the same machine
-// load, and reports Invoke's time over the baseline's. ns/op is the sum of
+// baselines, call by call in rotating order, so all see the same machine
+// load, and reports Invoke's time over each baseline's. ns/op is the sum of
 // all paths.
 func BenchmarkRatio(b *testing.B) {
 	db := benchDB(b)
 	reg := benchRegistry(b, db)
 	ctx := context.Background()
-	st := prepareRead(b, db)
-	paths := []func(){
-		func() { baselineRead(b, ctx, db) },
-		func() { baselineTxRead(b, ctx, db) },
-		invokePath(b, ctx, reg, "get_item", readArgs),
-		func() { baselineInsert(b, ctx, db) },
-		invokePath(b, ctx, reg, "add_item", insertArgs),
-		func() { baselinePreparedRead(b, ctx, st) },
-	}
+	read, insert := readPaths(b, ctx, db, reg), insertPaths(b, ctx, db, reg)
+	paths := append(append([]benchPath(nil), read...), insert...)
 	spent := make([]time.Duration, len(paths))
 	i := 0
 	for b.Loop() {
 		for k := range paths {
 			j := (i + k) % len(paths)
 			t0 := time.Now()
-			paths[j]()
+			paths[j].run()
 			spent[j] += time.Since(t0)
 		}
 		i++
 	}
-	b.ReportMetric(float64(spent[2])/float64(spent[0]), "read/baseline")
-	b.ReportMetric(float64(spent[2])/float64(spent[1]), "read/baseline-tx")
-	b.ReportMetric(float64(spent[2])/float64(spent[5]), "read/baseline-prepared")
-	b.ReportMetric(float64(spent[4])/float64(spent[3]), "insert/baseline")
+	ratio := func(num, den int) float64 { return float64(spent[num]) / float64(spent[den]) }
+	invokeRead, invokeInsert := len(read)-1, len(paths)-1
+	b.ReportMetric(ratio(invokeRead, 0), "read/baseline")
+	b.ReportMetric(ratio(invokeRead, 1), "read/baseline-prepared")
+	b.ReportMetric(ratio(invokeRead, 2), "read/baseline-tx")
+	b.ReportMetric(ratio(invokeInsert, len(read)), "insert/baseline")
 }
 
 // enableWrites turns write tools on for the context's scope.
