@@ -13,8 +13,10 @@ type Kind uint8
 
 const (
 	// KindInternal is any error that is not an *Error: a bug, a database
-	// failure, a panic. The model sees a short generic message; the detail
-	// goes to the log.
+	// failure, a panic. The model sees a short message without the detail,
+	// which goes to the log: a generic one, or, for a database that is busy,
+	// full, read-only or failing (told apart by SQLite's result code), one
+	// that names the condition and the next step.
 	KindInternal Kind = iota
 	// KindInvalidArgs means the arguments were malformed. Only this kind is
 	// rendered with the "Error: " prefix.
@@ -188,7 +190,93 @@ func render(tool string, err error) string {
 		}
 		return "The call to " + tool + " was cancelled before it finished; nothing was saved. Call it again if it is still needed."
 	}
+	// A database in trouble is not the tool's fault, and the model's next
+	// step differs by condition. The sentences hold for read and write tools
+	// alike (render does not know which ran): a failed write rolled back, a
+	// read changes nothing. Only busy, full and read-only claim that: a disk
+	// error can strike while a commit is made durable.
+	switch dbConditionOf(err) {
+	case dbBusy:
+		return "The database is busy, so " + tool + " could not finish and changed nothing. Try again in a few seconds; if it is still busy, tell the user."
+	case dbFull:
+		return "The database is full, so " + tool + " could not finish and changed nothing. Tell the user the database or its disk is full."
+	case dbReadOnly:
+		return "The database is read-only, so " + tool + " could not finish and changed nothing. Tell the user the database cannot be written."
+	case dbIOErr:
+		return "The database's disk reported an error, so " + tool + " could not finish. Tell the user the disk or the database file needs checking."
+	case dbCorrupt:
+		return "The database file is damaged, so " + tool + " could not finish. Tell the user the database file needs repair."
+	}
 	return "Internal error in " + tool + "; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
+}
+
+// dbCondition is a state of the database that render names for the model.
+type dbCondition uint8
+
+const (
+	dbNone     dbCondition = iota
+	dbBusy                 // SQLITE_BUSY: locked past the busy timeout
+	dbFull                 // SQLITE_FULL: disk or max_page_count reached
+	dbReadOnly             // SQLITE_READONLY: the file cannot be written
+	dbIOErr                // SQLITE_IOERR: the OS reported an I/O error
+	dbCorrupt              // SQLITE_CORRUPT, SQLITE_NOTADB: a damaged file
+)
+
+// SQLite primary result codes: the low byte of an extended result code
+// such as SQLITE_BUSY_SNAPSHOT (517).
+const (
+	sqliteBusy     = 5
+	sqliteReadOnly = 8
+	sqliteIOErr    = 10
+	sqliteCorrupt  = 11
+	sqliteFull     = 13
+	sqliteNotADB   = 26
+)
+
+// readToolWrite is the text txn.go wraps around a read tool's refused
+// write. That SQLITE_READONLY comes from the read transaction, not the
+// file: it is a bug in the tool and stays a generic internal error.
+const readToolWrite = "is a read tool, so the database refuses its writes"
+
+// dbConditionOf classifies err by the SQLite result code of the first error
+// in its chain with a Code() int method (modernc.org/sqlite's *sqlite.Error
+// has one; the core does not import the driver), or, when the chain has
+// none, by SQLite's message for the code, which other drivers return.
+func dbConditionOf(err error) dbCondition {
+	var c dbCondition
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff {
+		case sqliteBusy:
+			c = dbBusy
+		case sqliteFull:
+			c = dbFull
+		case sqliteReadOnly:
+			c = dbReadOnly
+		case sqliteIOErr:
+			c = dbIOErr
+		case sqliteCorrupt, sqliteNotADB:
+			c = dbCorrupt
+		}
+	} else {
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "database is locked"):
+			c = dbBusy
+		case strings.Contains(msg, "database or disk is full"):
+			c = dbFull
+		case strings.Contains(msg, "attempt to write a readonly database"):
+			c = dbReadOnly
+		case strings.Contains(msg, "disk I/O error"):
+			c = dbIOErr
+		case strings.Contains(msg, "database disk image is malformed"), strings.Contains(msg, "file is not a database"):
+			c = dbCorrupt
+		}
+	}
+	if c == dbReadOnly && strings.Contains(err.Error(), readToolWrite) {
+		return dbNone
+	}
+	return c
 }
 
 // errorJSON renders {"error": msg}.
