@@ -259,7 +259,7 @@ func (r *Registry) auditTx(c *ReadCtx) error {
 	rec := AuditRecord{Time: start, Tool: s.Name, Module: s.Module, Principal: principalID(c), Scope: ScopeFrom(c),
 		Outcome: OutcomeOK, Duration: time.Since(start), Write: true, Committed: true}
 	for _, t := range as.tx {
-		if err := t.AuditTx(c.Context, c.tx, rec); err != nil {
+		if err := t.AuditTx(c.parent, c.tx, rec); err != nil {
 			return fmt.Errorf("llmtool: audit record in the call's transaction: %w", err)
 		}
 	}

@@ -123,7 +123,7 @@ func (c *ReadCtx) Sample(req SampleRequest) (SampleResult, error) {
 	if req.MaxTokens <= 0 {
 		req.MaxTokens = 1000
 	}
-	res, err := a.Sample(c.Context, req)
+	res, err := a.Sample(c.parent, req)
 	if err != nil {
 		return SampleResult{}, fmt.Errorf("llmtool: tool %s: sampling: %w", c.ToolName(), err)
 	}
@@ -145,7 +145,7 @@ func (c *ReadCtx) Elicit(req ElicitRequest) (ElicitResult, error) {
 	} else if !json.Valid(req.Schema) {
 		return ElicitResult{}, fmt.Errorf("llmtool: tool %s: Elicit: the schema is not valid JSON", c.ToolName())
 	}
-	res, err := a.Elicit(c.Context, req)
+	res, err := a.Elicit(c.parent, req)
 	if err != nil {
 		return ElicitResult{}, fmt.Errorf("llmtool: tool %s: elicitation: %w", c.ToolName(), err)
 	}
@@ -161,7 +161,7 @@ func (c *ReadCtx) asker(op string) (Asker, error) {
 	if c.write != nil {
 		return nil, fmt.Errorf("llmtool: tool %s: %s inside a write tool would hold the database's only writer while the client answers; ask from a read tool first, then call the write tool with the answer: %w", c.ToolName(), op, ErrAskInWrite)
 	}
-	a := askerFrom(c.Context)
+	a := askerFrom(c.parent)
 	if a == nil {
 		return nil, fmt.Errorf("llmtool: tool %s: %s: the adapter serving this call cannot reach its client: %w", c.ToolName(), op, ErrAskUnsupported)
 	}

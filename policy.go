@@ -469,11 +469,12 @@ func (r *Registry) setScope(ctx context.Context, scope, tool string, on *bool) (
 			err = fmt.Errorf("llmtool: set %s in scope %q: %w", what, scope, err)
 		}
 	}()
-	tx, err := r.tx.beginWrite(ctx)
+	wt, err := r.tx.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.tx.endWrite()
+	defer r.tx.endWrite(wt, false)
+	tx := wt.tx
 	committed := false
 	defer func() {
 		if !committed {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // ErrTxDone is returned when a handler's context or transaction is used after
@@ -25,9 +27,15 @@ var ErrTxDone = sql.ErrTxDone
 // the principal and scope, and progress and log reporting. It has no way to
 // write, and the database refuses writes in its transaction too.
 //
-// A ReadCtx is valid only until the handler returns; afterwards its context
-// is cancelled and its queries fail with ErrTxDone. Results (*sql.Rows,
-// *sql.Row) a read tool's handler leaves open are closed when it returns.
+// A ReadCtx is valid only until the handler returns; then its context is
+// cancelled (Done closes, contexts derived from it are cancelled) and its
+// queries fail with ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's
+// handler leaves open are closed when it returns.
+//
+// A handler's SQL may read data and nothing else: statements that would
+// change the transaction or the connection (BEGIN, COMMIT, ROLLBACK, a
+// PRAGMA that sets a value, ATTACH, ...) are refused with
+// ErrStatementRefused, and the call fails.
 //
 // With SQLite, a read tool's queries run on statements its connection keeps
 // prepared, keyed by query text, so a tool's SQL is parsed once per
@@ -35,11 +43,11 @@ var ErrTxDone = sql.ErrTxDone
 // than formatting them into the text; a connection keeps at most 64
 // statements.
 type ReadCtx struct {
-	context.Context // the caller's context; Err reports Canceled once the handler returned
-	call            *callState
-	q               querier   // the read connection, or the write transaction
-	tx              *sql.Tx   // the write transaction, nil for read tools
-	write           *WriteCtx // set for write tools, so guards run in the same transaction
+	parent context.Context // the caller's context
+	call   *callState
+	q      querier   // the read connection, or the write transaction
+	tx     *sql.Tx   // the write transaction, nil for read tools
+	write  *WriteCtx // set for write tools, so guards run in the same transaction
 }
 
 // querier is what a read runs on: a *sql.Conn inside BEGIN for read tools, a
@@ -53,7 +61,9 @@ type querier interface {
 // plus Exec, the *sql.Tx and AfterCommit. The handler runs in a write
 // transaction, serialized with the registry's other writes, that commits
 // when it returns a nil error and rolls back on an error, a panic or a
-// cancelled context.
+// cancelled context. Its SQL may change data and schema; statements that
+// would change the transaction or the connection are refused as for a
+// ReadCtx.
 type WriteCtx struct {
 	ReadCtx
 }
@@ -71,6 +81,15 @@ type callState struct {
 	content     []Content      // parts of a Rich result
 	fill        uint64         // top-level defaults to set on In (see compiledSchema.defaults)
 	argv        map[string]any // the decoded arguments, when In is flat
+	rawTx       atomic.Bool    // the handler took the *sql.Tx (WriteCtx.Tx)
+	wtx         *writeTx       // the write transaction, nil for read tools
+
+	// ctxMu guards the call's Done channel and its first refusal.
+	ctxMu      sync.Mutex
+	doneCh     chan struct{}
+	closed     bool
+	stopParent func() bool
+	refused    error
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -80,13 +99,13 @@ func (c *ReadCtx) late(op string) error {
 
 // Query runs a query in the call's transaction.
 func (c *ReadCtx) Query(query string, args ...any) (*sql.Rows, error) {
-	return c.QueryContext(c.Context, query, args...)
+	return c.QueryContext(c.parent, query, args...)
 }
 
 // QueryRow runs a query that returns at most one row in the call's
 // transaction.
 func (c *ReadCtx) QueryRow(query string, args ...any) *sql.Row {
-	return c.QueryRowContext(c.Context, query, args...)
+	return c.QueryRowContext(c.parent, query, args...)
 }
 
 // QueryContext is Query with an explicit context, so a *ReadCtx satisfies
@@ -96,16 +115,10 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 		return nil, c.late("Query")
 	}
 	defer c.call.mu.RUnlock()
-	return c.q.QueryContext(ctx, query, args...)
-}
-
-// Err returns context.Canceled once the handler has returned, and the
-// caller's context error before that.
-func (c *ReadCtx) Err() error {
-	if c.call.done.Load() {
-		return context.Canceled
+	if err := c.call.check(query); err != nil {
+		return nil, err
 	}
-	return c.Context.Err()
+	return c.q.QueryContext(ctx, query, args...)
 }
 
 // enter reports whether the call is still running, holding mu for reading
@@ -119,21 +132,25 @@ func (cs *callState) enter() bool {
 	return true
 }
 
-// finish marks the call done; later uses of its contexts fail.
+// finish marks the call done; later uses of its contexts fail, and its
+// context is cancelled.
 func (cs *callState) finish() {
 	cs.mu.Lock()
 	cs.done.Store(true)
 	cs.mu.Unlock()
+	cs.closeDone()
 }
 
 // QueryRowContext is QueryRow with an explicit context. After the handler
 // returned, the row's Scan reports ErrTxDone.
 func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if !c.call.enter() {
-		_ = c.late("QueryRow")
-		return c.call.reg.tx.deadRow(ctx)
+		return c.call.reg.tx.errRow.row(c.late("QueryRow"))
 	}
 	defer c.call.mu.RUnlock()
+	if err := c.call.check(query); err != nil {
+		return c.call.reg.tx.errRow.row(err)
+	}
 	return c.q.QueryRowContext(ctx, query, args...)
 }
 
@@ -141,10 +158,10 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 func (c *ReadCtx) ToolName() string { return c.call.tool.spec.Name }
 
 // Principal returns the authenticated user the call runs as, or nil.
-func (c *ReadCtx) Principal() *Principal { return PrincipalFrom(c.Context) }
+func (c *ReadCtx) Principal() *Principal { return PrincipalFrom(c.parent) }
 
 // Scope returns the scope (tenant, workspace, chat) the call runs in.
-func (c *ReadCtx) Scope() string { return ScopeFrom(c.Context) }
+func (c *ReadCtx) Scope() string { return ScopeFrom(c.parent) }
 
 // Logger returns the registry's logger with the tool's name attached.
 func (c *ReadCtx) Logger() *slog.Logger {
@@ -156,23 +173,23 @@ func (c *ReadCtx) Logger() *slog.Logger {
 // becomes notifications/progress; elsewhere it goes to the Reporter in the
 // call's context, if any.
 func (c *ReadCtx) Progress(done, total float64, message string) {
-	if r := reporterFrom(c.Context); r != nil {
-		r.Progress(c.Context, done, total, message)
+	if r := reporterFrom(c.parent); r != nil {
+		r.Progress(c.parent, done, total, message)
 	}
 }
 
 // Log sends a log message to the client (MCP notifications/message, subject
 // to the client's logging level) and to the registry's logger.
 func (c *ReadCtx) Log(level slog.Level, message string) {
-	c.Logger().Log(c.Context, level, message)
-	if r := reporterFrom(c.Context); r != nil {
-		r.Log(c.Context, level, message)
+	c.Logger().Log(c.parent, level, message)
+	if r := reporterFrom(c.parent); r != nil {
+		r.Log(c.parent, level, message)
 	}
 }
 
 // Exec runs a statement in the call's write transaction.
 func (c *WriteCtx) Exec(query string, args ...any) (sql.Result, error) {
-	return c.ExecContext(c.Context, query, args...)
+	return c.ExecContext(c.parent, query, args...)
 }
 
 // ExecContext is Exec with an explicit context, so a *WriteCtx satisfies the
@@ -182,15 +199,31 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		return nil, c.late("Exec")
 	}
 	defer c.call.mu.RUnlock()
+	if err := c.call.check(query); err != nil {
+		return nil, err
+	}
 	return c.tx.ExecContext(ctx, query, args...)
 }
 
-// Tx returns the call's write transaction, for code that wants a *sql.Tx
-// (sqlc's New(tx), for instance). Do not commit or roll it back: the
-// registry does, when the handler returns.
+// Tx returns the call's write transaction, for code that insists on a
+// *sql.Tx. Prefer passing c itself: a *WriteCtx has ExecContext,
+// QueryContext and QueryRowContext, which is what generated data layers
+// (sqlc's New(db DBTX), for instance) ask for, and its statements are
+// checked.
+//
+// Statements run on the *sql.Tx directly are not checked, so the registry
+// treats the connection as changed: after the call it is closed rather
+// than handed back to the pool. Never commit or roll the *sql.Tx back: the
+// registry does when the handler returns. With SQLite a COMMIT the handler
+// runs is turned into a ROLLBACK, and a call whose transaction the handler
+// ended fails with nothing saved.
 func (c *WriteCtx) Tx() *sql.Tx {
 	if c.call.done.Load() {
 		_ = c.late("Tx")
+		return c.tx
+	}
+	if !c.call.rawTx.Swap(true) && c.call.wtx != nil {
+		c.call.wtx.guard.install(c.call.wtx.conn)
 	}
 	return c.tx
 }
@@ -252,9 +285,11 @@ func ReporterFrom(ctx context.Context) Reporter { return reporterFrom(ctx) }
 
 // txer begins the transactions of a registry's calls.
 type txer struct {
-	db     *sql.DB
-	sqlite bool          // enforce read-only with PRAGMA query_only
-	writes chan struct{} // one token: writes are serialized per registry
+	db      *sql.DB
+	sqlite  bool             // enforce read-only with PRAGMA query_only
+	dialect sqlcheck.Dialect // the lexical rules for checking handler SQL
+	writes  chan struct{}    // one token: writes are serialized per registry
+	errRow  errRower         // rows that fail with llmtool's own errors
 
 	// Read connections reserved from db and kept in query_only mode, with
 	// BEGIN and COMMIT prepared once, so a read call costs neither PRAGMA
@@ -263,12 +298,9 @@ type txer struct {
 	idle     chan *readConn
 	reserved atomic.Int32
 	closed   atomic.Bool
-
-	deadOnce sync.Once
-	dead     *sql.Tx // a finished transaction, for rows after the end
 }
 
-// readConn is a connection in query_only mode. begin and commit are
+// readConn is a connection in query_only mode. begin and rollback are
 // prepared on reserved connections and nil on one borrowed for one call.
 //
 // A reserved connection also keeps the statements its calls run, prepared
@@ -277,9 +309,9 @@ type txer struct {
 // its handler may query from several goroutines before it returns, so mu
 // guards the bookkeeping.
 type readConn struct {
-	conn          *sql.Conn
-	begin, commit driver.StmtExecContext // prepared on the driver's connection
-	reserved      bool                   // stays query_only and goes back to t.idle
+	conn            *sql.Conn
+	begin, rollback driver.StmtExecContext // prepared on the driver's connection
+	reserved        bool                   // stays query_only and goes back to t.idle
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -457,6 +489,9 @@ func newTxer(db *sql.DB) *txer {
 	t := &txer{db: db, writes: make(chan struct{}, 1)}
 	if db != nil {
 		t.sqlite = strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "sqlite")
+		if !t.sqlite && strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "pgx") {
+			t.dialect = sqlcheck.Postgres
+		}
 		n := maxReservedReads
 		if m := db.Stats().MaxOpenConnections; m > 0 {
 			n = min(n, (m-1)/2) // leave the host and the writer their connections
@@ -534,8 +569,8 @@ func (t *txer) readConn(ctx context.Context) (*readConn, error) {
 	if rc.reserved {
 		// Prepared once, reused by every call on this connection; if the
 		// driver cannot prepare them, plain statements do.
-		rc.begin, rc.commit = rc.prepare(ctx, "BEGIN"), rc.prepare(ctx, "COMMIT")
-		if rc.begin == nil || rc.commit == nil {
+		rc.begin, rc.rollback = rc.prepare(ctx, "BEGIN"), rc.prepare(ctx, "ROLLBACK")
+		if rc.begin == nil || rc.rollback == nil {
 			rc.closeStmts()
 		}
 	}
@@ -548,7 +583,7 @@ func (rc *readConn) closeStmts() {
 		delete(rc.stmts, q)
 	}
 	_ = rc.conn.Raw(func(any) error {
-		for _, st := range []*driver.StmtExecContext{&rc.begin, &rc.commit} {
+		for _, st := range []*driver.StmtExecContext{&rc.begin, &rc.rollback} {
 			if c, ok := (*st).(driver.Stmt); ok {
 				c.Close()
 			}
@@ -558,38 +593,20 @@ func (rc *readConn) closeStmts() {
 	})
 }
 
-// endRead ends a read transaction and puts its connection back. It
-// returns how many rows the handler left open (endRead closed them).
-func (t *txer) endRead(r readTx) (open int) {
+// endRead ends a read transaction with ROLLBACK, so nothing the call did
+// is kept, and puts its connection back. A connection whose ROLLBACK
+// fails (its transaction was ended some other way), or whose call had a
+// statement refused, is closed rather than reused. It returns how many
+// rows the handler left open (endRead closed them).
+func (t *txer) endRead(r readTx, suspect bool) (open int) {
 	if r.tx != nil {
 		_ = r.tx.Rollback()
 		return 0
 	}
-	// The transaction is read-only, so COMMIT ends the snapshot as ROLLBACK
-	// would, at less cost; ROLLBACK if COMMIT cannot.
 	open = r.rc.closeLent()
-	err := r.rc.exec(r.rc.commit, "COMMIT")
-	if err != nil {
-		err = r.rc.exec(nil, "ROLLBACK")
-	}
-	t.putConn(r.rc, err != nil)
+	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
+	t.putConn(r.rc, err != nil || suspect)
 	return open
-}
-
-// deadRow returns a row whose Scan reports ErrTxDone, for QueryRow after a
-// handler returned.
-func (t *txer) deadRow(ctx context.Context) *sql.Row {
-	t.deadOnce.Do(func() {
-		tx, err := t.db.BeginTx(context.Background(), nil)
-		if err == nil {
-			_ = tx.Rollback()
-			t.dead = tx
-		}
-	})
-	if t.dead == nil {
-		return t.db.QueryRowContext(ctx, "SELECT llmtool_transaction_used_after_handler_returned()")
-	}
-	return t.dead.QueryRowContext(ctx, "SELECT 1")
 }
 
 // putConn keeps a reserved connection for the next read, or hands a
@@ -639,24 +656,48 @@ func (t *txer) drain() {
 	}
 }
 
+// writeTx is a write transaction on a connection the call holds, so the
+// registry can close the connection rather than hand it back when the
+// handler may have changed it.
+type writeTx struct {
+	conn  *sql.Conn
+	tx    *sql.Tx
+	guard commitGuard
+}
+
 // beginWrite waits for the registry's write token, then starts a write
 // transaction. For SQLite, open the database with _txlock=immediate (as
 // OpenSQLite does) so the transaction takes the write lock at BEGIN.
-func (t *txer) beginWrite(ctx context.Context) (*sql.Tx, error) {
+func (t *txer) beginWrite(ctx context.Context) (*writeTx, error) {
 	select {
 	case t.writes <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	tx, err := t.db.BeginTx(ctx, nil)
+	conn, err := t.db.Conn(ctx)
 	if err != nil {
 		<-t.writes
 		return nil, err
 	}
-	return tx, nil
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		<-t.writes
+		return nil, err
+	}
+	return &writeTx{conn: conn, tx: tx}, nil
 }
 
-func (t *txer) endWrite() { <-t.writes }
+// endWrite hands the connection back, or closes it if the handler took the
+// *sql.Tx or had a statement refused, and releases the write token.
+func (t *txer) endWrite(w *writeTx, suspect bool) {
+	if suspect {
+		discard(w.conn)
+	} else {
+		w.conn.Close()
+	}
+	<-t.writes
+}
 
 // OpenSQLite opens the SQLite file at path with the settings llmtool's
 // transactions expect: WAL (readers run beside the writer), a busy timeout,
@@ -709,15 +750,17 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 			c  ReadCtx
 		}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}}
 		cs, c := &rc.cs, &rc.c
-		*c = ReadCtx{Context: ctx, call: cs, q: rt.querier()}
+		*c = ReadCtx{parent: ctx, call: cs, q: rt.querier()}
 		out, err = r.run(t, c, args)
-		if err == nil {
+		if refused := cs.refusal(); refused != nil {
+			err = refused
+		} else if err == nil {
 			err = ctx.Err()
 		} else if readOnlyErr(err) {
 			err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
 		}
 		cs.finish()
-		if open := r.tx.endRead(rt); open > 0 {
+		if open := r.tx.endRead(rt, cs.refusal() != nil); open > 0 {
 			r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
 		}
 		if err != nil {
@@ -727,25 +770,38 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 		return out, false, nil
 	}
 	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}
-	tx, err := r.tx.beginWrite(ctx)
+	wt, err := r.tx.beginWrite(ctx)
 	if err != nil {
 		return nil, false, beginErr(ctx, err)
 	}
-	defer r.tx.endWrite()
-	w := &WriteCtx{ReadCtx{Context: ctx, call: cs, q: tx, tx: tx}}
+	cs.wtx = wt
+	tx := wt.tx
+	defer func() { r.tx.endWrite(wt, cs.rawTx.Load() || cs.refusal() != nil) }()
+	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
 	out, err = r.run(t, &w.ReadCtx, args)
-	if err == nil {
+	if refused := cs.refusal(); refused != nil {
+		err = refused
+	} else if err == nil {
 		err = ctx.Err() // cancelled while the handler ran: roll back
 	}
 	cs.finish()
 	if err != nil {
-		_ = tx.Rollback()
+		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
+			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)
+		}
 		return nil, false, err
 	}
+	wt.guard.allow.Store(true)
 	if err := tx.Commit(); err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
+		}
+		if cs.rawTx.Load() {
+			// The handler committed or rolled back through WriteCtx.Tx, or
+			// ran transaction control on it; with SQLite's commit hook in
+			// place its COMMIT became a ROLLBACK.
+			return nil, false, fmt.Errorf("%w (tool %s called Commit or Rollback on WriteCtx.Tx, or ran transaction control on it; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
 		}
 		return nil, false, fmt.Errorf("llmtool: commit: %w", err)
 	}

@@ -1,0 +1,209 @@
+package sqlcheck
+
+import "strings"
+
+type tokKind uint8
+
+const (
+	tEOF    tokKind = iota
+	tWord           // an unquoted identifier or keyword
+	tQuoted         // a quoted identifier: "x", [x], `x`
+	tString         // a string or blob literal
+	tSemi           // ;
+	tOther          // anything else, one byte or one number or parameter
+)
+
+type token struct {
+	kind tokKind
+	text string
+}
+
+// unquoted returns a word's text, or a quoted identifier's name.
+func (t token) unquoted() string {
+	if t.kind == tQuoted && len(t.text) >= 2 {
+		inner := t.text[1 : len(t.text)-1]
+		switch t.text[0] {
+		case '"':
+			return strings.ReplaceAll(inner, `""`, `"`)
+		case '`':
+			return strings.ReplaceAll(inner, "``", "`")
+		}
+		return inner
+	}
+	return t.text
+}
+
+// scanner splits SQL text into tokens by the engine's lexical rules. An
+// unterminated literal or comment runs to the end of the text, as the
+// engines read it (and then refuse it).
+type scanner struct {
+	s string
+	i int
+	d Dialect
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+func isIdent(c byte) bool {
+	return isIdentStart(c) || c >= '0' && c <= '9' || c == '$'
+}
+
+// skip passes white space and comments and returns the new position.
+func (sc *scanner) skip() int {
+	for sc.i < len(sc.s) {
+		c := sc.s[sc.i]
+		switch {
+		case isSpace(c):
+			sc.i++
+		case c == '-' && strings.HasPrefix(sc.s[sc.i:], "--"):
+			if j := strings.IndexByte(sc.s[sc.i:], '\n'); j >= 0 {
+				sc.i += j + 1
+			} else {
+				sc.i = len(sc.s)
+			}
+		case c == '/' && strings.HasPrefix(sc.s[sc.i:], "/*"):
+			sc.blockComment()
+		default:
+			return sc.i
+		}
+	}
+	return sc.i
+}
+
+// blockComment passes /* ... */; PostgreSQL's nest.
+func (sc *scanner) blockComment() {
+	depth := 0
+	for sc.i < len(sc.s) {
+		switch {
+		case strings.HasPrefix(sc.s[sc.i:], "/*"):
+			depth++
+			sc.i += 2
+			if sc.d != Postgres && depth > 1 {
+				depth = 1
+			}
+		case strings.HasPrefix(sc.s[sc.i:], "*/"):
+			sc.i += 2
+			if depth--; depth == 0 {
+				return
+			}
+		default:
+			sc.i++
+		}
+	}
+}
+
+// next returns the next token.
+func (sc *scanner) next() token {
+	sc.skip()
+	if sc.i >= len(sc.s) {
+		return token{kind: tEOF}
+	}
+	start := sc.i
+	c := sc.s[sc.i]
+	switch {
+	case c == ';':
+		sc.i++
+		return token{kind: tSemi, text: ";"}
+	case c == '\'':
+		sc.quoted('\'', false)
+		return token{kind: tString, text: sc.s[start:sc.i]}
+	case c == '"':
+		sc.quoted('"', false)
+		return token{kind: tQuoted, text: sc.s[start:sc.i]}
+	case (c == '`' || c == '[') && sc.d == SQLite:
+		if c == '[' {
+			if j := strings.IndexByte(sc.s[sc.i:], ']'); j >= 0 {
+				sc.i += j + 1
+			} else {
+				sc.i = len(sc.s)
+			}
+		} else {
+			sc.quoted('`', false)
+		}
+		return token{kind: tQuoted, text: sc.s[start:sc.i]}
+	case c == '$' && sc.d == Postgres:
+		if sc.dollarQuoted() {
+			return token{kind: tString, text: sc.s[start:sc.i]}
+		}
+		sc.i++
+		for sc.i < len(sc.s) && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
+			sc.i++
+		}
+		return token{kind: tOther, text: sc.s[start:sc.i]}
+	case isIdentStart(c):
+		if (c == 'E' || c == 'e') && sc.d == Postgres && sc.i+1 < len(sc.s) && sc.s[sc.i+1] == '\'' {
+			sc.i++
+			sc.quoted('\'', true)
+			return token{kind: tString, text: sc.s[start:sc.i]}
+		}
+		for sc.i < len(sc.s) && isIdent(sc.s[sc.i]) {
+			sc.i++
+		}
+		return token{kind: tWord, text: sc.s[start:sc.i]}
+	case c == '?' || c == ':' || c == '@' || c == '$':
+		// A parameter: ?NNN, :name, @name, $name (SQLite). Its name is
+		// not a word of the statement.
+		sc.i++
+		for sc.i < len(sc.s) && isIdent(sc.s[sc.i]) {
+			sc.i++
+		}
+		return token{kind: tOther, text: sc.s[start:sc.i]}
+	case c >= '0' && c <= '9':
+		for sc.i < len(sc.s) && (isIdent(sc.s[sc.i]) || sc.s[sc.i] == '.') {
+			sc.i++
+		}
+		return token{kind: tOther, text: sc.s[start:sc.i]}
+	}
+	sc.i++
+	return token{kind: tOther, text: sc.s[start:sc.i]}
+}
+
+// quoted passes a literal that starts at sc.i with q and ends at the next
+// q not doubled; with backslash, a backslash escapes the next byte.
+func (sc *scanner) quoted(q byte, backslash bool) {
+	sc.i++
+	for sc.i < len(sc.s) {
+		c := sc.s[sc.i]
+		switch {
+		case backslash && c == '\\':
+			sc.i += 2
+			continue
+		case c == q:
+			if sc.i+1 < len(sc.s) && sc.s[sc.i+1] == q {
+				sc.i += 2
+				continue
+			}
+			sc.i++
+			return
+		}
+		sc.i++
+	}
+	sc.i = len(sc.s)
+}
+
+// dollarQuoted passes PostgreSQL's $tag$ ... $tag$ if one starts at sc.i.
+func (sc *scanner) dollarQuoted() bool {
+	j := sc.i + 1
+	for j < len(sc.s) && sc.s[j] != '$' {
+		if !isIdent(sc.s[j]) || sc.s[j] == '$' || (j == sc.i+1 && sc.s[j] >= '0' && sc.s[j] <= '9') {
+			return false
+		}
+		j++
+	}
+	if j >= len(sc.s) {
+		return false
+	}
+	tag := sc.s[sc.i : j+1]
+	if k := strings.Index(sc.s[j+1:], tag); k >= 0 {
+		sc.i = j + 1 + k + len(tag)
+	} else {
+		sc.i = len(sc.s)
+	}
+	return true
+}

@@ -1,0 +1,315 @@
+// Package sqlcheck decides whether SQL that a tool handler runs may run.
+//
+// llmtool owns each call's transaction and the connection under it: it
+// begins the transaction, commits or rolls it back, and hands the
+// connection back to the pool exactly as it found it. A handler's SQL may
+// read and change data and schema, and nothing else: statements that
+// control the transaction (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE,
+// END), change the connection's settings (PRAGMA with a value, SET),
+// attach other database files (ATTACH, DETACH), or create objects that
+// live with the connection (CREATE TEMP ...) are refused before they reach
+// the database.
+//
+// The check is an allow-list over the first keyword of every statement in
+// the text, found with a tokenizer that follows the engine's rules for
+// comments, string literals and quoted identifiers, so a second statement
+// hidden after a semicolon is checked too. Anything it does not recognize
+// is refused: a false refusal is a clear error for the tool's author, a
+// false acceptance would be a hole.
+package sqlcheck
+
+import (
+	"strings"
+)
+
+// Dialect selects the engine's lexical rules.
+type Dialect uint8
+
+const (
+	// SQLite: '' strings, "", [] and `` identifiers, non-nesting /* */.
+	SQLite Dialect = iota
+	// Postgres: also E'' strings with backslash escapes, $tag$ quoting
+	// and nesting /* */ comments.
+	Postgres
+)
+
+// Refusal says why a statement may not run and what to do instead.
+type Refusal struct {
+	// Statement is the refused statement, shortened to 80 bytes.
+	Statement string
+	// Reason completes "the statement ...", as in "controls the
+	// transaction".
+	Reason string
+	// Instead is a sentence that says what to do instead.
+	Instead string
+}
+
+// Error returns the refusal as one sentence and the advice.
+func (r *Refusal) Error() string {
+	return "statement " + quote(r.Statement) + " " + r.Reason + "; " + r.Instead
+}
+
+func quote(s string) string { return "`" + s + "`" }
+
+const (
+	txInstead     = "llmtool begins each call's transaction, commits it when the handler returns nil and rolls it back when it returns an error: return an error to undo the call's work."
+	setInstead    = "configure the connection where the host opens the database (for SQLite, in the DSN's _pragma parameters)."
+	pragmaInstead = "read a pragma with SELECT * FROM pragma_<name>(...); set pragmas where the host opens the database (in the DSN's _pragma parameters)."
+	attachInstead = "attach other databases where the host opens the database, or give the tool what it needs through its module."
+	tempInstead   = "create temporary objects in the host's setup code, or use a CTE (WITH ...) or an ordinary table."
+	otherInstead  = "a tool may run SELECT, WITH, VALUES, INSERT, UPDATE, DELETE, REPLACE, and CREATE, ALTER, DROP, ANALYZE or REINDEX on the host's database."
+)
+
+// allowed are the statements a handler may run, by first keyword.
+var allowed = map[string]bool{
+	"SELECT": true, "WITH": true, "VALUES": true, "INSERT": true, "UPDATE": true,
+	"DELETE": true, "REPLACE": true, "CREATE": true, "DROP": true, "ALTER": true,
+	"ANALYZE": true, "REINDEX": true, "EXPLAIN": true, "PRAGMA": true,
+	// PostgreSQL's own statements that stay inside the transaction.
+	"TABLE": true, "MERGE": true, "TRUNCATE": true, "LOCK": true, "SHOW": true,
+}
+
+// refusedReasons names what a refused statement would do, by first keyword.
+var refusedReasons = map[string][2]string{
+	"BEGIN":      {"controls the transaction", txInstead},
+	"COMMIT":     {"controls the transaction", txInstead},
+	"END":        {"controls the transaction", txInstead},
+	"ROLLBACK":   {"controls the transaction", txInstead},
+	"SAVEPOINT":  {"controls the transaction", txInstead},
+	"RELEASE":    {"controls the transaction", txInstead},
+	"START":      {"controls the transaction", txInstead},
+	"ABORT":      {"controls the transaction", txInstead},
+	"PREPARE":    {"controls the transaction or the session", txInstead},
+	"ATTACH":     {"attaches another database to the connection", attachInstead},
+	"DETACH":     {"detaches a database from the connection", attachInstead},
+	"SET":        {"changes the connection's settings", setInstead},
+	"RESET":      {"changes the connection's settings", setInstead},
+	"DISCARD":    {"changes the connection's state", setInstead},
+	"LOAD":       {"loads code into the connection", setInstead},
+	"DEALLOCATE": {"changes the connection's state", setInstead},
+	"LISTEN":     {"changes the connection's state", setInstead},
+	"UNLISTEN":   {"changes the connection's state", setInstead},
+	"VACUUM":     {"rewrites the database outside the call's transaction", "run VACUUM from the host's maintenance code."},
+}
+
+// refusedFuncs are functions that change the session from inside a query.
+var refusedFuncs = map[string]bool{
+	"SET_CONFIG": true, "LOAD_EXTENSION": true,
+	"PG_ADVISORY_LOCK": true, "PG_ADVISORY_LOCK_SHARED": true,
+	"PG_TRY_ADVISORY_LOCK": true, "PG_TRY_ADVISORY_LOCK_SHARED": true,
+}
+
+// readPragmas take an argument and only report: table_info(notes).
+var readPragmas = map[string]bool{
+	"TABLE_INFO": true, "TABLE_XINFO": true, "INDEX_INFO": true, "INDEX_XINFO": true,
+	"INDEX_LIST": true, "FOREIGN_KEY_LIST": true, "FOREIGN_KEY_CHECK": true,
+	"INTEGRITY_CHECK": true, "QUICK_CHECK": true, "TABLE_LIST": true,
+}
+
+// actingPragmas do something even without a value.
+var actingPragmas = map[string]bool{
+	"OPTIMIZE": true, "SHRINK_MEMORY": true, "WAL_CHECKPOINT": true, "INCREMENTAL_VACUUM": true,
+}
+
+// Check returns nil if every statement in query may run, or the first
+// refusal.
+func Check(d Dialect, query string) *Refusal {
+	if strings.IndexByte(query, 0) >= 0 {
+		return &Refusal{Statement: short(strings.ReplaceAll(query, "\x00", `\0`)), Reason: "contains a NUL byte, which would hide the rest of the text from the database", Instead: "pass values as query arguments, not in the SQL text."}
+	}
+	sc := scanner{s: query, d: d}
+	for {
+		start := sc.skip()
+		tok := sc.next()
+		switch tok.kind {
+		case tEOF:
+			return nil
+		case tSemi:
+			continue
+		}
+		if r := sc.statement(tok, start); r != nil {
+			return r
+		}
+	}
+}
+
+// statement checks one statement whose first token is first, consuming it
+// through its terminating semicolon.
+func (sc *scanner) statement(first token, start int) *Refusal {
+	if first.kind == tOther && first.text == "(" { // PostgreSQL: (SELECT ...)
+		return sc.body(start)
+	}
+	if first.kind != tWord {
+		return sc.refuseRest(start, "is not a statement a tool may run", otherInstead)
+	}
+	kw := strings.ToUpper(first.text)
+	if rr, ok := refusedReasons[kw]; ok {
+		return sc.refuseRest(start, rr[0], rr[1])
+	}
+	if !allowed[kw] {
+		return sc.refuseRest(start, "is not a statement a tool may run", otherInstead)
+	}
+	switch kw {
+	case "EXPLAIN":
+		// The explained statement is compiled, and some statements act
+		// while they compile (SQLite sets flag pragmas then): check it.
+		next := sc.next()
+		if next.kind == tWord && strings.EqualFold(next.text, "QUERY") {
+			sc.next() // PLAN
+			next = sc.next()
+		}
+		if next.kind == tEOF || next.kind == tSemi {
+			return nil
+		}
+		return sc.statement(next, start)
+	case "PRAGMA":
+		if sc.d != SQLite {
+			return sc.refuseRest(start, "is not a statement a tool may run", otherInstead)
+		}
+		return sc.pragma(start)
+	case "CREATE", "DROP", "ALTER":
+		return sc.ddl(start, kw)
+	}
+	return sc.body(start)
+}
+
+// refuseRest consumes the rest of the statement and refuses it.
+func (sc *scanner) refuseRest(start int, reason, instead string) *Refusal {
+	end := sc.i
+	sc.rest()
+	return &Refusal{Statement: short(sc.s[start:max(end, sc.i)]), Reason: reason, Instead: instead}
+}
+
+// rest consumes what is left of the current statement.
+func (sc *scanner) rest() {
+	for {
+		if k := sc.next().kind; k == tEOF || k == tSemi {
+			return
+		}
+	}
+}
+
+// body consumes the rest of a statement, refusing functions that change
+// the session.
+func (sc *scanner) body(start int) *Refusal {
+	var prev token
+	for {
+		tok := sc.next()
+		switch tok.kind {
+		case tEOF, tSemi:
+			return nil
+		case tOther:
+			if tok.text == "(" && prev.kind == tWord && refusedFuncs[strings.ToUpper(prev.text)] {
+				return sc.refuseRest(start, "calls "+prev.text+", which changes the connection's state", setInstead)
+			}
+		}
+		prev = tok
+	}
+}
+
+// pragma checks PRAGMA [schema.]name [= value | (value)].
+func (sc *scanner) pragma(start int) *Refusal {
+	name := sc.next()
+	if name.kind != tWord && name.kind != tQuoted {
+		return sc.refuseRest(start, "is not a pragma a tool may run", pragmaInstead)
+	}
+	tok := sc.next()
+	if tok.kind == tOther && tok.text == "." {
+		if name = sc.next(); name.kind != tWord && name.kind != tQuoted {
+			return sc.refuseRest(start, "is not a pragma a tool may run", pragmaInstead)
+		}
+		tok = sc.next()
+	}
+	n := strings.ToUpper(name.unquoted())
+	switch {
+	case tok.kind == tEOF || tok.kind == tSemi:
+		if actingPragmas[n] {
+			return &Refusal{Statement: short(sc.s[start:sc.i]), Reason: "changes the database or the connection outside the call's transaction", Instead: pragmaInstead}
+		}
+		return nil
+	case tok.kind == tOther && tok.text == "(" && readPragmas[n]:
+		return sc.body(start)
+	}
+	return sc.refuseRest(start, "sets a pragma, which changes the connection's settings", pragmaInstead)
+}
+
+// ddl checks CREATE, DROP and ALTER: objects in the temp schema live with
+// the connection, not the database. The head, up to the first "(" or AS,
+// BEGIN or SELECT, must not say TEMP, TEMPORARY or "temp".name.
+func (sc *scanner) ddl(start int, kw string) *Refusal {
+	trigger := false
+	var prev token
+	for {
+		tok := sc.next()
+		switch {
+		case tok.kind == tEOF || tok.kind == tSemi:
+			return nil
+		case tok.kind == tOther && tok.text == "(":
+			return sc.after(start, trigger, false)
+		case tok.kind == tOther && tok.text == "." && prev.kind == tQuoted && strings.EqualFold(prev.unquoted(), "temp"):
+			return sc.refuseRest(start, "names an object in the temp schema, which lives with the connection, not the database", tempInstead)
+		case tok.kind == tWord:
+			switch strings.ToUpper(tok.text) {
+			case "TEMP", "TEMPORARY":
+				return sc.refuseRest(start, "creates or changes an object that lives with the connection, not the database", tempInstead)
+			case "TRIGGER":
+				trigger = kw == "CREATE"
+			case "AS", "SELECT":
+				return sc.after(start, trigger, false)
+			case "BEGIN":
+				return sc.after(start, trigger, true)
+			}
+		}
+		prev = tok
+	}
+}
+
+// after consumes the rest of a DDL statement once its head is read.
+func (sc *scanner) after(start int, trigger, inBody bool) *Refusal {
+	if trigger {
+		sc.triggerBody(inBody)
+		return nil
+	}
+	return sc.body(start)
+}
+
+// triggerBody consumes a trigger's BEGIN ... END body, whose statements
+// end in semicolons of their own; CASE ... END inside them nests. The
+// body's statements run later, as the trigger fires, in the transaction of
+// the statement that fired it; SQLite allows only DML there.
+func (sc *scanner) triggerBody(inBody bool) {
+	cases := 0
+	for {
+		tok := sc.next()
+		switch tok.kind {
+		case tEOF:
+			return
+		case tSemi:
+			if !inBody {
+				return
+			}
+		case tWord:
+			switch strings.ToUpper(tok.text) {
+			case "BEGIN":
+				inBody = true
+			case "CASE":
+				cases++
+			case "END":
+				if cases > 0 {
+					cases--
+				} else if inBody {
+					inBody = false
+				}
+			}
+		}
+	}
+}
+
+func short(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.TrimRight(s, "; ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
