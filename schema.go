@@ -8,9 +8,12 @@ import (
 	"math/big"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -32,8 +35,10 @@ import (
 //	format:"date"                         format, asserted when validating
 //	ref:"note"                            the field names an entity of that kind (see guards)
 //
-// On a slice field, enum, pattern, format and the length bounds apply to the
-// items. Objects are closed (additionalProperties false), so an unknown
+// On a slice field, enum, pattern, format and the bounds apply to the
+// items. A keyword on a type it cannot constrain (minimum on a string,
+// minLength on a number, any bound on a bool or a struct) and bounds that
+// leave no valid value (minLength above maxLength) fail the definition. Objects are closed (additionalProperties false), so an unknown
 // argument is an error rather than silently dropped.
 
 // Param describes one top-level input parameter, in declaration order. The
@@ -58,10 +63,14 @@ type schemaNode struct {
 	def         json.RawMessage
 	defValue    any // def decoded for insertion into argument objects
 	enum        []json.RawMessage
+	enumTag     string // the enum tag as written, when split on "|"; for lint
 	minimum     string // JSON number text, "" if unset
 	maximum     string
-	minLength   int // -1 if unset
-	maxLength   int // -1 if unset
+	minDec      *decimal // minimum parsed, for the fast path; nil if unset
+	maxDec      *decimal
+	formatCheck *jsonschema.Schema // {"format": format}, the reference's verdict on one string
+	minLength   int                // -1 if unset
+	maxLength   int                // -1 if unset
 	pattern     string
 	re          *regexp.Regexp // pattern, compiled
 	encoding    string         // contentEncoding
@@ -331,10 +340,10 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 	for _, kw := range []struct {
 		tag string
 		dst *string
-	}{{"minimum", &s.minimum}, {"maximum", &s.maximum}} {
+	}{{"minimum", &target.minimum}, {"maximum", &target.maximum}} {
 		if v, ok := tags.Lookup(kw.tag); ok {
-			if _, ok := new(big.Rat).SetString(v); !ok {
-				r.fail(path, "%s tag %q must be a number", kw.tag, v)
+			if _, ok := parseDecimal(v); !ok {
+				r.fail(path, "%s tag %q must be a number written as in JSON, such as 1, -2.5 or 1e3", kw.tag, v)
 			}
 			*kw.dst = v
 		}
@@ -343,6 +352,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 	if target != s {
 		elem = elem.Elem()
 	}
+	r.checkKeywords(target, tags, path, f.Type, elem, target != s)
 	if v, ok := tags.Lookup("enum"); ok {
 		var vals []string
 		if strings.HasPrefix(v, "[") {
@@ -354,6 +364,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 				target.enum = append(target.enum, r.literal(x, elem, path, "enum"))
 			}
 		} else {
+			target.enumTag = v
 			vals = strings.Split(v, "|")
 			for _, x := range vals {
 				target.enum = append(target.enum, r.tagValue(x, elem, path, "enum"))
@@ -367,6 +378,67 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 			r.fail(path, "default tag %q: %v", v, err)
 		}
 		s.defValue = dv
+	}
+}
+
+// checkKeywords fails the definition when a keyword tag cannot constrain
+// the field it is on (jsonschema would ignore it without a word), or when
+// its bounds leave no valid value. n is the node the keywords went to: the
+// field's own, or its items' on a slice. ft is the field's type, elem the
+// type n describes.
+func (r *reflector) checkKeywords(n *schemaNode, tags reflect.StructTag, path string, ft, elem reflect.Type, items bool) {
+	what := fmt.Sprintf("a field of type %s", ft)
+	if items {
+		what = fmt.Sprintf("a field of type %s, whose items are of type %s", ft, elem)
+	}
+	typ := "any"
+	if !n.any && len(n.types) > 0 {
+		typ = n.types[0]
+	}
+	noBounds := func(tag, bound string) {
+		if typ == "any" {
+			r.fail(path, "%s tag on %s, which takes any JSON value, so there is nothing for it to bound; remove the tag, or give the field a number or string type", tag, what)
+		}
+		r.fail(path, "%s tag on %s, which has no %s; remove the tag", tag, what, bound)
+	}
+	for _, tag := range []string{"minimum", "maximum"} {
+		if _, ok := tags.Lookup(tag); !ok {
+			continue
+		}
+		switch typ {
+		case "integer", "number":
+		case "string":
+			r.fail(path, "%s tag on %s: minimum and maximum bound a number's value; bound a string's length with minLength and maxLength", tag, what)
+		default:
+			noBounds(tag, "numeric value")
+		}
+	}
+	for _, tag := range []string{"minLength", "maxLength"} {
+		if _, ok := tags.Lookup(tag); !ok {
+			continue
+		}
+		switch typ {
+		case "string":
+		case "integer", "number":
+			r.fail(path, "%s tag on %s: minLength and maxLength bound a string's length; bound a number's value with minimum and maximum", tag, what)
+		default:
+			noBounds(tag, "length")
+		}
+	}
+	for _, tag := range []string{"pattern", "format"} {
+		if _, ok := tags.Lookup(tag); ok && typ != "string" {
+			r.fail(path, "%s tag on %s: pattern and format apply to strings only; remove the tag, or make the field a string", tag, what)
+		}
+	}
+	if n.minLength >= 0 && n.maxLength >= 0 && n.minLength > n.maxLength {
+		r.fail(path, "minLength %d is above maxLength %d, so no string fits; make minLength at most maxLength", n.minLength, n.maxLength)
+	}
+	if n.minimum != "" && n.maximum != "" {
+		lo, _ := parseDecimal(n.minimum)
+		hi, _ := parseDecimal(n.maximum)
+		if lo.cmp(&hi) > 0 {
+			r.fail(path, "minimum %s is above maximum %s, so no number fits; make minimum at most maximum", n.minimum, n.maximum)
+		}
 	}
 }
 
@@ -387,7 +459,11 @@ func (r *reflector) tagValue(v string, t reflect.Type, path, tag string) json.Ra
 func (r *reflector) literal(v json.RawMessage, t reflect.Type, path, tag string) json.RawMessage {
 	p := reflect.New(t)
 	if err := json.Unmarshal(v, p.Interface()); err != nil {
-		r.fail(path, "%s tag value %s does not fit type %s: %v", tag, v, t, err)
+		hint := ""
+		if tag == "enum" && bytes.Contains(v, []byte(",")) {
+			hint = `; separate enum values with "|", as in enum:"1|2|3"`
+		}
+		r.fail(path, "%s tag value %s does not fit type %s: %v%s", tag, v, t, err, hint)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil {
@@ -511,6 +587,7 @@ func inferSchema(tool, which string, t reflect.Type) *compiledSchema {
 	r := &reflector{tool: tool, which: which, output: which == "Out"}
 	root := r.node(t, which)
 	cs := compileSchema(tool, which, root, root.appendJSON(nil))
+	root.prepareFast()
 	if which == "In" {
 		cs.prepareDefaults(t)
 		cs.prepareFlat(t)
@@ -704,12 +781,175 @@ func (cs *compiledSchema) checkDefaults(tool, which string, n *schemaNode, path 
 // validate checks an argument value. A fast check compiled from the
 // inferred schema decides the common case; anything it does not accept
 // goes to jsonschema/v6, whose verdict and error are authoritative, so the
-// fast path can only ever make valid calls cheaper.
+// fast path can only ever make valid calls cheaper. (FuzzValidate holds the
+// two to the same verdicts.)
+//
+// A supplied schema (InputSchema) is checked by jsonschema/v6 alone, after
+// one check of our own: every key of an object that In decodes into a
+// struct must be one of the struct's JSON names, exactly. encoding/json
+// matches keys without regard to case, so without it {"MODE":"x"} would
+// fill Mode past a schema that never looked at "MODE".
 func (cs *compiledSchema) validate(v any) error {
 	if cs.root != nil && !cs.verbatim && cs.root.accepts(v) {
 		return nil
 	}
+	if cs.verbatim && cs.root != nil {
+		if loc, keys := cs.root.unknownKeys(v, nil); keys != nil {
+			return InvalidArgs("%s", unknownKeysMessage(cs.root.at(loc), loc, keys))
+		}
+	}
+	if err := cs.reference(v); err != nil {
+		return &argsError{v: v, err: err}
+	}
+	return nil
+}
+
+// reference validates v with jsonschema/v6 alone. jsonschema/v6 panics on
+// a number math/big cannot read (an exponent beyond a million) where a
+// bound applies; that becomes an error naming the number.
+func (cs *compiledSchema) reference(v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if loc, n, ok := unreadableNumber(v, nil); ok {
+				err = InvalidArgs("%s: %s is too large or too precise to check. Send a number written with fewer digits, such as 10.5.", pointer(loc), n)
+				return
+			}
+			err = fmt.Errorf("llmtool: jsonschema/v6 panicked validating arguments: %v", p)
+		}
+	}()
 	return cs.compiled.Validate(v)
+}
+
+// argsError is a jsonschema/v6 verdict on an argument value, kept with the
+// value so messages can quote numbers as they were sent.
+type argsError struct {
+	v   any
+	err error
+}
+
+func (e *argsError) Error() string { return e.err.Error() }
+func (e *argsError) Unwrap() error { return e.err }
+
+// unknownKeys returns the location of the first object in v, depth first,
+// that has keys n does not name, with those keys sorted; nil keys if
+// there is none. Only objects In decodes into structs are checked; map
+// keys are data.
+func (n *schemaNode) unknownKeys(v any, loc []string) ([]string, []string) {
+	if n == nil || n.any {
+		return nil, nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if n.additional != nil {
+			for _, k := range sortedKeys(x) {
+				if l, ks := n.additional.unknownKeys(x[k], append(loc, k)); ks != nil {
+					return l, ks
+				}
+			}
+			return nil, nil
+		}
+		if !n.closed {
+			return nil, nil
+		}
+		var unknown []string
+		for k := range x {
+			if n.prop(k) == nil {
+				unknown = append(unknown, k)
+			}
+		}
+		if unknown != nil {
+			slices.Sort(unknown)
+			return loc, unknown
+		}
+		for _, p := range n.props {
+			if e, ok := x[p.name]; ok {
+				if l, ks := p.schema.unknownKeys(e, append(loc, p.name)); ks != nil {
+					return l, ks
+				}
+			}
+		}
+	case []any:
+		if n.items != nil {
+			for i, e := range x {
+				if l, ks := n.items.unknownKeys(e, append(loc, strconv.Itoa(i))); ks != nil {
+					return l, ks
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// unknownKeysMessage says which keys at loc are unknown and which the
+// object n takes.
+func unknownKeysMessage(n *schemaNode, loc, keys []string) string {
+	keys = slices.Sorted(slices.Values(keys))
+	where := pointer(loc)
+	if len(keys) == 1 {
+		where = pointer(append(append([]string(nil), loc...), keys[0]))
+	}
+	plural := ""
+	if len(keys) > 1 {
+		plural = "s"
+	}
+	allowed := "no parameters here"
+	if n != nil && len(n.props) > 0 {
+		names := make([]string, len(n.props))
+		for i, p := range n.props {
+			names[i] = p.name
+		}
+		allowed = "only " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s: unknown parameter%s %s. Send %s (names are case-sensitive).", where, plural, quoteList(keys), allowed)
+}
+
+// prepareFast readies n and the nodes below it for accepts: bounds parsed
+// once, a format checker compiled once.
+func (n *schemaNode) prepareFast() {
+	if n.minimum != "" {
+		d, _ := parseDecimal(n.minimum)
+		n.minDec = &d
+	}
+	if n.maximum != "" {
+		d, _ := parseDecimal(n.maximum)
+		n.maxDec = &d
+	}
+	if n.format != "" {
+		n.formatCheck = formatChecker(n.format)
+	}
+	for _, p := range n.props {
+		p.schema.prepareFast()
+	}
+	if n.items != nil {
+		n.items.prepareFast()
+	}
+	if n.additional != nil {
+		n.additional.prepareFast()
+	}
+}
+
+var formatCheckers sync.Map // format name → *jsonschema.Schema
+
+// formatChecker compiles {"format": name} with the settings argument
+// schemas use, so a string's format gets exactly jsonschema/v6's verdict
+// without validating the whole argument object.
+func formatChecker(name string) *jsonschema.Schema {
+	if s, ok := formatCheckers.Load(name); ok {
+		return s.(*jsonschema.Schema)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	url := "mem:///llmtool/format/" + strconv.Quote(name) + ".json"
+	if err := c.AddResource(url, map[string]any{"format": name}); err != nil {
+		panic(fmt.Sprintf("llmtool: format %q: %v", name, err))
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		panic(fmt.Sprintf("llmtool: format %q: %v", name, err))
+	}
+	s, _ := formatCheckers.LoadOrStore(name, sch)
+	return s.(*jsonschema.Schema)
 }
 
 // accepts reports whether v certainly satisfies n. It returns false when
@@ -743,7 +983,7 @@ func (n *schemaNode) accepts(v any) bool {
 			return false
 		}
 		if n.minLength >= 0 || n.maxLength >= 0 {
-			l := len([]rune(x))
+			l := utf8.RuneCountInString(x)
 			if (n.minLength >= 0 && l < n.minLength) || (n.maxLength >= 0 && l > n.maxLength) {
 				return false
 			}
@@ -751,13 +991,7 @@ func (n *schemaNode) accepts(v any) bool {
 		if n.re != nil && !n.re.MatchString(x) {
 			return false
 		}
-		switch n.format {
-		case "":
-		case "date-time":
-			if _, err := time.Parse(time.RFC3339Nano, x); err != nil {
-				return false
-			}
-		default:
+		if n.formatCheck != nil && n.formatCheck.Validate(x) != nil {
 			return false
 		}
 		return true
@@ -771,22 +1005,10 @@ func (n *schemaNode) accepts(v any) bool {
 		} else if !n.is("number") {
 			return false
 		}
-		if n.minimum != "" || n.maximum != "" {
-			f, err := strconv.ParseFloat(string(x), 64)
-			if err != nil {
+		if n.minDec != nil || n.maxDec != nil {
+			d, ok := parseDecimal(string(x))
+			if !ok || (n.minDec != nil && d.cmp(n.minDec) < 0) || (n.maxDec != nil && d.cmp(n.maxDec) > 0) {
 				return false
-			}
-			if n.minimum != "" {
-				m, _ := strconv.ParseFloat(n.minimum, 64)
-				if f < m {
-					return false
-				}
-			}
-			if n.maximum != "" {
-				m, _ := strconv.ParseFloat(n.maximum, 64)
-				if f > m {
-					return false
-				}
 			}
 		}
 		return true
@@ -950,9 +1172,16 @@ func (n *schemaNode) at(loc []string) *schemaNode {
 // InvalidArgs error: "Error: <where>: <what is wrong>. <what to send instead>",
 // one sentence pair per failing location.
 func (cs *compiledSchema) validationError(err error) *Error {
+	var inst any
+	if ae, ok := err.(*argsError); ok {
+		inst, err = ae.v, ae.err
+	}
+	if e, ok := err.(*Error); ok {
+		return e
+	}
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return InvalidArgs("arguments: %v. Send a JSON object that matches the tool's input schema.", err)
+		return InvalidArgs("arguments: %w. Send a JSON object that matches the tool's input schema.", err)
 	}
 	var leaves []*jsonschema.ValidationError
 	var walk func(e *jsonschema.ValidationError)
@@ -968,7 +1197,7 @@ func (cs *compiledSchema) validationError(err error) *Error {
 	walk(ve)
 	parts := make([]string, 0, len(leaves))
 	for _, l := range leaves {
-		parts = append(parts, cs.describe(l))
+		parts = append(parts, cs.describe(l, inst))
 		if len(parts) == 3 && len(leaves) > 3 {
 			parts = append(parts, fmt.Sprintf("(%d more problems not shown.)", len(leaves)-3))
 			break
@@ -990,10 +1219,18 @@ func pointer(loc []string) string {
 	return b.String()
 }
 
-func (cs *compiledSchema) describe(e *jsonschema.ValidationError) string {
+func (cs *compiledSchema) describe(e *jsonschema.ValidationError, inst any) string {
 	loc := e.InstanceLocation
 	node := cs.root.at(loc)
 	where := pointer(loc)
+	// got renders the failing number as it was sent, want a bound as a
+	// decimal: "10.5", never jsonschema's "21/2".
+	got := func(r *big.Rat) string {
+		if n, ok := valueAt(inst, loc).(json.Number); ok {
+			return string(n)
+		}
+		return numberText(r)
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
 		var parts []string
@@ -1008,33 +1245,22 @@ func (cs *compiledSchema) describe(e *jsonschema.ValidationError) string {
 		}
 		return strings.Join(parts, " ")
 	case *kind.AdditionalProperties:
-		names := make([]string, 0)
-		if node != nil {
-			for _, p := range node.props {
-				names = append(names, p.name)
-			}
-		}
-		plural := ""
-		if len(k.Properties) > 1 {
-			plural = "s"
-		}
-		allowed := "no parameters here"
-		if len(k.Properties) == 1 {
-			where = pointer(append(append([]string(nil), loc...), k.Properties[0]))
-		}
-		if len(names) > 0 {
-			allowed = "only " + strings.Join(names, ", ")
-		}
-		return fmt.Sprintf("%s: unknown parameter%s %s. Send %s (names are case-sensitive).", where, plural, quoteList(k.Properties), allowed)
+		return unknownKeysMessage(node, loc, k.Properties)
 	case *kind.Type:
 		return fmt.Sprintf("%s: expected %s, got %s. Send %s.", where, strings.Join(k.Want, " or "), k.Got, node.expect())
 	case *kind.Enum:
 		got, _ := json.Marshal(k.Got)
 		return fmt.Sprintf("%s: %s is not an allowed value. Send %s.", where, got, node.expect())
 	case *kind.Minimum:
-		return fmt.Sprintf("%s: %s is below the minimum %s. Send %s.", where, k.Got.RatString(), k.Want.RatString(), node.expect())
+		return fmt.Sprintf("%s: %s is below the minimum %s. Send %s.", where, got(k.Got), numberText(k.Want), node.expect())
 	case *kind.Maximum:
-		return fmt.Sprintf("%s: %s is above the maximum %s. Send %s.", where, k.Got.RatString(), k.Want.RatString(), node.expect())
+		return fmt.Sprintf("%s: %s is above the maximum %s. Send %s.", where, got(k.Got), numberText(k.Want), node.expect())
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("%s: %s is not above %s. Send a number above %s.", where, got(k.Got), numberText(k.Want), numberText(k.Want))
+	case *kind.ExclusiveMaximum:
+		return fmt.Sprintf("%s: %s is not below %s. Send a number below %s.", where, got(k.Got), numberText(k.Want), numberText(k.Want))
+	case *kind.MultipleOf:
+		return fmt.Sprintf("%s: %s is not a multiple of %s. Send a multiple of %s.", where, got(k.Got), numberText(k.Want), numberText(k.Want))
 	case *kind.MinLength:
 		return fmt.Sprintf("%s: %d %s is shorter than the minimum %d. Send %s.", where, k.Got, characters(k.Got), k.Want, node.expect())
 	case *kind.MaxLength:
@@ -1047,6 +1273,25 @@ func (cs *compiledSchema) describe(e *jsonschema.ValidationError) string {
 		return fmt.Sprintf("%s: this value is not allowed. Send only the parameters in the tool's input schema.", where)
 	}
 	return fmt.Sprintf("%s: %s. Send %s.", where, e.ErrorKind.LocalizedString(nil), node.expect())
+}
+
+// valueAt returns the value at an instance location in v, or nil.
+func valueAt(v any, loc []string) any {
+	for _, tok := range loc {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }
 
 func characters(n int) string {
