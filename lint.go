@@ -28,6 +28,8 @@ import (
 //	man-examples                the tool has a ManPage with an EXAMPLES section
 //	entity-ref                  every ref tag names a declared entity kind (a module added
 //	                            later or by a loader can still get this wrong)
+//	enum-separator              an enum tag separates its values with "|", not commas:
+//	                            enum:"a,b,c" allows the one value "a,b,c"
 //	loader                      every loader resolved
 //
 // Run it in a test of the application or module, with RequireLintClean.
@@ -83,6 +85,7 @@ const (
 	RuleFriendlyName      = "friendly-name"
 	RuleManExamples       = "man-examples"
 	RuleEntityRef         = "entity-ref"
+	RuleEnumSeparator     = "enum-separator"
 	RuleLoader            = "loader"
 )
 
@@ -235,12 +238,26 @@ func (l *linter) params(tool, description string, n *schemaNode, path string) {
 			l.add(tool, RuleRepeatedParamDesc, "the description repeats the description of parameter %s, which is sent with it anyway; remove it from the description", name)
 		}
 		l.defaultStated(tool, name, d, p.schema.def)
+		l.enumSeparator(tool, name, p.schema)
 		switch {
 		case p.schema.props != nil:
 			l.params(tool, description, p.schema, name)
 		case p.schema.items != nil && p.schema.items.props != nil:
 			l.params(tool, description, p.schema.items, name+"[]")
 		}
+	}
+}
+
+// enumSeparator reports an enum tag written with commas where "|"
+// separates values: enum:"a,b,c" is one allowed value, "a,b,c". A tag
+// that has a "|" already, or a JSON array, says what it means.
+func (l *linter) enumSeparator(tool, param string, n *schemaNode) {
+	for _, s := range []*schemaNode{n, n.items} {
+		if s == nil || !strings.Contains(s.enumTag, ",") || strings.Contains(s.enumTag, "|") {
+			continue
+		}
+		l.add(tool, RuleEnumSeparator, "parameter %s has enum:%q, which allows the one value %s; separate values with |, as in enum:%q (for one value that contains commas, write enum:%q)",
+			param, s.enumTag, s.enum[0], strings.ReplaceAll(s.enumTag, ",", "|"), "["+string(s.enum[0])+"]")
 	}
 }
 

@@ -63,6 +63,17 @@ type limitRightIn struct {
 	Kind  string `json:"kind,omitempty" desc:"Note type (default text)." default:"text" enum:"text|code"`
 }
 
+type enumPipesIn struct {
+	Kind  string   `json:"kind" desc:"Note type." enum:"text|code|book"`
+	Tags  []string `json:"tags,omitempty" desc:"Tags." enum:"a|b,c"`
+	Greet string   `json:"greet,omitempty" desc:"Greeting." enum:"[\"hello, world\",\"hi\"]"`
+}
+
+type enumCommasIn struct {
+	Kind string   `json:"kind" desc:"Note type." enum:"text,code,book"`
+	Tags []string `json:"tags,omitempty" desc:"Tags." enum:"a,b"`
+}
+
 func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(*llmtool.Registry), opts ...llmtool.LintOption) []string {
 	t.Helper()
 	reg, err := llmtool.NewRegistry(nil, mods...)
@@ -169,6 +180,13 @@ func TestLintRules(t *testing.T) {
 			}},
 		{rule: llmtool.RuleEntityRef, goodSetup: declared, badSetup: undeclared,
 			want: []string{`get_tag: tool "get_tag": field id references entity kind "tag", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag) (loader "late") [entity-ref]`}},
+		{rule: llmtool.RuleEnumSeparator,
+			good: mod(lintRead[enumPipesIn]("list_notes", "List notes.")),
+			bad:  mod(lintRead[enumCommasIn]("list_notes", "List notes.")),
+			want: []string{
+				`list_notes: parameter kind has enum:"text,code,book", which allows the one value "text,code,book"; separate values with |, as in enum:"text|code|book" (for one value that contains commas, write enum:"[\"text,code,book\"]") [enum-separator]`,
+				`list_notes: parameter tags has enum:"a,b", which allows the one value "a,b"; separate values with |, as in enum:"a|b" (for one value that contains commas, write enum:"[\"a,b\"]") [enum-separator]`,
+			}},
 		{rule: llmtool.RuleLoader,
 			goodSetup: func(r *llmtool.Registry) {
 				r.AddLoader("ok", func(context.Context) (*llmtool.Module, error) { return llmtool.DefineTools("ok"), nil })
