@@ -1,4 +1,4 @@
-// Package asynccheck defines the llmtoolvet analyzer, which reports llmtool
+// Package asynccheck defines an llmtoolvet analyzer, which reports llmtool
 // tool handlers whose work can outlive their transaction.
 //
 // An llmtool handler gets a *llmtool.ReadCtx or *llmtool.WriteCtx that is
@@ -84,6 +84,8 @@ import (
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/inspect"
 	"golang.org/x/tools/go/ast/inspector"
+
+	"github.com/llmtool/llmtool/cmd/llmtoolvet/internal/ignore"
 )
 
 // PkgPath is the import path of the llmtool package whose ReadCtx and
@@ -94,8 +96,8 @@ const PkgPath = "github.com/llmtool/llmtool"
 // transaction. Run it with go vet -vettool, or as a standalone command
 // (see cmd/llmtoolvet).
 var Analyzer = &analysis.Analyzer{
-	Name:     "llmtoolvet",
-	Doc:      "report llmtool handlers whose ctx or transaction outlives the call\n\nllmtoolvet reports go statements and escaping closures that use an llmtool handler's ctx or transaction, stores of them into places that outlive the call, handlers returning values that carry them, and Out types containing channels, funcs or iterators.",
+	Name:     "asynccheck",
+	Doc:      "report llmtool handlers whose ctx or transaction outlives the call\n\nasynccheck reports go statements and escaping closures that use an llmtool handler's ctx or transaction, stores of them into places that outlive the call, handlers returning values that carry them, and Out types containing channels, funcs or iterators.",
 	URL:      "https://pkg.go.dev/github.com/llmtool/llmtool/cmd/llmtoolvet/asynccheck",
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      run,
@@ -112,7 +114,7 @@ func run(pass *analysis.Pass) (any, error) {
 		reported:  make(map[string]bool),
 		summaries: make(map[summaryKey]*summary),
 		toolNames: make(map[*ast.FuncLit]string),
-		ignored:   ignoredLines(pass),
+		ignored:   ignore.Collect(pass),
 	}
 	insp.Preorder([]ast.Node{(*ast.FuncDecl)(nil)}, func(n ast.Node) {
 		fd := n.(*ast.FuncDecl)
@@ -156,36 +158,13 @@ type checker struct {
 	reported  map[string]bool               // position and category, to report once
 	summaries map[summaryKey]*summary       // callee analyses, by tainted parameters
 	toolNames map[*ast.FuncLit]string       // handler literals given to Read or Write, by tool name
-	ignored   map[string]map[int]bool       // lines silenced by //llmtoolvet:ignore, by file
+	ignored   ignore.Lines                  // lines silenced by //llmtoolvet:ignore
 }
 
 // IgnoreDirective, in a comment on the reported line or the line above it,
-// silences a finding. Follow it with the reason.
-const IgnoreDirective = "//llmtoolvet:ignore"
-
-// ignoredLines returns the lines a directive silences: its own and the next.
-func ignoredLines(pass *analysis.Pass) map[string]map[int]bool {
-	m := make(map[string]map[int]bool)
-	for _, f := range pass.Files {
-		for _, cg := range f.Comments {
-			for _, cm := range cg.List {
-				if !strings.HasPrefix(cm.Text, IgnoreDirective) {
-					continue
-				}
-				if rest := cm.Text[len(IgnoreDirective):]; rest != "" && rest[0] != ' ' && rest[0] != '\t' {
-					continue
-				}
-				p := pass.Fset.Position(cm.Slash)
-				if m[p.Filename] == nil {
-					m[p.Filename] = make(map[int]bool)
-				}
-				m[p.Filename][p.Line] = true
-				m[p.Filename][p.Line+1] = true
-			}
-		}
-	}
-	return m
-}
+// silences a finding of this or any other llmtoolvet analyzer. Follow it
+// with the reason.
+const IgnoreDirective = ignore.Directive
 
 // summaryKey names the analysis of a callee with some parameters tainted:
 // bit 0 is the receiver, bit i+1 parameter i.
@@ -206,7 +185,7 @@ func (c *checker) report(pos, end token.Pos, category, msg string, fixes ...anal
 	if c.reported[key] {
 		return
 	}
-	if p := c.pass.Fset.Position(pos); c.ignored[p.Filename][p.Line] {
+	if c.ignored.Silenced(c.pass.Fset, pos) {
 		return
 	}
 	c.reported[key] = true
