@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // ErrStatementRefused is wrapped by the error a handler gets when it runs a
@@ -35,7 +33,7 @@ var errTxEnded = errors.New("llmtool: the handler ended its transaction itself")
 // connection. The first refusal sticks to the call: it fails whatever the
 // handler returns.
 func (cs *callState) check(query string) error {
-	r := sqlcheck.Check(cs.reg.tx.dialect, query)
+	r := cs.reg.tx.checked.Check(cs.reg.tx.dialect, query)
 	if r == nil {
 		return nil
 	}

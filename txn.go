@@ -290,6 +290,7 @@ type txer struct {
 	dialect sqlcheck.Dialect // the lexical rules for checking handler SQL
 	writes  chan struct{}    // one token: writes are serialized per registry
 	errRow  errRower         // rows that fail with llmtool's own errors
+	checked sqlcheck.Cache   // handler SQL already accepted
 
 	// Read connections reserved from db and kept in query_only mode, with
 	// BEGIN and COMMIT prepared once, so a read call costs neither PRAGMA

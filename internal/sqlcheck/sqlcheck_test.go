@@ -121,3 +121,46 @@ func TestCheckPostgres(t *testing.T) {
 	// Postgres hiding places are open text there.
 	require.NotNil(t, Check(SQLite, "SELECT E'\\'; COMMIT; --'"))
 }
+
+func BenchmarkCheck(b *testing.B) {
+	q := `SELECT n.note_id, n.title, n.type, n.mime, n.is_protected, n.date_modified FROM notes n WHERE n.note_id = ? AND n.is_deleted = 0`
+	for b.Loop() {
+		if Check(SQLite, q) != nil {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkCacheHit(b *testing.B) {
+	q := `SELECT n.note_id, n.title, n.type, n.mime, n.is_protected, n.date_modified FROM notes n WHERE n.note_id = ? AND n.is_deleted = 0`
+	var c Cache
+	for b.Loop() {
+		if c.Check(SQLite, q) != nil {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func TestCacheRemembersOnlyAccepted(t *testing.T) {
+	t.Parallel()
+	var c Cache
+	require.Nil(t, c.Check(SQLite, "SELECT 1"))
+	require.Nil(t, c.Check(SQLite, "SELECT 1"))
+	require.NotNil(t, c.Check(SQLite, "COMMIT"))
+	require.NotNil(t, c.Check(SQLite, "COMMIT"), "a refusal is never cached as accepted")
+	require.Equal(t, int32(1), c.n.Load())
+	for i := range maxCached + 10 {
+		require.Nil(t, c.Check(SQLite, "SELECT "+string(rune('a'+i%26))+" FROM t"+itoa(i)))
+	}
+	require.Equal(t, int32(maxCached), c.n.Load(), "the cache stops growing at its bound")
+}
+
+func itoa(i int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		if i /= 10; i == 0 {
+			return string(b)
+		}
+	}
+}
