@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
@@ -49,7 +50,11 @@ func BearerAuth(verify func(ctx context.Context, token string) (*llmtool.Princip
 // session's GET stream.
 //
 // Sessions live in this process, so replicas behind a load balancer need
-// session affinity; use StatelessHandler otherwise.
+// session affinity; use StatelessHandler otherwise. They are bounded
+// (WithMaxSessions, WithMaxSessionsPerPrincipal) and end when idle
+// (WithSessionIdleTimeout); a request of an ended or unknown session gets
+// 404 Not Found, and a GET without the Mcp-Session-Id header gets 400 Bad
+// Request.
 func (s *Server) Handler() http.Handler { return s.httpHandler(false) }
 
 // StatelessHandler returns the streamable HTTP transport without sessions:
@@ -67,11 +72,14 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	}
 	if stateless {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
-	} else {
-		opts = append(opts, server.WithStateful(true))
+	}
+	h := &httpHandler{s: s, stateless: stateless}
+	if !stateless {
+		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}))
 	}
 	opts = append(opts, s.cfg.httpOpts...)
-	return &httpHandler{s: s, mcp: server.NewStreamableHTTPServer(s.mcp, opts...), stateless: stateless}
+	h.mcp = server.NewStreamableHTTPServer(s.mcp, opts...)
+	return h
 }
 
 type httpHandler struct {
@@ -111,18 +119,6 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx = llmtool.WithScope(ctx, scope)
 	}
-	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && !h.stateless {
-		if v, ok := s.sessions.Load(id); ok {
-			switch info := v.(*sessionInfo); {
-			case info.principal != principalID(p):
-				writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
-				return
-			case info.scope != scope:
-				writeError(w, http.StatusForbidden, fmt.Sprintf("This session was opened for scope %q, not %q; initialize a new session for that scope.", info.scope, scope))
-				return
-			}
-		}
-	}
 	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
 		var err error
@@ -141,10 +137,114 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
+
+	// The body's message, or batch. A body that is not JSON is left to
+	// mcp-go, which answers a parse error.
+	var msg *wireMessage
+	var batch []json.RawMessage
+	if len(body) > 0 && json.Valid(body) {
+		if jsonKind(body) == "an array" {
+			_ = json.Unmarshal(body, &batch)
+			if len(batch) == 0 {
+				writeRPC(w, http.StatusBadRequest, invalid(nil, "the batch is empty."))
+				return
+			}
+		} else {
+			m, bad := checkMessage(body)
+			if bad != nil {
+				writeRPC(w, http.StatusBadRequest, bad)
+				return
+			}
+			msg = &m
+		}
+	}
+	initialize := msg != nil && msg.method == string(mcp.MethodInitialize)
+
+	var info *sessionInfo
+	if !h.stateless {
+		switch id := r.Header.Get(server.HeaderKeySessionID); {
+		case initialize: // opens a new session, whatever the client sends
+		case id != "":
+			if info = h.session(w, id, p, scope); info == nil {
+				return
+			}
+			info.active.Add(1)
+			s.touch(info)
+			defer func() {
+				s.touch(info)
+				info.active.Add(-1)
+			}()
+		case r.Method == http.MethodGet:
+			// mcp-go would open a session for it, outside the limits.
+			writeError(w, http.StatusBadRequest, "A GET stream belongs to a session: send the Mcp-Session-Id header that the initialize response carried.")
+			return
+		}
+	}
+
+	switch {
+	case batch != nil:
+		if rev := revision(r, info); rev != batchRevision {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("Batch requests are not supported in protocol revision %s; send one JSON-RPC message per request.", rev))
+			return
+		}
+		if !h.stateless && info == nil {
+			writeError(w, http.StatusBadRequest, "A batch needs a session: send initialize on its own first, then the batch with the Mcp-Session-Id header of its response.")
+			return
+		}
+		h.serveBatch(w, r, batch)
+	case initialize && !h.stateless:
+		slot, refusal := s.reserve(principalID(p))
+		if slot == nil {
+			s.cfg.logger.Warn("mcpadapter: session refused", "principal", principalID(p), "reason", refusal)
+			writeRPC(w, http.StatusServiceUnavailable, &rpcError{id: msg.ID, code: codeServerError, message: refusal})
+			return
+		}
+		h.dispatch(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, slot)), body)
+		if slot.id == "" {
+			s.release(slot) // mcp-go opened no session
+		} else if _, ok := s.sessions.Load(slot.id); !ok {
+			h.dropMCP(slot.id) // ended before mcp-go registered it
+		}
+	default:
+		h.dispatch(w, r, body)
+	}
+}
+
+// dispatch serves one message: a tools/call or the answer to the adapter's
+// request here (see serveCall), everything else in mcp-go.
+func (h *httpHandler) dispatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	if body != nil && h.serveCall(w, r, body) {
 		return
 	}
 	h.mcp.ServeHTTP(w, r)
+}
+
+// session returns the session a request names, or answers 404 Not Found
+// for a session the table does not hold or that has been idle too long (so
+// the client initializes a new one, as the MCP specification prescribes),
+// or 403 Forbidden for a session of another principal or scope.
+func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Principal, scope string) *sessionInfo {
+	s := h.s
+	v, ok := s.sessions.Load(id)
+	info, _ := v.(*sessionInfo)
+	if ok && info.h == h && s.idle(info) {
+		h.endSession(id, "idle")
+		ok = false
+	}
+	switch {
+	case !ok || info.h != h:
+		writeRPC(w, http.StatusNotFound, &rpcError{code: codeSessionNotFound, message: fmt.Sprintf(
+			"Session not found: it ended (after %s without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header.",
+			humanDuration(s.cfg.idleTimeout))})
+		return nil
+	case info.principal != principalID(p):
+		writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
+		return nil
+	case info.scope != scope:
+		writeError(w, http.StatusForbidden, fmt.Sprintf("This session was opened for scope %q, not %q; initialize a new session for that scope.", info.scope, scope))
+		return nil
+	}
+	return info
 }
 
 // unauthorized answers 401 with the challenge of RFC 6750 (and RFC 9728's
@@ -161,18 +261,10 @@ func (h *httpHandler) unauthorized(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusUnauthorized, "Authentication required: send a valid bearer token in the Authorization header.")
 }
 
-// writeError answers with a JSON-RPC error object (id null), which MCP
-// clients can show, and the HTTP status.
+// writeError answers with a JSON-RPC invalid-request error (id null),
+// which MCP clients can show, and the HTTP status.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	code := -32600 // invalid request
-	body, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      nil,
-		"error":   map[string]any{"code": code, "message": msg},
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeRPC(w, status, &rpcError{code: codeInvalidRequest, message: msg})
 }
 
 // checkRebinding refuses, on a loopback listener, a Host or Origin header

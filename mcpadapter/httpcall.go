@@ -47,12 +47,12 @@ type rpcPeek struct {
 	Error  *mcp.JSONRPCErrorDetails `json:"error"`
 }
 
-// serveCall serves msg if it is a tools/call or the answer to one of the
-// adapter's requests in a session the adapter knows, and reports whether it
-// did.
+// serveCall serves msg if it is a tools/call whose client accepts an SSE
+// stream, or the answer to one of the adapter's requests, in a session the
+// adapter knows, and reports whether it did.
 func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	id := r.Header.Get(server.HeaderKeySessionID)
-	if id == "" || h.stateless || !acceptsSSE(r) {
+	if id == "" || h.stateless {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -73,9 +73,11 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	switch {
 	case peek.Method == "" && len(peek.ID) > 0 && bytes.HasPrefix(peek.ID, []byte(`"`+requestIDPrefix)):
 		return h.answer(w, id, peek)
-	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && info.session != nil && info.session.Initialized():
-		h.call(w, r, info.session, body)
-		return true
+	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && acceptsSSE(r):
+		if cs := info.clientSession(); cs != nil && cs.Initialized() {
+			h.call(w, r, cs, body)
+			return true
+		}
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -36,6 +37,10 @@ type config struct {
 	logLevel      mcp.LoggingLevel
 	logger        *slog.Logger
 	httpOpts      []server.StreamableHTTPOption
+
+	maxSessions     int
+	maxPerPrincipal int
+	idleTimeout     time.Duration
 }
 
 func defaultConfig() config {
@@ -46,6 +51,10 @@ func defaultConfig() config {
 		maxBody:  DefaultMaxBodyBytes,
 		logLevel: mcp.LoggingLevelInfo,
 		logger:   slog.Default(),
+
+		maxSessions:     DefaultMaxSessions,
+		maxPerPrincipal: DefaultMaxSessionsPerPrincipal,
+		idleTimeout:     DefaultSessionIdleTimeout,
 	}
 }
 
@@ -107,6 +116,45 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
+// WithMaxSessions bounds the sessions Handler keeps open at once, over all
+// principals (default DefaultMaxSessions, 1000). An initialize beyond it
+// gets 503 Service Unavailable with a JSON-RPC error that says the limit and
+// to try again later. n <= 0 keeps the default.
+func WithMaxSessions(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxSessions = n
+		}
+	}
+}
+
+// WithMaxSessionsPerPrincipal bounds the sessions of Handler that one
+// principal keeps open at once (default DefaultMaxSessionsPerPrincipal,
+// 100). An initialize beyond it gets 503 Service Unavailable with a
+// JSON-RPC error that says the limit and how to end sessions. Sessions
+// without a principal (no Authenticator and no WithPrincipal) count toward
+// WithMaxSessions only. n <= 0 keeps the default.
+func WithMaxSessionsPerPrincipal(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxPerPrincipal = n
+		}
+	}
+}
+
+// WithSessionIdleTimeout ends a session of Handler that has gone d without
+// a request, while no call or GET stream of it is open (default
+// DefaultSessionIdleTimeout, 30 minutes). A request of an ended session
+// gets 404 Not Found, which tells MCP clients to initialize a new session.
+// d <= 0 keeps the default.
+func WithSessionIdleTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.idleTimeout = d
+		}
+	}
+}
+
 // WithAllowedHosts adds Host header values, such as "mcp.example.com" or
 // "mcp.example.com:8443", that a loopback listener accepts besides
 // localhost, 127.0.0.1 and [::1] (on any port): for a reverse proxy on the
@@ -152,7 +200,11 @@ func WithLogger(l *slog.Logger) Option {
 // transport, after the adapter's own, such as server.WithHeartbeatInterval.
 // The adapter serves the tools/call requests of stateful sessions itself
 // (see Handler), so mcp-go's server.WithEventStore does not record their
-// streams and server.WithSessionIdleTTL does not count them as activity.
+// streams. The adapter keeps Handler's sessions itself, with limits and an
+// idle timeout (WithMaxSessions, WithSessionIdleTimeout): use those rather
+// than server.WithSessionIdleTTL, and note that server.WithStateful,
+// server.WithSessionIdManager and server.WithSessionIdManagerResolver
+// replace the adapter's session table and so its limits.
 func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) Option {
 	return func(c *config) { c.httpOpts = append(c.httpOpts, opts...) }
 }

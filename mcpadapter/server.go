@@ -29,6 +29,38 @@
 // scope's callable tools changed, sessions of that scope receive
 // notifications/tools/list_changed.
 //
+// # Messages on the HTTP wire
+//
+// A body that is not a valid JSON-RPC message gets 400 Bad Request and an
+// Invalid Request error (-32600), and nothing runs: a request's id must be
+// a string or an integer (not an object, array, boolean, null or fraction),
+// a message needs a method or, as a response, an id with exactly one of
+// result and error. The error's id is null when the id itself is invalid.
+//
+// A JSON-RPC batch (a JSON array) is served in protocol revision
+// 2025-03-26, the only one that has batches: its messages run in turn, and
+// the answer is a JSON array of the responses to its requests (202
+// Accepted, with no body, when it held only notifications and responses).
+// initialize must not be batched. In other revisions (2024-11-05, and
+// 2025-06-18 onwards, which removed batches) a batch gets 400 and an
+// Invalid Request error saying so. A session's revision is the one its
+// initialize negotiated; without a session it is the Mcp-Protocol-Version
+// header's, or 2025-03-26 without one, as the specification prescribes.
+//
+// # Sessions
+//
+// Handler keeps at most 1000 sessions open (WithMaxSessions), at most 100
+// per principal (WithMaxSessionsPerPrincipal), and ends a session after 30
+// minutes without a request while none of its calls or GET streams is open
+// (WithSessionIdleTimeout). An initialize beyond a limit gets 503 Service
+// Unavailable with a JSON-RPC error (-32000) that says the limit and what
+// to do: a 5xx, because MCP clients take a 4xx answer to initialize for a
+// server of the older HTTP+SSE transport, and because the condition passes
+// as sessions end. A request naming a session that ended (idle, or by
+// DELETE) or never existed gets 404 Not Found, which tells the client to
+// initialize a new session; the memory of an ended session is released,
+// in the adapter and in mcp-go.
+//
 // The adapter speaks the session-oriented protocol revisions, 2024-11-05
 // through 2025-11-25.
 package mcpadapter
@@ -40,6 +72,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -74,6 +107,12 @@ type Server struct {
 	pending  sync.Map // request ID → *clientRequest sent during HTTP calls
 	nextID   atomic.Int64
 
+	counts    sessionCounts    // open sessions, for the limits
+	now       func() time.Time // the clock of idle timeouts
+	sweepOnce sync.Once
+	closed    chan struct{} // closed by Close; stops the sweeper
+	closeOnce sync.Once
+
 	unsubscribe func()
 }
 
@@ -81,14 +120,6 @@ type Server struct {
 type toolEntry struct {
 	spec *llmtool.Spec
 	tool mcp.Tool
-}
-
-// sessionInfo is what the adapter knows of a connected session.
-type sessionInfo struct {
-	id        string
-	scope     string
-	principal string               // principal ID, "" if none
-	session   server.ClientSession // mcp-go's session
 }
 
 // New returns an MCP server for reg's tools. Options name the server and
@@ -99,7 +130,7 @@ func New(reg *llmtool.Registry, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry)}
+	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry), now: time.Now, closed: make(chan struct{})}
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(s.onRegister)
@@ -133,10 +164,13 @@ func New(reg *llmtool.Registry, opts ...Option) *Server {
 // WithPrincipal and WithScope when the context has none.
 func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
-// Close stops listening to the registry's changes. Serving functions
-// return on their own when their context ends.
+// Close stops listening to the registry's changes and stops ending idle
+// sessions. Serving functions return on their own when their context ends.
 func (s *Server) Close() error {
-	s.unsubscribe()
+	s.closeOnce.Do(func() {
+		s.unsubscribe()
+		close(s.closed)
+	})
 	return nil
 }
 
@@ -346,18 +380,28 @@ func (s *Server) scopeChanged(scope string) {
 	})
 }
 
+// onRegister records mcp-go's session: in the entry the session table made
+// for it (HTTP), or in a new one (stdio).
 func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 	id := cs.SessionID()
 	if id == "" {
 		return // a stateless request's session
 	}
+	if v, ok := s.sessions.Load(id); ok {
+		v.(*sessionInfo).setClientSession(cs)
+		return
+	}
+	if _, ok := ctx.Value(slotKey{}).(*sessionSlot); ok {
+		return // an HTTP session already ended: the handler ends mcp-go's too
+	}
 	ctx = s.callContext(ctx)
-	s.sessions.Store(id, &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx)), session: cs})
+	info := &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx))}
+	info.setClientSession(cs)
+	s.sessions.Store(id, info)
 }
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
-	s.sessions.Delete(cs.SessionID())
-	s.levels.Delete(cs.SessionID())
+	s.removeSession(cs.SessionID())
 }
 
 // afterInitialize advertises tools.listChanged: the adapter sends it

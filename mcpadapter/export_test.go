@@ -1,0 +1,37 @@
+package mcpadapter
+
+import (
+	"sort"
+	"time"
+)
+
+// Hooks into the session table for the tests of package mcpadapter_test.
+
+// SetClock sets the clock of the idle timeouts. Call it before serving.
+func SetClock(s *Server, now func() time.Time) { s.now = now }
+
+// Sweep ends the idle sessions now, as the sweeper does periodically.
+func Sweep(s *Server) { s.sweep() }
+
+// SessionIDs returns the IDs of the sessions in the table, sorted.
+func SessionIDs(s *Server) []string {
+	var ids []string
+	s.sessions.Range(func(k, _ any) bool {
+		ids = append(ids, k.(string))
+		return true
+	})
+	sort.Strings(ids)
+	return ids
+}
+
+// SessionCounts returns the open sessions counted for the limits: in total
+// and per principal.
+func SessionCounts(s *Server) (int, map[string]int) {
+	s.counts.mu.Lock()
+	defer s.counts.mu.Unlock()
+	per := make(map[string]int, len(s.counts.byPrincipal))
+	for k, v := range s.counts.byPrincipal {
+		per[k] = v
+	}
+	return s.counts.total, per
+}

@@ -1,0 +1,271 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool/mcpadapter"
+)
+
+// clock is a clock the test moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(s *mcpadapter.Server) *clock {
+	c := &clock{t: time.Date(2025, 3, 26, 12, 0, 0, 0, time.UTC)}
+	mcpadapter.SetClock(s, c.now)
+	return c
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// send sends a bodiless request of the session, such as DELETE, and
+// returns its status and body.
+func (c *rpc) send(t *testing.T, method string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req) // a stream that opened would never end
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "the response is a stream")
+	return resp.StatusCode, string(b)
+}
+
+const listTools = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+
+// TestHTTPSessionLimits checks that an initialize beyond the limits is
+// refused with 503 and a message that says what to do, and that ending a
+// session makes room again.
+func TestHTTPSessionLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		opts    []mcpadapter.Option
+		opened  []string // tokens of the sessions opened first
+		refused string   // token of the initialize refused next
+		other   string   // token of an initialize that still succeeds, if any
+		message string
+		counts  map[string]int
+	}{
+		{"total", []mcpadapter.Option{mcpadapter.WithMaxSessions(2)},
+			[]string{"ada-token", "bob-token"}, "ada-token", "",
+			"This server has reached its limit of 2 open sessions; try again later, when idle sessions have ended (after 30 minutes without requests).",
+			map[string]int{"ada": 1, "bob": 1}},
+		{"per principal", []mcpadapter.Option{mcpadapter.WithMaxSessionsPerPrincipal(2), mcpadapter.WithSessionIdleTimeout(90 * time.Second)},
+			[]string{"ada-token", "ada-token"}, "ada-token", "bob-token",
+			"You have reached this server's limit of 2 open sessions per user; end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id header) or wait until idle ones end (after 90 seconds without requests).",
+			map[string]int{"ada": 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, append(authOptions(), tt.opts...)...)
+			ts := httptest.NewServer(f.srv.Handler())
+			t.Cleanup(ts.Close)
+			as := func(token string) *rpc {
+				return &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer " + token}}
+			}
+			var opened []*rpc
+			for _, token := range tt.opened {
+				c := as(token)
+				c.initialize(t)
+				opened = append(opened, c)
+			}
+			total, per := mcpadapter.SessionCounts(f.srv)
+			require.Equal(t, len(tt.opened), total)
+			require.Equal(t, tt.counts, per)
+
+			resp, body := as(tt.refused).post(t, initialize)
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			require.Empty(t, resp.Header.Get("Mcp-Session-Id"))
+			require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"`+tt.message+`"}}`, body)
+			require.Len(t, mcpadapter.SessionIDs(f.srv), len(tt.opened), "the refused initialize opened no session")
+
+			// An MCP client shows the message.
+			tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithLogger(slog.New(slog.DiscardHandler)),
+				transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tt.refused}))
+			require.NoError(t, err)
+			c := client.NewClient(tr)
+			require.NoError(t, c.Start(context.Background()))
+			t.Cleanup(func() { c.Close() })
+			_, err = c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION}})
+			require.ErrorContains(t, err, tt.message)
+
+			if tt.other != "" {
+				as(tt.other).initialize(t)
+			}
+
+			// Ending a session of the refused principal makes room.
+			status, _ := opened[0].send(t, http.MethodDelete)
+			require.Equal(t, http.StatusOK, status)
+			as(tt.refused).initialize(t)
+		})
+	}
+}
+
+// TestHTTPSessionEnd checks that a session idle for the timeout, ended with
+// DELETE, or never opened gets 404 (so the client initializes again) and
+// that an ended session's memory is released: gone from the adapter's
+// table, from its counts and from mcp-go.
+func TestHTTPSessionEnd(t *testing.T) {
+	t.Parallel()
+	notFound := `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found: it ended (after 1 minute without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header."}}`
+	tests := []struct {
+		name string
+		end  func(t *testing.T, f *fixture, clk *clock, c *rpc)
+	}{
+		{"idle for the timeout", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
+			clk.advance(30 * time.Second)
+		}},
+		{"swept while idle", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
+			clk.advance(31 * time.Second)
+			mcpadapter.Sweep(f.srv)
+			require.NotContains(t, mcpadapter.SessionIDs(f.srv), c.session, "swept before any request")
+		}},
+		{"ended by DELETE", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
+			status, _ := c.send(t, http.MethodDelete)
+			require.Equal(t, http.StatusOK, status)
+		}},
+		{"never opened", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
+			status, _ := c.send(t, http.MethodDelete)
+			require.Equal(t, http.StatusOK, status)
+			c.session = "mcp-session-XLAB4DNOBGAAZDJ7YQYZ36NPDA"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, append(authOptions(), mcpadapter.WithSessionIdleTimeout(time.Minute))...)
+			clk := newClock(f.srv)
+			ts := httptest.NewServer(f.srv.Handler())
+			t.Cleanup(ts.Close)
+			other := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
+			other.initialize(t)
+			c := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
+			c.initialize(t)
+			require.NoError(t, f.srv.MCPServer().SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil))
+			clk.advance(30 * time.Second)
+			resp, _ := other.post(t, listTools) // keeps other alive
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+
+			tt.end(t, f, clk, c)
+			resp, body := c.post(t, listTools)
+			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+			require.JSONEq(t, notFound, body)
+			status, body := c.send(t, http.MethodGet)
+			require.Equal(t, http.StatusNotFound, status)
+			require.JSONEq(t, notFound, body)
+
+			require.Equal(t, []string{other.session}, mcpadapter.SessionIDs(f.srv))
+			total, per := mcpadapter.SessionCounts(f.srv)
+			require.Equal(t, 1, total)
+			require.Equal(t, map[string]int{"ada": 1}, per)
+			require.ErrorIs(t, f.srv.MCPServer().SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil), server.ErrSessionNotFound)
+			resp, _ = other.post(t, listTools)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "the other session lives on")
+		})
+	}
+}
+
+// TestHTTPSessionStreamNotIdle checks that a session whose GET stream is
+// open does not end, however long it goes without requests, and ends once
+// the stream closed and the timeout passed.
+func TestHTTPSessionStreamNotIdle(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, mcpadapter.WithSessionIdleTimeout(time.Minute))
+	clk := newClock(f.srv)
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	c := &rpc{url: ts.URL}
+	c.initialize(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // before ts.Close, which waits for the stream
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	clk.advance(time.Hour)
+	mcpadapter.Sweep(f.srv)
+	require.Equal(t, []string{c.session}, mcpadapter.SessionIDs(f.srv))
+
+	cancel()
+	resp.Body.Close()
+	require.Eventually(t, func() bool {
+		clk.advance(time.Minute)
+		mcpadapter.Sweep(f.srv)
+		return len(mcpadapter.SessionIDs(f.srv)) == 0
+	}, 5*time.Second, 10*time.Millisecond)
+	r, _ := c.post(t, listTools)
+	require.Equal(t, http.StatusNotFound, r.StatusCode)
+}
+
+// TestHTTPNoSessionOutsideLimits checks that the requests that could make
+// mcp-go open a session without an initialize are refused, so every
+// session counts toward the limits.
+func TestHTTPNoSessionOutsideLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	tests := []struct {
+		name    string
+		session string
+		status  int
+		message string
+	}{
+		{"GET without a session", "", http.StatusBadRequest,
+			`A GET stream belongs to a session: send the Mcp-Session-Id header that the initialize response carried.`},
+		{"GET of an unknown session", "mcp-session-XLAB4DNOBGAAZDJ7YQYZ36NPDA", http.StatusNotFound,
+			`Session not found: it ended (after 30 minutes without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header.`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := (&rpc{url: ts.URL, session: tt.session}).send(t, http.MethodGet)
+			require.Equal(t, tt.status, status)
+			var e struct{ Error struct{ Message string } }
+			require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+			require.Equal(t, tt.message, e.Error.Message)
+			require.Empty(t, mcpadapter.SessionIDs(f.srv))
+			total, _ := mcpadapter.SessionCounts(f.srv)
+			require.Zero(t, total)
+		})
+	}
+}
