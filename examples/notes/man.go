@@ -130,7 +130,8 @@ SEE ALSO
 
 const manRenameNote = `NOTES
     Only the title changes; the content, place and attributes stay. The
-    system notes (root, _hidden, _share) cannot be renamed.
+    system notes (root, _hidden, _share, _lbRoot, _globalNoteMap) cannot
+    be renamed.
 
 EXAMPLES
     {"noteId": "meetings", "title": "Meeting minutes"}
@@ -185,8 +186,9 @@ const manDeleteNote = `NOTES
     attributes and the relations that point to it. Its children that have
     no other parent are deleted too; children cloned elsewhere stay there.
     The result lists every deleted note. Deleted notes disappear from all
-    tools. The system notes (root, _hidden, _share) cannot be deleted, nor
-    a note with a protected note below it.
+    tools. The system notes (root, _hidden, _share, _lbRoot,
+    _globalNoteMap) cannot be deleted, nor a note with a protected note
+    below it.
 
 EXAMPLES
     {"noteId": "meetings"}
@@ -200,7 +202,8 @@ const manMoveNote = `NOTES
     existing children. A note with several parents (clones) leaves only
     the parent given by fromParentNoteId, or its first parent. A note
     cannot move under itself or its own descendants, and the system notes
-    (root, _hidden, _share) cannot move; they can be the new parent.
+    (root, _hidden, _share, _lbRoot, _globalNoteMap) cannot move; they can
+    be the new parent.
 
 EXAMPLES
     {"noteId": "pancakes", "parentNoteId": "projects"}
@@ -216,7 +219,7 @@ const manCloneNote = `NOTES
     it everywhere. To have a separate copy, create a note and set its
     content instead. A note cannot be cloned under itself or its own
     descendants, nor twice under the same parent, and the system notes
-    (root, _hidden, _share) cannot be cloned.
+    (root, _hidden, _share, _lbRoot, _globalNoteMap) cannot be cloned.
 
 EXAMPLES
     {"noteId": "pancakes", "parentNoteId": "projects"}
@@ -230,13 +233,16 @@ const manSetAttribute = `NOTES
     existing one changes its value (or target). A relation's target must
     be an existing note.
     Names that make the application run code or inject markup are refused
-    (in any case): run, runOnInstance, runAtHour, runOnNoteCreation,
-    runOnChildNoteCreation, runOnNoteTitleChange, runOnNoteContentChange,
-    runOnNoteChange, runOnNoteDeletion, runOnAttributeCreation,
-    runOnAttributeChange, runOnBranchCreation, runOnBranchChange,
-    runOnBranchDeletion, widget, widgetRelation, customRequestHandler,
-    customResourceProvider, appCss, appTheme, renderNote, shareJs,
-    shareCss, shareHtml, shareTemplate.
+    (in any case, as labels and as relations). Trilium's dangerous labels:
+    run, customRequestHandler, customResourceProvider, widget, shareRaw,
+    titleTemplate, webViewSrc, iconPack, docName, docUrl,
+    scriptInLauncherContent. Its dangerous relations: runOnNoteCreation,
+    runOnNoteTitleChange, runOnNoteChange, runOnNoteContentChange,
+    runOnNoteDeletion, runOnBranchCreation, runOnBranchChange,
+    runOnBranchDeletion, runOnChildNoteCreation, runOnAttributeCreation,
+    runOnAttributeChange, widget, renderNote, searchScript, script,
+    shareJs, shareHtml, shareTemplate. Refused here too: runOnInstance,
+    runAtHour, widgetRelation, appCss, appTheme, shareCss.
 
 EXAMPLES
     {"noteId": "roadmap", "name": "priority", "value": "low"}

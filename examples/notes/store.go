@@ -86,6 +86,12 @@ const (
 	HiddenID = "_hidden"
 	// ShareID is the ID of the shared subtree (a child of root).
 	ShareID = "_share"
+	// LaunchBarRootID is the ID of the launch bar's root (a child of
+	// _hidden).
+	LaunchBarRootID = "_lbRoot"
+	// GlobalNoteMapID is the ID of the global note map (a child of
+	// _hidden).
+	GlobalNoteMapID = "_globalNoteMap"
 )
 
 // Note types. Any type accepted by [ValidNoteType] can be stored; these are
@@ -198,11 +204,14 @@ type Revision struct {
 	DateCreated string `json:"dateCreated"` // ISO-8601 UTC
 }
 
-// IsSystem reports whether id is one of the system notes (root, _hidden,
-// _share).
+// IsSystem reports whether id is one of the system notes: root, _hidden,
+// _share, _lbRoot and _globalNoteMap, Trilium's PROTECTED_SYSTEM_NOTES
+// (packages/trilium-core/src/services/llm/tools/helpers.ts), the notes its
+// LLM tools must not delete, move or clone. The tools of this package are
+// stricter: a write tool changes a system note in no way.
 func IsSystem(id string) bool {
 	switch id {
-	case RootID, HiddenID, ShareID:
+	case RootID, HiddenID, ShareID, LaunchBarRootID, GlobalNoteMapID:
 		return true
 	}
 	return false
@@ -372,6 +381,8 @@ var seedNotes = []seedNote{
 		content: "<p>The vault combination is 12-34-56.</p>"},
 	{id: HiddenID, parent: RootID, title: "Hidden Notes", typ: TypeText},
 	{id: ShareID, parent: RootID, title: "Shared Notes", typ: TypeText},
+	{id: LaunchBarRootID, parent: HiddenID, title: "Launch Bar", typ: TypeText},
+	{id: GlobalNoteMapID, parent: HiddenID, title: "Note Map", typ: "noteMap"},
 }
 
 // seedAttrs are created by Seed.
@@ -383,10 +394,12 @@ var seedAttrs = []seedAttr{
 }
 
 // Seed fills an empty store (no row in notes, deleted ones included) with the
-// system notes root, _hidden and _share and a few sample notes, labels and a
+// system notes (root; _hidden and _share under it; _lbRoot and
+// _globalNoteMap under _hidden) and a few sample notes, labels and a
 // relation, plus one protected note ("secret"). It does nothing when the
 // notes table is not empty. Seed notes have stable, readable IDs: root,
-// _hidden, _share, projects, roadmap, meetings, recipes, pancakes, secret.
+// _hidden, _share, _lbRoot, _globalNoteMap, projects, roadmap, meetings,
+// recipes, pancakes, secret.
 func Seed(ctx context.Context, db Execer) error {
 	return inTx(ctx, db, func(tx Execer) error {
 		var n int

@@ -115,8 +115,11 @@ func TestSeedContents(t *testing.T) {
 	}{
 		{id: RootID, title: "root", typ: TypeText, parents: []string{},
 			children: []string{"projects", "recipes", "secret", HiddenID, ShareID}},
-		{id: HiddenID, title: "Hidden Notes", typ: TypeText, parents: []string{RootID}, children: []string{}},
+		{id: HiddenID, title: "Hidden Notes", typ: TypeText, parents: []string{RootID},
+			children: []string{LaunchBarRootID, GlobalNoteMapID}},
 		{id: ShareID, title: "Shared Notes", typ: TypeText, parents: []string{RootID}, children: []string{}},
+		{id: LaunchBarRootID, title: "Launch Bar", typ: TypeText, parents: []string{HiddenID}, children: []string{}},
+		{id: GlobalNoteMapID, title: "Note Map", typ: "noteMap", parents: []string{HiddenID}, children: []string{}},
 		{id: "projects", title: "Projects", typ: TypeBook, parents: []string{RootID},
 			children: []string{"roadmap", "meetings"}, content: "working on"},
 		{id: "roadmap", title: "Roadmap", typ: TypeText, parents: []string{"projects"}, children: []string{},
@@ -153,11 +156,14 @@ func TestSeedContents(t *testing.T) {
 	}
 }
 
+// TestIsSystem: the system notes are exactly Trilium's
+// PROTECTED_SYSTEM_NOTES.
 func TestIsSystem(t *testing.T) {
 	t.Parallel()
 	for id, want := range map[string]bool{
-		"root": true, "_hidden": true, "_share": true,
+		"root": true, "_hidden": true, "_share": true, "_lbRoot": true, "_globalNoteMap": true,
 		"projects": false, "secret": false, "": false, "Root": false, "_hiddenX": false,
+		"_lbAvailableLaunchers": false, "_globalnotemap": false,
 	} {
 		require.Equal(t, want, IsSystem(id), id)
 	}
@@ -319,8 +325,8 @@ func TestSubtree(t *testing.T) {
 		want  string
 	}{
 		{"depth0", RootID, 0, 0, "root(5)+"},
-		{"depth1", RootID, 1, 0, "root(5)[projects(2)+ recipes(1)+ secret(0) _hidden(0) _share(0)]"},
-		{"depth2", RootID, 2, 0, "root(5)[projects(2)[roadmap(0) meetings(0)] recipes(1)[pancakes(0)] secret(0) _hidden(0) _share(0)]"},
+		{"depth1", RootID, 1, 0, "root(5)[projects(2)+ recipes(1)+ secret(0) _hidden(2)+ _share(0)]"},
+		{"depth2", RootID, 2, 0, "root(5)[projects(2)[roadmap(0) meetings(0)] recipes(1)[pancakes(0)] secret(0) _hidden(2)[_lbRoot(0) _globalNoteMap(0)] _share(0)]"},
 		{"depth9", "projects", 9, 0, "projects(2)[roadmap(0) meetings(0)]"},
 		{"limit2", RootID, 2, 2, "root(5)+[projects(2)[roadmap(0) meetings(0)] recipes(1)[pancakes(0)]]"},
 		{"limit1", RootID, 2, 1, "root(5)+[projects(2)+[roadmap(0)]]"},

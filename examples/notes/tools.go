@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,17 +12,18 @@ import (
 	"github.com/llmtool/llmtool"
 )
 
-// Tools is the notes tool module: sixteen tools that search, read and edit
-// the note store, plus the "note" entity kind their inputs reference.
+// Tools is the notes tool module: seventeen tools that search, read and
+// edit the note store, plus the "note" entity kind their inputs reference.
 // Register it with one line:
 //
 //	reg, err := llmtool.NewRegistry(db, notes.Tools)
 //
 // where db is a store opened with [Open]. The entity guards of the "note"
 // kind apply to every tool: a note must exist (deleted notes do not), a
-// system note (root, _hidden, _share) is never changed by a write tool,
-// except as the new parent of a note or the target of a relation, and a
-// protected note is neither read nor written.
+// system note (root, _hidden, _share, _lbRoot, _globalNoteMap; see
+// [IsSystem]) is never changed by a write tool, except as the new parent
+// of a note or the target of a relation, and a protected note is neither
+// read nor written.
 var Tools = llmtool.DefineTools("notes",
 	searchNotes, getNote, getNoteContent, getChildNotes, getSubtree,
 	getAttributes, getAttribute,
@@ -70,18 +72,43 @@ const (
 // CodeAttributeNames returns the attribute names set_attribute refuses,
 // because a note carrying them makes the host application run code or
 // inject markup: scripts run on events or on a schedule, widgets, HTTP
-// handlers, application CSS and themes, rendered HTML notes and the share
-// templates. The comparison ignores case.
+// handlers, search scripts and launcher scripts, application CSS and
+// themes, rendered HTML notes, web views, title templates, icon packs, doc
+// pages and the share templates. The comparison ignores case, and a name
+// is refused as a label and as a relation alike.
+//
+// The list is Trilium's dangerous attributes (attributeService.
+// isAttributeDangerous: the entries marked isDangerous in
+// packages/commons/src/lib/builtin_attributes.ts), followed by our
+// additions beyond Trilium.
 func CodeAttributeNames() []string {
-	return []string{
-		"run", "runOnInstance", "runAtHour",
-		"runOnNoteCreation", "runOnChildNoteCreation", "runOnNoteTitleChange",
-		"runOnNoteContentChange", "runOnNoteChange", "runOnNoteDeletion",
-		"runOnAttributeCreation", "runOnAttributeChange",
-		"runOnBranchCreation", "runOnBranchChange", "runOnBranchDeletion",
-		"widget", "widgetRelation", "customRequestHandler", "customResourceProvider",
-		"appCss", "appTheme", "renderNote", "shareJs", "shareCss", "shareHtml", "shareTemplate",
-	}
+	return slices.Concat(triliumDangerousLabels, triliumDangerousRelations, stricterAttributeNames)
+}
+
+// triliumDangerousLabels are the labels Trilium marks dangerous.
+var triliumDangerousLabels = []string{
+	"run", "customRequestHandler", "customResourceProvider", "widget",
+	"shareRaw", "titleTemplate", "webViewSrc", "iconPack", "docName", "docUrl",
+	"scriptInLauncherContent",
+}
+
+// triliumDangerousRelations are the relations Trilium marks dangerous.
+var triliumDangerousRelations = []string{
+	"runOnNoteCreation", "runOnNoteTitleChange", "runOnNoteChange",
+	"runOnNoteContentChange", "runOnNoteDeletion",
+	"runOnBranchCreation", "runOnBranchChange", "runOnBranchDeletion",
+	"runOnChildNoteCreation", "runOnAttributeCreation", "runOnAttributeChange",
+	"renderNote", "searchScript", "script", "shareJs", "shareHtml", "shareTemplate",
+	// "widget" is a dangerous relation too; it is in the labels above.
+}
+
+// stricterAttributeNames are our additions beyond Trilium's list: the
+// scheduled script labels runOnInstance and runAtHour (Trilium marks them
+// not dangerous, but they say when a #run script runs), the legacy
+// widgetRelation, appCss and appTheme (CSS applied to the whole
+// application) and the shareCss relation (CSS on shared pages).
+var stricterAttributeNames = []string{
+	"runOnInstance", "runAtHour", "widgetRelation", "appCss", "appTheme", "shareCss",
 }
 
 // ---------------------------------------------------------------------------

@@ -259,7 +259,7 @@ func TestGetChildNotes(t *testing.T) {
 				{NoteID: "projects", Title: "Projects", Type: "book", ChildCount: 2},
 				{NoteID: "recipes", Title: "Recipes", Type: "book", ChildCount: 1},
 				{NoteID: "secret", Title: "Secret", Type: "text", IsProtected: true},
-				{NoteID: "_hidden", Title: "Hidden Notes", Type: "text"},
+				{NoteID: "_hidden", Title: "Hidden Notes", Type: "text", ChildCount: 2},
 				{NoteID: "_share", Title: "Shared Notes", Type: "text"},
 			}}, out)
 		}},
@@ -301,12 +301,13 @@ func TestGetSubtree(t *testing.T) {
 			require.Equal(t, 5, out.ChildCount)
 			require.Equal(t, []string{
 				"1 projects<root", "2 roadmap<projects", "2 meetings<projects",
-				"1 recipes<root", "2 pancakes<recipes", "1 secret<root", "1 _hidden<root", "1 _share<root",
+				"1 recipes<root", "2 pancakes<recipes", "1 secret<root",
+				"1 _hidden<root", "2 _lbRoot<_hidden", "2 _globalNoteMap<_hidden", "1 _share<root",
 			}, shape(out.Notes))
 		}},
 		{name: "depth 1", args: `{"noteId": "root", "depth": 1}`, check: func(t *testing.T, h *llmtooltest.Harness, _ map[string]any, raw []byte) {
 			out := fromJSON[notes.SubtreeOut](t, h, raw)
-			require.Equal(t, []string{"1 projects<root+", "1 recipes<root+", "1 secret<root", "1 _hidden<root", "1 _share<root"}, shape(out.Notes))
+			require.Equal(t, []string{"1 projects<root+", "1 recipes<root+", "1 secret<root", "1 _hidden<root+", "1 _share<root"}, shape(out.Notes))
 		}},
 		{name: "at most 10 children per note", fixture: manyChildren("recipes", 12), args: `{"noteId": "recipes", "depth": 5}`, check: func(t *testing.T, h *llmtooltest.Harness, _ map[string]any, raw []byte) {
 			out := fromJSON[notes.SubtreeOut](t, h, raw)
