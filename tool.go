@@ -56,7 +56,12 @@ type toolConfig struct {
 	inputSchema json.RawMessage // supplied with InputSchema
 }
 
-// Category sets the group the tool is listed under by the man catalog.
+// defaultCategory is the Category of a tool defined without one (or with
+// Category("")), set at definition so every Spec names its group.
+const defaultCategory = "General"
+
+// Category sets the group the tool is listed under by the man catalog. A
+// tool without it is in the category "General".
 func Category(name string) Option { return func(c *toolConfig) { c.spec.Category = name } }
 
 // Summary sets the tool's one-line summary for the man catalog.
@@ -192,6 +197,9 @@ func define[In, Out any](name, description string, read bool, opts []Option, bin
 	cfg := toolConfig{spec: Spec{Name: name, Description: description, ReadOnly: read}}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.spec.Category == "" {
+		cfg.spec.Category = defaultCategory
 	}
 	if read && cfg.spec.Destructive {
 		panic(fmt.Sprintf("llmtool: tool %q: a Read tool cannot be Destructive; define it with Write", name))
