@@ -69,8 +69,8 @@ func ScopeFrom(ctx context.Context) string {
 // registry that requires one (Registry.RequirePrincipal).
 var ErrNoPrincipal = errors.New("llmtool: no principal")
 
-// ErrNotAuthorized is wrapped by the result of a call the Authorizer refused
-// with an error other than an *Error.
+// ErrNotAuthorized is wrapped by the result of every call the Authorizer
+// refused, whatever error it returned (see Authorizer).
 var ErrNotAuthorized = errors.New("llmtool: not authorized")
 
 // Authorizer decides whether a principal may call a tool. Authorize returns
@@ -78,11 +78,15 @@ var ErrNotAuthorized = errors.New("llmtool: not authorized")
 // a listing shows, for every tool on every listing, so it should be cheap
 // (no database round trip per tool).
 //
-// To refuse, return an *Error (such as llmtool.Denied("Only editors may
-// delete notes.").Next("Ask an editor to do it.")), which the model sees as
-// it is; any other error refuses with a standard message that wraps
-// ErrNotAuthorized and the error. The principal is nil when the call has
-// none.
+// To refuse, return an error. The model sees the message and next action
+// of the first *Error in its chain (such as llmtool.Denied("Only editors
+// may delete notes.").Next("Ask an editor to do it.")), or, when the chain
+// has none, a standard message that names the tool and keeps the error's
+// text from the model. Either way the call's Result.Err is an *Error of
+// KindDenied that wraps ErrNotAuthorized and the Authorizer's error, so
+// errors.Is(res.Err, llmtool.ErrNotAuthorized) holds for every refusal,
+// and the audit outcome is "refused". The principal is nil when the call
+// has none.
 type Authorizer interface {
 	Authorize(ctx context.Context, p *Principal, tool *Spec) error
 }
@@ -156,9 +160,9 @@ func (r *Registry) SetWritesOffAction(action string) { r.pol.writesOffNext.Store
 //  4. the Authorizer, if the host set one.
 //
 // A refused call is recorded with the audit outcome "refused" and answers
-// the model with a message that says what to do instead; its error wraps
-// ErrToolDisabled (1 and 3), ErrNoPrincipal (2) or ErrNotAuthorized (4) and
-// has KindDenied.
+// the model with a message that says what to do instead (for 4, see
+// Authorizer); its error wraps ErrToolDisabled (1 and 3), ErrNoPrincipal
+// (2) or ErrNotAuthorized (4) and has KindDenied.
 //
 // Scope settings live in the host's database, in a table llmtool owns
 // (llmtool_scope_settings), created with CREATE TABLE IF NOT EXISTS on first
@@ -557,12 +561,15 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	}
 	if a := r.authorizer(); a != nil {
 		if err := a.Authorize(ctx, p, s); err != nil {
+			refusal := &Error{Kind: KindDenied, Message: fmt.Sprintf("You may not use %s.", s.Name),
+				NextAction: "Use another tool, or ask an administrator for access.", err: fmt.Errorf("%w: %w", ErrNotAuthorized, err)}
+			// The Authorizer's own words, as a refusal: no "Error: "
+			// prefix, which is for malformed arguments only.
 			var te *Error
 			if errors.As(err, &te) {
-				return err
+				refusal.Message, refusal.NextAction = te.Message, te.NextAction
 			}
-			return &Error{Kind: KindDenied, Message: fmt.Sprintf("You may not use %s.", s.Name),
-				NextAction: "Use another tool, or ask an administrator for access.", err: fmt.Errorf("%w: %w", ErrNotAuthorized, err)}
+			return refusal
 		}
 	}
 	return nil
