@@ -193,8 +193,9 @@ func render(tool string, err error) string {
 	// A database in trouble is not the tool's fault, and the model's next
 	// step differs by condition. The sentences hold for read and write tools
 	// alike (render does not know which ran): a failed write rolled back, a
-	// read changes nothing. Only busy, full and read-only claim that: a disk
-	// error can strike while a commit is made durable.
+	// read changes nothing. Only busy, full and read-only say "changed
+	// nothing": a disk error can strike while a commit is made durable. The
+	// kind stays KindInternal, so the registry still logs the detail.
 	switch dbConditionOf(err) {
 	case dbBusy:
 		return "The database is busy, so " + tool + " could not finish and changed nothing. Try again in a few seconds; if it is still busy, tell the user."
