@@ -318,3 +318,31 @@ func TestBoundsOnSliceApplyToItems(t *testing.T) {
 	require.Equal(t, `Error: /ids/1: 0 is below the minimum 1. Send an integer from 1 to 9.`, invoke(reg, "ids", `{"ids":[3,0]}`).Text())
 	require.Equal(t, `{}`, invoke(reg, "ids", `{"ids":[1,9]}`).Text())
 }
+
+// Arguments are one JSON value: text after it is refused whether In is
+// filled from the decoded value (flat) or decoded by encoding/json.
+func TestArgumentsAreOneJSONValue(t *testing.T) {
+	t.Parallel()
+	flat := llmtool.Read("one_flat", "d", func(_ *llmtool.ReadCtx, in fractionIn) (fractionIn, error) { return in, nil })
+	nested := llmtool.Read("one_nested", "d", echoExact)
+	reg := newRegistry(t, openDB(t), llmtool.DefineTools("one", flat, nested))
+	tests := []struct {
+		name, tool, args, want string
+	}{
+		{"flat, a closing brace after", "one_flat", `{"ratio":1}}`,
+			`Error: arguments: not valid JSON (invalid character '}' after top-level value). Send one JSON object, such as {"ratio": 1}.`},
+		{"flat, a closing bracket after", "one_flat", `{"ratio":1}]`,
+			`Error: arguments: not valid JSON (invalid character ']' after top-level value). Send one JSON object, such as {"ratio": 1}.`},
+		{"flat, a second object", "one_flat", `{"ratio":1} {"ratio":2}`,
+			`Error: arguments: not valid JSON (invalid character '{' after top-level value). Send one JSON object, such as {"ratio": 1}.`},
+		{"nested, a closing brace after", "one_nested", `{"mode":"a"}}`,
+			`Error: arguments: not valid JSON (invalid character '}' after top-level value). Send one JSON object, such as {"mode": "a"}.`},
+		{"flat, white space after", "one_flat", "{\"ratio\":1}\n ", `{"ratio":1}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, invoke(reg, tc.tool, tc.args).Text())
+		})
+	}
+}

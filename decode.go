@@ -1,10 +1,38 @@
 package llmtool
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// decodeArguments decodes a tool call's arguments as a json.Decoder with
+// UseNumber does, with fastDecode first. The text must be exactly one JSON
+// value: anything after it, even a lone "}" (which json.Decoder.More does
+// not report), is an error with encoding/json's own message, so a flat In
+// (filled from the decoded value) and a nested one (decoded by
+// json.Unmarshal) refuse the same texts.
+func decodeArguments(b []byte) (any, error) {
+	if v, ok := fastDecode(b); ok {
+		return v, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimLeft(b[d.InputOffset():], " \t\r\n")) > 0 {
+		var raw json.RawMessage
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return nil, err // "invalid character '}' after top-level value"
+		}
+		return nil, errors.New("text after the JSON value")
+	}
+	return v, nil
+}
 
 // fastDecode decodes a JSON value the way a json.Decoder with UseNumber
 // does (objects as map[string]any, arrays as []any, numbers as

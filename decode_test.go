@@ -3,6 +3,7 @@ package llmtool
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,8 +17,8 @@ func referenceDecode(b []byte) (any, bool) {
 	if err := d.Decode(&v); err != nil || d.More() {
 		return nil, false
 	}
-	if _, err := d.Token(); err == nil {
-		return nil, false // trailing data
+	if _, err := d.Token(); err != io.EOF {
+		return nil, false // trailing data, even a lone "}" (which More does not report)
 	}
 	return v, true
 }
@@ -29,7 +30,7 @@ var decodeSeeds = []string{
 	`{"dup":1,"dup":2}`, `{"nested":{"deeper":{"deepest":[[[]]]}}}`,
 	`{"bad":01}`, `{"bad":1.}`, `{"bad":.5}`, `{"bad":-}`, `{"bad":1e}`, `{"a":1,}`, `[1,]`, `{"a" 1}`,
 	`{"lone":"\ud800"}`, `{"lone":"\udc00x"}`, "{\"ctl\":\"a\x01b\"}", "{\"utf8\":\"\xff\"}", `{"esc":"\x"}`,
-	`{"u":"\u12"}`, `{} {}`, `{}x`, `"unterminated`, `{"a":tru}`, `nul`, ``, `   `,
+	`{"u":"\u12"}`, `{} {}`, `{}}`, `{}]`, `{} ]`, `[]}`, `{}x`, `"unterminated`, `{"a":tru}`, `nul`, ``, `   `,
 	"{\"é\":\"ü\"}", `{"a":"\u0000"}`,
 }
 
@@ -48,13 +49,19 @@ func FuzzFastDecode(f *testing.F) {
 }
 
 // checkFastDecode: whenever fastDecode accepts b, encoding/json accepts it
-// too and decodes the same value.
+// too and decodes the same value; and decodeArguments, fast path and all,
+// accepts exactly what encoding/json does, with the same value.
 func checkFastDecode(t *testing.T, b []byte) {
+	want, wantOK := referenceDecode(b)
+	args, err := decodeArguments(b)
+	require.Equal(t, wantOK, err == nil, "decodeArguments says %v for %q", err, b)
+	if wantOK {
+		require.Equal(t, want, args, "decodeArguments, input %q", b)
+	}
 	got, ok := fastDecode(b)
 	if !ok {
 		return
 	}
-	want, wantOK := referenceDecode(b)
 	require.True(t, wantOK, "fastDecode accepted %q, which encoding/json refuses", b)
 	require.Equal(t, want, got, "input %q", b)
 }

@@ -570,7 +570,7 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, err
 	if raw[0] != '{' {
 		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
-	v, err := decodeAny(raw)
+	v, err := decodeArguments(raw)
 	if err != nil {
 		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
