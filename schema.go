@@ -38,8 +38,10 @@ import (
 // On a slice field, enum, pattern, format and the bounds apply to the
 // items. A keyword on a type it cannot constrain (minimum on a string,
 // minLength on a number, any bound on a bool or a struct) and bounds that
-// leave no valid value (minLength above maxLength) fail the definition. Objects are closed (additionalProperties false), so an unknown
-// argument is an error rather than silently dropped.
+// leave no valid value (minLength above maxLength) fail the definition.
+// Objects are closed (additionalProperties false), so an unknown argument
+// is an error rather than silently dropped; keys match exactly, case
+// included, even under a supplied InputSchema (see compiledSchema.validate).
 
 // Param describes one top-level input parameter, in declaration order. The
 // man catalog and lint read it.

@@ -1,0 +1,63 @@
+package llmtool
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkValidate runs the fast validation path (compiledSchema.validate,
+// which the arguments below all pass) and jsonschema/v6 alone on the same
+// small argument objects, in the same run:
+//
+//	go test -run '^$' -bench '^BenchmarkValidate$' -benchmem -count 6 .
+//
+// The fast path earns its place only where it is the faster of the two.
+func BenchmarkValidate(b *testing.B) {
+	type getIn struct {
+		NoteID   string `json:"noteId" desc:"ID of the note to read."`
+		MaxChars int    `json:"maxChars,omitempty" default:"4000" minimum:"1" maximum:"100000"`
+	}
+	type searchIn struct {
+		Query string  `json:"query" minLength:"1" maxLength:"200"`
+		Limit int     `json:"limit,omitempty" default:"10" minimum:"1" maximum:"50"`
+		Kind  string  `json:"kind,omitempty" enum:"text|code|book"`
+		Score float64 `json:"score,omitempty" minimum:"0" maximum:"1"`
+	}
+	type dueIn struct {
+		Title string    `json:"title" minLength:"1"`
+		Due   time.Time `json:"due"`
+	}
+	cases := []struct {
+		name   string
+		schema *compiledSchema
+		args   string
+	}{
+		{"get", inferSchema("bench_get", "In", reflect.TypeFor[getIn]()), `{"noteId":"n1abc","maxChars":4000}`},
+		{"search", inferSchema("bench_search", "In", reflect.TypeFor[searchIn]()), `{"query":"meeting notes","limit":10,"kind":"text","score":0.5}`},
+		{"date-time", inferSchema("bench_due", "In", reflect.TypeFor[dueIn]()), `{"title":"Plan","due":"2026-01-02T15:04:05Z"}`},
+	}
+	for _, c := range cases {
+		v, err := decodeArguments([]byte(c.args))
+		require.NoError(b, err)
+		require.True(b, c.schema.root.accepts(v), c.args)
+		b.Run(c.name+"/path=fast", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.schema.validate(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/path=jsonschema", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.schema.compiled.Validate(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
