@@ -48,7 +48,8 @@ const (
 // each committed write call writes its row inside the call's own
 // transaction, so the row and the write commit or roll back together. A
 // rolled-back call leaves no row; it is still recorded by the other sinks
-// (keep the logger sink with AddAuditSink).
+// (Options.Audit replaces the default logger sink; list SlogAudit among the
+// sinks to keep it).
 type AuditSink interface {
 	Audit(ctx context.Context, rec AuditRecord)
 }
@@ -75,9 +76,9 @@ type auditSinks struct {
 	tx  []TxAuditSink
 }
 
-// SetAuditSinks replaces the registry's audit sinks, the default logger
+// setAuditSinks replaces the registry's audit sinks, the default logger
 // sink included. With no sinks it restores the default.
-func (r *Registry) SetAuditSinks(sinks ...AuditSink) {
+func (r *Registry) setAuditSinks(sinks ...AuditSink) {
 	if len(sinks) == 0 {
 		r.audits.Store(nil)
 		return
@@ -93,13 +94,6 @@ func (r *Registry) SetAuditSinks(sinks ...AuditSink) {
 		}
 	}
 	r.audits.Store(as)
-}
-
-// AddAuditSink adds a sink to the registry's audit sinks, keeping the
-// existing ones (by default the logger sink).
-func (r *Registry) AddAuditSink(s AuditSink) {
-	cur := r.sinks()
-	r.SetAuditSinks(append(append([]AuditSink(nil), cur.all...), s)...)
 }
 
 func (r *Registry) sinks() *auditSinks {
@@ -141,8 +135,8 @@ func logRecord(ctx context.Context, l *slog.Logger, rec AuditRecord) {
 }
 
 // AuditTable is a TxAuditSink that keeps one row per committed write call
-// in a table of the host's database. Create it with NewAuditTable and add
-// it with Registry.AddAuditSink. Only committed writes get a row; reads,
+// in a table of the host's database. Create it with NewAuditTable and list
+// it in Options.Audit. Only committed writes get a row; reads,
 // refusals and failed calls go to the other sinks.
 //
 // The table's columns are at (RFC 3339 UTC text), tool, module, principal,

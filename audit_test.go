@@ -54,15 +54,19 @@ func auditRows(t testing.TB, reg *llmtool.Registry, table string) []auditRow {
 func TestAuditTable(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
-	reg, logs := newReg(t, db, itemTools)
 	ctx := alice(context.Background())
-	require.NoError(t, reg.EnableWrites(ctx, ""))
 	table, err := llmtool.NewAuditTable(ctx, db, "")
 	require.NoError(t, err)
 	require.Equal(t, "llmtool_audit", table.Name())
 	rec := &recorder{}
-	reg.AddAuditSink(table)
-	reg.AddAuditSink(rec)
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	reg, _ := newRegOpts(t, db, &llmtool.Options{
+		ValidateOutput: true,
+		Logger:         logger,
+		Audit:          []llmtool.AuditSink{llmtool.SlogAudit(logger), table, rec},
+	}, itemTools)
+	require.NoError(t, reg.EnableWrites(ctx, ""))
 
 	start := time.Now()
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"secret-pear"}`)})
@@ -119,12 +123,17 @@ func TestAuditTable(t *testing.T) {
 func TestAuditTableFailureRollsBackTheWrite(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
-	reg, logs := newReg(t, db, itemTools)
 	ctx := context.Background()
-	require.NoError(t, reg.EnableWrites(ctx, ""))
 	table, err := llmtool.NewAuditTable(ctx, db, "audit_calls")
 	require.NoError(t, err)
-	reg.AddAuditSink(table)
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	reg, _ := newRegOpts(t, db, &llmtool.Options{
+		ValidateOutput: true,
+		Logger:         logger,
+		Audit:          []llmtool.AuditSink{llmtool.SlogAudit(logger), table},
+	}, itemTools)
+	require.NoError(t, reg.EnableWrites(ctx, ""))
 	_, err = db.Exec(`DROP TABLE audit_calls`)
 	require.NoError(t, err)
 
@@ -140,20 +149,35 @@ func TestAuditTableFailureRollsBackTheWrite(t *testing.T) {
 
 func TestAuditSinks(t *testing.T) {
 	t.Parallel()
-	reg, logs := newReg(t, openDB(t), itemTools)
+	// Three registries over one database, sharing one logger, each with
+	// its own sinks.
+	db := openDB(t)
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	rec := &recorder{}
-	reg.SetAuditSinks(rec, llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) { panic("sink bug") }))
+	reg, _ := newRegOpts(t, db, &llmtool.Options{
+		ValidateOutput: true,
+		Logger:         logger,
+		Audit: []llmtool.AuditSink{rec,
+			llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) { panic("sink bug") })},
+	}, itemTools)
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
 	require.Len(t, rec.recs, 1)
 	require.NotContains(t, logs.String(), "llmtool call", "the default sink was replaced")
 	require.Contains(t, logs.String(), `msg="llmtool: audit sink panicked" tool=get_item panic="sink bug"`)
 
 	var buf bytes.Buffer
-	reg.SetAuditSinks(llmtool.SlogAudit(slog.New(slog.NewTextHandler(&buf, nil))))
+	reg, _ = newRegOpts(t, db, &llmtool.Options{
+		ValidateOutput: true,
+		Logger:         logger,
+		Audit:          []llmtool.AuditSink{llmtool.SlogAudit(slog.New(slog.NewTextHandler(&buf, nil)))},
+	}, itemTools)
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
 	require.Contains(t, buf.String(), `msg="llmtool call" tool=get_item module=items principal="" scope="" outcome=ok`)
 
-	reg.SetAuditSinks()
+	require.NotContains(t, logs.String(), "llmtool call", "the logger is no sink while Audit is set")
+
+	reg, _ = newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, Logger: logger}, itemTools) // Audit nil
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
 	require.Contains(t, logs.String(), `msg="llmtool call" tool=get_item`, "the default sink is back")
 }

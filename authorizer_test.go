@@ -38,19 +38,21 @@ func TestAuthorizerRefusal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := openDB(t)
-			reg, _ := newReg(t, db, itemTools)
-			ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"})
-			require.NoError(t, reg.EnableWrites(ctx, ""))
 			var mu sync.Mutex
 			var outcomes []string
-			reg.SetAuditSinks(llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
-				mu.Lock()
-				outcomes = append(outcomes, rec.Outcome)
-				mu.Unlock()
-			}))
-			reg.SetAuthorizer(llmtool.AuthorizerFunc(func(context.Context, *llmtool.Principal, *llmtool.Spec) error {
-				return tc.err
-			}))
+			reg, _ := newRegOpts(t, db, &llmtool.Options{
+				ValidateOutput: true,
+				Audit: []llmtool.AuditSink{llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+					mu.Lock()
+					outcomes = append(outcomes, rec.Outcome)
+					mu.Unlock()
+				})},
+				Authorizer: llmtool.AuthorizerFunc(func(context.Context, *llmtool.Principal, *llmtool.Spec) error {
+					return tc.err
+				}),
+			}, itemTools)
+			ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"})
+			require.NoError(t, reg.EnableWrites(ctx, ""))
 
 			res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 			require.True(t, res.IsError)

@@ -35,9 +35,10 @@ func benchDB(b *testing.B) *sql.DB {
 }
 
 func benchRegistry(b *testing.B, db *sql.DB) *llmtool.Registry {
-	reg, err := llmtool.NewRegistry(db, itemTools)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, itemTools)
 	require.NoError(b, err)
-	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	enableWrites(b, reg, context.Background())
 	return reg
 }

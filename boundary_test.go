@@ -74,8 +74,10 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 		func(c *llmtool.WriteCtx, _ struct{}) (connState, error) {
 			return scanConnState(c.QueryRow(connStateSQL))
 		})
-	f.reg = newRegistry(t, f.db, llmtool.DefineTools("escape", append(tools, readState, writeState)...))
-	f.reg.SetLogger(slog.New(slog.NewTextHandler(f.log, nil)))
+	f.reg = newRegistryOpts(t, f.db, &llmtool.Options{
+		Logger:         slog.New(slog.NewTextHandler(f.log, nil)),
+		ValidateOutput: true,
+	}, llmtool.DefineTools("escape", append(tools, readState, writeState)...))
 	return f
 }
 

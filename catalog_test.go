@@ -161,7 +161,7 @@ func TestManBuiltin(t *testing.T) {
 	require.Equal(t, "llmtool", spec.Module)
 	require.Equal(t, "Read the manual", spec.FriendlyName)
 	require.Equal(t, []string{"search_notes", "get_time", "man"}, listNames(t, reg, context.Background()), "man is listed last")
-	builtinOnly, err := llmtool.NewRegistry(nil)
+	builtinOnly, err := llmtool.NewRegistry(nil, nil)
 	require.NoError(t, err)
 	llmtool.RequireLintClean(t, builtinOnly, llmtool.IncludeBuiltins())
 

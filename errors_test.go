@@ -68,10 +68,9 @@ INSERT INTO items (name) SELECT ? FROM n`, rows, strings.Repeat("x", 200))
 // it turns write tools on in the default scope (persistently, in db).
 func troubleRegistry(t *testing.T, db *sql.DB, logs *syncBuffer, writes bool) *llmtool.Registry {
 	t.Helper()
-	reg, err := llmtool.NewRegistry(db, itemTools, blobTools)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, itemTools, blobTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
-	reg.SetLogger(slog.New(slog.NewTextHandler(logs, nil)))
 	if writes {
 		require.NoError(t, reg.EnableWrites(context.Background(), ""))
 	}
@@ -145,7 +144,7 @@ func TestDatabaseTrouble(t *testing.T) {
 				rw, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(DELETE)&_txlock=immediate")
 				require.NoError(t, err)
 				createItems(t, rw, 0)
-				first, err := llmtool.NewRegistry(rw, itemTools)
+				first, err := llmtool.NewRegistry(rw, nil, itemTools)
 				require.NoError(t, err)
 				require.NoError(t, first.EnableWrites(context.Background(), "")) // persisted in the file
 				require.NoError(t, first.Close())

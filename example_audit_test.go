@@ -25,21 +25,26 @@ func ExampleNewAuditTable() {
 			_, err := c.Exec(`INSERT INTO notes (id, title) VALUES (lower(hex(randomblob(4))), ?)`, in.Title)
 			return struct{}{}, err
 		}, llmtool.FriendlyName("Add note"))
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", addNote))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer reg.Close()
-	reg.SetLogger(exampleLogger())
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann"})
 	table, err := llmtool.NewAuditTable(ctx, db, "audit_log")
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg.AddAuditSink(table)
-	reg.AddAuditSink(llmtool.AuditFunc(func(_ context.Context, r llmtool.AuditRecord) {
-		fmt.Printf("audit: %s by %s: %s, committed %v\n", r.Tool, r.Principal, r.Outcome, r.Committed)
-	}))
+	logger := exampleLogger()
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Logger: logger,
+		Audit: []llmtool.AuditSink{
+			llmtool.SlogAudit(logger), // keep the log lines: Audit replaces the default sink
+			table,
+			llmtool.AuditFunc(func(_ context.Context, r llmtool.AuditRecord) {
+				fmt.Printf("audit: %s by %s: %s, committed %v\n", r.Tool, r.Principal, r.Outcome, r.Committed)
+			}),
+		},
+	}, llmtool.DefineTools("notes", addNote))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
 	_ = reg.EnableWrites(ctx, "")
 
 	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)})

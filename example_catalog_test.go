@@ -27,7 +27,7 @@ func ExampleRegistry_Man() {
 	deleteNote := llmtool.Write("delete_note", "Delete a note.",
 		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Category("Notes"), llmtool.Destructive())
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", findNotes, deleteNote))
+	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", findNotes, deleteNote))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func ExampleRegistry_FriendlyName() {
 	createNote := llmtool.Write("create_note", "Create a note.",
 		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
 		llmtool.FriendlyName("Create note"))
-	reg, err := llmtool.NewRegistry(nil, llmtool.DefineTools("notes", createNote))
+	reg, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("notes", createNote))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -68,12 +68,11 @@ func ExampleEntity() {
 			return struct{}{}, err
 		}, llmtool.FriendlyName("Move note"))
 
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", moveNote).WithEntities(note))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: exampleLogger()}, llmtool.DefineTools("notes", moveNote).WithEntities(note))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	reg.SetLogger(exampleLogger())
 	ctx := context.Background()
 	if err := reg.EnableWrites(ctx, ""); err != nil {
 		log.Fatal(err)
@@ -121,12 +120,11 @@ func ExampleGuards() {
 		},
 		llmtool.Guards(llmtool.RequireRole[RenameIn]("editor"), unique))
 
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", rename))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: exampleLogger()}, llmtool.DefineTools("notes", rename))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	reg.SetLogger(exampleLogger())
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann", Roles: []string{"editor"}})
 	if err := reg.EnableWrites(ctx, ""); err != nil {
 		log.Fatal(err)

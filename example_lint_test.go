@@ -23,7 +23,7 @@ func ExampleLint() {
 		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Summary("Add a note"), llmtool.FriendlyName("Adding note"),
 		llmtool.ManPage("EXAMPLES\n    {}\n        Adds an empty note."))
-	reg, err := llmtool.NewRegistry(nil, llmtool.DefineTools("notes", listNotes, addNote))
+	reg, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("notes", listNotes, addNote))
 	if err != nil {
 		log.Fatal(err)
 	}

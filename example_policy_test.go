@@ -22,12 +22,11 @@ func ExampleRegistry_EnableWrites() {
 			_, err := c.Exec(`INSERT INTO notes (id, title, parent) VALUES (lower(hex(randomblob(4))), ?, 'root')`, in.Title)
 			return struct{}{}, err
 		}, llmtool.FriendlyName("Add note"))
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", addNote))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: exampleLogger()}, llmtool.DefineTools("notes", addNote))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	reg.SetLogger(exampleLogger())
 	ctx := llmtool.WithScope(context.Background(), "team-wiki")
 	call := llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)}
 
@@ -57,7 +56,7 @@ func ExampleRegistry_EnableWrites() {
 func ExampleRegistry_Subscribe() {
 	db, done := exampleNotes()
 	defer done()
-	reg, err := llmtool.NewRegistry(db)
+	reg, err := llmtool.NewRegistry(db, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,18 +80,19 @@ func ExampleAuthorizerFunc() {
 	purge := llmtool.Write("purge_notes", "Delete every note in the trash.",
 		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Destructive(), llmtool.FriendlyName("Empty trash"))
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", purge))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Logger: exampleLogger(),
+		Authorizer: llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
+			if tool.Destructive && !p.HasRole("admin") {
+				return llmtool.Denied("Only administrators may call %s.", tool.Name).Next("Ask an administrator to do it.")
+			}
+			return nil
+		}),
+	}, llmtool.DefineTools("notes", purge))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	reg.SetLogger(exampleLogger())
-	reg.SetAuthorizer(llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
-		if tool.Destructive && !p.HasRole("admin") {
-			return llmtool.Denied("Only administrators may call %s.", tool.Name).Next("Ask an administrator to do it.")
-		}
-		return nil
-	}))
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob", Roles: []string{"editor"}})
 	_ = reg.EnableWrites(ctx, "")
 	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "purge_notes"}).Text())

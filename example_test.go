@@ -69,12 +69,11 @@ func exampleDB() (*sql.DB, func()) {
 func ExampleRegistry_Invoke() {
 	db, done := exampleDB()
 	defer done()
-	reg, err := llmtool.NewRegistry(db, Books)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: quietLogger()}, Books)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	reg.SetLogger(quietLogger())
 	ctx := context.Background()
 
 	for _, args := range []string{`{"id": 1, "maxChars": 6}`, `{"id": 2}`, `{"id": "one"}`, `"{\"id\": 1}"`} {

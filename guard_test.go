@@ -60,11 +60,23 @@ func (s *syncBuffer) String() string {
 // Unlike newRegistry it leaves the policy as a host gets it: writes off.
 func newReg(t testing.TB, db *sql.DB, mods ...*llmtool.Module) (*llmtool.Registry, *syncBuffer) {
 	t.Helper()
-	reg, err := llmtool.NewRegistry(db, mods...)
-	require.NoError(t, err)
-	reg.SetValidateOutput(true)
+	return newRegOpts(t, db, &llmtool.Options{ValidateOutput: true}, mods...)
+}
+
+// newRegOpts is newReg with the given options; the Logger, if opts has
+// none, writes to the returned buffer.
+func newRegOpts(t testing.TB, db *sql.DB, opts *llmtool.Options, mods ...*llmtool.Module) (*llmtool.Registry, *syncBuffer) {
+	t.Helper()
+	o := llmtool.Options{}
+	if opts != nil {
+		o = *opts
+	}
 	buf := &syncBuffer{}
-	reg.SetLogger(slog.New(slog.NewTextHandler(buf, nil)))
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(buf, nil))
+	}
+	reg, err := llmtool.NewRegistry(db, &o, mods...)
+	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	return reg, buf
 }
@@ -266,14 +278,14 @@ func TestEntityRegistration(t *testing.T) {
 	db := openNotes(t)
 	tool := llmtool.Read("get_note", "Read a note.", func(c *llmtool.ReadCtx, in NoteRef) (NoteOut, error) { return NoteOut{}, nil })
 
-	_, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", tool))
+	_, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool))
 	require.EqualError(t, err, `llmtool: module "notes": tool "get_note": field noteId references entity kind "note", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag)`)
 	var re *llmtool.RefError
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, llmtool.RefError{Module: "notes", Tool: "get_note", Field: "noteId", Kind: "note"}, *re)
 
 	// A kind may come from another module, in any order.
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("notes", tool), llmtool.DefineTools("kinds").WithEntities(noteKind))
+	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool), llmtool.DefineTools("kinds").WithEntities(noteKind))
 	require.NoError(t, err)
 	e, ok := reg.Entity("note")
 	require.True(t, ok)
@@ -281,9 +293,9 @@ func TestEntityRegistration(t *testing.T) {
 
 	// Two declarations of one kind are refused; the same one twice is fine.
 	other := &llmtool.Entity{Kind: "note", Exists: noteKind.Exists}
-	_, err = llmtool.NewRegistry(db, llmtool.DefineTools("a").WithEntities(noteKind), llmtool.DefineTools("b").WithEntities(other))
+	_, err = llmtool.NewRegistry(db, nil, llmtool.DefineTools("a").WithEntities(noteKind), llmtool.DefineTools("b").WithEntities(other))
 	require.EqualError(t, err, `llmtool: entity kind "note" is declared by both module "a" and module "b"; declare it once and share the *llmtool.Entity`)
-	_, err = llmtool.NewRegistry(db, llmtool.DefineTools("a").WithEntities(noteKind), llmtool.DefineTools("b").WithEntities(noteKind))
+	_, err = llmtool.NewRegistry(db, nil, llmtool.DefineTools("a").WithEntities(noteKind), llmtool.DefineTools("b").WithEntities(noteKind))
 	require.NoError(t, err)
 
 	// Add checks too, and registers nothing on failure.
@@ -402,10 +414,11 @@ func BenchmarkEntityGuards(b *testing.B) {
 	}
 	withRef := llmtool.Read("with_ref", "Read.", func(c *llmtool.ReadCtx, in NoteRef) (NoteOut, error) { return handler(c, in.NoteID) })
 	without := llmtool.Read("without_ref", "Read.", func(c *llmtool.ReadCtx, in plainIn) (NoteOut, error) { return handler(c, in.NoteID) })
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("b", withRef, without).WithEntities(kind))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Audit: []llmtool.AuditSink{llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) {})},
+	}, llmtool.DefineTools("b", withRef, without).WithEntities(kind))
 	require.NoError(b, err)
 	defer reg.Close()
-	reg.SetAuditSinks(llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) {}))
 	ctx := context.Background()
 	for _, tool := range []string{"without_ref", "with_ref"} {
 		call := llmtool.Call{Tool: tool, Args: []byte(`{"noteId":"n1"}`)}

@@ -36,14 +36,27 @@ func countItems(t testing.TB, db *sql.DB) int {
 
 func newRegistry(t testing.TB, db *sql.DB, mods ...*llmtool.Module) *llmtool.Registry {
 	t.Helper()
+	return newRegistryOpts(t, db, &llmtool.Options{ValidateOutput: true}, mods...)
+}
+
+// newRegistryOpts is newRegistry with the given options, taken as given
+// except that a nil Logger writes to the test's output. Unlike newRegistry
+// it does not turn ValidateOutput on by itself.
+func newRegistryOpts(t testing.TB, db *sql.DB, opts *llmtool.Options, mods ...*llmtool.Module) *llmtool.Registry {
+	t.Helper()
+	o := llmtool.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	}
 	// Fields tagged ref:"note" need a declared entity kind; the core tests
 	// exercise schemas, not entity guards, so every note exists here.
 	notes := llmtool.DefineTools("test_entities").WithEntities(&llmtool.Entity{Kind: "note",
 		Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }})
-	reg, err := llmtool.NewRegistry(db, append(append([]*llmtool.Module(nil), mods...), notes)...)
+	reg, err := llmtool.NewRegistry(db, &o, append(append([]*llmtool.Module(nil), mods...), notes)...)
 	require.NoError(t, err)
-	reg.SetValidateOutput(true)
-	reg.SetLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))
 	// Write tools are off in every scope until enabled, the default scope
 	// included; these tests call write tools in the default scope. The
 	// built-in man tool is switched off so listings show the tests' tools only.

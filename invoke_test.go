@@ -390,9 +390,8 @@ func TestNullMeansAbsent(t *testing.T) {
 
 func TestInvokeWithoutDatabase(t *testing.T) {
 	t.Parallel()
-	reg, err := llmtool.NewRegistry(nil, itemTools)
+	reg, err := llmtool.NewRegistry(nil, &llmtool.Options{Logger: quietLogger()}, itemTools)
 	require.NoError(t, err)
-	reg.SetLogger(quietLogger())
 	specs, err := reg.Specs(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, []string{"man", "get_item", "add_item"}, names(specs), "Specs lists every tool, whatever the scope allows")

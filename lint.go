@@ -151,7 +151,7 @@ type TestingT interface {
 // anything:
 //
 //	func TestToolConventions(t *testing.T) {
-//	    reg, err := llmtool.NewRegistry(nil, notes.Tools)
+//	    reg, err := llmtool.NewRegistry(nil, nil, notes.Tools)
 //	    require.NoError(t, err)
 //	    llmtool.RequireLintClean(t, reg)
 //	}

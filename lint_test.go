@@ -76,9 +76,8 @@ type enumCommasIn struct {
 
 func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(*llmtool.Registry), opts ...llmtool.LintOption) []string {
 	t.Helper()
-	reg, err := llmtool.NewRegistry(nil, mods...)
+	reg, err := llmtool.NewRegistry(nil, &llmtool.Options{Logger: quietLogger()}, mods...)
 	require.NoError(t, err)
-	reg.SetLogger(quietLogger())
 	if setup != nil {
 		setup(reg)
 	}
@@ -207,7 +206,7 @@ func TestLintRules(t *testing.T) {
 
 func TestLintSkips(t *testing.T) {
 	t.Parallel()
-	reg, err := llmtool.NewRegistry(nil, llmtool.DefineTools("m",
+	reg, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("m",
 		lintRead[lintIn]("get_note", "Read a note.", llmtool.Summary("")),
 		lintRead[lintIn]("get_tag", "Read a tag.", llmtool.Summary(""))))
 	require.NoError(t, err)
@@ -231,7 +230,7 @@ func (f *fakeT) FailNow() { f.failed = true }
 
 func TestRequireLintClean(t *testing.T) {
 	t.Parallel()
-	clean, err := llmtool.NewRegistry(nil, llmtool.DefineTools("m", lintRead[lintIn]("get_note", "Read a note.")))
+	clean, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("m", lintRead[lintIn]("get_note", "Read a note.")))
 	require.NoError(t, err)
 	ft := &fakeT{}
 	llmtool.RequireLintClean(ft, clean)
@@ -239,7 +238,7 @@ func TestRequireLintClean(t *testing.T) {
 	require.Empty(t, ft.errors)
 	llmtool.RequireLintClean(t, clean)
 
-	dirty, err := llmtool.NewRegistry(nil, llmtool.DefineTools("m", lintRead[lintIn]("getNote", "Read a note.", llmtool.Summary(""))))
+	dirty, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("m", lintRead[lintIn]("getNote", "Read a note.", llmtool.Summary(""))))
 	require.NoError(t, err)
 	ft = &fakeT{}
 	llmtool.RequireLintClean(ft, dirty)

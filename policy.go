@@ -99,21 +99,6 @@ func (f AuthorizerFunc) Authorize(ctx context.Context, p *Principal, tool *Spec)
 	return f(ctx, p, tool)
 }
 
-// RequirePrincipal makes every call without a principal in its context a
-// refusal, and every listing without one empty. Turn it on when tools must
-// always run as an authenticated user, as behind the MCP HTTP transport.
-func (r *Registry) RequirePrincipal(on bool) { r.pol.requirePrincipal.Store(on) }
-
-// SetAuthorizer sets the Authorizer consulted for every call and listing;
-// nil removes it.
-func (r *Registry) SetAuthorizer(a Authorizer) {
-	if a == nil {
-		r.pol.authz.Store(nil)
-		return
-	}
-	r.pol.authz.Store(&a)
-}
-
 func (r *Registry) authorizer() Authorizer {
 	if p := r.pol.authz.Load(); p != nil {
 		return *p
@@ -122,27 +107,8 @@ func (r *Registry) authorizer() Authorizer {
 }
 
 // DefaultPolicyCacheTTL is how long a registry trusts the scope settings it
-// read, unless SetPolicyCacheTTL says otherwise.
+// read, unless Options.ScopeCacheTTL says otherwise.
 const DefaultPolicyCacheTTL = 2 * time.Second
-
-// SetPolicyCacheTTL sets how long the registry keeps a scope's settings in
-// memory before reading them again. Changes made through this registry
-// (EnableWrites, DisableWrites, SetScopeTool, ResetScopeTool) take effect
-// at once, whatever the TTL. A change made by another process sharing the
-// database (or by hand in the table) is seen once the cached copy is older
-// than d, and then reported to subscribers. d == 0 reads the settings on
-// every listing and call (a primary-key lookup); d < 0 never reads them
-// again, for a registry that is the database's only writer of settings.
-// The cache holds one small entry per scope the registry has seen.
-func (r *Registry) SetPolicyCacheTTL(d time.Duration) { r.pol.ttl.Store(int64(d)) }
-
-// SetWritesOffAction sets the corrective next action of the refusal of a
-// write tool in a scope whose writes are off, to tell the model how the
-// user enables them in the host application, such as "Ask the user to turn
-// on 'Allow changes' in the chat settings, then try again.". The default is
-// "Ask the user to enable write tools for this scope, then call <tool>
-// again.".
-func (r *Registry) SetWritesOffAction(action string) { r.pol.writesOffNext.Store(&action) }
 
 // EnableWrites turns write tools on in scope (a tenant, workspace, wiki or
 // chat; "" is the default scope), persistently, and tells subscribers if

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -73,8 +74,10 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 
 func TestWritesOffAction(t *testing.T) {
 	t.Parallel()
-	reg, _ := newReg(t, openDB(t), itemTools)
-	reg.SetWritesOffAction(`Ask the user to turn on "Allow changes" in the chat settings, then try again.`)
+	reg, _ := newRegOpts(t, openDB(t), &llmtool.Options{
+		ValidateOutput:  true,
+		WritesOffAction: `Ask the user to turn on "Allow changes" in the chat settings, then try again.`,
+	}, itemTools)
 	res := invoke(reg, "add_item", `{"name":"pear"}`)
 	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default scope. Ask the user to turn on "Allow changes" in the chat settings, then try again.`, res.Text())
 }
@@ -87,7 +90,7 @@ func TestScopeSettingSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
-	reg, err := llmtool.NewRegistry(db, itemTools)
+	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.NoError(t, err)
 	require.NoError(t, reg.EnableWrites(ctx, "wiki"))
 	require.NoError(t, reg.Close())
@@ -130,8 +133,7 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 	t.Run("broken after enabling", func(t *testing.T) {
 		t.Parallel()
 		db := openDB(t)
-		reg, logs := newReg(t, db, itemTools)
-		reg.SetPolicyCacheTTL(0) // read on every call
+		reg, logs := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools) // read on every call
 		ctx := inScope("s")
 		require.NoError(t, reg.EnableWrites(ctx, "s"))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError)
@@ -218,8 +220,7 @@ func TestSubscribe(t *testing.T) {
 
 	// A change made by another process is seen when the cache is refreshed.
 	db2 := openSameDB(t, db)
-	reg2, _ := newReg(t, db2, itemTools)
-	reg2.SetPolicyCacheTTL(0)
+	reg2, _ := newRegOpts(t, db2, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
 	ev2 := &events{}
 	reg2.Subscribe(ev2.add)
 	a := inScope("a")
@@ -249,18 +250,16 @@ func TestPolicyCacheAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	reg, _ := newReg(t, db, itemTools)
-	fresh, _ := newReg(t, openSameDB(t, db), itemTools)
-	fresh.SetPolicyCacheTTL(0)
-	pinned, _ := newReg(t, openSameDB(t, db), itemTools)
-	pinned.SetPolicyCacheTTL(-1)
+	fresh, _ := newRegOpts(t, openSameDB(t, db), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
+	pinned, _ := newRegOpts(t, openSameDB(t, db), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools)
 	ctx := inScope("s")
 	call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}
 
 	require.True(t, fresh.Invoke(ctx, call).IsError)
 	require.True(t, pinned.Invoke(ctx, call).IsError)
 	require.NoError(t, reg.EnableWrites(ctx, "s"))
-	require.False(t, fresh.Invoke(ctx, call).IsError, "TTL 0 reads the table every time")
-	require.True(t, pinned.Invoke(ctx, call).IsError, "a negative TTL keeps its copy")
+	require.False(t, fresh.Invoke(ctx, call).IsError, "NoScopeCache reads the table every time")
+	require.True(t, pinned.Invoke(ctx, call).IsError, "a long TTL keeps its copy")
 	on, err := pinned.WritesEnabled(ctx, "s")
 	require.NoError(t, err)
 	require.True(t, on)
@@ -269,8 +268,7 @@ func TestPolicyCacheAcrossProcesses(t *testing.T) {
 
 func TestRequirePrincipal(t *testing.T) {
 	t.Parallel()
-	reg, _ := newReg(t, openDB(t), itemTools)
-	reg.RequirePrincipal(true)
+	reg, _ := newRegOpts(t, openDB(t), &llmtool.Options{ValidateOutput: true, RequirePrincipal: true}, itemTools)
 	ctx := context.Background()
 
 	res := invoke(reg, "get_item", `{"id":1}`)
@@ -286,18 +284,21 @@ func TestRequirePrincipal(t *testing.T) {
 
 func TestAuthorizer(t *testing.T) {
 	t.Parallel()
-	reg, _ := newReg(t, openDB(t), itemTools)
+	db := openDB(t)
+	reg, _ := newRegOpts(t, db, &llmtool.Options{
+		ValidateOutput: true,
+		Authorizer: llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
+			switch {
+			case tool.ReadOnly || p.HasRole("editor"):
+				return nil
+			case p.HasRole("guest"):
+				return llmtool.Denied("Guests may only read.").Next("Ask the user to sign in with an editor account.")
+			}
+			return errors.New("not an editor")
+		}),
+	}, itemTools)
 	ctx := context.Background()
 	require.NoError(t, reg.EnableWrites(ctx, ""))
-	reg.SetAuthorizer(llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
-		switch {
-		case tool.ReadOnly || p.HasRole("editor"):
-			return nil
-		case p.HasRole("guest"):
-			return llmtool.Denied("Guests may only read.").Next("Ask the user to sign in with an editor account.")
-		}
-		return errors.New("not an editor")
-	}))
 	as := func(id string, roles ...string) context.Context {
 		return llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: id, Roles: roles})
 	}
@@ -315,8 +316,9 @@ func TestAuthorizer(t *testing.T) {
 
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, as("bob")))
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, as("alice", "editor")))
-	reg.SetAuthorizer(nil)
-	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, as("bob")))
+	// Without an Authorizer, over the same database, bob sees what the scope allows.
+	open, _ := newReg(t, db, itemTools)
+	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, open, as("bob")))
 }
 
 func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
@@ -343,8 +345,7 @@ func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
 
 func TestListAllocatesNothing(t *testing.T) {
 	db := openDB(t)
-	reg, _ := newReg(t, db, itemTools)
-	reg.SetPolicyCacheTTL(-1) // no refresh during the measurement
+	reg, _ := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools) // no refresh during the measurement
 	on, off := inScope("on"), inScope("off")
 	require.NoError(t, reg.EnableWrites(on, "on"))
 	for _, ctx := range []context.Context{on, off} {
@@ -361,7 +362,7 @@ func TestListAllocatesNothing(t *testing.T) {
 // a scope with writes on.
 func BenchmarkList(b *testing.B) {
 	db := openDB(b)
-	reg, err := llmtool.NewRegistry(db, itemTools)
+	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.NoError(b, err)
 	defer reg.Close()
 	ctx := context.Background()

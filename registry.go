@@ -131,18 +131,73 @@ type loader struct {
 	err     error
 }
 
-// NewRegistry returns a registry whose tools run against db, with the
-// given modules registered, and the built-in man tool (see ManTool). It
-// refuses (with an error naming both modules) two tools of the same name,
-// and a tool whose input references an entity kind no module declares
-// (see Entity); the modules' entity kinds are gathered first, so their
-// order does not matter.
+// Options configures a Registry. A nil *Options, like the zero value,
+// gives the defaults; they are fixed when the registry is built.
+type Options struct {
+	// Logger receives internal errors, refused statements, uses of a
+	// handler's context after it returned, and (unless Audit is set)
+	// the audit records. Default: slog.Default().
+	Logger *slog.Logger
+
+	// Authorizer is consulted for every call and every listing; nil
+	// allows whatever the scope allows. See Authorizer.
+	Authorizer Authorizer
+
+	// RequirePrincipal refuses every call without a principal in its
+	// context and empties every listing without one. Turn it on when
+	// tools must always run as an authenticated user, as behind the MCP
+	// HTTP transport.
+	RequirePrincipal bool
+
+	// Audit lists the sinks that receive a record of every call. Nil
+	// means one sink: Logger, at Info level. A TxAuditSink among them
+	// writes its record inside each write's own transaction.
+	Audit []AuditSink
+
+	// ScopeCacheTTL is how long the registry keeps a scope's settings in
+	// memory before reading them again. Changes made through this
+	// registry (EnableWrites, DisableWrites, SetScopeTool, ResetScopeTool)
+	// take effect at once whatever the TTL; a change made by another
+	// process sharing the database is seen once the cached copy is older
+	// than the TTL, and then reported to subscribers. Zero means
+	// DefaultPolicyCacheTTL; NoScopeCache reads the settings on every
+	// listing and call (a primary-key lookup), for several processes or
+	// replicas sharing one database.
+	ScopeCacheTTL time.Duration
+
+	// WritesOffAction is the corrective next action of the refusal of a
+	// write tool in a scope whose writes are off: how the user enables
+	// them in the host application, such as "Ask the user to turn on
+	// 'Allow changes' in the chat settings, then try again.". Default:
+	// "Ask the user to enable write tools for this scope, then call
+	// <tool> again.".
+	WritesOffAction string
+
+	// ValidateOutput checks every successful result against the tool's
+	// output schema; a mismatch becomes an internal error. Test harnesses
+	// turn it on; it costs a decode per call.
+	ValidateOutput bool
+}
+
+// NoScopeCache, as Options.ScopeCacheTTL, makes the registry read a
+// scope's settings on every listing and call.
+const NoScopeCache time.Duration = -1
+
+// NewRegistry returns a registry whose tools run against db, configured by
+// opts (nil for the defaults), with the given modules registered and the
+// built-in man tool (see ManTool). It refuses (with an error naming both
+// modules) two tools of the same name, and a tool whose input references
+// an entity kind no module declares (see Entity); the modules' entity
+// kinds are gathered first, so their order does not matter.
 //
 // The core speaks database/sql only; for SQLite, open db with OpenSQLite or
 // with equivalent settings (WAL, busy timeout, _txlock=immediate).
-func NewRegistry(db *sql.DB, modules ...*Module) (*Registry, error) {
+func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, error) {
 	r := &Registry{tx: newTxer(db), tools: make(map[string]*entry)}
 	r.setup()
+	if opts != nil {
+		r.configure(opts)
+	}
 	for _, m := range modules {
 		if m == nil {
 			continue // Add reports it
@@ -283,11 +338,11 @@ func (r *Registry) loaderErr() error {
 // registration order with the built-in man last, after running pending
 // loaders: tools switched on, allowed in the scope of ctx (write tools only
 // once the scope enabled writes; see EnableWrites) and for its principal
-// (RequirePrincipal, SetAuthorizer). The specs and their schema JSON are
-// computed once; do not modify them. Filtering by scope uses the cached
-// scope settings (see SetPolicyCacheTTL) and allocates nothing unless
-// per-tool settings or an Authorizer apply. A loader's failure is returned
-// along with the tools that did load.
+// (Options.RequirePrincipal, Options.Authorizer). The specs and their schema
+// JSON are computed once; do not modify them. Filtering by scope uses the
+// cached scope settings (see Options.ScopeCacheTTL) and allocates nothing
+// unless per-tool settings or an Authorizer apply. A loader's failure is
+// returned along with the tools that did load.
 func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
 	err := r.resolve(ctx)
 	return r.visible(ctx, nil, r.allSpecs()), err
@@ -354,9 +409,31 @@ func (r *Registry) SetEnabled(name string, on bool) error {
 	return nil
 }
 
-// SetLogger sets the logger for internal errors, late uses and audit
-// records. The default is slog.Default().
-func (r *Registry) SetLogger(l *slog.Logger) { r.log.Store(l) }
+// configure applies opts to a new registry.
+func (r *Registry) configure(o *Options) {
+	if o.Logger != nil {
+		r.log.Store(o.Logger)
+	}
+	if o.Authorizer != nil {
+		a := o.Authorizer
+		r.pol.authz.Store(&a)
+	}
+	r.pol.requirePrincipal.Store(o.RequirePrincipal)
+	if len(o.Audit) > 0 {
+		r.setAuditSinks(o.Audit...)
+	}
+	switch {
+	case o.ScopeCacheTTL < 0:
+		r.pol.ttl.Store(0)
+	case o.ScopeCacheTTL > 0:
+		r.pol.ttl.Store(int64(o.ScopeCacheTTL))
+	}
+	if o.WritesOffAction != "" {
+		action := o.WritesOffAction
+		r.pol.writesOffNext.Store(&action)
+	}
+	r.validateOutput.Store(o.ValidateOutput)
+}
 
 func (r *Registry) logger() *slog.Logger {
 	if l := r.log.Load(); l != nil {
@@ -364,11 +441,6 @@ func (r *Registry) logger() *slog.Logger {
 	}
 	return slog.Default()
 }
-
-// SetValidateOutput makes every successful call validate its result against
-// the tool's output schema; a mismatch becomes an internal error. Test
-// harnesses turn it on; it costs a decode per call.
-func (r *Registry) SetValidateOutput(on bool) { r.validateOutput.Store(on) }
 
 // LateUses returns how many times a handler's context or transaction was
 // used after the handler returned. Each use is also logged with the tool's

@@ -15,7 +15,7 @@ import (
 func TestDuplicateNamesAcrossModules(t *testing.T) {
 	t.Parallel()
 	other := llmtool.DefineTools("other", getItem)
-	_, err := llmtool.NewRegistry(openDB(t), itemTools, other)
+	_, err := llmtool.NewRegistry(openDB(t), nil, itemTools, other)
 	require.EqualError(t, err, `llmtool: tool "get_item" is defined by both module "items" and module "other"; rename one of them`)
 
 	reg := newRegistry(t, openDB(t), itemTools)

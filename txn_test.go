@@ -87,14 +87,15 @@ func TestOutputValidatedInTests(t *testing.T) {
 	}
 	bad := llmtool.Read("bad_output", "Return a value outside the output schema.",
 		func(c *llmtool.ReadCtx, _ struct{}) (out, error) { return out{State: "lost"}, nil })
-	reg := newRegistry(t, openDB(t), llmtool.DefineTools("bad", bad))
+	db := openDB(t)
+	reg := newRegistry(t, db, llmtool.DefineTools("bad", bad))
 	res := invoke(reg, "bad_output", `{}`)
 	require.True(t, res.IsError)
 	require.ErrorContains(t, res.Err, "llmtool: tool bad_output: output does not match its output schema:")
 	require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
 
-	reg.SetValidateOutput(false)
-	res = invoke(reg, "bad_output", `{}`)
+	prod := newRegistryOpts(t, db, &llmtool.Options{ValidateOutput: false}, llmtool.DefineTools("bad", bad))
+	res = invoke(prod, "bad_output", `{}`)
 	require.False(t, res.IsError, "production skips the check")
 }
 
@@ -200,9 +201,11 @@ func TestResultsLeftOpenAreClosed(t *testing.T) {
 			return o, c.QueryRow(`SELECT count(*) FROM items`).Scan(&o.N)
 		})
 	db := openDB(t)
-	reg := newRegistry(t, db, llmtool.DefineTools("leaky", leaky))
 	logs := &syncBuffer{}
-	reg.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	reg := newRegistryOpts(t, db, &llmtool.Options{
+		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ValidateOutput: true,
+	}, llmtool.DefineTools("leaky", leaky))
 	for want := 1; want <= 4; want++ {
 		res := invoke(reg, "leaky", `{}`)
 		require.False(t, res.IsError, res.Text())

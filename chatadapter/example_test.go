@@ -46,11 +46,10 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg, err := llmtool.NewRegistry(db, greetings)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, greetings)
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return reg, func() { db.Close(); os.RemoveAll(dir) }
 }
 

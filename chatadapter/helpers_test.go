@@ -177,10 +177,8 @@ func newFixture(t testing.TB, opts ...chatadapter.Option) *fixture {
 	require.NoError(t, err)
 	_, err = db.Exec(`INSERT INTO items (id, name, qty) VALUES (1, 'apple', 3)`)
 	require.NoError(t, err)
-	reg, err := llmtool.NewRegistry(db, items)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, items)
 	require.NoError(t, err)
-	reg.SetValidateOutput(true)
-	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := llmtool.WithScope(context.Background(), scope)
 	require.NoError(t, reg.EnableWrites(ctx, scope))
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, opts...), ctx: ctx}

@@ -169,10 +169,8 @@ func newNotesRegistry(t testing.TB) *llmtool.Registry {
 	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	reg, err := llmtool.NewRegistry(db, notes.Tools)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools)
 	require.NoError(t, err)
-	reg.SetValidateOutput(true)
-	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, reg.EnableWrites(ctx, scope))
 	return reg
 }

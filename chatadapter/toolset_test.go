@@ -59,7 +59,7 @@ func specOf(t *testing.T, reg *llmtool.Registry, name string) *llmtool.Spec {
 
 func TestDefinitions(t *testing.T) {
 	t.Parallel()
-	reg, err := llmtool.NewRegistry(openDB(t), llmtool.DefineTools("find", find))
+	reg, err := llmtool.NewRegistry(openDB(t), nil, llmtool.DefineTools("find", find))
 	require.NoError(t, err)
 	a := chatadapter.New(reg)
 	spec := specOf(t, reg, "find")
@@ -115,7 +115,7 @@ const geminiFind = `{"type":"OBJECT","properties":{` +
 
 func TestUnsupported(t *testing.T) {
 	t.Parallel()
-	reg, err := llmtool.NewRegistry(openDB(t), llmtool.DefineTools("odd", find, tag, anyTool))
+	reg, err := llmtool.NewRegistry(openDB(t), nil, llmtool.DefineTools("odd", find, tag, anyTool))
 	require.NoError(t, err)
 	a := chatadapter.New(reg)
 	tests := []struct {
@@ -199,7 +199,7 @@ func TestToolsSetCachedPerScope(t *testing.T) {
 // means absent), so other shapes, and MCP, behave alike.
 func TestStrictNulls(t *testing.T) {
 	t.Parallel()
-	reg, err := llmtool.NewRegistry(openDB(t), llmtool.DefineTools("find", find))
+	reg, err := llmtool.NewRegistry(openDB(t), nil, llmtool.DefineTools("find", find))
 	require.NoError(t, err)
 	a := chatadapter.New(reg)
 	turn := func(args ...string) []byte {

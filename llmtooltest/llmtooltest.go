@@ -22,7 +22,7 @@
 //   - no ctx or transaction of a handler was used after the handler
 //     returned (Registry.LateUses; such uses fail with llmtool.ErrTxDone);
 //   - a successful result matches the tool's output schema
-//     (Registry.SetValidateOutput is on).
+//     (Options.ValidateOutput is on).
 //
 // Each broken rule fails the test with an error naming the tool.
 package llmtooltest
@@ -258,14 +258,12 @@ func New(t TB, modulesAndOptions ...any) *Harness {
 			return nil
 		}
 	}
-	reg, err := llmtool.NewRegistry(db, modules...)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(&logHandler{h: h, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: cfg.logLevel})}), ValidateOutput: true}, modules...)
 	if err != nil {
 		t.Fatalf("llmtooltest.New: %v", err)
 		return nil
 	}
 	h.reg = reg
-	reg.SetValidateOutput(true)
-	reg.SetLogger(slog.New(&logHandler{h: h, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: cfg.logLevel})}))
 	for i, f := range cfg.setup {
 		if err := f(reg); err != nil {
 			t.Fatalf("llmtooltest.New: setup function %d: %v", i+1, err)

@@ -54,9 +54,8 @@ func newBench(b *testing.B) benchClients {
 		INSERT INTO notes VALUES (1, 'Hello', 'World')`)
 	require.NoError(b, err)
 
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("bench", benchGet))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, llmtool.DefineTools("bench", benchGet))
 	require.NoError(b, err)
-	reg.SetLogger(slog.New(slog.DiscardHandler))
 	srv := mcpadapter.New(reg, mcpadapter.WithLogger(slog.New(slog.DiscardHandler)))
 	b.Cleanup(func() { srv.Close() })
 

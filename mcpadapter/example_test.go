@@ -49,11 +49,10 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg, err := llmtool.NewRegistry(db, greeting)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, greeting)
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg.SetLogger(slog.New(slog.DiscardHandler))
 	return reg, func() { db.Close(); os.RemoveAll(dir) }
 }
 

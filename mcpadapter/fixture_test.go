@@ -175,6 +175,9 @@ type fixture struct {
 	db  *sql.DB
 	reg *llmtool.Registry
 	srv *mcpadapter.Server
+
+	mu   sync.Mutex
+	taps []func(llmtool.AuditRecord) // the audits recorders, fed by the registry's audit sink
 }
 
 func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
@@ -185,12 +188,24 @@ func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
 	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '');
 		INSERT INTO notes (id, title, body) VALUES (1, 'Hello', 'World')`)
 	require.NoError(t, err)
-	reg, err := llmtool.NewRegistry(db, testTools)
+	f := &fixture{db: db}
+	logger := slog.New(slog.DiscardHandler)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Logger: logger,
+		Audit: []llmtool.AuditSink{llmtool.SlogAudit(logger), llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+			f.mu.Lock()
+			taps := f.taps
+			f.mu.Unlock()
+			for _, tap := range taps {
+				tap(rec)
+			}
+		})},
+	}, testTools)
 	require.NoError(t, err)
-	reg.SetLogger(slog.New(slog.DiscardHandler))
 	srv := mcpadapter.New(reg, append([]mcpadapter.Option{mcpadapter.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	t.Cleanup(func() { srv.Close() })
-	return &fixture{db: db, reg: reg, srv: srv}
+	f.reg, f.srv = reg, srv
+	return f
 }
 
 // audits starts recording the tool and outcome of each audit record; the
@@ -199,13 +214,15 @@ func (f *fixture) audits() func() []string {
 	var mu sync.Mutex
 	var recs []string
 	on := true
-	f.reg.AddAuditSink(llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+	f.mu.Lock()
+	f.taps = append(f.taps[:len(f.taps):len(f.taps)], func(rec llmtool.AuditRecord) {
 		mu.Lock()
 		defer mu.Unlock()
 		if on {
 			recs = append(recs, rec.Tool+" "+rec.Outcome)
 		}
-	}))
+	})
+	f.mu.Unlock()
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()

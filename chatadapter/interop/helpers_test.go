@@ -46,10 +46,8 @@ func newFixture(t *testing.T) *fixture {
 	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	reg, err := llmtool.NewRegistry(db, notes.Tools, llmtool.DefineTools("photos", photo))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools, llmtool.DefineTools("photos", photo))
 	require.NoError(t, err)
-	reg.SetValidateOutput(true)
-	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, reg.EnableWrites(ctx, scope))
 	return &fixture{reg: reg, a: chatadapter.New(reg), ctx: ctx}
 }

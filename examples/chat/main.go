@@ -121,11 +121,11 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 		return err
 	}
 	defer db.Close()
-	reg, err := llmtool.NewRegistry(db, notes.Tools)
+	// The log is discarded: audit lines would drown the chat.
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, notes.Tools)
 	if err != nil {
 		return err
 	}
-	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil))) // audit lines would drown the chat
 	ctx = llmtool.WithScope(ctx, scope)
 	if writes {
 		if err := reg.EnableWrites(ctx, scope); err != nil {

@@ -55,11 +55,10 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	reg, err := llmtool.NewRegistry(db, fixtures)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: logger}, fixtures)
 	if err != nil {
 		return err
 	}
-	reg.SetLogger(logger)
 	srv := mcpadapter.New(reg, mcpadapter.WithName("llmtool-conformance", "0.1.0"), mcpadapter.WithLogger(logger))
 	defer srv.Close()
 

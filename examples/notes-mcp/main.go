@@ -185,19 +185,20 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	// Logs go to stderr, in both modes: with -stdio, stdout is the protocol.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	db, reg, err := openRegistry(ctx, *dbPath)
+	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{
+		Logger: logger,
+		// The writes command runs in another process: read the scope's
+		// setting on every listing and call (a primary-key lookup), so a
+		// change shows at once and clients get tools/list_changed.
+		ScopeCacheTTL: llmtool.NoScopeCache,
+		WritesOffAction: fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -scope %s`, then call the tool again.",
+			selfCommand(), shellQuote(*dbPath), shellQuote(*scope)),
+	})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	defer reg.Close()
-	reg.SetLogger(logger)
-	// The writes command runs in another process: read the scope's setting
-	// on every listing and call (a primary-key lookup), so a change shows
-	// at once and clients get tools/list_changed.
-	reg.SetPolicyCacheTTL(0)
-	reg.SetWritesOffAction(fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -scope %s`, then call the tool again.",
-		selfCommand(), shellQuote(*dbPath), shellQuote(*scope)))
 	writes, err := reg.WritesEnabled(ctx, *scope)
 	if err != nil {
 		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, *dbPath, err)
@@ -306,13 +307,12 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if *scope == "" {
 		return usageError("-scope must not be empty")
 	}
-	db, reg, err := openRegistry(ctx, *dbPath)
+	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	defer reg.Close()
-	reg.SetLogger(slog.New(slog.DiscardHandler))
 	switch action {
 	case "on":
 		err = reg.EnableWrites(ctx, *scope)
@@ -337,10 +337,10 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // openRegistry opens (creating and seeding it if needed) the note store and
-// a registry of the notes tools over it. The file must be a database or
+// a registry of the notes tools over it, configured by opts. The file must be a database or
 // not exist: notes.Open would otherwise be given a directory or a file of
 // another kind, and SQLite's own message for those is obscure.
-func openRegistry(ctx context.Context, path string) (*sql.DB, *llmtool.Registry, error) {
+func openRegistry(ctx context.Context, path string, opts *llmtool.Options) (*sql.DB, *llmtool.Registry, error) {
 	if path == "" {
 		return nil, nil, usageError("-db must not be empty")
 	}
@@ -357,7 +357,7 @@ func openRegistry(ctx context.Context, path string) (*sql.DB, *llmtool.Registry,
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (is %s a notes database you can read and write?)", err, path)
 	}
-	reg, err := llmtool.NewRegistry(db, notes.Tools)
+	reg, err := llmtool.NewRegistry(db, opts, notes.Tools)
 	if err != nil {
 		db.Close()
 		return nil, nil, err

@@ -28,12 +28,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	reg, err := llmtool.NewRegistry(db, notes.Tools)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, notes.Tools)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	reg.SetLogger(slog.New(slog.DiscardHandler))
 	ctx = llmtool.WithScope(ctx, "workspace-1")
 
 	call := func(tool, args string) {

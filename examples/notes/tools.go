@@ -16,7 +16,7 @@ import (
 // edit the note store, plus the "note" entity kind their inputs reference.
 // Register it with one line:
 //
-//	reg, err := llmtool.NewRegistry(db, notes.Tools)
+//	reg, err := llmtool.NewRegistry(db, nil, notes.Tools)
 //
 // where db is a store opened with [Open]. The entity guards of the "note"
 // kind apply to every tool: a note must exist (deleted notes do not), a

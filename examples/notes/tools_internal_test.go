@@ -47,9 +47,8 @@ func TestStoreWritesRollBackWithTheCall(t *testing.T) {
 			}
 			return struct{}{}, errLate
 		})
-	reg, err := llmtool.NewRegistry(db, llmtool.DefineTools("test", failing))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: discard()}, llmtool.DefineTools("test", failing))
 	require.NoError(t, err)
-	reg.SetLogger(discard())
 	require.NoError(t, reg.EnableWrites(ctx, ""))
 
 	var notesBefore, revsBefore int
