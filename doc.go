@@ -1,0 +1,87 @@
+// Package llmtool defines LLM tools once and serves every definition to two
+// consumers: an MCP server (package mcpadapter) and the host application's
+// own chat (package chatadapter). Tools read and write the database the host
+// already has, through database/sql, and llmtool owns the transaction
+// around each call.
+//
+// # Tools
+//
+// A tool is declared once with [Read] or [Write]: a name, a one-line
+// description, a handler over typed input and output, and options such as
+// [Category] and [Guards]. The JSON Schemas for the model are inferred from
+// the In and Out types and their struct tags (desc, default, enum, minimum,
+// maximum, minLength, maxLength, pattern, format, ref):
+//
+//	type GetNoteIn struct {
+//		NoteID string `json:"noteId" desc:"ID of the note to read."`
+//	}
+//
+//	var getNote = llmtool.Read("get_note", "Read a note's title and content.",
+//		func(c *llmtool.ReadCtx, in GetNoteIn) (NoteOut, error) { ... },
+//		llmtool.Category("Notes"))
+//
+// Tools ship in modules ([DefineTools]), the unit a third party writes; a
+// host registers a module with one line.
+//
+// # Read and write
+//
+// The handler's parameter type is the mark. A read tool's handler gets a
+// [*ReadCtx]: it can Query and QueryRow in a read-only transaction that is
+// a consistent snapshot and ends with ROLLBACK, and it has no Exec. A
+// write tool's handler gets a [*WriteCtx]: it can Exec too, in a write
+// transaction, serialized with the registry's other writes, that commits
+// when the handler returns nil and rolls back when it returns an error,
+// panics or is cancelled. There is no flag to forget.
+//
+// Statements that would change the transaction or the connection rather
+// than data (COMMIT, SAVEPOINT, a PRAGMA that sets a value, ATTACH, ...)
+// are refused before they reach the database, with [ErrStatementRefused].
+// A handler's work is done when it returns: its context is cancelled then,
+// and any later use of it fails with [ErrTxDone].
+//
+// # The call path
+//
+// Both adapters call [Registry.Invoke], and nothing else runs a tool:
+//
+//	resolve lazy modules → find the tool → policy (enabled? allowed for the
+//	scope and the principal?) → decode and validate the arguments, apply
+//	defaults → begin the transaction → entity checks and guards, in order →
+//	handler → commit or roll back → after-commit hooks → Result → audit
+//
+// So a call gets the same result, bytes and database state through MCP and
+// through chat.
+//
+// # Guards
+//
+// Entity kinds ([Entity]) are declared once, by the module that owns them;
+// a parameter tagged ref:"note" is checked, in a fixed order, for existence,
+// system entities (write tools), protection, and whether the principal may
+// act on it. Then the tool's own [Guards] run in the order declared, inside
+// the transaction, before the handler.
+//
+// # Policy
+//
+// A tool can be switched off everywhere ([Disabled], [Registry.SetEnabled]).
+// Per scope (a tenant, workspace or chat, from [WithScope]) read tools are
+// on and write tools are off until [Registry.EnableWrites]; the setting
+// lives in the host's database and a failed read of it never enables
+// writes. Calls run as the principal in the context ([WithPrincipal]), and
+// an [Authorizer] may refuse them. Listings show exactly what the caller
+// may call, and [Registry.Subscribe] reports changes.
+//
+// # Errors
+//
+// Errors are results: nothing a tool does escapes as a panic or a
+// protocol error. A handler returns [InvalidArgs] for malformed arguments
+// (rendered with the "Error: " prefix, as schema failures are), or
+// [NotFound], [Denied] or [Conflict] for outcomes, each with a corrective
+// next action ([Error.Next]). Any other error is internal: the model sees
+// a short generic sentence, and the registry's logger gets the detail.
+//
+// # Configuration
+//
+// [NewRegistry] takes the host's *sql.DB, an [*Options] (nil for the
+// defaults) and the modules. Options are fixed when the registry is
+// built; only switches that change at run time (SetEnabled, the scope
+// settings) are methods.
+package llmtool
