@@ -293,7 +293,7 @@ type txer struct {
 	checked sqlcheck.Cache   // handler SQL already accepted
 
 	// Read connections reserved from db and kept in query_only mode, with
-	// BEGIN and COMMIT prepared once, so a read call costs neither PRAGMA
+	// BEGIN and ROLLBACK prepared once, so a read call costs neither PRAGMA
 	// statements nor parsing. At most cap(idle) are reserved; none when the
 	// host limits db to very few connections.
 	idle     chan *readConn
