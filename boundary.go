@@ -2,13 +2,8 @@ package llmtool
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"reflect"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +28,7 @@ var errTxEnded = errors.New("llmtool: the handler ended its transaction itself")
 // connection. The first refusal sticks to the call: it fails whatever the
 // handler returns.
 func (cs *callState) check(query string) error {
-	r := cs.reg.tx.checked.Check(cs.reg.tx.dialect, query)
+	r := cs.reg.tx.Checked.Check(cs.reg.tx.Dialect, query)
 	if r == nil {
 		return nil
 	}
@@ -116,79 +111,4 @@ func (cs *callState) closeDone() {
 		cs.stopParent()
 		cs.stopParent = nil
 	}
-}
-
-// errRows answers queries with the error passed as their only argument, so
-// QueryRow can hand a handler a *sql.Row whose Scan reports llmtool's own
-// error (a refusal, a use after the handler returned).
-type errRows struct{}
-
-func (errRows) Connect(context.Context) (driver.Conn, error) { return errRows{}, nil }
-func (errRows) Driver() driver.Driver                        { return errRows{} }
-func (errRows) Open(string) (driver.Conn, error)             { return errRows{}, nil }
-func (errRows) Prepare(string) (driver.Stmt, error)          { return nil, driver.ErrSkip }
-func (errRows) Close() error                                 { return nil }
-func (errRows) Begin() (driver.Tx, error)                    { return nil, driver.ErrSkip }
-func (errRows) CheckNamedValue(*driver.NamedValue) error     { return nil }
-func (errRows) QueryContext(_ context.Context, _ string, args []driver.NamedValue) (driver.Rows, error) {
-	return nil, args[0].Value.(error)
-}
-
-// errRower makes *sql.Row values that fail with a given error.
-type errRower struct {
-	once sync.Once
-	db   *sql.DB
-}
-
-// row returns a *sql.Row whose Scan returns err.
-func (e *errRower) row(err error) *sql.Row {
-	e.once.Do(func() { e.db = sql.OpenDB(errRows{}) })
-	return e.db.QueryRowContext(context.Background(), "", err)
-}
-
-// commitGuard turns a COMMIT that the handler runs through WriteCtx.Tx
-// into a ROLLBACK, through the SQLite driver's commit hook, until the
-// registry itself commits.
-type commitGuard struct{ allow atomic.Bool }
-
-// install registers the guard as conn's commit hook. It reports false if
-// the driver has no commit hook. It finds the hook by reflection, so the
-// core does not import a driver: modernc.org/sqlite's
-// RegisterCommitHook(func() int32) and mattn/go-sqlite3's
-// RegisterCommitHook(func() int) both fit.
-func (g *commitGuard) install(conn *sql.Conn) bool {
-	ok := false
-	_ = conn.Raw(func(dc any) error {
-		m := reflect.ValueOf(dc).MethodByName("RegisterCommitHook")
-		if !m.IsValid() || m.Type().NumIn() != 1 {
-			return nil
-		}
-		ft := m.Type().In(0)
-		if ft.Kind() != reflect.Func || ft.NumIn() != 0 || ft.NumOut() != 1 {
-			return nil
-		}
-		switch ft.Out(0).Kind() {
-		case reflect.Int, reflect.Int32, reflect.Int64:
-		default:
-			return nil
-		}
-		deny, allow := reflect.ValueOf(1).Convert(ft.Out(0)), reflect.ValueOf(0).Convert(ft.Out(0))
-		hook := reflect.MakeFunc(ft, func([]reflect.Value) []reflect.Value {
-			if g.allow.Load() {
-				return []reflect.Value{allow}
-			}
-			return []reflect.Value{deny} // non-zero: SQLite rolls back instead
-		})
-		m.Call([]reflect.Value{hook})
-		ok = true
-		return nil
-	})
-	return ok
-}
-
-// discard closes conn's physical connection instead of handing it back to
-// the pool: its state may differ from what the registry set.
-func discard(conn *sql.Conn) {
-	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-	conn.Close()
 }

@@ -193,7 +193,7 @@ type ScopeSetting struct {
 // ScopeSettings lists every stored setting, ordered by scope and tool.
 // Scopes that never changed a setting are not listed: their writes are off.
 func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
-	db := r.tx.db
+	db := r.tx.DB
 	if db == nil {
 		return nil, errNoDB
 	}
@@ -341,7 +341,7 @@ func (r *Registry) ensureScopeTable(ctx context.Context, q execQuerier) error {
 // (creating the table if needed) when q is nil.
 func (r *Registry) readScope(ctx context.Context, q querier, scope string) (*scopeState, error) {
 	if q == nil {
-		db := r.tx.db
+		db := r.tx.DB
 		if db == nil {
 			return &scopeState{}, nil
 		}
@@ -427,7 +427,7 @@ func (r *Registry) storeScope(scope string, st *scopeState) {
 // setScope writes one setting (on == nil deletes it) in a transaction
 // serialized with the registry's write calls.
 func (r *Registry) setScope(ctx context.Context, scope, tool string, on *bool) (err error) {
-	if r.tx.db == nil {
+	if r.tx.DB == nil {
 		return errNoDB
 	}
 	what := "writes"
@@ -439,12 +439,12 @@ func (r *Registry) setScope(ctx context.Context, scope, tool string, on *bool) (
 			err = fmt.Errorf("llmtool: set %s in scope %q: %w", what, scope, err)
 		}
 	}()
-	wt, err := r.tx.beginWrite(ctx)
+	wt, err := r.tx.BeginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.tx.endWrite(wt, false)
-	tx := wt.tx
+	defer r.tx.EndWrite(wt, false)
+	tx := wt.Tx
 	committed := false
 	defer func() {
 		if !committed {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmtool/llmtool/internal/dbconn"
 )
 
 // Module is a named set of tools: the unit a third party ships. Create one
@@ -97,7 +99,7 @@ func (r Result) Text() string {
 // Registry holds the tools an application serves and runs every call:
 // both adapters call Invoke. It is safe for concurrent use.
 type Registry struct {
-	tx *txer
+	tx *dbconn.Pool
 
 	mu      sync.RWMutex
 	tools   map[string]*entry
@@ -193,7 +195,7 @@ const NoScopeCache time.Duration = -1
 // The core speaks database/sql only; for SQLite, open db with OpenSQLite or
 // with equivalent settings (WAL, busy timeout, _txlock=immediate).
 func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, error) {
-	r := &Registry{tx: newTxer(db), tools: make(map[string]*entry)}
+	r := &Registry{tx: dbconn.New(db), tools: make(map[string]*entry)}
 	r.setup()
 	if opts != nil {
 		r.configure(opts)
@@ -453,7 +455,7 @@ func (r *Registry) lateUse(tool, op string) {
 }
 
 // DB returns the database the registry's tools run against.
-func (r *Registry) DB() *sql.DB { return r.tx.db }
+func (r *Registry) DB() *sql.DB { return r.tx.DB }
 
 func (r *Registry) find(ctx context.Context, name string) (*entry, error) {
 	r.mu.RLock()

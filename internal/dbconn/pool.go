@@ -1,0 +1,524 @@
+// Package dbconn holds the connections under a registry's calls: the read
+// connections it reserves in query_only mode with their statement cache,
+// read snapshots (BEGIN ... ROLLBACK), the write token that serializes
+// writes, the write transaction on a held connection, and the commit
+// guard that keeps a handler from committing its own transaction.
+package dbconn
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/llmtool/llmtool/internal/sqlcheck"
+)
+
+// Querier is what a call's reads run on: a reserved connection inside
+// BEGIN for read tools, a *sql.Tx for write tools.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Pool begins the transactions of a registry's calls.
+type Pool struct {
+	DB      *sql.DB          // the host's database
+	Dialect sqlcheck.Dialect // the lexical rules for checking handler SQL
+	ErrRow  ErrRower         // rows that fail with llmtool's own errors
+	Checked sqlcheck.Cache   // handler SQL already accepted
+	sqlite  bool             // enforce read-only with PRAGMA query_only
+	writes  chan struct{}    // one token: writes are serialized per registry
+
+	// Read connections reserved from db and kept in query_only mode, with
+	// BEGIN and ROLLBACK prepared once, so a read call costs neither PRAGMA
+	// statements nor parsing. At most cap(idle) are reserved; none when the
+	// host limits db to very few connections.
+	idle     chan *readConn
+	reserved atomic.Int32
+	closed   atomic.Bool
+}
+
+// readConn is a connection in query_only mode. begin and rollback are
+// prepared on reserved connections and nil on one borrowed for one call.
+//
+// A reserved connection also keeps the statements its calls run, prepared
+// (see stmt), so a tool's query is parsed and planned once per connection
+// rather than once per call. A read call has the connection to itself, but
+// its handler may query from several goroutines before it returns, so mu
+// guards the bookkeeping.
+type readConn struct {
+	conn            *sql.Conn
+	begin, rollback driver.StmtExecContext // prepared on the driver's connection
+	reserved        bool                   // stays query_only and goes back to t.idle
+
+	mu    sync.Mutex
+	call  uint64                 // counts the calls run on this connection
+	stmts map[string]*cachedStmt // by query text; nil unless reserved
+	lent  []lent                 // results handed out in the current call
+}
+
+// cachedStmt is a statement prepared on a reserved read connection.
+type cachedStmt struct {
+	st   *sql.Stmt
+	call uint64    // the call it was last lent to
+	rows *sql.Rows // lent as rows in that call: free again once they close
+}
+
+// lent is a query result handed to a handler, closed when the call ends if
+// the handler left it open, so no statement outlives its call.
+type lent struct {
+	rows *sql.Rows
+	row  *sql.Row
+}
+
+// maxCachedStmts bounds the statements a reserved read connection keeps.
+const maxCachedStmts = 64
+
+// stmt returns a prepared statement for query that no open result of the
+// current call is using, preparing it on first use, or nil: the connection
+// keeps no statements, or query is in use in this call (a nested query with
+// the same text), or it failed to prepare (running it unprepared reports
+// the error). A statement is free once the call that used it ended, because
+// EndRead closes every result a call left open.
+func (rc *readConn) stmt(ctx context.Context, query string) *cachedStmt {
+	if !rc.reserved {
+		return nil
+	}
+	s := rc.stmts[query]
+	switch {
+	case s == nil:
+		if len(rc.stmts) >= maxCachedStmts && !rc.evict() {
+			return nil
+		}
+		st, err := rc.conn.PrepareContext(ctx, query)
+		if err != nil {
+			return nil
+		}
+		s = &cachedStmt{st: st}
+		if rc.stmts == nil {
+			rc.stmts = make(map[string]*cachedStmt)
+		}
+		rc.stmts[query] = s
+	case s.call == rc.call:
+		// Lent earlier in this call: free only if it was lent as rows that
+		// have been closed since (Columns fails on closed rows).
+		if s.rows == nil {
+			return nil
+		}
+		if _, err := s.rows.Columns(); err == nil {
+			return nil
+		}
+	}
+	s.call, s.rows = rc.call, nil
+	return s
+}
+
+// evict closes and forgets one statement not lent in the current call,
+// reporting whether there was one.
+func (rc *readConn) evict() bool {
+	for q, s := range rc.stmts {
+		if s.call != rc.call {
+			s.st.Close()
+			delete(rc.stmts, q)
+			return true
+		}
+	}
+	return false
+}
+
+// QueryContext runs query on the connection, on its prepared statement when
+// it has one, and remembers the rows so EndRead can close them.
+func (rc *readConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var rows *sql.Rows
+	var err error
+	if s := rc.stmt(ctx, query); s != nil {
+		rows, err = s.st.QueryContext(ctx, args...)
+		s.rows = rows
+	} else {
+		rows, err = rc.conn.QueryContext(ctx, query, args...)
+	}
+	if rows != nil {
+		rc.lent = append(rc.lent, lent{rows: rows})
+	}
+	return rows, err
+}
+
+// QueryRowContext is QueryContext for at most one row.
+func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var row *sql.Row
+	if s := rc.stmt(ctx, query); s != nil {
+		row = s.st.QueryRowContext(ctx, args...)
+	} else {
+		row = rc.conn.QueryRowContext(ctx, query, args...)
+	}
+	rc.lent = append(rc.lent, lent{row: row})
+	return row
+}
+
+// closeLent closes the results the ending call left open, resetting their
+// statements before the transaction ends, and returns how many rows (from
+// Query) were still open. Scan with no destinations closes a row whether
+// or not the handler scanned it.
+func (rc *readConn) closeLent() (open int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for i, l := range rc.lent {
+		if l.rows != nil {
+			if _, err := l.rows.Columns(); err == nil {
+				open++
+			}
+			l.rows.Close()
+		} else {
+			_ = l.row.Scan()
+		}
+		rc.lent[i] = lent{}
+	}
+	rc.lent = rc.lent[:0]
+	if cap(rc.lent) > 256 { // one call ran many queries; do not keep its array
+		rc.lent = nil
+	}
+	rc.call++
+	return open
+}
+
+// exec runs a prepared statement on the driver's connection directly, or
+// query when there is none.
+func (rc *readConn) exec(stmt driver.StmtExecContext, query string) error {
+	if stmt == nil {
+		_, err := rc.conn.ExecContext(context.Background(), query)
+		return err
+	}
+	return rc.conn.Raw(func(any) error {
+		_, err := stmt.ExecContext(context.Background(), nil)
+		return err
+	})
+}
+
+// prepare prepares query on the driver's connection, or returns nil if the
+// driver cannot.
+func (rc *readConn) prepare(ctx context.Context, query string) driver.StmtExecContext {
+	var st driver.StmtExecContext
+	_ = rc.conn.Raw(func(dc any) error {
+		p, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return nil
+		}
+		ds, err := p.PrepareContext(ctx, query)
+		if err != nil {
+			return nil
+		}
+		if st, ok = ds.(driver.StmtExecContext); !ok {
+			ds.Close()
+		}
+		return nil
+	})
+	return st
+}
+
+// maxReservedReads bounds the read connections a registry keeps. Reads
+// beyond it borrow a pooled connection for the call.
+const maxReservedReads = 4
+
+// New returns the pool for db's calls. It reserves no connection until the
+// first read; a nil db gives a pool that runs nothing (lint-only
+// registries).
+func New(db *sql.DB) *Pool {
+	t := &Pool{DB: db, writes: make(chan struct{}, 1)}
+	if db != nil {
+		t.sqlite = strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "sqlite")
+		if !t.sqlite && strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "pgx") {
+			t.Dialect = sqlcheck.Postgres
+		}
+		n := maxReservedReads
+		if m := db.Stats().MaxOpenConnections; m > 0 {
+			n = min(n, (m-1)/2) // leave the host and the writer their connections
+		}
+		t.idle = make(chan *readConn, max(n, 0))
+	}
+	return t
+}
+
+// ReadTx is a read-only transaction: for SQLite a plain BEGIN on a
+// query_only connection rather than a *sql.Tx, the same snapshot without
+// database/sql's per-transaction goroutine.
+type ReadTx struct {
+	rc *readConn
+	tx *sql.Tx // non-SQLite databases: a read-only *sql.Tx
+}
+
+func (r ReadTx) Querier() Querier {
+	if r.tx != nil {
+		return r.tx
+	}
+	return r.rc
+}
+
+// BeginRead starts a read-only transaction: a consistent snapshot in which
+// the database itself refuses writes.
+func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
+	if !t.sqlite {
+		tx, err := t.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		return ReadTx{tx: tx}, err
+	}
+	rc, err := t.readConn(ctx)
+	if err != nil {
+		return ReadTx{}, err
+	}
+	// A deferred BEGIN takes no lock and cannot wait, so it runs without
+	// the caller's context: under a cancellable context the driver would
+	// start a watcher goroutine for this one statement.
+	if err := rc.exec(rc.begin, "BEGIN"); err != nil {
+		t.putConn(rc, true)
+		return ReadTx{}, err
+	}
+	return ReadTx{rc: rc}, nil
+}
+
+// readConn returns a connection in query_only mode: a reserved idle one, a
+// newly reserved one while fewer than cap(t.idle) exist, or else a pooled
+// one with query_only set for this call only.
+func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
+	select {
+	case rc := <-t.idle:
+		return rc, nil
+	default:
+	}
+	rc := &readConn{}
+	if n := t.reserved.Add(1); int(n) <= cap(t.idle) {
+		rc.reserved = true
+	} else {
+		t.reserved.Add(-1)
+	}
+	conn, err := t.DB.Conn(ctx)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "PRAGMA query_only = 1")
+		if err != nil {
+			conn.Close()
+		}
+	}
+	if err != nil {
+		if rc.reserved {
+			t.reserved.Add(-1)
+		}
+		return nil, err
+	}
+	rc.conn = conn
+	if rc.reserved {
+		// Prepared once, reused by every call on this connection; if the
+		// driver cannot prepare them, plain statements do.
+		rc.begin, rc.rollback = rc.prepare(ctx, "BEGIN"), rc.prepare(ctx, "ROLLBACK")
+		if rc.begin == nil || rc.rollback == nil {
+			rc.closeStmts()
+		}
+	}
+	return rc, nil
+}
+
+func (rc *readConn) closeStmts() {
+	for q, s := range rc.stmts {
+		s.st.Close()
+		delete(rc.stmts, q)
+	}
+	_ = rc.conn.Raw(func(any) error {
+		for _, st := range []*driver.StmtExecContext{&rc.begin, &rc.rollback} {
+			if c, ok := (*st).(driver.Stmt); ok {
+				c.Close()
+			}
+			*st = nil
+		}
+		return nil
+	})
+}
+
+// EndRead ends a read transaction with ROLLBACK, so nothing the call did
+// is kept, and puts its connection back. A connection whose ROLLBACK
+// fails (its transaction was ended some other way), or whose call had a
+// statement refused, is closed rather than reused. It returns how many
+// rows the handler left open (EndRead closed them).
+func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
+	if r.tx != nil {
+		_ = r.tx.Rollback()
+		return 0
+	}
+	open = r.rc.closeLent()
+	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
+	t.putConn(r.rc, err != nil || suspect)
+	return open
+}
+
+// putConn keeps a reserved connection for the next read, or hands a
+// connection back to the host with writes allowed again. A connection that
+// failed or cannot be reset is discarded, never handed back read-only.
+func (t *Pool) putConn(rc *readConn, failed bool) {
+	if rc.reserved && !failed && !t.closed.Load() {
+		select {
+		case t.idle <- rc:
+			if t.closed.Load() { // raced with close: drain it ourselves
+				t.drain()
+			}
+			return
+		default:
+		}
+	}
+	if rc.reserved {
+		t.reserved.Add(-1)
+	}
+	t.release(rc, failed)
+}
+
+// release hands a connection back to the database's pool, writable.
+func (t *Pool) release(rc *readConn, failed bool) {
+	rc.closeStmts()
+	if _, err := rc.conn.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil || failed {
+		_ = rc.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	rc.conn.Close()
+}
+
+// close hands the reserved connections back to the host's pool.
+func (t *Pool) Close() {
+	t.closed.Store(true)
+	t.drain()
+}
+
+func (t *Pool) drain() {
+	for {
+		select {
+		case rc := <-t.idle:
+			t.reserved.Add(-1)
+			t.release(rc, false)
+		default:
+			return
+		}
+	}
+}
+
+// WriteTx is a write transaction on a connection the call holds, so the
+// registry can close the connection rather than hand it back when the
+// handler may have changed it.
+type WriteTx struct {
+	Conn  *sql.Conn
+	Tx    *sql.Tx
+	Guard CommitGuard
+}
+
+// BeginWrite waits for the registry's write token, then starts a write
+// transaction. For SQLite, open the database with _txlock=immediate (as
+// OpenSQLite does) so the transaction takes the write lock at BEGIN.
+func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
+	select {
+	case t.writes <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	conn, err := t.DB.Conn(ctx)
+	if err != nil {
+		<-t.writes
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		<-t.writes
+		return nil, err
+	}
+	return &WriteTx{Conn: conn, Tx: tx}, nil
+}
+
+// EndWrite hands the connection back, or closes it if the handler took the
+// *sql.Tx or had a statement refused, and releases the write token.
+func (t *Pool) EndWrite(w *WriteTx, suspect bool) {
+	if suspect {
+		discard(w.Conn)
+	} else {
+		w.Conn.Close()
+	}
+	<-t.writes
+}
+
+// errRows answers queries with the error passed as their only argument, so
+// QueryRow can hand a handler a *sql.Row whose Scan reports llmtool's own
+// error (a refusal, a use after the handler returned).
+type errRows struct{}
+
+func (errRows) Connect(context.Context) (driver.Conn, error) { return errRows{}, nil }
+func (errRows) Driver() driver.Driver                        { return errRows{} }
+func (errRows) Open(string) (driver.Conn, error)             { return errRows{}, nil }
+func (errRows) Prepare(string) (driver.Stmt, error)          { return nil, driver.ErrSkip }
+func (errRows) Close() error                                 { return nil }
+func (errRows) Begin() (driver.Tx, error)                    { return nil, driver.ErrSkip }
+func (errRows) CheckNamedValue(*driver.NamedValue) error     { return nil }
+func (errRows) QueryContext(_ context.Context, _ string, args []driver.NamedValue) (driver.Rows, error) {
+	return nil, args[0].Value.(error)
+}
+
+// ErrRower makes *sql.Row values that fail with a given error.
+type ErrRower struct {
+	once sync.Once
+	db   *sql.DB
+}
+
+// row returns a *sql.Row whose Scan returns err.
+func (e *ErrRower) Row(err error) *sql.Row {
+	e.once.Do(func() { e.db = sql.OpenDB(errRows{}) })
+	return e.db.QueryRowContext(context.Background(), "", err)
+}
+
+// CommitGuard turns a COMMIT that the handler runs through WriteCtx.Tx
+// into a ROLLBACK, through the SQLite driver's commit hook, until the
+// registry itself commits.
+type CommitGuard struct{ allow atomic.Bool }
+
+// Allow lets the next COMMIT through: the registry's own.
+func (g *CommitGuard) Allow() { g.allow.Store(true) }
+
+// install registers the guard as conn's commit hook. It reports false if
+// the driver has no commit hook. It finds the hook by reflection, so the
+// core does not import a driver: modernc.org/sqlite's
+// RegisterCommitHook(func() int32) and mattn/go-sqlite3's
+// RegisterCommitHook(func() int) both fit.
+func (g *CommitGuard) Install(conn *sql.Conn) bool {
+	ok := false
+	_ = conn.Raw(func(dc any) error {
+		m := reflect.ValueOf(dc).MethodByName("RegisterCommitHook")
+		if !m.IsValid() || m.Type().NumIn() != 1 {
+			return nil
+		}
+		ft := m.Type().In(0)
+		if ft.Kind() != reflect.Func || ft.NumIn() != 0 || ft.NumOut() != 1 {
+			return nil
+		}
+		switch ft.Out(0).Kind() {
+		case reflect.Int, reflect.Int32, reflect.Int64:
+		default:
+			return nil
+		}
+		deny, allow := reflect.ValueOf(1).Convert(ft.Out(0)), reflect.ValueOf(0).Convert(ft.Out(0))
+		hook := reflect.MakeFunc(ft, func([]reflect.Value) []reflect.Value {
+			if g.allow.Load() {
+				return []reflect.Value{allow}
+			}
+			return []reflect.Value{deny} // non-zero: SQLite rolls back instead
+		})
+		m.Call([]reflect.Value{hook})
+		ok = true
+		return nil
+	})
+	return ok
+}
+
+// discard closes conn's physical connection instead of handing it back to
+// the pool: its state may differ from what the registry set.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+}
