@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // Entity declares a kind of entity that tool inputs reference by ID, such as
@@ -232,8 +234,8 @@ func (r *Registry) checkRefsLocked(m *Module) error {
 	}
 	for _, t := range m.tools {
 		for _, ref := range t.refs {
-			if _, ok := cur[ref.kind]; !ok && !own[ref.kind] {
-				return fmt.Errorf("llmtool: module %q: %w", m.name, &RefError{Module: m.name, Tool: t.spec.Name, Field: ref.field, Kind: ref.kind})
+			if _, ok := cur[ref.Kind]; !ok && !own[ref.Kind] {
+				return fmt.Errorf("llmtool: module %q: %w", m.name, &RefError{Module: m.name, Tool: t.spec.Name, Field: ref.Field, Kind: ref.Kind})
 			}
 		}
 	}
@@ -262,152 +264,6 @@ func (c *ReadCtx) IsProtected(kind, id string) (bool, error) {
 	return e.Protected(c, id)
 }
 
-// refPath locates the IDs one ref-tagged field holds.
-type refPath struct {
-	kind     string
-	systemOK bool
-	field    string    // for messages: "noteId", "items[].noteId"
-	steps    []refStep // from the In value to the field
-	optional bool      // skip the zero value
-}
-
-// refStep is one step from a value to the IDs: a struct field, or every
-// element of a slice or array. Pointers are followed on the way.
-type refStep struct {
-	index []int // struct field; nil means every element
-}
-
-// refKind returns the entity kind of a ref tag ("note,system-ok" → "note").
-func refKind(tag string) string {
-	k, _, _ := strings.Cut(tag, ",")
-	return k
-}
-
-// collectRefs finds the ref-tagged fields of an input type, at any depth,
-// and panics on a ref tag that cannot work, naming the field and the fix.
-func collectRefs(tool string, root *schemaNode, t reflect.Type) []refPath {
-	var refs []refPath
-	// optional is true below an optional field: its zero value means absent.
-	var walk func(n *schemaNode, t reflect.Type, steps []refStep, path string, optional bool)
-	walk = func(n *schemaNode, t reflect.Type, steps []refStep, path string, optional bool) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct {
-			return
-		}
-		for _, p := range n.props {
-			f := t.FieldByIndex(p.index)
-			fpath := p.name
-			if path != "" {
-				fpath = path + "." + p.name
-			}
-			fsteps := append(append([]refStep(nil), steps...), refStep{index: p.index})
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if p.ref == "" {
-				switch {
-				case ft.Kind() == reflect.Struct && p.schema.props != nil:
-					walk(p.schema, ft, fsteps, fpath, optional || !p.required)
-				case (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && p.schema.items != nil:
-					walk(p.schema.items, ft.Elem(), append(fsteps, refStep{}), fpath+"[]", false)
-				}
-				continue
-			}
-			kind, opts, _ := strings.Cut(p.ref, ",")
-			ref := refPath{kind: kind, field: fpath, optional: optional || !p.required}
-			if kind == "" {
-				panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag %q names no entity kind; write ref:\"note\"", tool, fpath, p.ref))
-			}
-			for _, o := range strings.Split(opts, ",") {
-				switch strings.TrimSpace(o) {
-				case "":
-				case "system-ok":
-					ref.systemOK = true
-				default:
-					panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag %q has unknown option %q; the only option is system-ok", tool, fpath, p.ref, o))
-				}
-			}
-			leaf := ft
-			if leaf.Kind() == reflect.Slice || leaf.Kind() == reflect.Array {
-				leaf = leaf.Elem()
-				for leaf.Kind() == reflect.Pointer {
-					leaf = leaf.Elem()
-				}
-				fsteps = append(fsteps, refStep{})
-				ref.field += "[]"
-			}
-			if !isIDKind(leaf.Kind()) {
-				panic(fmt.Sprintf("llmtool: tool %q: In field %s: ref tag on type %s; an entity reference must be a string or integer ID (or a slice of them)", tool, fpath, f.Type))
-			}
-			ref.steps = fsteps
-			refs = append(refs, ref)
-		}
-	}
-	walk(root, t, nil, "", false)
-	return refs
-}
-
-func isIDKind(k reflect.Kind) bool {
-	switch k {
-	case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return true
-	}
-	return false
-}
-
-// refID is one referenced ID of a call.
-type refID struct {
-	ref   *refPath
-	field string // with element positions: "items[2].noteId"
-	id    string
-}
-
-// ids appends the IDs ref finds in v, each with the element positions of
-// its path ("[2][0]"); idsNamed turns those into a full path.
-func (ref *refPath) ids(v reflect.Value, out []refID) []refID {
-	var walk func(v reflect.Value, steps []refStep, field string)
-	walk = func(v reflect.Value, steps []refStep, field string) {
-		for v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				return
-			}
-			v = v.Elem()
-		}
-		if len(steps) == 0 {
-			if ref.optional && v.IsZero() && !strings.HasSuffix(ref.field, "[]") {
-				return
-			}
-			out = append(out, refID{ref: ref, field: field, id: idString(v)})
-			return
-		}
-		s := steps[0]
-		if s.index == nil {
-			for i := range v.Len() {
-				walk(v.Index(i), steps[1:], field+"["+strconv.Itoa(i)+"]")
-			}
-			return
-		}
-		walk(v.FieldByIndex(s.index), steps[1:], field)
-	}
-	walk(v, ref.steps, "")
-	return out
-}
-
-func idString(v reflect.Value) string {
-	switch v.Kind() {
-	case reflect.String:
-		return v.String()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(v.Int(), 10)
-	default:
-		return strconv.FormatUint(v.Uint(), 10)
-	}
-}
-
 // checkRefs runs the entity guards of the call's tool over in: exists,
 // system (write tools), protected, may act; each stage over every
 // referenced ID before the next.
@@ -417,9 +273,9 @@ func (c *ReadCtx) checkRefs(in any) error {
 		return nil
 	}
 	v := reflect.ValueOf(in)
-	var ids []refID
+	var ids []schema.RefID
 	for i := range refs {
-		ids = refs[i].idsNamed(v, ids)
+		ids = refs[i].IDsNamed(v, ids)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -427,9 +283,9 @@ func (c *ReadCtx) checkRefs(in any) error {
 	decls := c.call.reg.entityMap()
 	ents := make([]*Entity, len(ids))
 	for i, x := range ids {
-		d, ok := decls[x.ref.kind]
+		d, ok := decls[x.Ref.Kind]
 		if !ok {
-			return fmt.Errorf("llmtool: tool %s: entity kind %q is not declared", c.call.tool.spec.Name, x.ref.kind)
+			return fmt.Errorf("llmtool: tool %s: entity kind %q is not declared", c.call.tool.spec.Name, x.Ref.Kind)
 		}
 		ents[i] = d.entity
 	}
@@ -437,30 +293,30 @@ func (c *ReadCtx) checkRefs(in any) error {
 	tool := c.call.tool.spec.Name
 	for i, x := range ids {
 		e := ents[i]
-		ok, err := e.Exists(c, x.id)
+		ok, err := e.Exists(c, x.ID)
 		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: exists check: %w", e.Kind, x.id, err)
+			return fmt.Errorf("llmtool: entity %s %q: exists check: %w", e.Kind, x.ID, err)
 		}
 		if !ok {
 			next := e.NotFoundNext
 			if next == "" {
 				next = "Send the ID of an existing " + e.noun() + "."
 			}
-			return NotFound("%s %q (%s) does not exist.", upperFirst(e.noun()), x.id, x.field).Next(next)
+			return NotFound("%s %q (%s) does not exist.", upperFirst(e.noun()), x.ID, x.Field).Next(next)
 		}
 	}
 	if write {
 		for i, x := range ids {
 			e := ents[i]
-			if e.System == nil || x.ref.systemOK {
+			if e.System == nil || x.Ref.SystemOK {
 				continue
 			}
-			sys, err := e.System(c, x.id)
+			sys, err := e.System(c, x.ID)
 			if err != nil {
-				return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, x.id, err)
+				return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, x.ID, err)
 			}
 			if sys {
-				return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), x.id, x.field, e.noun(), tool).
+				return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), x.ID, x.Field, e.noun(), tool).
 					Next("Leave system " + plural(e.noun()) + " as they are and choose another " + e.noun() + ".")
 			}
 		}
@@ -470,12 +326,12 @@ func (c *ReadCtx) checkRefs(in any) error {
 		if e.Protected == nil {
 			continue
 		}
-		p, err := e.Protected(c, x.id)
+		p, err := e.Protected(c, x.ID)
 		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, x.id, err)
+			return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, x.ID, err)
 		}
 		if p {
-			return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), x.id, x.field).
+			return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), x.ID, x.Field).
 				Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
 		}
 	}
@@ -488,55 +344,16 @@ func (c *ReadCtx) checkRefs(in any) error {
 		if e.MayAct == nil {
 			continue
 		}
-		ok, err := e.MayAct(c, x.id, access)
+		ok, err := e.MayAct(c, x.ID, access)
 		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: may-act check: %w", e.Kind, x.id, err)
+			return fmt.Errorf("llmtool: entity %s %q: may-act check: %w", e.Kind, x.ID, err)
 		}
 		if !ok {
-			return Denied("You may not %s %s %q (%s).", verb, e.noun(), x.id, x.field).
+			return Denied("You may not %s %s %q (%s).", verb, e.noun(), x.ID, x.Field).
 				Next("Choose a " + e.noun() + " you have access to, or ask its owner to share it.")
 		}
 	}
 	return nil
-}
-
-// idsNamed is ids with fields named by their JSON paths.
-func (ref *refPath) idsNamed(v reflect.Value, out []refID) []refID {
-	start := len(out)
-	out = ref.ids(v, out)
-	if !strings.Contains(ref.field, "[]") {
-		for i := start; i < len(out); i++ {
-			out[i].field = ref.field
-		}
-		return out
-	}
-	// Replace each "[]" of the path with the positions the walk recorded.
-	for i := start; i < len(out); i++ {
-		out[i].field = fillPositions(ref.field, out[i].field)
-	}
-	return out
-}
-
-// fillPositions turns "items[].noteIds[]" and positions "[2][0]" into
-// "items[2].noteIds[0]".
-func fillPositions(path, positions string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(path, "[]")
-		if i < 0 {
-			b.WriteString(path)
-			return b.String()
-		}
-		b.WriteString(path[:i])
-		j := strings.IndexByte(positions, ']')
-		if j < 0 {
-			b.WriteString(path[i:])
-			return b.String()
-		}
-		b.WriteString(positions[:j+1])
-		positions = positions[j+1:]
-		path = path[i+2:]
-	}
 }
 
 func upperFirst(s string) string {

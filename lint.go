@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // Lint checks the conventions that keep a tool set cheap and clear for a
@@ -201,7 +203,7 @@ func (l *linter) tool(t *Tool, decls map[string]entityDecl) {
 		l.add(name, RuleSummary, "no summary for the man catalog; add llmtool.Summary(\"...\") with one short line")
 	}
 	if !s.ReadOnly {
-		friendly := l.reg.FriendlyName(name, "en")
+		friendly := l.reg.friendlyName(name, "en")
 		if friendly == name || strings.TrimSpace(friendly) == "" {
 			l.add(name, RuleFriendlyName, "write tool without a friendly name; add llmtool.FriendlyName(\"...\") in the imperative, such as %q", imperativeExample(name))
 		} else if why := notImperative(friendly); why != "" {
@@ -214,50 +216,40 @@ func (l *linter) tool(t *Tool, decls map[string]entityDecl) {
 		l.add(name, RuleManExamples, "man page has no EXAMPLES section; add a line EXAMPLES followed by example calls")
 	}
 	for _, ref := range t.refs {
-		if _, ok := decls[ref.kind]; !ok {
-			l.add(name, RuleEntityRef, "field %s references entity kind %q, which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities", ref.field, ref.kind)
+		if _, ok := decls[ref.Kind]; !ok {
+			l.add(name, RuleEntityRef, "field %s references entity kind %q, which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities", ref.Field, ref.Kind)
 		}
 	}
-	if t.in != nil && t.in.root != nil {
-		l.params(name, s.Description, t.in.root, "")
+	if t.in != nil && t.in.Root() != nil {
+		l.params(name, s.Description, t.in.Root())
 	}
 }
 
 // params checks the parameters of n, nested ones too.
-func (l *linter) params(tool, description string, n *schemaNode, path string) {
+func (l *linter) params(tool, description string, n *schema.Node) {
 	descLower := strings.ToLower(description)
-	for _, p := range n.props {
-		name := p.name
-		if path != "" {
-			name = path + "." + p.name
-		}
-		d := strings.TrimSpace(p.schema.description)
+	n.Walk(func(p schema.ParamInfo) {
+		d := strings.TrimSpace(p.Description)
 		if d == "" {
-			l.add(tool, RuleParamDescription, "parameter %s has no description; add a desc tag", name)
+			l.add(tool, RuleParamDescription, "parameter %s has no description; add a desc tag", p.Path)
 		} else if core := strings.ToLower(strings.TrimSuffix(d, ".")); len(core) >= 16 && strings.Contains(descLower, core) {
-			l.add(tool, RuleRepeatedParamDesc, "the description repeats the description of parameter %s, which is sent with it anyway; remove it from the description", name)
+			l.add(tool, RuleRepeatedParamDesc, "the description repeats the description of parameter %s, which is sent with it anyway; remove it from the description", p.Path)
 		}
-		l.defaultStated(tool, name, d, p.schema.def)
-		l.enumSeparator(tool, name, p.schema)
-		switch {
-		case p.schema.props != nil:
-			l.params(tool, description, p.schema, name)
-		case p.schema.items != nil && p.schema.items.props != nil:
-			l.params(tool, description, p.schema.items, name+"[]")
-		}
-	}
+		l.defaultStated(tool, p.Path, d, p.Default)
+		l.enumSeparator(tool, p.Path, p)
+	})
 }
 
 // enumSeparator reports an enum tag written with commas where "|"
 // separates values: enum:"a,b,c" is one allowed value, "a,b,c". A tag
 // that has a "|" already, or a JSON array, says what it means.
-func (l *linter) enumSeparator(tool, param string, n *schemaNode) {
-	for _, s := range []*schemaNode{n, n.items} {
-		if s == nil || !strings.Contains(s.enumTag, ",") || strings.Contains(s.enumTag, "|") {
+func (l *linter) enumSeparator(tool, param string, p schema.ParamInfo) {
+	for i, tag := range p.EnumTags {
+		if !strings.Contains(tag, ",") || strings.Contains(tag, "|") {
 			continue
 		}
 		l.add(tool, RuleEnumSeparator, "parameter %s has enum:%q, which allows the one value %s; separate values with |, as in enum:%q (for one value that contains commas, write enum:%q)",
-			param, s.enumTag, s.enum[0], strings.ReplaceAll(s.enumTag, ",", "|"), "["+string(s.enum[0])+"]")
+			param, tag, p.FirstEnums[i], strings.ReplaceAll(tag, ",", "|"), "["+string(p.FirstEnums[i])+"]")
 	}
 }
 

@@ -16,7 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/internal/schema"
+	"github.com/llmtool/llmtool/man"
 )
 
 // Module is a named set of tools: the unit a third party ships. Create one
@@ -115,8 +118,8 @@ type Registry struct {
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
 	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
-	cat      catalog                               // man reference pages (catalog.go)
-	msgs     messages                              // friendly-name catalog (messages.go)
+	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
+	msgs     *i18n.Catalog                         // Options.Messages (messages.go)
 }
 
 type entry struct {
@@ -179,6 +182,18 @@ type Options struct {
 	// output schema; a mismatch becomes an internal error. Test harnesses
 	// turn it on; it costs a decode per call.
 	ValidateOutput bool
+
+	// ManPages are reference pages, such as a search syntax, that the
+	// man tool lists after the tools (by name; each page's first
+	// non-empty line is its summary) and shows by name. A tool of the
+	// same name takes precedence over a page. See ManTool.
+	ManPages map[string]string
+
+	// Messages is the message catalog of the tools' friendly names per
+	// locale, which chat events show (see package i18n); the host may
+	// add locales to it later. Nil means each tool's FriendlyName and
+	// llmtool's embedded English alone.
+	Messages *i18n.Catalog
 }
 
 // NoScopeCache, as Options.ScopeCacheTTL, makes the registry read a
@@ -196,7 +211,9 @@ const NoScopeCache time.Duration = -1
 // with equivalent settings (WAL, busy timeout, _txlock=immediate).
 func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, error) {
 	r := &Registry{tx: dbconn.New(db), tools: make(map[string]*entry)}
-	r.setup()
+	if err := r.setup(opts); err != nil {
+		return nil, err
+	}
 	if opts != nil {
 		r.configure(opts)
 	}
@@ -487,7 +504,7 @@ func (r *Registry) unknown(ctx context.Context, name string) error {
 	}
 	msg := fmt.Sprintf("Unknown tool %q.", name)
 	next := "Call one of the tools you were given."
-	if near := Closest(name, names, 3); len(near) > 0 {
+	if near := closest(name, names, 3); len(near) > 0 {
 		next = "Did you mean " + quoteOr(near) + "?"
 	}
 	return &Error{Kind: KindNotFound, Message: msg, NextAction: next, err: ErrUnknownTool}
@@ -504,10 +521,10 @@ func quoteOr(ss []string) string {
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
-// Closest returns up to n of names nearest to name by edit distance, for
+// closest returns up to n of names nearest to name by edit distance, for
 // "did you mean" suggestions; names farther than a third of name's length are
 // left out.
-func Closest(name string, names []string, n int) []string {
+func closest(name string, names []string, n int) []string {
 	type cand struct {
 		name string
 		d    int
@@ -644,23 +661,23 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, err
 	if raw[0] != '{' {
 		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
-	v, err := decodeArguments(raw)
+	v, err := schema.DecodeArguments(raw)
 	if err != nil {
 		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
 	// Models often send null for an optional parameter they mean to leave
 	// out; where null is not a value the parameter takes, it means absent.
-	dropped := t.in.root.dropNulls(v)
-	if err := t.in.validate(v); err != nil {
-		return nil, 0, nil, t.in.validationError(err)
+	dropped := t.in.Root().DropNulls(v)
+	if err := t.in.Validate(v); err != nil {
+		return nil, 0, nil, invalidArgs(t.in.ValidationError(err))
 	}
-	if !t.in.nestedDefaults {
+	if !t.in.NestedDefaults() {
 		// A dropped null decodes as the zero value, as an absent field
 		// does; absent fields with defaults are set on In by run.
 		m, _ := v.(map[string]any)
-		return raw, t.in.missingDefaults(v), m, nil
+		return raw, t.in.MissingDefaults(v), m, nil
 	}
-	if t.in.root.applyDefaults(v) || dropped {
+	if t.in.Root().ApplyDefaults(v) || dropped {
 		b, err := marshal(v)
 		return b, 0, nil, err
 	}
@@ -680,44 +697,14 @@ func jsonKind(raw []byte) string {
 }
 
 // example builds an example argument object from the required parameters.
-func (t *Tool) example() string {
-	var b []byte
-	b = append(b, '{')
-	n := 0
-	for _, p := range t.in.root.props {
-		if !p.required {
-			continue
-		}
-		if n > 0 {
-			b = append(b, ", "...)
-		}
-		n++
-		b = appendJSONString(b, p.name)
-		b = append(b, ": "...)
-		switch {
-		case len(p.schema.enum) > 0:
-			b = append(b, p.schema.enum[0]...)
-		case p.schema.is("string"):
-			b = append(b, `"..."`...)
-		case p.schema.is("integer"), p.schema.is("number"):
-			b = append(b, '1')
-		case p.schema.is("boolean"):
-			b = append(b, "true"...)
-		case p.schema.is("array"):
-			b = append(b, "[]"...)
-		default:
-			b = append(b, "{}"...)
-		}
-	}
-	return string(append(b, '}'))
-}
+func (t *Tool) example() string { return t.in.Example() }
 
 func (t *Tool) validateOutput(out []byte) error {
 	v, err := decodeAny(out)
 	if err != nil {
 		return fmt.Errorf("llmtool: tool %s: output is not JSON: %w", t.spec.Name, err)
 	}
-	if err := t.out.compiled.Validate(v); err != nil {
+	if err := t.out.ValidateReference(v); err != nil {
 		return fmt.Errorf("llmtool: tool %s: output does not match its output schema: %w", t.spec.Name, err)
 	}
 	return nil
@@ -733,7 +720,7 @@ func (r *Registry) ValidateOutput(ctx context.Context, tool string, out []byte) 
 }
 
 func decodeAny(b []byte) (any, error) {
-	if v, ok := fastDecode(b); ok {
+	if v, ok := schema.FastDecode(b); ok {
 		return v, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
@@ -806,4 +793,10 @@ var encoders = sync.Pool{New: func() any {
 func appendJSONString(b []byte, s string) []byte {
 	m, _ := marshal(s)
 	return append(b, m...)
+}
+
+// invalidArgs turns a schema refusal into the InvalidArgs error the model
+// sees, keeping its cause.
+func invalidArgs(e *schema.Invalid) *Error {
+	return &Error{Kind: KindInvalidArgs, Message: e.Message, err: e.Err}
 }

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"sort"
+
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // Spec is what a tool declares about itself: everything an adapter needs to
@@ -31,17 +32,21 @@ type Spec struct {
 	Params       []Param         // top-level arguments in declaration order
 }
 
+// Param is one top-level argument of a tool, as the man catalog and the
+// chat adapters show it.
+type Param = schema.Param
+
 // Tool is a defined tool: a spec and a handler bound to its In and Out
 // types. Create one with Read or Write and register it with DefineTools.
 type Tool struct {
 	spec Spec
-	in   *compiledSchema
-	out  *compiledSchema
+	in   *schema.Schema
+	out  *schema.Schema
 	// run decodes the validated arguments into In, runs the guards and the
 	// handler, and encodes Out, all inside the call's transaction.
 	run func(c *ReadCtx, args []byte) ([]byte, error)
 	// refs are In's ref-tagged fields, checked by the entity guards.
-	refs []refPath
+	refs []schema.Ref
 }
 
 // Spec returns the tool's spec.
@@ -220,19 +225,19 @@ func define[In, Out any](name, description string, read bool, opts []Option, bin
 		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
 	}
 	t := &Tool{spec: cfg.spec}
-	t.in = inferSchema(name, "In", inT)
+	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
-		t.in = suppliedSchema(name, inT, t.in, cfg.inputSchema)
+		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)
 	}
-	t.out = inferSchema(name, "Out", outT)
+	t.out = schema.Infer(name, "Out", outT)
 	t.spec.Rich = outT == reflect.TypeFor[Rich]()
-	if t.out.root.prop("error") != nil {
+	if t.out.Root().HasProp("error") {
 		panic(fmt.Sprintf("llmtool: tool %q: Out has a property named \"error\", which is reserved for failed calls; rename it", name))
 	}
-	t.spec.InputSchema = t.in.json
-	t.spec.OutputSchema = t.out.json
-	t.spec.Params = t.in.root.params()
-	t.refs = collectRefs(name, t.in.root, inT)
+	t.spec.InputSchema = t.in.JSON()
+	t.spec.OutputSchema = t.out.JSON()
+	t.spec.Params = t.in.Root().Params()
+	t.refs = schema.Refs(name, t.in.Root(), inT)
 	if t.spec.Title == "" {
 		t.spec.Title = t.spec.FriendlyName
 	}
@@ -302,65 +307,4 @@ func AudioContent(data []byte, mimeType string) Content {
 // resource, or data for a binary one.
 func ResourceContent(uri, mimeType, text string, data []byte) Content {
 	return Content{Type: "resource", URI: uri, MIMEType: mimeType, Text: text, Data: data}
-}
-
-// suppliedSchema checks a schema given with InputSchema against In's
-// inferred schema and compiles it. Validation uses the supplied schema
-// alone; the inferred root still supplies defaults, examples and the
-// wording of errors.
-func suppliedSchema(tool string, inT reflect.Type, inferred *compiledSchema, doc json.RawMessage) *compiledSchema {
-	fail := func(format string, args ...any) {
-		panic(fmt.Sprintf("llmtool: tool %q: InputSchema: %s", tool, fmt.Sprintf(format, args...)))
-	}
-	var top struct {
-		Type       any                        `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	if err := json.Unmarshal(doc, &top); err != nil {
-		fail("not a JSON Schema object: %v", err)
-	}
-	if top.Type != "object" {
-		fail(`"type" must be "object", since arguments are a JSON object`)
-	}
-	fields := map[string]bool{}
-	required := map[string]bool{}
-	for _, p := range inferred.root.props {
-		fields[p.name] = true
-		if p.required {
-			required[p.name] = true
-		}
-	}
-	names := make([]string, 0, len(top.Properties))
-	for name := range top.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if !fields[name] {
-			fail("property %q is not a JSON field of %s; add the field or remove the property", name, inT)
-		}
-	}
-	for _, p := range inferred.root.props {
-		if _, ok := top.Properties[p.name]; !ok {
-			fail("%s field %q is missing from \"properties\"; describe it in the schema or remove the field", inT, p.name)
-		}
-	}
-	listed := map[string]bool{}
-	for _, name := range top.Required {
-		listed[name] = true
-		if !required[name] {
-			fail("%q is required by the schema but optional in %s (omitempty or a default); make the two agree", name, inT)
-		}
-	}
-	for _, p := range inferred.root.props {
-		if p.required && !listed[p.name] {
-			fail("%q is required by %s (no omitempty, no default) but not by the schema; add it to \"required\" or make the field optional", p.name, inT)
-		}
-	}
-	cs := compileSchema(tool, "InputSchema", nil, doc)
-	cs.root = inferred.root
-	cs.defaults, cs.nestedDefaults = inferred.defaults, inferred.nestedDefaults
-	cs.verbatim = true
-	return cs
 }

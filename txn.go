@@ -75,7 +75,7 @@ type callState struct {
 	done        atomic.Bool
 	afterCommit []func()
 	content     []Content       // parts of a Rich result
-	fill        uint64          // top-level defaults to set on In (see compiledSchema.defaults)
+	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	argv        map[string]any  // the decoded arguments, when In is flat
 	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
@@ -245,13 +245,13 @@ type prepared struct {
 // straight from the decoded object when In is a flat struct of scalars,
 // else by decoding the JSON; then sets the missing defaults.
 func (cs *callState) decodeIn(args []byte, in any) error {
-	schema := cs.tool.in
-	if cs.argv == nil || !schema.flat || !schema.fillFlat(in, cs.argv) {
+	s := cs.tool.in
+	if cs.argv == nil || !s.Flat() || !s.FillFlat(in, cs.argv) {
 		if err := decodeArgs(args, in); err != nil {
 			return err
 		}
 	}
-	schema.setDefaults(in, cs.fill)
+	s.SetDefaults(in, cs.fill)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package llmtool
+package schema
 
 import (
 	"encoding/json"

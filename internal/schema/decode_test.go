@@ -1,27 +1,10 @@
-package llmtool
+package schema
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// referenceDecode is what fastDecode must agree with.
-func referenceDecode(b []byte) (any, bool) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil || d.More() {
-		return nil, false
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, false // trailing data, even a lone "}" (which More does not report)
-	}
-	return v, true
-}
 
 var decodeSeeds = []string{
 	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `1.5e-3`, `-12E+2`, `"x"`,
@@ -52,7 +35,7 @@ func FuzzFastDecode(f *testing.F) {
 // too and decodes the same value; and decodeArguments, fast path and all,
 // accepts exactly what encoding/json does, with the same value.
 func checkFastDecode(t *testing.T, b []byte) {
-	want, wantOK := referenceDecode(b)
+	want, wantOK := ReferenceDecode(b)
 	args, err := decodeArguments(b)
 	require.Equal(t, wantOK, err == nil, "decodeArguments says %v for %q", err, b)
 	if wantOK {

@@ -1,4 +1,4 @@
-package llmtool
+package schema
 
 import (
 	"bytes"
@@ -797,7 +797,7 @@ func (cs *compiledSchema) validate(v any) error {
 	}
 	if cs.verbatim && cs.root != nil {
 		if loc, keys := cs.root.unknownKeys(v, nil); keys != nil {
-			return InvalidArgs("%s", unknownKeysMessage(cs.root.at(loc), loc, keys))
+			return invalid("%s", unknownKeysMessage(cs.root.at(loc), loc, keys))
 		}
 	}
 	if err := cs.reference(v); err != nil {
@@ -813,7 +813,7 @@ func (cs *compiledSchema) reference(v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			if loc, n, ok := unreadableNumber(v, nil); ok {
-				err = InvalidArgs("%s: %s is too large or too precise to check. Send a number written with fewer digits, such as 10.5.", pointer(loc), n)
+				err = invalid("%s: %s is too large or too precise to check. Send a number written with fewer digits, such as 10.5.", pointer(loc), n)
 				return
 			}
 			err = fmt.Errorf("llmtool: jsonschema/v6 panicked validating arguments: %v", p)
@@ -1074,7 +1074,7 @@ func (n *schemaNode) params() []Param {
 		}
 		ps = append(ps, Param{
 			Name: p.name, Type: typ, Description: s.description, Required: p.required,
-			Default: s.def, Enum: enum, Ref: refKind(p.ref), GoName: p.goName, Index: p.index,
+			Default: s.def, Enum: enum, Ref: RefKind(p.ref), GoName: p.goName, Index: p.index,
 		})
 	}
 	return ps
@@ -1173,17 +1173,17 @@ func (n *schemaNode) at(loc []string) *schemaNode {
 // validationError turns a jsonschema validation failure into an
 // InvalidArgs error: "Error: <where>: <what is wrong>. <what to send instead>",
 // one sentence pair per failing location.
-func (cs *compiledSchema) validationError(err error) *Error {
+func (cs *compiledSchema) validationError(err error) *Invalid {
 	var inst any
 	if ae, ok := err.(*argsError); ok {
 		inst, err = ae.v, ae.err
 	}
-	if e, ok := err.(*Error); ok {
+	if e, ok := err.(*Invalid); ok {
 		return e
 	}
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return InvalidArgs("arguments: %w. Send a JSON object that matches the tool's input schema.", err)
+		return invalid("arguments: %w. Send a JSON object that matches the tool's input schema.", err)
 	}
 	var leaves []*jsonschema.ValidationError
 	var walk func(e *jsonschema.ValidationError)
@@ -1205,7 +1205,7 @@ func (cs *compiledSchema) validationError(err error) *Error {
 			break
 		}
 	}
-	return &Error{Kind: KindInvalidArgs, Message: strings.Join(parts, " "), err: err}
+	return &Invalid{Message: strings.Join(parts, " "), Err: err}
 }
 
 func pointer(loc []string) string {
@@ -1395,4 +1395,13 @@ func (n *schemaNode) expect() string {
 		s += ", or null"
 	}
 	return s
+}
+
+// appendJSONString appends s as a JSON string, without HTML escaping.
+func appendJSONString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
 }

@@ -1,0 +1,179 @@
+package llmtool
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llmtool/llmtool/internal/schema"
+	"github.com/stretchr/testify/require"
+)
+
+// FuzzDecodeIn: whatever the arguments pass, a handler's In holds exactly
+// what the schema's keys name. Its seeds run in every go test:
+//
+//	go test -run '^$' -fuzz '^FuzzDecodeIn$' -fuzztime 3m .
+
+type fuzzTag struct {
+	Name  string `json:"name" pattern:"^[a-z]{1,8}$"`
+	Score *int   `json:"score,omitempty" minimum:"0" maximum:"10"`
+}
+
+// fuzzIn has a field for each keyword the fast path checks.
+type fuzzIn struct {
+	Title  string          `json:"title" minLength:"1" maxLength:"8"`
+	Kind   string          `json:"kind,omitempty" enum:"text|code|<b>|é"`
+	Limit  int             `json:"limit,omitempty" minimum:"1" maximum:"50"`
+	Ratio  float64         `json:"ratio,omitempty" minimum:"0.5" maximum:"1e1"`
+	Neg    float32         `json:"neg,omitempty" minimum:"-2.5e-3" maximum:"-0.0001"`
+	U      uint8           `json:"u,omitempty"`
+	Big    int64           `json:"big,omitempty" minimum:"-9223372036854775808" maximum:"9223372036854775807"`
+	Tags   []fuzzTag       `json:"tags,omitempty"`
+	Labels []string        `json:"labels,omitempty" enum:"[\"a|b\",\"c\"]"`
+	Nums   []float64       `json:"nums,omitempty" minimum:"-1" maximum:"1"`
+	Exact  float64         `json:"exact,omitempty" enum:"1|2.5|1e3"`
+	Meta   map[string]int  `json:"meta,omitempty"`
+	Due    time.Time       `json:"due,omitzero"`
+	Day    string          `json:"day,omitempty" format:"date"`
+	Mail   string          `json:"mail,omitempty" format:"email"`
+	Parent *string         `json:"parent,omitempty"`
+	Raw    json.RawMessage `json:"raw,omitempty"`
+	Any    any             `json:"any,omitempty"`
+	Data   []byte          `json:"data,omitempty"`
+	Flag   bool            `json:"flag,omitempty"`
+}
+
+// fuzzFlatIn is filled from the decoded arguments without encoding/json.
+type fuzzFlatIn struct {
+	Mode  string  `json:"mode" enum:"a|b"`
+	Count int     `json:"count,omitempty" minimum:"0" maximum:"100"`
+	Ratio float64 `json:"ratio,omitempty"`
+	On    bool    `json:"on,omitempty"`
+	Small int8    `json:"small,omitempty"`
+	U     uint16  `json:"u,omitempty"`
+	F32   float32 `json:"f32,omitempty"`
+}
+
+type fuzzOpts struct {
+	Depth int      `json:"depth,omitempty"`
+	Size  int      `json:"size,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+}
+
+// fuzzNestedIn is decoded by encoding/json.
+type fuzzNestedIn struct {
+	Mode string         `json:"mode"`
+	Opts *fuzzOpts      `json:"opts,omitempty"`
+	List []fuzzOpts     `json:"list,omitempty"`
+	Meta map[string]int `json:"meta,omitempty"`
+}
+
+// fuzzInTools defines, for the flat and the nested In, a tool with the
+// inferred schema and one with a supplied schema that constrains nothing
+// about keys (no additionalProperties anywhere), so only llmtool's own
+// exact-key check keeps case variants out.
+var fuzzInTools = []*Tool{
+	Read("fuzz_flat", "d", echoIn[fuzzFlatIn]),
+	Read("fuzz_flat_supplied", "d", echoIn[fuzzFlatIn], InputSchema(json.RawMessage(`{"type":"object",`+
+		`"properties":{"mode":{"enum":["a","b"]},"count":{},"ratio":{},"on":{},"small":{},"u":{},"f32":{}},"required":["mode"]}`))),
+	Read("fuzz_nested", "d", echoIn[fuzzNestedIn]),
+	Read("fuzz_nested_supplied", "d", echoIn[fuzzNestedIn], InputSchema(json.RawMessage(`{"type":"object",`+
+		`"properties":{"mode":{"type":"string"},"opts":{},"list":{},"meta":{}},"required":["mode"]}`))),
+}
+
+func echoIn[In any](_ *ReadCtx, in In) (struct{}, error) { return struct{}{}, nil }
+
+func FuzzDecodeIn(f *testing.F) {
+	for _, s := range schema.ValidateSeeds {
+		for i := range fuzzInTools {
+			f.Add(uint8(i), []byte(s))
+		}
+	}
+	f.Fuzz(checkDecodeIn)
+}
+
+func TestDecodeInSeeds(t *testing.T) {
+	t.Parallel()
+	for _, s := range schema.ValidateSeeds {
+		for i := range fuzzInTools {
+			checkDecodeIn(t, uint8(i), []byte(s))
+		}
+	}
+}
+
+// checkDecodeIn: whatever the arguments pass, the handler's In holds
+// exactly what encoding/json decodes from the keys the struct names, as
+// spelled; never a value from a key that differs in case.
+func checkDecodeIn(t *testing.T, sel uint8, data []byte) {
+	tool := fuzzInTools[int(sel)%len(fuzzInTools)]
+	if len(data) > 0 && data[0] == '"' {
+		return // an object sent as a JSON string: prepare unwraps it, a path of its own
+	}
+	if v, err := schema.DecodeArguments(data); err == nil && schema.SlowForMathBig(v) {
+		return
+	}
+	args, fill, argv, err := tool.prepare(data)
+	if err != nil {
+		return
+	}
+	got, gotErr := decodeInLikeCall(tool, args, fill, argv)
+	want, wantErr := decodeExactKeys(tool, data)
+	if wantErr != nil || gotErr != nil {
+		require.Equal(t, wantErr != nil, gotErr != nil, "call path %v, reference %v, for %s", gotErr, wantErr, data)
+		return
+	}
+	require.Equal(t, want, got, "for %s", data)
+}
+
+// decodeInLikeCall fills a fresh In as a call does (callState.decodeIn).
+func decodeInLikeCall(tool *Tool, args []byte, fill uint64, argv map[string]any) (any, error) {
+	in := newIn(tool)
+	s := tool.in
+	if argv == nil || !s.Flat() || !s.FillFlat(in, argv) {
+		if err := decodeArgs(args, in); err != nil {
+			return nil, err
+		}
+	}
+	s.SetDefaults(in, fill)
+	return reflect.ValueOf(in).Elem().Interface(), nil
+}
+
+// decodeExactKeys is the reference: keep only the keys each struct names,
+// as spelled (and drop nulls of optional fields, which mean absent), then
+// let encoding/json decode what is left, where every key has an exact match.
+func decodeExactKeys(tool *Tool, data []byte) (any, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		data = []byte("{}") // missing arguments mean {}
+	}
+	v, ok := schema.ReferenceDecode(data)
+	if !ok {
+		return nil, errors.New("not one JSON value")
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	b, err := json.Marshal(tool.in.Root().ExactKeysOnly(v))
+	if err != nil {
+		return nil, err
+	}
+	in := newIn(tool)
+	if err := json.Unmarshal(b, in); err != nil {
+		return nil, err
+	}
+	return reflect.ValueOf(in).Elem().Interface(), nil
+}
+
+// newIn returns a pointer to a fresh value of tool's In.
+func newIn(tool *Tool) any {
+	switch tool.spec.Name {
+	case "fuzz_flat", "fuzz_flat_supplied":
+		return new(fuzzFlatIn)
+	case "fuzz_nested", "fuzz_nested_supplied":
+		return new(fuzzNestedIn)
+	}
+	panic("newIn: unknown tool " + tool.spec.Name)
+}
