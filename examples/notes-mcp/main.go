@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "notes-mcp: "+oneLine(err.Error())+" (run notes-mcp -h for help)")
+		fmt.Fprintln(stderr, "notes-mcp: "+oneLine(err.Error())+" "+helpHint())
 		return exitUsage
 	}
 	fmt.Fprintln(stderr, "notes-mcp: "+oneLine(err.Error()))
@@ -119,6 +119,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // oneLine joins the lines of a message, so every error is one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// helpHint says how to get the usage, as the user ran this program:
+// "go run ./examples/notes-mcp -h" under go run (its binary lies in a
+// temporary directory the user never sees), else "notes-mcp -h".
+func helpHint() string {
+	if builtByGoRun(os.Args[0]) {
+		return "(for help: go run ./examples/notes-mcp -h)"
+	}
+	return "(run notes-mcp -h for help)"
+}
+
+// builtByGoRun reports whether exe is a binary go run built and started:
+// go run links it as $WORK/b001/exe/NAME, $WORK being a go-build*
+// directory under the temporary directory (GOTMPDIR, else TMPDIR). Test
+// binaries and binaries built with go build -o are not.
+func builtByGoRun(exe string) bool {
+	dir := filepath.Dir(exe)
+	return filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build")
+}
 
 // usageError wraps a command-line mistake.
 func usageError(format string, args ...any) error {
