@@ -56,7 +56,7 @@ func newBench(b *testing.B) benchClients {
 
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, llmtool.DefineTools("bench", benchGet))
 	require.NoError(b, err)
-	srv := mcpadapter.New(reg, mcpadapter.WithLogger(slog.New(slog.DiscardHandler)))
+	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	b.Cleanup(func() { srv.Close() })
 
 	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false))
@@ -88,7 +88,7 @@ func newBench(b *testing.B) benchClients {
 		require.NoError(b, err)
 		return c
 	}
-	bc := benchClients{raw: connect(raw), invoke: connect(invoke), adapter: connect(srv.MCPServer())}
+	bc := benchClients{raw: connect(raw), invoke: connect(invoke), adapter: connect(mcpadapter.MCPServer(srv))}
 	for _, c := range []*client.Client{bc.raw, bc.invoke, bc.adapter} {
 		res := benchCall(b, c)
 		require.False(b, res.IsError)

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/llmtool/llmtool"
@@ -56,19 +57,26 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	return reg, func() { db.Close(); os.RemoveAll(dir) }
 }
 
-// A registry served to an in-process mcp-go client: every tools/call goes
-// through Registry.Invoke.
+// A registry served over streamable HTTP to an mcp-go client: every
+// tools/call goes through Registry.Invoke.
 func ExampleNew() {
 	reg, done := exampleRegistry()
 	defer done()
-	srv := mcpadapter.New(reg, mcpadapter.WithName("greeter", "1.0.0"))
+	srv := mcpadapter.New(reg, &mcpadapter.Options{
+		Name:    "greeter",
+		Version: "1.0.0",
+		Logger:  slog.New(slog.DiscardHandler),
+	})
 	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
 
 	ctx := context.Background()
-	c, err := client.NewInProcessClientWithOptions(srv.MCPServer(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	tr, err := transport.NewStreamableHTTP(ts.URL)
 	if err != nil {
 		log.Fatal(err)
 	}
+	c := client.NewClient(tr)
 	defer c.Close()
 	if err := c.Start(ctx); err != nil {
 		log.Fatal(err)
@@ -98,17 +106,18 @@ func ExampleBearerAuth() {
 	reg, done := exampleRegistry()
 	defer done()
 	users := map[string]*llmtool.Principal{"s3cret": {ID: "ada", Name: "Ada"}}
-	srv := mcpadapter.New(reg,
-		mcpadapter.WithLogger(slog.New(slog.DiscardHandler)),
-		mcpadapter.WithAuthenticator(mcpadapter.BearerAuth(func(ctx context.Context, token string) (*llmtool.Principal, error) {
+	srv := mcpadapter.New(reg, &mcpadapter.Options{
+		Logger: slog.New(slog.DiscardHandler),
+		Authenticator: mcpadapter.BearerAuth(func(ctx context.Context, token string) (*llmtool.Principal, error) {
 			if p, ok := users[token]; ok {
 				return p, nil
 			}
 			return nil, errors.New("unknown token")
-		})),
-		mcpadapter.WithScopeFunc(func(r *http.Request, p *llmtool.Principal) (string, error) {
+		}),
+		ScopeFunc: func(r *http.Request, p *llmtool.Principal) (string, error) {
 			return "user:" + p.ID, nil // each user's own scope
-		}))
+		},
+	})
 	defer srv.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
@@ -140,7 +149,7 @@ func ExampleBearerAuth() {
 func ExampleServer_ServeStdio() {
 	reg, done := exampleRegistry()
 	defer done()
-	srv := mcpadapter.New(reg, mcpadapter.WithPrincipal(&llmtool.Principal{ID: "desktop-user"}))
+	srv := mcpadapter.New(reg, &mcpadapter.Options{Principal: &llmtool.Principal{ID: "desktop-user"}})
 	defer srv.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())

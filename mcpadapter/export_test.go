@@ -3,9 +3,15 @@ package mcpadapter
 import (
 	"sort"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
-// Hooks into the session table for the tests of package mcpadapter_test.
+// Hooks into the server for the tests of package mcpadapter_test.
+
+// MCPServer returns the underlying mcp-go server, for in-process clients
+// and for sending notifications to a session directly.
+func MCPServer(s *Server) *server.MCPServer { return s.mcp }
 
 // SetClock sets the clock of the idle timeouts. Call it before serving.
 func SetClock(s *Server, now func() time.Time) { s.now = now }

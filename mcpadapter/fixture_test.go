@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -180,7 +181,9 @@ type fixture struct {
 	taps []func(llmtool.AuditRecord) // the audits recorders, fed by the registry's audit sink
 }
 
-func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
+// newFixture builds the fixture's registry and serves it with opts (nil
+// for the defaults); the adapter's log is discarded unless opts set one.
+func newFixture(t *testing.T, opts *mcpadapter.Options) *fixture {
 	t.Helper()
 	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
@@ -192,7 +195,7 @@ func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
 	logger := slog.New(slog.DiscardHandler)
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 		Logger: logger,
-		Audit: []llmtool.AuditSink{llmtool.SlogAudit(logger), llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+		Audit: []llmtool.AuditSink{audit.Slog(logger), llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
 			f.mu.Lock()
 			taps := f.taps
 			f.mu.Unlock()
@@ -202,7 +205,14 @@ func newFixture(t *testing.T, opts ...mcpadapter.Option) *fixture {
 		})},
 	}, testTools)
 	require.NoError(t, err)
-	srv := mcpadapter.New(reg, append([]mcpadapter.Option{mcpadapter.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	o := mcpadapter.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	srv := mcpadapter.New(reg, &o)
 	t.Cleanup(func() { srv.Close() })
 	f.reg, f.srv = reg, srv
 	return f

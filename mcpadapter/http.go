@@ -51,8 +51,8 @@ func BearerAuth(verify func(ctx context.Context, token string) (*llmtool.Princip
 //
 // Sessions live in this process, so replicas behind a load balancer need
 // session affinity; use StatelessHandler otherwise. They are bounded
-// (WithMaxSessions, WithMaxSessionsPerPrincipal) and end when idle
-// (WithSessionIdleTimeout); a request of an ended or unknown session gets
+// (Options.MaxSessions, Options.MaxSessionsPerPrincipal) and end when idle
+// (Options.SessionIdleTimeout); a request of an ended or unknown session gets
 // 404 Not Found, and a GET without the Mcp-Session-Id header gets 400 Bad
 // Request.
 func (s *Server) Handler() http.Handler { return s.httpHandler(false) }
@@ -76,8 +76,10 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	h := &httpHandler{s: s, stateless: stateless}
 	if !stateless {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}))
+		if s.cfg.heartbeat > 0 {
+			opts = append(opts, server.WithHeartbeatInterval(s.cfg.heartbeat))
+		}
 	}
-	opts = append(opts, s.cfg.httpOpts...)
 	h.mcp = server.NewStreamableHTTPServer(s.mcp, opts...)
 	return h
 }
@@ -271,12 +273,12 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // that does not name the loopback interface (or an allowed host or origin):
 // a page on another site whose name was rebound to 127.0.0.1 must not reach
 // the server through the user's browser. On other listeners, it refuses
-// origins outside WithAllowedOrigins when that list is set.
+// origins outside Options.AllowedOrigins when that list is set.
 func (s *Server) checkRebinding(r *http.Request) error {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	loopback := local != nil && isLoopback(local.String())
 	if loopback && !isLoopback(r.Host) && !contains(s.cfg.hosts, r.Host) && !contains(s.cfg.hosts, hostOnly(r.Host)) {
-		return fmt.Errorf("Host %q is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host with WithAllowedHosts", r.Host)
+		return fmt.Errorf("Host %q is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host to mcpadapter.Options.AllowedHosts", r.Host)
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" || contains(s.cfg.origins, origin) {
@@ -286,10 +288,10 @@ func (s *Server) checkRebinding(r *http.Request) error {
 		if u, err := url.Parse(origin); err == nil && isLoopback(u.Host) {
 			return nil
 		}
-		return fmt.Errorf("Origin %q is not allowed on this loopback server (DNS rebinding protection); add it with WithAllowedOrigins", origin)
+		return fmt.Errorf("Origin %q is not allowed on this loopback server (DNS rebinding protection); add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
 	if len(s.cfg.origins) > 0 {
-		return fmt.Errorf("Origin %q is not allowed; add it with WithAllowedOrigins", origin)
+		return fmt.Errorf("Origin %q is not allowed; add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
 	return nil
 }

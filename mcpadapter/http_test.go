@@ -30,21 +30,21 @@ var tokens = map[string]*llmtool.Principal{
 
 // authOptions authenticate with tokens and take the scope from the
 // X-Workspace header.
-func authOptions() []mcpadapter.Option {
-	return []mcpadapter.Option{
-		mcpadapter.WithAuthenticator(mcpadapter.BearerAuth(func(_ context.Context, token string) (*llmtool.Principal, error) {
+func authOptions() *mcpadapter.Options {
+	return &mcpadapter.Options{
+		Authenticator: mcpadapter.BearerAuth(func(_ context.Context, token string) (*llmtool.Principal, error) {
 			if p, ok := tokens[token]; ok {
 				return p, nil
 			}
 			return nil, errors.New("unknown token")
-		})),
-		mcpadapter.WithScopeFunc(func(r *http.Request, p *llmtool.Principal) (string, error) {
+		}),
+		ScopeFunc: func(r *http.Request, p *llmtool.Principal) (string, error) {
 			ws := r.Header.Get("X-Workspace")
 			if ws == "secret" && p.ID != "ada" {
 				return "", errors.New("You are not a member of workspace secret.")
 			}
 			return ws, nil
-		}),
+		},
 	}
 }
 
@@ -111,7 +111,7 @@ func result(t *testing.T, body string) json.RawMessage {
 
 func TestHTTPAuthentication(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, authOptions()...)
+	f := newFixture(t, authOptions())
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 
@@ -175,7 +175,9 @@ func TestHTTPAuthentication(t *testing.T) {
 
 func TestHTTPResourceMetadata(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, append(authOptions(), mcpadapter.WithResourceMetadata("https://mcp.example.com/.well-known/oauth-protected-resource"))...)
+	opts := authOptions()
+	opts.ResourceMetadata = "https://mcp.example.com/.well-known/oauth-protected-resource"
+	f := newFixture(t, opts)
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	resp, _ := (&rpc{url: ts.URL}).post(t, initialize)
@@ -185,7 +187,7 @@ func TestHTTPResourceMetadata(t *testing.T) {
 
 func TestHTTPRebinding(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, mcpadapter.WithAllowedHosts("mcp.example.com"), mcpadapter.WithAllowedOrigins("https://app.example.com"))
+	f := newFixture(t, &mcpadapter.Options{AllowedHosts: []string{"mcp.example.com"}, AllowedOrigins: []string{"https://app.example.com"}})
 	ts := httptest.NewServer(f.srv.Handler()) // listens on 127.0.0.1
 	t.Cleanup(ts.Close)
 	host := strings.TrimPrefix(ts.URL, "http://")
@@ -202,9 +204,9 @@ func TestHTTPRebinding(t *testing.T) {
 		{"allowed host", map[string]string{"Host": "mcp.example.com"}, http.StatusOK, ""},
 		{"allowed origin", map[string]string{"Host": host, "Origin": "https://app.example.com"}, http.StatusOK, ""},
 		{"rebound host", map[string]string{"Host": "evil.example.com", "Origin": "http://evil.example.com"}, http.StatusForbidden,
-			`Host "evil.example.com" is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host with WithAllowedHosts`},
+			`Host "evil.example.com" is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host to mcpadapter.Options.AllowedHosts`},
 		{"foreign origin", map[string]string{"Host": host, "Origin": "http://evil.example.com"}, http.StatusForbidden,
-			`Origin "http://evil.example.com" is not allowed on this loopback server (DNS rebinding protection); add it with WithAllowedOrigins`},
+			`Origin "http://evil.example.com" is not allowed on this loopback server (DNS rebinding protection); add it to mcpadapter.Options.AllowedOrigins`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,7 +223,7 @@ func TestHTTPRebinding(t *testing.T) {
 
 func TestHTTPBodyLimit(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, mcpadapter.WithMaxBodyBytes(512))
+	f := newFixture(t, &mcpadapter.Options{MaxBodyBytes: 512})
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	c := &rpc{url: ts.URL}
@@ -278,7 +280,7 @@ func byName(t *testing.T, tools []map[string]json.RawMessage) ([]string, map[str
 // explicit, pagination.
 func TestHTTPWire(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, mcpadapter.WithPageSize(4))
+	f := newFixture(t, &mcpadapter.Options{PageSize: 4})
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	c := &rpc{url: ts.URL}
@@ -306,7 +308,7 @@ func TestHTTPWire(t *testing.T) {
 // sessions only, and that each scope lists what it may call.
 func TestHTTPScopes(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, authOptions()...)
+	f := newFixture(t, authOptions())
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	connect := func(token, workspace string) (*client.Client, *notifications) {
@@ -349,8 +351,8 @@ func TestHTTPScopes(t *testing.T) {
 // calls on the other.
 func TestStatelessReplicas(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	other := mcpadapter.New(f.reg, mcpadapter.WithLogger(slog.New(slog.DiscardHandler)))
+	f := newFixture(t, nil)
+	other := mcpadapter.New(f.reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { other.Close() })
 	replicas := []http.Handler{f.srv.StatelessHandler(), other.StatelessHandler()}
 	var served [2]atomic.Int64
@@ -392,7 +394,7 @@ func TestStatelessReplicas(t *testing.T) {
 // response stream, in order, before its result.
 func TestHTTPCallStream(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, nil)
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	c := &rpc{url: ts.URL}

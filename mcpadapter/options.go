@@ -1,12 +1,13 @@
 package mcpadapter
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
 )
@@ -19,9 +20,105 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 )
 
-// Option configures a Server.
-type Option func(*config)
+// Options configures a Server. A nil *Options, like the zero value,
+// gives every field's default. New copies what it needs: changing the
+// Options afterwards does not change the Server.
+type Options struct {
+	// Name and Version identify the server to clients in the initialize
+	// handshake. Default: "llmtool" and "0.1.0", each on its own.
+	Name, Version string
 
+	// Instructions are given to the client's model in the initialize
+	// handshake, such as when to prefer which tools. Default: none.
+	Instructions string
+
+	// Principal is who calls run as when the transport supplies none:
+	// always over stdio, and over HTTP when Authenticator is nil. Default:
+	// none, so calls run without a principal.
+	Principal *llmtool.Principal
+
+	// Scope is the scope calls and listings use when the transport
+	// supplies none: always over stdio, and over HTTP when ScopeFunc is
+	// nil. Default: "" (the registry's default scope).
+	Scope string
+
+	// Authenticator, when set, makes the HTTP handlers authenticate every
+	// request: a request it refuses gets 401 Unauthorized with a
+	// WWW-Authenticate header before anything else runs. Default: nil,
+	// no authentication (calls run as Principal).
+	Authenticator Authenticator
+
+	// ScopeFunc, when set, picks each HTTP request's scope. Default: nil,
+	// every request has Scope.
+	ScopeFunc ScopeFunc
+
+	// ResourceMetadata is the URL of the server's OAuth protected resource
+	// metadata (RFC 9728), announced in the WWW-Authenticate header of 401
+	// responses so clients can discover the authorization server.
+	// Default: "", not announced.
+	ResourceMetadata string
+
+	// AllowedHosts are Host header values, such as "mcp.example.com" or
+	// "mcp.example.com:8443", that a loopback listener accepts besides
+	// localhost, 127.0.0.1 and [::1] (on any port): for a reverse proxy on
+	// the same machine that keeps the original Host. Default: none.
+	AllowedHosts []string
+
+	// AllowedOrigins are Origin header values, such as
+	// "https://app.example.com", that the HTTP handlers accept. On a
+	// loopback listener, requests from browser pages of other origins are
+	// refused (DNS rebinding); on other listeners, a non-empty list
+	// refuses every other origin. Default: none (loopback origins only on
+	// a loopback listener, any origin on others).
+	AllowedOrigins []string
+
+	// MaxBodyBytes bounds HTTP request bodies. A larger body gets 413 with
+	// a JSON-RPC error that says the limit. Default (0 or less):
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+
+	// PageSize is how many tools one tools/list page holds; clients
+	// follow nextCursor for the rest. Default (0 or less):
+	// DefaultPageSize.
+	PageSize int
+
+	// MaxSessions bounds the sessions Handler keeps open at once, over all
+	// principals. An initialize beyond it gets 503 Service Unavailable
+	// with a JSON-RPC error that says the limit and to try again later.
+	// Default (0 or less): DefaultMaxSessions.
+	MaxSessions int
+
+	// MaxSessionsPerPrincipal bounds the sessions of Handler that one
+	// principal keeps open at once. An initialize beyond it gets 503
+	// Service Unavailable with a JSON-RPC error that says the limit and
+	// how to end sessions. Sessions without a principal (no Authenticator
+	// and no Principal) count toward MaxSessions only. Default (0 or
+	// less): DefaultMaxSessionsPerPrincipal.
+	MaxSessionsPerPrincipal int
+
+	// SessionIdleTimeout ends a session of Handler that has gone this
+	// long without a request, while no call or GET stream of it is open.
+	// A request of an ended session gets 404 Not Found, which tells MCP
+	// clients to initialize a new session. Default (0 or less):
+	// DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+
+	// HeartbeatInterval, when positive, has Handler send a ping on each
+	// session's open GET stream at this interval, so proxies and load
+	// balancers do not close it as idle. Default: 0, no heartbeats.
+	HeartbeatInterval time.Duration
+
+	// LogLevel is the least severe level of the log notifications
+	// (ReadCtx.Log) a session receives before it sends logging/setLevel.
+	// Default: slog.LevelInfo, the zero value.
+	LogLevel slog.Level
+
+	// Logger receives the adapter's own diagnostics. Default (nil):
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// config is Options with the defaults applied, fixed at New.
 type config struct {
 	name, version string
 	instructions  string
@@ -36,177 +133,50 @@ type config struct {
 	resourceMeta  string
 	logLevel      mcp.LoggingLevel
 	logger        *slog.Logger
-	httpOpts      []server.StreamableHTTPOption
+	heartbeat     time.Duration
 
 	maxSessions     int
 	maxPerPrincipal int
 	idleTimeout     time.Duration
 }
 
-func defaultConfig() config {
-	return config{
-		name:     "llmtool",
-		version:  "0.1.0",
-		pageSize: DefaultPageSize,
-		maxBody:  DefaultMaxBodyBytes,
-		logLevel: mcp.LoggingLevelInfo,
-		logger:   slog.Default(),
-
-		maxSessions:     DefaultMaxSessions,
-		maxPerPrincipal: DefaultMaxSessionsPerPrincipal,
-		idleTimeout:     DefaultSessionIdleTimeout,
+// newConfig applies the defaults to o, which may be nil.
+func newConfig(o *Options) config {
+	if o == nil {
+		o = &Options{}
 	}
-}
+	c := config{
+		name:         cmp.Or(o.Name, "llmtool"),
+		version:      cmp.Or(o.Version, "0.1.0"),
+		instructions: o.Instructions,
+		principal:    o.Principal,
+		scope:        o.Scope,
+		auth:         o.Authenticator,
+		scopeFunc:    o.ScopeFunc,
+		pageSize:     positiveOr(o.PageSize, DefaultPageSize),
+		maxBody:      positiveOr(o.MaxBodyBytes, DefaultMaxBodyBytes),
+		hosts:        slices.Clone(o.AllowedHosts),
+		origins:      slices.Clone(o.AllowedOrigins),
+		resourceMeta: o.ResourceMetadata,
+		logLevel:     mcpLevel(o.LogLevel),
+		logger:       o.Logger,
+		heartbeat:    max(o.HeartbeatInterval, 0),
 
-// WithName sets the server name and version reported to clients in the
-// initialize handshake. The default is "llmtool" "0.1.0".
-func WithName(name, version string) Option {
-	return func(c *config) { c.name, c.version = name, version }
-}
-
-// WithInstructions sets the instructions the initialize handshake gives the
-// client's model, such as when to prefer which tools.
-func WithInstructions(text string) Option {
-	return func(c *config) { c.instructions = text }
-}
-
-// WithPrincipal sets the principal calls run as when the transport supplies
-// none: always over stdio, and over HTTP when there is no Authenticator.
-func WithPrincipal(p *llmtool.Principal) Option {
-	return func(c *config) { c.principal = p }
-}
-
-// WithScope sets the scope calls and listings use when the transport
-// supplies none: always over stdio, and over HTTP when there is no
-// ScopeFunc.
-func WithScope(scope string) Option {
-	return func(c *config) { c.scope = scope }
-}
-
-// WithAuthenticator makes the HTTP handlers authenticate every request: a
-// request the Authenticator refuses gets 401 Unauthorized with a
-// WWW-Authenticate header before anything else runs.
-func WithAuthenticator(a Authenticator) Option {
-	return func(c *config) { c.auth = a }
-}
-
-// WithScopeFunc makes the HTTP handlers pick each request's scope with f.
-func WithScopeFunc(f ScopeFunc) Option {
-	return func(c *config) { c.scopeFunc = f }
-}
-
-// WithPageSize sets how many tools one tools/list page holds (default
-// DefaultPageSize); clients follow nextCursor for the rest.
-func WithPageSize(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.pageSize = n
-		}
+		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
+		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
+		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
 	}
-}
-
-// WithMaxBodyBytes bounds HTTP request bodies (default
-// DefaultMaxBodyBytes). A larger body gets 413 with a JSON-RPC error that
-// says the limit.
-func WithMaxBodyBytes(n int64) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxBody = n
-		}
+	if c.logger == nil {
+		c.logger = slog.Default()
 	}
+	return c
 }
 
-// WithMaxSessions bounds the sessions Handler keeps open at once, over all
-// principals (default DefaultMaxSessions, 1000). An initialize beyond it
-// gets 503 Service Unavailable with a JSON-RPC error that says the limit and
-// to try again later. n <= 0 keeps the default.
-func WithMaxSessions(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxSessions = n
-		}
+func positiveOr[T int | int64 | time.Duration](n, def T) T {
+	if n > 0 {
+		return n
 	}
-}
-
-// WithMaxSessionsPerPrincipal bounds the sessions of Handler that one
-// principal keeps open at once (default DefaultMaxSessionsPerPrincipal,
-// 100). An initialize beyond it gets 503 Service Unavailable with a
-// JSON-RPC error that says the limit and how to end sessions. Sessions
-// without a principal (no Authenticator and no WithPrincipal) count toward
-// WithMaxSessions only. n <= 0 keeps the default.
-func WithMaxSessionsPerPrincipal(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxPerPrincipal = n
-		}
-	}
-}
-
-// WithSessionIdleTimeout ends a session of Handler that has gone d without
-// a request, while no call or GET stream of it is open (default
-// DefaultSessionIdleTimeout, 30 minutes). A request of an ended session
-// gets 404 Not Found, which tells MCP clients to initialize a new session.
-// d <= 0 keeps the default.
-func WithSessionIdleTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.idleTimeout = d
-		}
-	}
-}
-
-// WithAllowedHosts adds Host header values, such as "mcp.example.com" or
-// "mcp.example.com:8443", that a loopback listener accepts besides
-// localhost, 127.0.0.1 and [::1] (on any port): for a reverse proxy on the
-// same machine that keeps the original Host.
-func WithAllowedHosts(hosts ...string) Option {
-	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
-}
-
-// WithAllowedOrigins adds Origin header values, such as
-// "https://app.example.com", that the HTTP handlers accept. On a loopback
-// listener, requests from browser pages of other origins are refused (DNS
-// rebinding); on other listeners, a non-empty list refuses every other
-// origin.
-func WithAllowedOrigins(origins ...string) Option {
-	return func(c *config) { c.origins = append(c.origins, origins...) }
-}
-
-// WithResourceMetadata sets the URL of the server's OAuth protected
-// resource metadata (RFC 9728), announced in the WWW-Authenticate header of
-// 401 responses so clients can discover the authorization server.
-func WithResourceMetadata(url string) Option {
-	return func(c *config) { c.resourceMeta = url }
-}
-
-// WithLogLevel sets the least severe level of the log notifications
-// (ReadCtx.Log) a session receives before it sends logging/setLevel. The
-// default is slog.LevelInfo.
-func WithLogLevel(l slog.Level) Option {
-	return func(c *config) { c.logLevel = mcpLevel(l) }
-}
-
-// WithLogger sets the logger for the adapter's own diagnostics. The default
-// is slog.Default().
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l != nil {
-			c.logger = l
-		}
-	}
-}
-
-// WithStreamableHTTPOptions passes options to mcp-go's streamable HTTP
-// transport, after the adapter's own, such as server.WithHeartbeatInterval.
-// The adapter serves the tools/call requests of stateful sessions itself
-// (see Handler), so mcp-go's server.WithEventStore does not record their
-// streams. The adapter keeps Handler's sessions itself, with limits and an
-// idle timeout (WithMaxSessions, WithSessionIdleTimeout): use those rather
-// than server.WithSessionIdleTTL, and note that server.WithStateful,
-// server.WithSessionIdManager and server.WithSessionIdManagerResolver
-// replace the adapter's session table and so its limits.
-func WithStreamableHTTPOptions(opts ...server.StreamableHTTPOption) Option {
-	return func(c *config) { c.httpOpts = append(c.httpOpts, opts...) }
+	return def
 }
 
 // Authenticator maps an HTTP request's credentials to the principal its

@@ -49,10 +49,10 @@
 //
 // # Sessions
 //
-// Handler keeps at most 1000 sessions open (WithMaxSessions), at most 100
-// per principal (WithMaxSessionsPerPrincipal), and ends a session after 30
-// minutes without a request while none of its calls or GET streams is open
-// (WithSessionIdleTimeout). An initialize beyond a limit gets 503 Service
+// Handler keeps at most 1000 sessions open (Options.MaxSessions), at most
+// 100 per principal (Options.MaxSessionsPerPrincipal), and ends a session
+// after 30 minutes without a request while none of its calls or GET streams
+// is open (Options.SessionIdleTimeout). An initialize beyond a limit gets 503 Service
 // Unavailable with a JSON-RPC error (-32000) that says the limit and what
 // to do: a 5xx, because MCP clients take a 4xx answer to initialize for a
 // server of the older HTTP+SSE transport, and because the condition passes
@@ -63,6 +63,14 @@
 //
 // The adapter speaks the session-oriented protocol revisions, 2024-11-05
 // through 2025-11-25.
+//
+// # Configuration
+//
+// New takes one *Options, nil for the defaults; every field says its
+// default. mcp-go's own types stay inside the adapter: serve a Server with
+// ServeStdio, Handler or StatelessHandler, and wrap Handler with ordinary
+// net/http middleware (CORS, request logging, context values) for what the
+// Options do not cover.
 package mcpadapter
 
 import (
@@ -92,8 +100,8 @@ func protocolVersions() []string {
 }
 
 // Server is a registry projected into an MCP server. Create one with New
-// and serve it with ServeStdio, Handler or StatelessHandler (or give
-// MCPServer to any mcp-go transport). It is safe for concurrent use.
+// and serve it with ServeStdio, Handler or StatelessHandler. It is safe for
+// concurrent use.
 type Server struct {
 	reg *llmtool.Registry
 	cfg config
@@ -122,14 +130,12 @@ type toolEntry struct {
 	tool mcp.Tool
 }
 
-// New returns an MCP server for reg's tools. Options name the server and
-// configure who the calls run as (WithPrincipal, WithScope, or per HTTP
-// request WithAuthenticator and WithScopeFunc).
-func New(reg *llmtool.Registry, opts ...Option) *Server {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+// New returns an MCP server for reg's tools. opts, nil for the defaults,
+// name the server and configure who the calls run as (Options.Principal
+// and Options.Scope, or per HTTP request Options.Authenticator and
+// Options.ScopeFunc), the HTTP checks and the session limits.
+func New(reg *llmtool.Registry, opts *Options) *Server {
+	cfg := newConfig(opts)
 	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry), now: time.Now, closed: make(chan struct{})}
 
 	hooks := &server.Hooks{}
@@ -158,12 +164,6 @@ func New(reg *llmtool.Registry, opts ...Option) *Server {
 	return s
 }
 
-// MCPServer returns the underlying mcp-go server, for in-process clients
-// (client.NewInProcessClient) and other mcp-go transports. Calls that reach
-// it carry the principal and scope of their context, or those of
-// WithPrincipal and WithScope when the context has none.
-func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
-
 // Close stops listening to the registry's changes and stops ending idle
 // sessions. Serving functions return on their own when their context ends.
 func (s *Server) Close() error {
@@ -174,8 +174,8 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// callContext gives ctx the configured principal and scope when it carries
-// none of its own.
+// callContext gives ctx the configured principal and scope
+// (Options.Principal, Options.Scope) when it carries none of its own.
 func (s *Server) callContext(ctx context.Context) context.Context {
 	if s.cfg.principal != nil && llmtool.PrincipalFrom(ctx) == nil {
 		ctx = llmtool.WithPrincipal(ctx, s.cfg.principal)

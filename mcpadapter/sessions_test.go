@@ -72,18 +72,18 @@ func TestHTTPSessionLimits(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		opts    []mcpadapter.Option
-		opened  []string // tokens of the sessions opened first
-		refused string   // token of the initialize refused next
-		other   string   // token of an initialize that still succeeds, if any
+		limits  mcpadapter.Options // the session limits
+		opened  []string           // tokens of the sessions opened first
+		refused string             // token of the initialize refused next
+		other   string             // token of an initialize that still succeeds, if any
 		message string
 		counts  map[string]int
 	}{
-		{"total", []mcpadapter.Option{mcpadapter.WithMaxSessions(2)},
+		{"total", mcpadapter.Options{MaxSessions: 2},
 			[]string{"ada-token", "bob-token"}, "ada-token", "",
 			"This server has reached its limit of 2 open sessions; try again later, when idle sessions have ended (after 30 minutes without requests).",
 			map[string]int{"ada": 1, "bob": 1}},
-		{"per principal", []mcpadapter.Option{mcpadapter.WithMaxSessionsPerPrincipal(2), mcpadapter.WithSessionIdleTimeout(90 * time.Second)},
+		{"per principal", mcpadapter.Options{MaxSessionsPerPrincipal: 2, SessionIdleTimeout: 90 * time.Second},
 			[]string{"ada-token", "ada-token"}, "ada-token", "bob-token",
 			"You have reached this server's limit of 2 open sessions per user; end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id header) or wait until idle ones end (after 90 seconds without requests).",
 			map[string]int{"ada": 2}},
@@ -91,7 +91,9 @@ func TestHTTPSessionLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, append(authOptions(), tt.opts...)...)
+			opts := authOptions()
+			opts.MaxSessions, opts.MaxSessionsPerPrincipal, opts.SessionIdleTimeout = tt.limits.MaxSessions, tt.limits.MaxSessionsPerPrincipal, tt.limits.SessionIdleTimeout
+			f := newFixture(t, opts)
 			ts := httptest.NewServer(f.srv.Handler())
 			t.Cleanup(ts.Close)
 			as := func(token string) *rpc {
@@ -167,7 +169,9 @@ func TestHTTPSessionEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, append(authOptions(), mcpadapter.WithSessionIdleTimeout(time.Minute))...)
+			opts := authOptions()
+			opts.SessionIdleTimeout = time.Minute
+			f := newFixture(t, opts)
 			clk := newClock(f.srv)
 			ts := httptest.NewServer(f.srv.Handler())
 			t.Cleanup(ts.Close)
@@ -175,7 +179,7 @@ func TestHTTPSessionEnd(t *testing.T) {
 			other.initialize(t)
 			c := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
 			c.initialize(t)
-			require.NoError(t, f.srv.MCPServer().SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil))
+			require.NoError(t, mcpadapter.MCPServer(f.srv).SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil))
 			clk.advance(30 * time.Second)
 			resp, _ := other.post(t, listTools) // keeps other alive
 			require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -192,7 +196,7 @@ func TestHTTPSessionEnd(t *testing.T) {
 			total, per := mcpadapter.SessionCounts(f.srv)
 			require.Equal(t, 1, total)
 			require.Equal(t, map[string]int{"ada": 1}, per)
-			require.ErrorIs(t, f.srv.MCPServer().SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil), server.ErrSessionNotFound)
+			require.ErrorIs(t, mcpadapter.MCPServer(f.srv).SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil), server.ErrSessionNotFound)
 			resp, _ = other.post(t, listTools)
 			require.Equal(t, http.StatusOK, resp.StatusCode, "the other session lives on")
 		})
@@ -204,7 +208,7 @@ func TestHTTPSessionEnd(t *testing.T) {
 // the stream closed and the timeout passed.
 func TestHTTPSessionStreamNotIdle(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, mcpadapter.WithSessionIdleTimeout(time.Minute))
+	f := newFixture(t, &mcpadapter.Options{SessionIdleTimeout: time.Minute})
 	clk := newClock(f.srv)
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
@@ -242,7 +246,7 @@ func TestHTTPSessionStreamNotIdle(t *testing.T) {
 // session counts toward the limits.
 func TestHTTPNoSessionOutsideLimits(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, nil)
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	tests := []struct {

@@ -10,8 +10,8 @@ import (
 
 // ServeStdio serves one client over a pair of streams, usually os.Stdin and
 // os.Stdout, until in ends or ctx is cancelled. Calls run as the principal
-// and in the scope of WithPrincipal and WithScope (or those already in
-// ctx). Log lines of mcp-go's transport go to the adapter's logger, never
+// and in the scope of Options.Principal and Options.Scope (or those
+// already in ctx). Log lines of mcp-go's transport go to the adapter's logger, never
 // to out, which carries only protocol messages.
 //
 // mcp-go keeps one stdio session per process, so run at most one

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/mcpadapter"
 )
 
 // connectors are the ways a test reaches a fixture's server.
@@ -40,7 +41,7 @@ func httpClient(t *testing.T, f *fixture) *client.Client {
 
 func inProcessClient(t *testing.T, f *fixture) *client.Client {
 	t.Helper()
-	c, err := client.NewInProcessClientWithOptions(f.srv.MCPServer(), clientOptions()...)
+	c, err := client.NewInProcessClientWithOptions(mcpadapter.MCPServer(f.srv), clientOptions()...)
 	require.NoError(t, err)
 	start(t, c)
 	return c
@@ -71,7 +72,7 @@ func TestTools(t *testing.T) {
 			if conn.parallel {
 				t.Parallel()
 			}
-			f := newFixture(t)
+			f := newFixture(t, nil)
 			c := conn.connect(t, f)
 			notes := collect(c)
 			ctx := context.Background()

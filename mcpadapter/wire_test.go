@@ -72,7 +72,7 @@ func TestHTTPInvalidMessages(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t)
+			f := newFixture(t, nil)
 			require.NoError(t, f.reg.EnableWrites(context.Background(), ""))
 			h := f.srv.Handler()
 			if stateless {
@@ -109,7 +109,7 @@ func TestHTTPInvalidMessages(t *testing.T) {
 // revisions.
 func TestHTTPBatch(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, nil)
 	require.NoError(t, f.reg.EnableWrites(context.Background(), ""))
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)

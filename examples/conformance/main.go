@@ -59,7 +59,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := mcpadapter.New(reg, mcpadapter.WithName("llmtool-conformance", "0.1.0"), mcpadapter.WithLogger(logger))
+	srv := mcpadapter.New(reg, &mcpadapter.Options{Name: "llmtool-conformance", Version: "0.1.0", Logger: logger})
 	defer srv.Close()
 
 	mux := http.NewServeMux()

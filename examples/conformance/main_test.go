@@ -40,7 +40,7 @@ func TestFixtures(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, fixtures)
 	require.NoError(t, err)
-	srv := mcpadapter.New(reg, mcpadapter.WithLogger(slog.New(slog.DiscardHandler)))
+	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

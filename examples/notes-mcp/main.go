@@ -224,15 +224,17 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	owner := &llmtool.Principal{ID: "owner", Name: "Owner of the notes"}
-	opts := []mcpadapter.Option{
-		mcpadapter.WithName("notes-mcp", version),
-		mcpadapter.WithInstructions(instructions),
-		mcpadapter.WithScope(*scope),
-		mcpadapter.WithLogger(logger),
+	opts := mcpadapter.Options{
+		Name:         "notes-mcp",
+		Version:      version,
+		Instructions: instructions,
+		Scope:        *scope,
+		Logger:       logger,
 	}
 
 	if *stdio {
-		srv := mcpadapter.New(reg, append(opts, mcpadapter.WithPrincipal(owner))...)
+		opts.Principal = owner
+		srv := mcpadapter.New(reg, &opts)
 		defer srv.Close()
 		logger.Info("notes-mcp: serving over stdio", "db", *dbPath, "scope", *scope, "writes", onOff(writes))
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -251,7 +253,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return owner, nil
 	})
-	srv := mcpadapter.New(reg, append(opts, mcpadapter.WithAuthenticator(auth))...)
+	opts.Authenticator = auth
+	srv := mcpadapter.New(reg, &opts)
 	defer srv.Close()
 
 	ln, err := net.Listen("tcp", *addr)
