@@ -1,12 +1,14 @@
 package mcpadapter_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -272,4 +274,37 @@ func TestHTTPNoSessionOutsideLimits(t *testing.T) {
 			require.Zero(t, total)
 		})
 	}
+}
+
+// TestHTTPHeartbeat checks that Options.HeartbeatInterval sends pings on a
+// session's GET stream, so proxies do not close it as idle.
+func TestHTTPHeartbeat(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &mcpadapter.Options{HeartbeatInterval: 10 * time.Millisecond})
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	c := &rpc{url: ts.URL}
+	c.initialize(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel) // before ts.Close, which waits for the stream
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+			var msg struct{ Method string }
+			require.NoError(t, json.Unmarshal([]byte(data), &msg), data)
+			require.Equal(t, "ping", msg.Method)
+			return
+		}
+	}
+	t.Fatalf("the GET stream ended without a heartbeat: %v", lines.Err())
 }
