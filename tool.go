@@ -25,7 +25,6 @@ type Spec struct {
 	Destructive  bool            // may delete or overwrite data (Write tools only)
 	Idempotent   bool            // repeating the call with the same arguments has no further effect
 	OpenWorld    bool            // reaches outside the host's database
-	Disabled     bool            // switched off at definition (the global kill switch)
 	Rich         bool            // Out is Rich: the result is content parts, not a JSON object
 	InputSchema  json.RawMessage // JSON Schema 2020-12 of the arguments
 	OutputSchema json.RawMessage // JSON Schema 2020-12 of the result
@@ -47,6 +46,9 @@ type Tool struct {
 	run func(c *ReadCtx, args []byte) ([]byte, error)
 	// refs are In's ref-tagged fields, checked by the entity guards.
 	refs []schema.Ref
+	// disabled: switched off at definition; Registry.SetEnabled decides
+	// from then on.
+	disabled bool
 }
 
 // Spec returns the tool's spec.
@@ -59,6 +61,7 @@ type toolConfig struct {
 	spec        Spec
 	guards      []any
 	inputSchema json.RawMessage // supplied with InputSchema
+	disabled    bool            // Disabled
 }
 
 // defaultCategory is the Category of a tool defined without one (or with
@@ -113,7 +116,7 @@ func InputSchema(schema json.RawMessage) Option {
 
 // Disabled switches the tool off at definition: it is in no listing and
 // every call is refused until Registry.SetEnabled turns it on.
-func Disabled() Option { return func(c *toolConfig) { c.spec.Disabled = true } }
+func Disabled() Option { return func(c *toolConfig) { c.disabled = true } }
 
 // Guards adds checks that run, in the order given, inside the call's
 // transaction after the arguments are validated and before the handler.
@@ -135,31 +138,7 @@ func Guards[In any](guards ...func(*ReadCtx, In) error) Option {
 // what to use instead: defining tools in package-level variables makes any
 // test of the package catch it.
 func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out, error), opts ...Option) *Tool {
-	return define[In, Out](name, description, true, opts, func(guards []func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error) {
-		return func(c *ReadCtx, args []byte) ([]byte, error) {
-			var in In
-			if err := c.call.decodeIn(args, &in); err != nil {
-				return nil, err
-			}
-			if err := c.checkRefs(in); err != nil {
-				return nil, err
-			}
-			for _, g := range guards {
-				if err := g(c, in); err != nil {
-					return nil, err
-				}
-			}
-			out, err := handler(c, in)
-			if err != nil {
-				return nil, err
-			}
-			b, err := encodeOut(out)
-			if err == nil && c.call.tool.spec.Rich {
-				c.call.content = any(out).(Rich).Content
-			}
-			return b, err
-		}
-	})
+	return define(name, description, true, opts, handler)
 }
 
 // Write defines a write tool. Its handler gets a *WriteCtx, which can Exec,
@@ -168,34 +147,13 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 //
 // Write panics on the same definition errors as Read.
 func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (Out, error), opts ...Option) *Tool {
-	return define[In, Out](name, description, false, opts, func(guards []func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error) {
-		return func(c *ReadCtx, args []byte) ([]byte, error) {
-			var in In
-			if err := c.call.decodeIn(args, &in); err != nil {
-				return nil, err
-			}
-			if err := c.checkRefs(in); err != nil {
-				return nil, err
-			}
-			for _, g := range guards {
-				if err := g(c, in); err != nil {
-					return nil, err
-				}
-			}
-			out, err := handler(c.write, in)
-			if err != nil {
-				return nil, err
-			}
-			b, err := encodeOut(out)
-			if err == nil && c.call.tool.spec.Rich {
-				c.call.content = any(out).(Rich).Content
-			}
-			return b, err
-		}
-	})
+	return define(name, description, false, opts, func(c *ReadCtx, in In) (Out, error) { return handler(c.write, in) })
 }
 
-func define[In, Out any](name, description string, read bool, opts []Option, bind func([]func(*ReadCtx, In) error) func(*ReadCtx, []byte) ([]byte, error)) *Tool {
+// define is Read and Write: it checks the definition, infers the schemas
+// and binds the call: decode In, entity checks, guards in order, handler,
+// encode Out.
+func define[In, Out any](name, description string, read bool, opts []Option, handler func(*ReadCtx, In) (Out, error)) *Tool {
 	if err := ValidateName(name); err != nil {
 		panic(fmt.Sprintf("llmtool: %v", err))
 	}
@@ -224,7 +182,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, bin
 	if outT.Kind() != reflect.Struct && !(outT.Kind() == reflect.Map && outT.Key().Kind() == reflect.String) {
 		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
 	}
-	t := &Tool{spec: cfg.spec}
+	t := &Tool{spec: cfg.spec, disabled: cfg.disabled}
 	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)
@@ -241,7 +199,29 @@ func define[In, Out any](name, description string, read bool, opts []Option, bin
 	if t.spec.Title == "" {
 		t.spec.Title = t.spec.FriendlyName
 	}
-	t.run = bind(guards)
+	t.run = func(c *ReadCtx, args []byte) ([]byte, error) {
+		var in In
+		if err := c.call.decodeIn(args, &in); err != nil {
+			return nil, err
+		}
+		if err := c.checkRefs(in); err != nil {
+			return nil, err
+		}
+		for _, g := range guards {
+			if err := g(c, in); err != nil {
+				return nil, err
+			}
+		}
+		out, err := handler(c, in)
+		if err != nil {
+			return nil, err
+		}
+		b, err := encodeOut(out)
+		if err == nil && c.call.tool.spec.Rich {
+			c.call.content = any(out).(Rich).Content
+		}
+		return b, err
+	}
 	return t
 }
 

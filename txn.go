@@ -275,9 +275,6 @@ func reporterFrom(ctx context.Context) Reporter {
 	return r
 }
 
-// ReporterFrom returns the Reporter in ctx, or nil, so an adapter can chain
-// to a reporter the host installed.
-func ReporterFrom(ctx context.Context) Reporter { return reporterFrom(ctx) }
 
 // OpenSQLite opens the SQLite file at path with the settings llmtool's
 // transactions expect: WAL (readers run beside the writer), a busy timeout,

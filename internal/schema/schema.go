@@ -53,8 +53,6 @@ type Param struct {
 	Default     json.RawMessage // from the default tag, nil if none
 	Enum        []string        // allowed values as JSON texts, nil if any
 	Ref         string          // entity kind from the ref tag, "" if none
-	GoName      string          // Go field name
-	Index       []int           // field index for reflect.Value.FieldByIndex
 }
 
 type schemaNode struct {
@@ -1074,7 +1072,7 @@ func (n *schemaNode) params() []Param {
 		}
 		ps = append(ps, Param{
 			Name: p.name, Type: typ, Description: s.description, Required: p.required,
-			Default: s.def, Enum: enum, Ref: RefKind(p.ref), GoName: p.goName, Index: p.index,
+			Default: s.def, Enum: enum, Ref: RefKind(p.ref),
 		})
 	}
 	return ps
