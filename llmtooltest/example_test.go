@@ -59,7 +59,7 @@ func Example() {
 	t := newExampleT() // in a test: the *testing.T
 	defer t.cleanup()
 
-	h := llmtooltest.New(t, Notes, llmtooltest.Schema(migrate))
+	h := llmtooltest.New(t, &llmtooltest.Options{Schema: migrate}, Notes)
 
 	var note Note
 	h.RequireOK(h.Call("create_note", `{"title": "Groceries"}`), &note)
@@ -81,7 +81,7 @@ func ExampleHarness_RequireUnchanged() {
 	defer t.cleanup()
 
 	// Write tools are off in a scope until it enables them.
-	h := llmtooltest.New(t, Notes, llmtooltest.Schema(migrate), llmtooltest.WritesOff())
+	h := llmtooltest.New(t, &llmtooltest.Options{Schema: migrate, WritesOff: true}, Notes)
 	h.RequireUnchanged(func() {
 		res := h.Call("create_note", `{"title": "Groceries"}`)
 		fmt.Println(res.Text())
@@ -106,7 +106,7 @@ func ExampleHarness_Call_leakedGoroutine() {
 				go func() { <-stop }() // still running when the handler returns
 				return struct{}{}, nil
 			}))
-	h := llmtooltest.New(t, slow, llmtooltest.LeakGrace(0))
+	h := llmtooltest.New(t, &llmtooltest.Options{LeakGrace: llmtooltest.NoLeakGrace}, slow)
 	h.RequireOK(h.Call("warm_cache", nil))
 	fmt.Println(t.first)
 	// Output:

@@ -3,11 +3,12 @@
 // chat adapters use, against a fresh SQLite database, and fails the test
 // when a tool breaks llmtool's rules even though its answer looks right.
 //
-// A test opens a harness with its modules and the host's schema, calls
-// tools, and asserts the literal error or a success:
+// A test opens a harness with its options (the host's schema, nil for
+// none) and its modules, calls tools, and asserts the literal error or a
+// success:
 //
 //	func TestGetNote(t *testing.T) {
-//		h := llmtooltest.New(t, notes.Tools, llmtooltest.Schema(notes.Migrate))
+//		h := llmtooltest.New(t, &llmtooltest.Options{Schema: notes.Migrate}, notes.Tools)
 //		h.RequireError(h.Call("get_note", `{"noteId": "nope"}`), `Note "nope" not found. Call search_notes to find the ID.`)
 //		note := h.RequireOK(h.Call("create_note", map[string]any{"title": "Hello"}))
 //		...
@@ -20,15 +21,17 @@
 //     which they inherit, so tests running in parallel do not disturb the
 //     check; database/sql's and the runtime's own goroutines are ignored);
 //   - no ctx or transaction of a handler was used after the handler
-//     returned (Registry.LateUses; such uses fail with llmtool.ErrTxDone);
+//     returned (such uses fail with llmtool.ErrTxDone, and the registry
+//     logs each one, which the harness reads from its log);
 //   - a successful result matches the tool's output schema
-//     (Options.ValidateOutput is on).
+//     (llmtool.Options.ValidateOutput is on).
 //
 // Each broken rule fails the test with an error naming the tool.
 package llmtooltest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -69,11 +72,11 @@ type TB interface {
 
 // Default settings of a harness.
 const (
-	// DefaultScope is the scope calls run in unless the Scope option says
+	// DefaultScope is the scope calls run in unless Options.Scope says
 	// otherwise.
 	DefaultScope = "test"
 	// DefaultPrincipalID is the ID of the principal calls run as unless
-	// the Principal option says otherwise.
+	// Options.Principal or Options.NoPrincipal says otherwise.
 	DefaultPrincipalID = "test-user"
 	// DefaultDriver is the database/sql driver name of modernc.org/sqlite,
 	// which the harness imports.
@@ -91,91 +94,66 @@ const pprofLabel = "llmtooltest.call"
 // or transaction after it returned.
 const lateUseMessage = "llmtool: transaction used after its handler returned"
 
-// Option configures a harness. Pass options to New, among the modules.
-type Option func(*config)
+// NoLeakGrace, as Options.LeakGrace, reports goroutines still running
+// when a call returns at once, without waiting for them.
+const NoLeakGrace time.Duration = -1
 
-type config struct {
-	driver    string
-	schema    []func(context.Context, *sql.DB) error
-	setup     []func(*llmtool.Registry) error
-	principal *llmtool.Principal
-	scope     string
-	writesOff bool
-	grace     time.Duration
-	ignore    []string
-	logLevel  slog.Level
-}
+// Options configures a harness. A nil *Options, like the zero value, gives
+// every field's default: an empty database, the default principal and
+// scope, writes enabled.
+type Options struct {
+	// Schema creates the host's tables and seeds them, on the fresh
+	// database before the registry is built. Use the host application's
+	// own migration code, so tests run against the real schema. Default:
+	// nil, nothing to run.
+	Schema func(ctx context.Context, db *sql.DB) error
 
-// Schema adds a function that creates the host's tables and seeds them,
-// run in order on the fresh database before the registry is built. Use the
-// host application's own migration code, so tests run against the real
-// schema.
-func Schema(f func(ctx context.Context, db *sql.DB) error) Option {
-	return func(c *config) { c.schema = append(c.schema, f) }
-}
+	// SQL are statements run in order after Schema, before the registry
+	// is built: a schema and seed rows written inline, or extra rows on
+	// top of Schema's. Default: none.
+	SQL []string
 
-// SQL adds statements to run, in order, on the fresh database before the
-// registry is built: a schema and seed rows written inline.
-func SQL(statements ...string) Option {
-	return Schema(func(ctx context.Context, db *sql.DB) error {
-		for _, s := range statements {
-			if _, err := db.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("%w, in: %s", err, s)
-			}
-		}
-		return nil
-	})
-}
+	// Setup configures the registry once it is built and before writes
+	// are enabled: loaders, an authorizer, audit sinks, kill switches.
+	// Default: nil, nothing to run.
+	Setup func(reg *llmtool.Registry) error
 
-// Setup adds a function that configures the registry once it is built and
-// before writes are enabled: loaders, an authorizer, audit sinks, kill
-// switches.
-func Setup(f func(reg *llmtool.Registry) error) Option {
-	return func(c *config) { c.setup = append(c.setup, f) }
-}
+	// Principal is the user calls run as. Default (nil): a principal with
+	// the ID DefaultPrincipalID and no roles, unless NoPrincipal is set.
+	Principal *llmtool.Principal
 
-// Principal sets the user calls run as. The default has the ID
-// DefaultPrincipalID and no roles. nil runs calls without a principal.
-func Principal(p *llmtool.Principal) Option {
-	return func(c *config) { c.principal = p }
-}
+	// NoPrincipal runs calls without a principal; Principal must then be
+	// nil. Default: false.
+	NoPrincipal bool
 
-// Scope sets the scope calls run in (DefaultScope by default).
-func Scope(scope string) Option {
-	return func(c *config) { c.scope = scope }
-}
+	// Scope is the scope calls run in. Default (""): DefaultScope.
+	Scope string
 
-// WritesOff leaves write tools off in the harness's scope, as in a scope
-// that never enabled them, to test the refusal. By default the harness
-// enables writes in its scope.
-func WritesOff() Option {
-	return func(c *config) { c.writesOff = true }
-}
+	// WritesOff leaves write tools off in the harness's scope, as in a
+	// scope that never enabled them, to test the refusal. Default: false,
+	// the harness enables writes in its scope.
+	WritesOff bool
 
-// Driver sets the database/sql driver name that opens the SQLite file
-// (DefaultDriver by default). The host imports the driver.
-func Driver(name string) Option {
-	return func(c *config) { c.driver = name }
-}
+	// Driver is the database/sql driver name that opens the SQLite file;
+	// the host imports the driver. Default (""): DefaultDriver.
+	Driver string
 
-// LeakGrace sets how long the harness waits for goroutines started during a
-// call to finish before it reports them (DefaultLeakGrace by default). The
-// harness does not wait at all when none is running.
-func LeakGrace(d time.Duration) Option {
-	return func(c *config) { c.grace = d }
-}
+	// LeakGrace is how long the harness waits for goroutines started
+	// during a call to finish before it reports them; it does not wait at
+	// all when none is running. Default (0): DefaultLeakGrace;
+	// NoLeakGrace (or any negative duration) reports them without
+	// waiting.
+	LeakGrace time.Duration
 
-// IgnoreTables leaves tables out of the dumps that RequireUnchanged
-// compares, such as a log table the host writes on every call.
-func IgnoreTables(names ...string) Option {
-	return func(c *config) { c.ignore = append(c.ignore, names...) }
-}
+	// IgnoreTables are left out of the dumps that RequireUnchanged
+	// compares, such as a log table the host writes on every call.
+	// Default: none.
+	IgnoreTables []string
 
-// LogLevel sets the lowest level of the registry's log lines that reach the
-// test's output (slog.LevelInfo by default, which includes the audit line
-// of each call).
-func LogLevel(l slog.Level) Option {
-	return func(c *config) { c.logLevel = l }
+	// LogLevel is the lowest level of the registry's log lines that reach
+	// the test's output. Default: slog.LevelInfo, the zero value, which
+	// includes the audit line of each call.
+	LogLevel slog.Level
 }
 
 // Harness runs a test's tool calls. Create one per test with New. Its
@@ -189,12 +167,11 @@ type Harness struct {
 	grace time.Duration
 	skip  map[string]bool // tables RequireUnchanged ignores
 
-	mu       sync.Mutex
-	calls    int
-	lateSeen int64    // late uses already reported
-	late     []string // "tool (op)" of each logged late use
-	lateUsed int      // entries of late already reported
-	closed   bool     // the test ended: log lines are dropped
+	mu         sync.Mutex
+	calls      int
+	late       []string // "tool (op)" of each late use the registry logged
+	lateReport int      // entries of late already reported
+	closed     bool     // the test ended: log lines are dropped
 }
 
 // Result is the outcome of a harness call: the registry's Result and the
@@ -206,44 +183,48 @@ type Result struct {
 }
 
 // New opens a fresh SQLite database in t.TempDir() with llmtool.OpenSQLite,
-// runs the Schema and SQL options on it, builds a registry of the given
-// modules that validates every result against its output schema and logs
-// to t.Output(), runs the Setup options, and enables writes in the
-// harness's scope unless WritesOff is given. Calls run as the harness's
-// principal in its scope.
+// runs opts.Schema and opts.SQL on it, builds a registry of modules that
+// validates every result against its output schema and logs to
+// t.Output(), runs opts.Setup, and enables writes in the harness's scope
+// unless opts.WritesOff is set. Calls run as the harness's principal in its
+// scope. opts may be nil for the defaults.
 //
-// Each argument after t is a *llmtool.Module, a []*llmtool.Module or an
-// Option; New fails the test on anything else, and on any error while
-// setting up. The database is closed when the test ends.
-func New(t TB, modulesAndOptions ...any) *Harness {
+// New fails the test on a nil module, on Options that contradict each
+// other, and on any error while setting up. The database is closed when
+// the test ends.
+func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	t.Helper()
-	cfg := config{
-		driver:    DefaultDriver,
-		principal: &llmtool.Principal{ID: DefaultPrincipalID, Name: "Test User"},
-		scope:     DefaultScope,
-		grace:     DefaultLeakGrace,
-		logLevel:  slog.LevelInfo,
+	if opts == nil {
+		opts = &Options{}
 	}
-	var modules []*llmtool.Module
-	for i, a := range modulesAndOptions {
-		switch a := a.(type) {
-		case *llmtool.Module:
-			modules = append(modules, a)
-		case []*llmtool.Module:
-			modules = append(modules, a...)
-		case Option:
-			a(&cfg)
-		default:
-			t.Fatalf("llmtooltest.New: argument %d is a %T; pass *llmtool.Module values and llmtooltest options", i+2, a)
+	for i, m := range modules {
+		if m == nil {
+			t.Fatalf("llmtooltest.New: module %d is nil", i+1)
 			return nil
 		}
 	}
-	h := &Harness{t: t, grace: cfg.grace, skip: make(map[string]bool)}
-	for _, name := range cfg.ignore {
+	principal := opts.Principal
+	switch {
+	case opts.NoPrincipal && principal != nil:
+		t.Fatalf("llmtooltest.New: Options.NoPrincipal is set along with Options.Principal %q; set one of them", principal.ID)
+		return nil
+	case principal == nil && !opts.NoPrincipal:
+		principal = &llmtool.Principal{ID: DefaultPrincipalID, Name: "Test User"}
+	}
+	scope := cmp.Or(opts.Scope, DefaultScope)
+	grace := opts.LeakGrace
+	switch {
+	case grace == 0:
+		grace = DefaultLeakGrace
+	case grace < 0:
+		grace = 0
+	}
+	h := &Harness{t: t, grace: grace, skip: make(map[string]bool)}
+	for _, name := range opts.IgnoreTables {
 		h.skip[name] = true
 	}
 	path := filepath.Join(t.TempDir(), "llmtooltest.db")
-	db, err := llmtool.OpenSQLite(cfg.driver, path)
+	db, err := llmtool.OpenSQLite(cmp.Or(opts.Driver, DefaultDriver), path)
 	if err != nil {
 		t.Fatalf("llmtooltest.New: %v", err)
 		return nil
@@ -252,39 +233,45 @@ func New(t TB, modulesAndOptions ...any) *Harness {
 	t.Cleanup(func() { db.Close() })
 	t.Cleanup(h.finish)
 	base := t.Context()
-	for i, f := range cfg.schema {
-		if err := f(base, db); err != nil {
-			t.Fatalf("llmtooltest.New: schema function %d: %v", i+1, err)
+	if opts.Schema != nil {
+		if err := opts.Schema(base, db); err != nil {
+			t.Fatalf("llmtooltest.New: Options.Schema: %v", err)
 			return nil
 		}
 	}
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(&logHandler{h: h, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: cfg.logLevel})}), ValidateOutput: true}, modules...)
+	for _, s := range opts.SQL {
+		if _, err := db.ExecContext(base, s); err != nil {
+			t.Fatalf("llmtooltest.New: Options.SQL: %v, in: %s", err, s)
+			return nil
+		}
+	}
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(&logHandler{h: h, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: opts.LogLevel})}), ValidateOutput: true}, modules...)
 	if err != nil {
 		t.Fatalf("llmtooltest.New: %v", err)
 		return nil
 	}
 	h.reg = reg
-	for i, f := range cfg.setup {
-		if err := f(reg); err != nil {
-			t.Fatalf("llmtooltest.New: setup function %d: %v", i+1, err)
+	if opts.Setup != nil {
+		if err := opts.Setup(reg); err != nil {
+			t.Fatalf("llmtooltest.New: Options.Setup: %v", err)
 			return nil
 		}
 	}
-	ctx := llmtool.WithScope(base, cfg.scope)
-	if cfg.principal != nil {
-		ctx = llmtool.WithPrincipal(ctx, cfg.principal)
+	ctx := llmtool.WithScope(base, scope)
+	if principal != nil {
+		ctx = llmtool.WithPrincipal(ctx, principal)
 	}
 	h.ctx = ctx
-	if !cfg.writesOff {
-		if err := reg.EnableWrites(ctx, cfg.scope); err != nil {
-			t.Fatalf("llmtooltest.New: enable writes in scope %q: %v", cfg.scope, err)
+	if !opts.WritesOff {
+		if err := reg.EnableWrites(ctx, scope); err != nil {
+			t.Fatalf("llmtooltest.New: enable writes in scope %q: %v", scope, err)
 			return nil
 		}
-	} else if _, err := reg.WritesEnabled(ctx, cfg.scope); err != nil {
+	} else if _, err := reg.WritesEnabled(ctx, scope); err != nil {
 		// Reading the settings creates the registry's settings table now,
 		// rather than during the first call, where RequireUnchanged would
 		// see it appear.
-		t.Fatalf("llmtooltest.New: read the settings of scope %q: %v", cfg.scope, err)
+		t.Fatalf("llmtooltest.New: read the settings of scope %q: %v", scope, err)
 		return nil
 	}
 	return h
@@ -427,7 +414,7 @@ func (h *Harness) RequireOK(res Result, into ...any) map[string]any {
 // RequireUnchanged runs f and stops the test if any table of the database
 // differs afterwards: rows added, removed or changed, tables created or
 // dropped. Use it to prove that a refused or failed call wrote nothing.
-// Tables named by the IgnoreTables option, and SQLite's own, are left out.
+// Tables named in Options.IgnoreTables, and SQLite's own, are left out.
 func (h *Harness) RequireUnchanged(f func()) {
 	h.t.Helper()
 	before, err := h.dump()
@@ -456,34 +443,24 @@ func (h *Harness) finish() {
 }
 
 // checkLate reports uses of a handler's ctx or transaction after it
-// returned that were not reported yet. tool is the tool just called, or ""
-// at the end of the test.
+// returned that were not reported yet: the registry logs each one, and
+// logHandler collects them. tool is the tool just called, or "" at the end
+// of the test.
 func (h *Harness) checkLate(tool string) {
 	h.t.Helper()
-	if h.reg == nil {
-		return
-	}
-	n := h.reg.LateUses()
 	h.mu.Lock()
-	if n <= h.lateSeen {
-		h.mu.Unlock()
-		return
-	}
-	count := n - h.lateSeen
-	h.lateSeen = n
-	names := slices.Clone(h.late[h.lateUsed:])
-	h.lateUsed = len(h.late)
+	names := slices.Clone(h.late[h.lateReport:])
+	h.lateReport = len(h.late)
 	h.mu.Unlock()
-	which := ""
-	if len(names) > 0 {
-		which = " by " + strings.Join(names, ", ")
+	if len(names) == 0 {
+		return
 	}
 	when := "after the call to " + tool
 	if tool == "" {
 		when = "after the test's last call"
 	}
-	h.t.Errorf("llmtooltest: %s of a handler's ctx or transaction after the handler returned%s, seen %s: such uses fail with llmtool.ErrTxDone; finish all work before returning and start no goroutine that outlives the handler",
-		plural(int(count), "use", "uses"), which, when)
+	h.t.Errorf("llmtooltest: %s of a handler's ctx or transaction after the handler returned by %s, seen %s: such uses fail with llmtool.ErrTxDone; finish all work before returning and start no goroutine that outlives the handler",
+		plural(len(names), "use", "uses"), strings.Join(names, ", "), when)
 }
 
 // leaked waits, up to the harness's grace period, for the goroutines
@@ -574,8 +551,9 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// logHandler passes the registry's log to the test's output and notes the
-// tools that used their ctx or transaction after returning.
+// logHandler passes the registry's log to the test's output and notes each
+// use of a handler's ctx or transaction after it returned, which the
+// registry logs at level Error with the tool and the operation (op).
 type logHandler struct {
 	h     *Harness
 	next  slog.Handler

@@ -220,16 +220,16 @@ func TestHarnessCatches(t *testing.T) {
 		name string
 		// body breaks a rule.
 		body      func(t *testing.T, h *llmtooltest.Harness)
-		opts      []any
-		wantErrs  []string // substrings of Errorf reports, each required
-		wantFatal string   // substring of the Fatalf report, if any
+		opts      llmtooltest.Options // on top of the schema and seed
+		wantErrs  []string            // substrings of Errorf reports, each required
+		wantFatal string              // substring of the Fatalf report, if any
 	}{
 		{
 			name: "leaked goroutine",
 			body: func(t *testing.T, h *llmtooltest.Harness) {
 				h.RequireOK(h.Call("leak_goroutine", nil))
 			},
-			opts:     []any{llmtooltest.LeakGrace(10 * time.Millisecond)},
+			opts:     llmtooltest.Options{LeakGrace: 10 * time.Millisecond},
 			wantErrs: []string{"llmtooltest: tool leak_goroutine: 1 goroutine started during the call is still running 10ms after it returned; a handler must finish all its work before it returns", "llmtooltest_test.brokenModule.func1.1"},
 		},
 		{
@@ -301,9 +301,9 @@ func TestHarnessCatches(t *testing.T) {
 			wantFatal: "table items: 1 rows removed, 1 added (a changed row is both)\n  - id=1, name=\"apple\", qty=3\n  + id=1, name=\"apple\", qty=4\n",
 		},
 		{
-			name:      "bad argument to New",
-			opts:      []any{"inventory"},
-			wantFatal: "llmtooltest.New: argument 5 is a string; pass *llmtool.Module values and llmtooltest options",
+			name:      "contradicting options",
+			opts:      llmtooltest.Options{Principal: &llmtool.Principal{ID: "bob"}, NoPrincipal: true},
+			wantFatal: `llmtooltest.New: Options.NoPrincipal is set along with Options.Principal "bob"; set one of them`,
 		},
 	}
 	for _, tt := range tests {
@@ -312,9 +312,10 @@ func TestHarnessCatches(t *testing.T) {
 			release := make(chan struct{})
 			wrote := make(chan error, 1)
 			f := run(t, func(tb *fakeTB) {
-				args := append([]any{inventory, brokenModule(release, wrote), llmtooltest.SQL(schema, seed)}, tt.opts...)
+				opts := tt.opts
+				opts.SQL = []string{schema, seed}
 				defer close(release)
-				h := llmtooltest.New(tb, args...)
+				h := llmtooltest.New(tb, &opts, inventory, brokenModule(release, wrote))
 				tt.body(t, h)
 				if tt.name == "write from a goroutine after return" {
 					// The late write fails and is counted before the
@@ -341,7 +342,7 @@ func TestHarnessCatches(t *testing.T) {
 func TestHarnessPasses(t *testing.T) {
 	t.Parallel()
 	f := run(t, func(tb *fakeTB) {
-		h := llmtooltest.New(tb, inventory, llmtooltest.SQL(schema, seed))
+		h := llmtooltest.New(tb, &llmtooltest.Options{SQL: []string{schema, seed}}, inventory)
 
 		// Arguments as a JSON string, bytes, a map, a struct, or none.
 		for _, args := range []any{`{"id": 1}`, []byte(`{"id": 1}`), map[string]int{"id": 1}, GetItemIn{ID: 1}} {
@@ -380,12 +381,12 @@ func TestHarnessOptions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		opts []any
+		opts llmtooltest.Options // SQL defaults to the schema and seed
 		call func(t *testing.T, h *llmtooltest.Harness)
 	}{
 		{
 			name: "writes off",
-			opts: []any{llmtooltest.WritesOff()},
+			opts: llmtooltest.Options{WritesOff: true},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
 				h.RequireUnchanged(func() {
 					h.RequireError(h.Call("add_item", `{"name": "pear"}`),
@@ -395,7 +396,7 @@ func TestHarnessOptions(t *testing.T) {
 		},
 		{
 			name: "principal and scope",
-			opts: []any{llmtooltest.Principal(&llmtool.Principal{ID: "bob"}), llmtooltest.Scope("wiki-7")},
+			opts: llmtooltest.Options{Principal: &llmtool.Principal{ID: "bob"}, Scope: "wiki-7"},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
 				require.Equal(t, map[string]any{"principal": "bob", "scope": "wiki-7"}, h.RequireOK(h.Call("who_am_i", nil)))
 				h.RequireOK(h.Call("add_item", `{"name": "pear"}`)) // writes enabled in that scope
@@ -403,19 +404,21 @@ func TestHarnessOptions(t *testing.T) {
 		},
 		{
 			name: "no principal",
-			opts: []any{llmtooltest.Principal(nil)},
+			opts: llmtooltest.Options{NoPrincipal: true},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
 				require.Equal(t, "", h.RequireOK(h.Call("who_am_i", nil))["principal"])
 			},
 		},
 		{
 			name: "schema function and setup",
-			opts: []any{
-				llmtooltest.Schema(func(ctx context.Context, db *sql.DB) error {
-					_, err := db.ExecContext(ctx, `INSERT INTO items (id, name) VALUES (5, 'fig')`)
+			opts: llmtooltest.Options{
+				// Schema runs first, SQL after it.
+				Schema: func(ctx context.Context, db *sql.DB) error {
+					_, err := db.ExecContext(ctx, schema)
 					return err
-				}),
-				llmtooltest.Setup(func(reg *llmtool.Registry) error { return reg.SetEnabled("add_item", false) }),
+				},
+				SQL:   []string{seed, `INSERT INTO items (id, name) VALUES (5, 'fig')`},
+				Setup: func(reg *llmtool.Registry) error { return reg.SetEnabled("add_item", false) },
 			},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
 				require.Equal(t, "fig", h.RequireOK(h.Call("get_item", `{"id": 5}`))["name"])
@@ -424,7 +427,7 @@ func TestHarnessOptions(t *testing.T) {
 		},
 		{
 			name: "ignored tables",
-			opts: []any{llmtooltest.IgnoreTables("items")},
+			opts: llmtooltest.Options{IgnoreTables: []string{"items"}},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
 				h.RequireUnchanged(func() { h.RequireOK(h.Call("add_item", `{"name": "pear"}`)) })
 			},
@@ -434,13 +437,28 @@ func TestHarnessOptions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := run(t, func(tb *fakeTB) {
-				h := llmtooltest.New(tb, append([]any{[]*llmtool.Module{inventory}, llmtooltest.SQL(schema, seed)}, tt.opts...)...)
+				opts := tt.opts
+				if opts.SQL == nil {
+					opts.SQL = []string{schema, seed}
+				}
+				h := llmtooltest.New(tb, &opts, inventory)
 				tt.call(t, h)
 			})
 			require.Empty(t, f.fatal)
 			require.Empty(t, f.errors())
 		})
 	}
+}
+
+// A nil module, such as a package variable not yet initialized, fails
+// the test with its position.
+func TestNewNilModule(t *testing.T) {
+	t.Parallel()
+	var missing *llmtool.Module
+	f := run(t, func(tb *fakeTB) {
+		llmtooltest.New(tb, nil, inventory, missing)
+	})
+	require.Equal(t, "llmtooltest.New: module 2 is nil", f.fatal)
 }
 
 // Goroutines are attributed to the call that started them, so a harness
@@ -455,7 +473,7 @@ func TestHarnessIsolation(t *testing.T) {
 	var leaky, clean *fakeTB
 	wg.Go(func() {
 		leaky = run(t, func(tb *fakeTB) {
-			h := llmtooltest.New(tb, brokenModule(release, nil), llmtooltest.LeakGrace(time.Millisecond))
+			h := llmtooltest.New(tb, &llmtooltest.Options{LeakGrace: time.Millisecond}, brokenModule(release, nil))
 			h.Call("leak_goroutine", nil)
 			close(leaking)
 		})
@@ -463,7 +481,7 @@ func TestHarnessIsolation(t *testing.T) {
 	wg.Go(func() {
 		<-leaking // the leaked goroutine is running during every call below
 		clean = run(t, func(tb *fakeTB) {
-			h := llmtooltest.New(tb, inventory, llmtooltest.SQL(schema, seed))
+			h := llmtooltest.New(tb, &llmtooltest.Options{SQL: []string{schema, seed}}, inventory)
 			for range 5 {
 				h.RequireOK(h.Call("get_item", `{"id": 1}`))
 			}
@@ -484,7 +502,7 @@ var (
 
 func TestWithTestingT(t *testing.T) {
 	t.Parallel()
-	h := llmtooltest.New(t, inventory, llmtooltest.SQL(schema, seed))
+	h := llmtooltest.New(t, &llmtooltest.Options{SQL: []string{schema, seed}}, inventory)
 	var item ItemOut
 	h.RequireOK(h.Call("add_item", AddItemIn{Name: "plum", Qty: 4}), &item)
 	require.Equal(t, ItemOut{ID: 2, Name: "plum", Qty: 4}, item)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/examples/notes"
+	"github.com/llmtool/llmtool/lint"
 	"github.com/llmtool/llmtool/llmtooltest"
 )
 
@@ -23,11 +24,16 @@ func seed(ctx context.Context, db *sql.DB) error {
 	return notes.Seed(ctx, db)
 }
 
-// newHarness returns a harness over a freshly seeded note store, with write
-// tools on unless llmtooltest.WritesOff is given.
-func newHarness(t *testing.T, opts ...any) *llmtooltest.Harness {
+// newHarness returns a harness over a freshly seeded note store, with opts
+// (nil for the defaults: write tools on); its Schema is always seed.
+func newHarness(t *testing.T, opts *llmtooltest.Options) *llmtooltest.Harness {
 	t.Helper()
-	return llmtooltest.New(t, append([]any{notes.Tools, llmtooltest.Schema(seed)}, opts...)...)
+	var o llmtooltest.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Schema = seed
+	return llmtooltest.New(t, &o, notes.Tools)
 }
 
 // Messages of the entity guards, which every tool referencing a note gets.
@@ -59,7 +65,7 @@ func runSpecs(t *testing.T, tool string, specs []spec) {
 	for _, s := range specs {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t)
+			h := newHarness(t, nil)
 			if s.fixture != nil {
 				s.fixture(t, h.DB())
 			}
@@ -594,7 +600,7 @@ func TestDeleteAttribute(t *testing.T) {
 // refused with a message that says what to do, and read tools work.
 func TestWritesOff(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, llmtooltest.WritesOff())
+	h := newHarness(t, &llmtooltest.Options{WritesOff: true})
 	h.RequireOK(h.Call("get_note", `{"noteId": "roadmap"}`))
 	h.RequireUnchanged(func() {
 		h.RequireError(h.Call("delete_note", `{"noteId": "roadmap"}`),
@@ -612,8 +618,8 @@ func TestWritesOff(t *testing.T) {
 // the annotations, and llmtool's lint rules.
 func TestDefinitions(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	llmtool.RequireLintClean(t, h.Registry())
+	h := newHarness(t, nil)
+	lint.Require(t, h.Registry(), nil)
 
 	reads := []string{"search_notes", "get_note", "get_note_content", "get_child_notes", "get_subtree", "get_attributes", "get_attribute"}
 	var names []string
@@ -649,7 +655,7 @@ func TestCodeAttributeNamesDocumented(t *testing.T) {
 			page = strings.Join(strings.Fields(tool.Spec().ManPage), " ")
 		}
 	}
-	h := newHarness(t)
+	h := newHarness(t, nil)
 	for _, name := range notes.CodeAttributeNames() {
 		require.Regexp(t, `[ :,]`+name+`[,.]`, page, name)
 		res := h.Call("set_attribute", map[string]string{"noteId": "pancakes", "name": name})

@@ -70,7 +70,7 @@ func TestSystemNotesRefused(t *testing.T) {
 // parent of a new note.
 func TestSystemNotesSeeded(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := newHarness(t, nil)
 	for _, id := range triliumSystemNotes {
 		out := h.RequireOK(h.Call("get_note", fmt.Sprintf(`{"noteId": %q}`, id)))
 		require.Equal(t, id, out["noteId"])
