@@ -61,13 +61,25 @@
 //
 // # Policy
 //
-// A tool can be switched off everywhere ([Disabled], [Registry.SetEnabled]).
-// Per scope (a tenant, workspace or chat, from [WithScope]) read tools are
-// on and write tools are off until [Registry.EnableWrites]; the setting
-// lives in the host's database and a failed read of it never enables
-// writes. Calls run as the principal in the context ([WithPrincipal]), and
-// an [Authorizer] may refuse them. Listings show exactly what the caller
-// may call, and [Registry.Subscribe] reports changes.
+// Policy decides which tools a call may run and a listing shows, in this
+// order, before the arguments are even decoded:
+//
+//  1. the global kill switch: [Disabled] at definition,
+//     [Registry.SetEnabled] at run time;
+//  2. the principal ([WithPrincipal]), when [Options].RequirePrincipal
+//     says every call needs one;
+//  3. the scope's settings (a tenant, workspace or chat, from
+//     [WithScope]): read tools are on and write tools off until
+//     [Registry.EnableWrites]; [Registry.SetScopeTool] overrides that per
+//     tool either way. The settings live in the host's database, and a
+//     failed read of them never enables writes;
+//  4. the [Authorizer], if the host set one.
+//
+// A refused call is recorded with the audit outcome "refused" and answers
+// the model with a sentence that says what to do instead; its error wraps
+// [ErrToolDisabled] (1 and 3), [ErrNoPrincipal] (2) or [ErrNotAuthorized]
+// (4) and has [KindDenied]. Listings show exactly what the caller may
+// call, and [Registry.Subscribe] reports changes.
 //
 // # Errors
 //

@@ -1,0 +1,388 @@
+package llmtool
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultPolicyCacheTTL is how long a registry trusts the scope settings it
+// read, unless Options.ScopeCacheTTL says otherwise.
+const DefaultPolicyCacheTTL = 2 * time.Second
+
+// EnableWrites turns write tools on in scope (a tenant, workspace, wiki or
+// chat; "" is the default scope), persistently, and tells subscribers if
+// that changed what the scope may call. The setting lives in the host's
+// database, in a table llmtool owns (llmtool_scope_settings), created on
+// first use; if it cannot be read, write tools stay off. The package
+// documentation's Policy section gives the order in which a call is
+// admitted.
+func (r *Registry) EnableWrites(ctx context.Context, scope string) error {
+	on := true
+	return r.setScope(ctx, scope, "", &on)
+}
+
+// DisableWrites turns write tools off in scope, persistently, and tells
+// subscribers if that changed what the scope may call. Tools switched on
+// for the scope one by one (SetScopeTool) stay on.
+func (r *Registry) DisableWrites(ctx context.Context, scope string) error {
+	off := false
+	return r.setScope(ctx, scope, "", &off)
+}
+
+// WritesEnabled reports whether write tools are on in scope, reading the
+// database (and refreshing the registry's cached copy). On an error the
+// answer is false: write tools stay off.
+func (r *Registry) WritesEnabled(ctx context.Context, scope string) (bool, error) {
+	st, err := r.readScope(ctx, nil, scope)
+	if err != nil {
+		return false, err
+	}
+	st.at = time.Now()
+	r.storeScope(scope, st)
+	return st.writes, nil
+}
+
+// SetScopeTool switches one tool on or off in scope, persistently,
+// overriding the scope's write setting for that tool: a write tool switched
+// on runs even while the scope's writes are off, and a read tool switched
+// off is neither listed nor callable there. The global kill switch still
+// wins. ResetScopeTool removes the override.
+func (r *Registry) SetScopeTool(ctx context.Context, scope, tool string, on bool) error {
+	if err := ValidateName(tool); err != nil {
+		return fmt.Errorf("llmtool: SetScopeTool: %w", err)
+	}
+	return r.setScope(ctx, scope, tool, &on)
+}
+
+// ResetScopeTool removes a tool's override in scope, so the scope's write
+// setting decides again.
+func (r *Registry) ResetScopeTool(ctx context.Context, scope, tool string) error {
+	if err := ValidateName(tool); err != nil {
+		return fmt.Errorf("llmtool: ResetScopeTool: %w", err)
+	}
+	return r.setScope(ctx, scope, tool, nil)
+}
+
+// ScopeSetting is one stored setting: a scope's write switch (Tool "") or a
+// per-tool override.
+type ScopeSetting struct {
+	Scope   string
+	Tool    string // "" for the scope's write switch
+	Enabled bool
+	Updated time.Time
+}
+
+// ScopeSettings lists every stored setting, ordered by scope and tool.
+// Scopes that never changed a setting are not listed: their writes are off.
+func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
+	db := r.tx.DB
+	if db == nil {
+		return nil, errNoDB
+	}
+	if err := r.ensureScopeTable(ctx, db); err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT scope, tool, enabled, updated_at FROM `+scopeTable+` ORDER BY scope, tool`)
+	if err != nil {
+		return nil, fmt.Errorf("llmtool: read scope settings: %w", err)
+	}
+	defer rows.Close()
+	var out []ScopeSetting
+	for rows.Next() {
+		var s ScopeSetting
+		var at string
+		if err := rows.Scan(&s.Scope, &s.Tool, &s.Enabled, &at); err != nil {
+			return nil, fmt.Errorf("llmtool: read scope settings: %w", err)
+		}
+		s.Updated, _ = time.Parse(time.RFC3339Nano, at)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("llmtool: read scope settings: %w", err)
+	}
+	return out, nil
+}
+
+// Subscribe registers fn to be called after the set of tools a scope may
+// call changed: with that scope after EnableWrites, DisableWrites,
+// SetScopeTool or ResetScopeTool changed it (or a refresh of the cache found
+// another process had), and with "" (meaning every scope) after SetEnabled,
+// Add or a loader resolving. fn runs synchronously in the goroutine that
+// made the change, after the change is visible to List; keep it short (the
+// MCP adapter sends notifications/tools/list_changed). cancel unregisters
+// fn.
+func (r *Registry) Subscribe(fn func(scope string)) (cancel func()) {
+	p := &r.pol
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	if p.subs == nil {
+		p.subs = make(map[uint64]func(string))
+	}
+	id := p.nextSub
+	p.nextSub++
+	p.subs[id] = fn
+	return func() {
+		p.subMu.Lock()
+		delete(p.subs, id)
+		p.subMu.Unlock()
+	}
+}
+
+func (r *Registry) notify(scope string) {
+	p := &r.pol
+	p.subMu.Lock()
+	ids := make([]uint64, 0, len(p.subs))
+	for id := range p.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fns := make([]func(string), 0, len(ids))
+	for _, id := range ids {
+		fns = append(fns, p.subs[id])
+	}
+	p.subMu.Unlock()
+	for _, fn := range fns {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					r.logger().Error("llmtool: subscriber panicked", "scope", scope, "panic", fmt.Sprint(v))
+				}
+			}()
+			fn(scope)
+		}()
+	}
+}
+
+// policy is a registry's policy state.
+type policy struct {
+	requirePrincipal atomic.Bool
+	authz            atomic.Pointer[Authorizer]
+	ttl              atomic.Int64 // time.Duration
+	writesOffNext    atomic.Pointer[string]
+	ensured          atomic.Bool // the settings table exists
+
+	mu     sync.RWMutex
+	scopes map[string]*scopeState
+
+	subMu   sync.Mutex
+	subs    map[uint64]func(string)
+	nextSub uint64
+
+	reads atomic.Pointer[readSpecs] // read-only subset of the listing
+}
+
+// scopeState is a scope's settings as read at a time. It is immutable once
+// stored.
+type scopeState struct {
+	writes bool
+	tools  map[string]bool // per-tool overrides
+	at     time.Time
+}
+
+func (s *scopeState) same(o *scopeState) bool {
+	return s.writes == o.writes && maps.Equal(s.tools, o.tools)
+}
+
+// readSpecs caches the read-only subset of a listing.
+type readSpecs struct {
+	src   *[]*Spec
+	reads []*Spec
+}
+
+const scopeTable = "llmtool_scope_settings"
+
+var errNoDB = errors.New("llmtool: the registry has no database")
+
+// execQuerier runs statements on a *sql.DB or *sql.Tx.
+type execQuerier interface {
+	querier
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (r *Registry) ensureScopeTable(ctx context.Context, q execQuerier) error {
+	if r.pol.ensured.Load() {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+scopeTable+` (
+	scope TEXT NOT NULL,
+	tool TEXT NOT NULL DEFAULT '',
+	enabled INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (scope, tool)
+)`)
+	if err != nil {
+		return fmt.Errorf("llmtool: create %s: %w", scopeTable, err)
+	}
+	if _, ok := q.(*sql.DB); ok {
+		r.pol.ensured.Store(true) // in a transaction it counts once committed
+	}
+	return nil
+}
+
+// readScope reads a scope's settings through q, or through the database
+// (creating the table if needed) when q is nil.
+func (r *Registry) readScope(ctx context.Context, q querier, scope string) (*scopeState, error) {
+	if q == nil {
+		db := r.tx.DB
+		if db == nil {
+			return &scopeState{}, nil
+		}
+		if err := r.ensureScopeTable(ctx, db); err != nil {
+			return nil, err
+		}
+		q = db
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tool, enabled FROM `+scopeTable+` WHERE scope = ?`, scope)
+	if err != nil {
+		return nil, fmt.Errorf("llmtool: read settings of scope %q: %w", scope, err)
+	}
+	defer rows.Close()
+	st := &scopeState{}
+	for rows.Next() {
+		var tool string
+		var on bool
+		if err := rows.Scan(&tool, &on); err != nil {
+			return nil, fmt.Errorf("llmtool: read settings of scope %q: %w", scope, err)
+		}
+		if tool == "" {
+			st.writes = on
+			continue
+		}
+		if st.tools == nil {
+			st.tools = make(map[string]bool)
+		}
+		st.tools[tool] = on
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("llmtool: read settings of scope %q: %w", scope, err)
+	}
+	return st, nil
+}
+
+// scopeSettings returns the scope's settings, from the cache while fresh.
+// A failed read leaves write tools off and is logged. q, if not nil, is the
+// call's own transaction, so a handler (man) need not take a second
+// connection.
+func (r *Registry) scopeSettings(ctx context.Context, q querier, scope string) *scopeState {
+	p := &r.pol
+	now := time.Now()
+	ttl := time.Duration(p.ttl.Load())
+	if ttl != 0 {
+		p.mu.RLock()
+		s := p.scopes[scope]
+		p.mu.RUnlock()
+		if s != nil && (ttl < 0 || now.Sub(s.at) < ttl) {
+			return s
+		}
+	}
+	st, err := r.readScope(ctx, q, scope)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.logger().Error("llmtool: cannot read the scope's tool settings; write tools stay off", "scope", scope, "err", err)
+		}
+		st = &scopeState{at: now}
+		if ctx.Err() != nil {
+			return st // not cached: the caller gave up, the table may be fine
+		}
+	}
+	st.at = now
+	r.storeScope(scope, st)
+	return st
+}
+
+// storeScope caches st and tells subscribers when it differs from what was
+// cached before (a change made elsewhere).
+func (r *Registry) storeScope(scope string, st *scopeState) {
+	p := &r.pol
+	p.mu.Lock()
+	if p.scopes == nil {
+		p.scopes = make(map[string]*scopeState)
+	}
+	old := p.scopes[scope]
+	p.scopes[scope] = st
+	p.mu.Unlock()
+	if old != nil && !old.same(st) {
+		r.notify(scope)
+	}
+}
+
+// setScope writes one setting (on == nil deletes it) in a transaction
+// serialized with the registry's write calls.
+func (r *Registry) setScope(ctx context.Context, scope, tool string, on *bool) (err error) {
+	if r.tx.DB == nil {
+		return errNoDB
+	}
+	what := "writes"
+	if tool != "" {
+		what = "tool " + tool
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("llmtool: set %s in scope %q: %w", what, scope, err)
+		}
+	}()
+	wt, err := r.tx.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.tx.EndWrite(wt, false)
+	tx := wt.Tx
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := r.ensureScopeTable(ctx, tx); err != nil {
+		return err
+	}
+	before, err := r.readScope(ctx, tx, scope)
+	if err != nil {
+		return err
+	}
+	if on == nil {
+		_, err = tx.ExecContext(ctx, `DELETE FROM `+scopeTable+` WHERE scope = ? AND tool = ?`, scope, tool)
+	} else {
+		_, err = tx.ExecContext(ctx, `INSERT INTO `+scopeTable+` (scope, tool, enabled, updated_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (scope, tool) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at`,
+			scope, tool, *on, time.Now().UTC().Format(time.RFC3339Nano))
+	}
+	if err != nil {
+		return err
+	}
+	after, err := r.readScope(ctx, tx, scope)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	r.pol.ensured.Store(true)
+	after.at = time.Now()
+	r.pol.mu.Lock()
+	if r.pol.scopes == nil {
+		r.pol.scopes = make(map[string]*scopeState)
+	}
+	old := r.pol.scopes[scope]
+	r.pol.scopes[scope] = after
+	r.pol.mu.Unlock()
+	if !before.same(after) || (old != nil && !old.same(after)) {
+		r.notify(scope)
+	}
+	return nil
+}
+
+func describeScope(scope string) string {
+	if scope == "" {
+		return "the default scope"
+	}
+	return fmt.Sprintf("scope %q", scope)
+}
