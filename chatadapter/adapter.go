@@ -10,7 +10,7 @@
 // The three pieces work with whatever provider SDK the application already
 // uses:
 //
-//	a := chatadapter.New(reg)
+//	a := chatadapter.New(reg, nil) // nil: the default Options
 //	ctx = llmtool.WithScope(llmtool.WithPrincipal(ctx, user), workspaceID)
 //
 //	set, err := a.Tools(ctx, chatadapter.Anthropic) // the "tools" field of the request
@@ -35,7 +35,7 @@
 //
 // A model may ask for several calls in one turn. Dispatch runs them as if
 // one after another in the model's order, except that adjacent read tools
-// run concurrently (at most MaxParallel at once): a write tool starts only
+// run concurrently (at most Options.MaxParallel at once): a write tool starts only
 // after every call before it has finished, and calls after it start only
 // once it has committed. So each read sees exactly the writes the model
 // asked for before it, writes commit in the model's order, and the results,
@@ -57,6 +57,7 @@ import (
 	"sync"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/i18n"
 )
 
 // Shape names a provider's wire format for tool definitions, tool calls and
@@ -102,8 +103,11 @@ var shapeNames = [...]string{
 	Gemini:                "Gemini",
 }
 
-// Shapes lists every shape, in declaration order.
-var Shapes = []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
+// Shapes returns every shape, in declaration order, in a new slice the
+// caller may keep and change.
+func Shapes() []Shape {
+	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
+}
 
 // String returns the format's name, such as "Anthropic Messages".
 func (s Shape) String() string {
@@ -140,6 +144,7 @@ type Adapter struct {
 	reg         *llmtool.Registry
 	maxParallel int
 	locale      string
+	msgs        *i18n.Catalog // nil: friendly names from definitions and llmtool's English
 
 	defs sync.Map // defKey → *toolDef
 
@@ -147,28 +152,41 @@ type Adapter struct {
 	sets [numShapes][]*cachedSet // most recent first
 }
 
-// Option configures an Adapter.
-type Option func(*Adapter)
+// DefaultMaxParallel is how many read tools of one turn run at once unless
+// Options.MaxParallel says otherwise.
+const DefaultMaxParallel = 4
 
-// MaxParallel bounds how many read tools of one turn run at once (default
-// 4). 1 runs every call one after another.
-func MaxParallel(n int) Option {
-	return func(a *Adapter) {
-		if n >= 1 {
-			a.maxParallel = n
-		}
-	}
+// Options configures an Adapter. A nil *Options, like the zero value,
+// gives every field's default.
+type Options struct {
+	// MaxParallel bounds how many read tools of one turn run at once; 1
+	// runs every call one after another. Default (0 or less):
+	// DefaultMaxParallel.
+	MaxParallel int
+
+	// Locale is the locale of friendly names in events when the context
+	// names none with WithLocale. Default: "en".
+	Locale string
+
+	// Messages holds the friendly names in events per locale, over each
+	// tool's own FriendlyName (see i18n.Catalog.FriendlyName); the host
+	// may add locales to it later. Nil: each tool's FriendlyName (for
+	// llmtool's own tools, its embedded English), else its name.
+	Messages *i18n.Catalog
 }
 
-// DefaultLocale sets the locale of friendly names in events when the
-// context names none with WithLocale (default "en").
-func DefaultLocale(locale string) Option { return func(a *Adapter) { a.locale = locale } }
-
-// New returns an Adapter for reg.
-func New(reg *llmtool.Registry, opts ...Option) *Adapter {
-	a := &Adapter{reg: reg, maxParallel: 4, locale: "en"}
-	for _, o := range opts {
-		o(a)
+// New returns an Adapter for reg, configured by opts (nil for the
+// defaults).
+func New(reg *llmtool.Registry, opts *Options) *Adapter {
+	a := &Adapter{reg: reg, maxParallel: DefaultMaxParallel, locale: "en"}
+	if opts != nil {
+		if opts.MaxParallel > 0 {
+			a.maxParallel = opts.MaxParallel
+		}
+		if opts.Locale != "" {
+			a.locale = opts.Locale
+		}
+		a.msgs = opts.Messages
 	}
 	return a
 }
@@ -242,7 +260,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 
 	set := &ToolSet{Shape: shape, Tools: make([]json.RawMessage, 0, len(specs)), Names: make([]string, 0, len(specs))}
 	var errs []error
-	size := 2
+	size := 32
 	for _, s := range specs {
 		d := a.def(s, shape)
 		if d.err != nil {
@@ -253,22 +271,11 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 		set.Names = append(set.Names, s.Name)
 		size += len(d.json) + 1
 	}
-	b := make([]byte, 0, size+32)
+	var list any = rawList(set.Tools)
 	if shape == Gemini {
-		b = append(b, `[{"functionDeclarations":`...)
+		list = []any{object{{"functionDeclarations", list}}}
 	}
-	b = append(b, '[')
-	for i, t := range set.Tools {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, t...)
-	}
-	b = append(b, ']')
-	if shape == Gemini {
-		b = append(b, "}]"...)
-	}
-	set.JSON = b
+	set.JSON = appendOrdered(make([]byte, 0, size), list)
 
 	a.mu.Lock()
 	c := &cachedSet{specs: slices.Clone(specs), set: set, errs: errs}

@@ -18,13 +18,13 @@ func BenchmarkTools(b *testing.B) {
 		b.Run(shape.String()+"/rebuilt", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := chatadapter.New(reg).Tools(ctx, shape); err != nil {
+				if _, err := chatadapter.New(reg, nil).Tools(ctx, shape); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(shape.String()+"/cached", func(b *testing.B) {
-			a := chatadapter.New(reg)
+			a := chatadapter.New(reg, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := a.Tools(ctx, shape); err != nil {
@@ -40,7 +40,7 @@ func BenchmarkTools(b *testing.B) {
 func BenchmarkDispatch(b *testing.B) {
 	reg := newNotesRegistry(b)
 	ctx := llmtool.WithScope(context.Background(), scope)
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 	args := []byte(`{"noteId":"roadmap"}`)
 	turn := []byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_note","arguments":"{\"noteId\":\"roadmap\"}"}}]}`)
 	b.Run("invoke", func(b *testing.B) {

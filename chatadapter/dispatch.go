@@ -126,7 +126,11 @@ func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, locale string, obs *observer) Outcome {
 	ev := Event{Index: index, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
 	if obs != nil {
-		ev.FriendlyName = a.reg.FriendlyName(c.Name, locale)
+		defined := ""
+		if spec != nil {
+			defined = spec.FriendlyName
+		}
+		ev.FriendlyName = a.msgs.FriendlyName(c.Name, defined, locale)
 		ev.Kind = CallStarted
 		obs.emit(ev)
 		ctx = llmtool.WithReporter(ctx, &reporter{obs: obs, ev: ev})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/i18n"
 )
 
 type GreetIn struct {
@@ -53,11 +54,43 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	return reg, func() { db.Close(); os.RemoveAll(dir) }
 }
 
+// Options, nil for the defaults, bound the reads that run at once, set
+// the locale of events when the context names none and the catalog of
+// their friendly names.
+func ExampleNew() {
+	reg, done := exampleRegistry()
+	defer done()
+	msgs := new(i18n.Catalog)
+	msgs.Add("de", map[string]string{i18n.ToolKey("greet"): "Grüßen"})
+	a := chatadapter.New(reg, &chatadapter.Options{MaxParallel: 2, Locale: "de", Messages: msgs})
+
+	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) { fmt.Println(e) })
+	a.Execute(ctx, []chatadapter.ToolCall{{ID: "1", Name: "greet", Args: json.RawMessage(`{"name":"Ada"}`)}})
+	// Output:
+	// Grüßen…
+	// Grüßen… done
+}
+
+// Shapes lists every provider format, for an application that offers a
+// choice.
+func ExampleShapes() {
+	for _, s := range chatadapter.Shapes() {
+		fmt.Println(s)
+	}
+	// Output:
+	// OpenAI Chat Completions
+	// OpenAI Chat Completions (strict)
+	// OpenAI Responses
+	// OpenAI Responses (strict)
+	// Anthropic Messages
+	// Gemini
+}
+
 // The tool set for a request goes in the request's tools field as it is.
 func ExampleAdapter_Tools() {
 	reg, done := exampleRegistry()
 	defer done()
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 
 	set, err := a.Tools(context.Background(), chatadapter.Anthropic)
 	if err != nil {
@@ -79,7 +112,7 @@ func ExampleAdapter_Tools() {
 func ExampleAdapter_Dispatch() {
 	reg, done := exampleRegistry()
 	defer done()
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 
 	turn := `{"role":"assistant","content":[
 		{"type":"text","text":"Let me greet them."},
@@ -101,7 +134,7 @@ func ExampleAdapter_Dispatch() {
 func ExampleRun() {
 	reg, done := exampleRegistry()
 	defer done()
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 
 	step := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +153,8 @@ func ExampleRun() {
 		}
 	})
 	tr, err := chatadapter.Run(ctx, a, chatadapter.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"},
-		[]json.RawMessage{chatadapter.UserMessage("Greet Ada.")})
+		[]json.RawMessage{chatadapter.UserMessage("Greet Ada.")},
+		&chatadapter.RunOptions{MaxSteps: 5, RequestFields: map[string]any{"temperature": 0}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -136,8 +170,9 @@ func ExampleRun() {
 func ExampleWithEvents() {
 	reg, done := exampleRegistry()
 	defer done()
-	reg.AddMessages("de", map[string]string{llmtool.MessageKey("greet"): "Grüßen"})
-	a := chatadapter.New(reg)
+	msgs := new(i18n.Catalog)
+	msgs.Add("de", map[string]string{i18n.ToolKey("greet"): "Grüßen"})
+	a := chatadapter.New(reg, &chatadapter.Options{Messages: msgs})
 
 	ctx := chatadapter.WithLocale(context.Background(), "de")
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { fmt.Println(e) })

@@ -170,7 +170,7 @@ func openDB(t testing.TB) *sql.DB {
 	return db
 }
 
-func newFixture(t testing.TB, opts ...chatadapter.Option) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	db := openDB(t)
 	_, err := db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
@@ -181,7 +181,7 @@ func newFixture(t testing.TB, opts ...chatadapter.Option) *fixture {
 	require.NoError(t, err)
 	ctx := llmtool.WithScope(context.Background(), scope)
 	require.NoError(t, reg.EnableWrites(ctx, scope))
-	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, opts...), ctx: ctx}
+	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 
 // rows returns the items table as [id, name, qty] triples.

@@ -40,15 +40,28 @@ func (o object) set(key string, v any) object {
 	return append(o, member{key, v})
 }
 
+// str returns key's value if it is a JSON string, else "".
 func (o object) str(key string) string {
 	v, _ := o.get(key)
-	if r, ok := v.(json.RawMessage); ok && len(r) > 0 && r[0] == '"' {
-		var s string
-		if json.Unmarshal(r, &s) == nil {
-			return s
-		}
+	s, _ := stringValue(v)
+	return s
+}
+
+// stringValue decodes v if it is a JSON string (a json.RawMessage in
+// quotes, as parseOrdered and the wire formats give), and reports whether
+// it was one. It is the package's one reader of JSON strings, as
+// appendString is its one writer.
+func stringValue(v any) (string, bool) {
+	r, ok := v.(json.RawMessage)
+	r = bytes.TrimSpace(r)
+	if !ok || len(r) == 0 || r[0] != '"' {
+		return "", false
 	}
-	return ""
+	var s string
+	if json.Unmarshal(r, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // parseOrdered decodes one JSON value, keeping object members in order.
@@ -166,6 +179,7 @@ func marshal(v any) ([]byte, error) {
 	return b[:len(b)-1], nil
 }
 
+// appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
 	m, _ := marshal(s)
 	return append(b, m...)

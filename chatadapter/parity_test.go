@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -254,18 +256,21 @@ func normalize(r *strings.Replacer, s string) string {
 }
 
 // The same sequence of calls through chatadapter and through mcpadapter
-// (an mcp-go client in process), on two fresh stores, gives the same
+// (an mcp-go client over streamable HTTP), on two fresh stores, gives the same
 // result JSON and the same table contents.
 func TestParityWithMCP(t *testing.T) {
 	t.Parallel()
 	chatReg, mcpReg := newNotesRegistry(t), newNotesRegistry(t)
 	ctx := llmtool.WithScope(context.Background(), scope)
-	chat := &chatSide{a: chatadapter.New(chatReg), ctx: ctx}
+	chat := &chatSide{a: chatadapter.New(chatReg, nil), ctx: ctx}
 
-	srv := mcpadapter.New(mcpReg, mcpadapter.WithScope(scope), mcpadapter.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	srv := mcpadapter.New(mcpReg, &mcpadapter.Options{Scope: scope, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { srv.Close() })
-	c, err := client.NewInProcessClientWithOptions(srv.MCPServer(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
+	c := client.NewClient(tr)
 	t.Cleanup(func() { c.Close() })
 	require.NoError(t, c.Start(ctx))
 	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "parity", Version: "1"}}})

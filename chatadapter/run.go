@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,43 +31,27 @@ type Endpoint struct {
 	HTTPClient *http.Client
 }
 
-// RunOption configures Run.
-type RunOption func(*runConfig)
-
-type runConfig struct {
-	maxSteps int
-	shape    Shape
-	fields   object
-}
-
-// DefaultMaxSteps is how many requests Run sends at most unless MaxSteps
-// says otherwise.
+// DefaultMaxSteps is how many requests Run sends at most unless
+// RunOptions.MaxSteps says otherwise.
 const DefaultMaxSteps = 15
 
-// MaxSteps sets how many requests Run sends at most (default 15). Each
-// request is a step; the tool calls it answers with run before the next.
-func MaxSteps(n int) RunOption {
-	return func(c *runConfig) {
-		if n >= 1 {
-			c.maxSteps = n
-		}
-	}
-}
+// RunOptions configures Run. A nil *RunOptions, like the zero value, gives
+// every field's default.
+type RunOptions struct {
+	// MaxSteps is how many requests Run sends at most. Each request is a
+	// step; the tool calls it answers with run before the next. Default
+	// (0 or less): DefaultMaxSteps.
+	MaxSteps int
 
-// Strict sends the strict-mode tool set (OpenAIChatStrict), for models
-// that support OpenAI's structured outputs.
-func Strict() RunOption { return func(c *runConfig) { c.shape = OpenAIChatStrict } }
+	// Strict sends the strict-mode tool set (OpenAIChatStrict), for models
+	// that support OpenAI's structured outputs. Default: false, the plain
+	// OpenAIChat set.
+	Strict bool
 
-// RequestField adds a field to every request, such as "temperature" or
-// "parallel_tool_calls". value is encoded with encoding/json.
-func RequestField(name string, value any) RunOption {
-	return func(c *runConfig) {
-		b, err := marshal(value)
-		if err != nil {
-			b = []byte("null")
-		}
-		c.fields = c.fields.set(name, json.RawMessage(b))
-	}
+	// RequestFields are added to every request, such as "temperature" or
+	// "parallel_tool_calls", in the order of their names; each value is
+	// encoded with encoding/json (without HTML escaping). Default: none.
+	RequestFields map[string]any
 }
 
 // Transcript is what Run did.
@@ -116,33 +101,49 @@ func textMessage(role, text string) json.RawMessage {
 // /chat/completions endpoint until it answers without tool calls: it sends
 // messages with the tool set for the scope and principal in ctx, runs the
 // tool calls of the answer as Dispatch does, appends the results and sends
-// again, at most MaxSteps times (default 15). It uses net/http only.
+// again, at most RunOptions.MaxSteps times (default 15). opts may be nil
+// for the defaults. It uses net/http only.
 //
 // Tool problems (unknown tool, malformed arguments, a failed call) go back
 // to the model as error results. Run itself fails, returning the transcript
 // so far with the error, when the tool set is incomplete (see
 // Adapter.Tools), on a transport error, on a non-2xx status (*HTTPError),
 // on a response it cannot read, when ctx is done (the error wraps
-// ctx.Err()) and at the step limit (ErrStepLimit; the transcript then ends
-// with the results of the last calls, which the model has not seen).
+// ctx.Err()), at the step limit (ErrStepLimit; the transcript then ends
+// with the results of the last calls, which the model has not seen), and,
+// before sending anything, for a request field that cannot be encoded.
 //
 // Events of each call (WithEvents) are reported as in Execute.
-func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts ...RunOption) (*Transcript, error) {
-	cfg := runConfig{maxSteps: DefaultMaxSteps, shape: OpenAIChat}
-	for _, o := range opts {
-		o(&cfg)
+func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts *RunOptions) (*Transcript, error) {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	maxSteps, shape := DefaultMaxSteps, OpenAIChat
+	if opts.MaxSteps > 0 {
+		maxSteps = opts.MaxSteps
+	}
+	if opts.Strict {
+		shape = OpenAIChatStrict
 	}
 	t := &Transcript{Messages: slices.Clone(messages)}
+	var fields object
+	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
+		b, err := marshal(opts.RequestFields[name])
+		if err != nil {
+			return t, fmt.Errorf("chatadapter: run: request field %q: %w", name, err)
+		}
+		fields = append(fields, member{name, json.RawMessage(b)})
+	}
 	url := strings.TrimRight(ep.BaseURL, "/") + "/chat/completions"
 	client := ep.HTTPClient
 	if client == nil {
 		client = http.DefaultClient
 	}
-	for t.Steps < cfg.maxSteps {
+	for t.Steps < maxSteps {
 		if err := ctx.Err(); err != nil {
 			return t, fmt.Errorf("chatadapter: run: %w", err)
 		}
-		set, err := a.Tools(ctx, cfg.shape)
+		set, err := a.Tools(ctx, shape)
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: run: tool set: %w", err)
 		}
@@ -150,7 +151,7 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 		if len(set.Tools) > 0 {
 			body = append(body, member{"tools", set.JSON})
 		}
-		body = append(body, cfg.fields...)
+		body = append(body, fields...)
 		msg, err := complete(ctx, client, url, ep.APIKey, appendOrdered(nil, body))
 		if err != nil {
 			return t, err
@@ -169,7 +170,7 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 		t.Outcomes = append(t.Outcomes, out...)
 		t.Messages = append(t.Messages, Render(OpenAIChat, out)...)
 	}
-	return t, fmt.Errorf("%w: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, cfg.maxSteps)
+	return t, fmt.Errorf("%w: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, maxSteps)
 }
 
 func rawList(ms []json.RawMessage) []any {
@@ -265,8 +266,7 @@ func contentText(c json.RawMessage) string {
 	if len(c) == 0 {
 		return ""
 	}
-	var s string
-	if c[0] == '"' && json.Unmarshal(c, &s) == nil {
+	if s, ok := stringValue(c); ok {
 		return s
 	}
 	var parts []struct {

@@ -24,7 +24,7 @@ func TestRunOneToolCall(t *testing.T) {
 	var events []string
 	ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) { events = append(events, e.String()) })
 
-	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "Item 1 is an apple; there are 3.", tr.Answer)
 	require.Equal(t, 2, tr.Steps)
@@ -70,7 +70,7 @@ func TestRunParallelCalls(t *testing.T) {
 	ctx = context.WithValue(ctx, partyKey{}, newParty(2))
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { events = append(events, e) })
 
-	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "Done.", tr.Answer)
 
@@ -161,7 +161,7 @@ func TestRunErrorResults(t *testing.T) {
 			m := newModel(t, reply(toolCalls(tt.call)), reply(answer("Sorry.")))
 			var events []chatadapter.Event
 			ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) { events = append(events, e) })
-			tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+			tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 			require.NoError(t, err)
 			require.Equal(t, "Sorry.", tr.Answer)
 			reqs := m.requests()
@@ -187,7 +187,7 @@ func TestRunStepLimit(t *testing.T) {
 	f := newFixture(t)
 	call := toolCalls([2]string{"add_item", `{"name":"pear"}`})
 	m := newModel(t, reply(call), reply(call), reply(call))
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, chatadapter.MaxSteps(2))
+	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 2})
 	require.ErrorIs(t, err, chatadapter.ErrStepLimit)
 	require.EqualError(t, err, "chatadapter: step limit reached: the model asked for tool calls in each of 2 requests; raise MaxSteps or ask for less in one turn")
 	require.Equal(t, 2, tr.Steps)
@@ -209,7 +209,7 @@ func TestRunCancelled(t *testing.T) {
 			cancel() // the user gives up while the model thinks
 			<-r.Context().Done()
 		})
-	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
 	require.Equal(t, 1, tr.Steps)
@@ -218,7 +218,7 @@ func TestRunCancelled(t *testing.T) {
 	require.Equal(t, [][3]any{{1, "apple", 3}, {2, "pear", 1}}, f.rows(t), "the committed call stays")
 
 	// Cancelled before the first request: nothing is sent.
-	tr, err = chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	tr, err = chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
 	require.Equal(t, 0, tr.Steps)
 	require.Len(t, m.requests(), 2)
@@ -232,7 +232,7 @@ func TestRunHTTPError(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, "{\"error\": {\"message\": \"model overloaded\",\n \"type\": \"server_error\"}}")
 	})
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	var he *chatadapter.HTTPError
 	require.True(t, errors.As(err, &he))
 	require.Equal(t, http.StatusInternalServerError, he.StatusCode)
@@ -246,7 +246,7 @@ func TestRunUnreadableResponse(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m := newModel(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"choices":[]}`) })
-	_, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	_, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.EqualError(t, err, "chatadapter: POST "+m.srv.URL+`/v1/chat/completions: response has no message: {"choices":[]}`)
 }
 
@@ -257,7 +257,7 @@ func TestRunScopeWithoutWrites(t *testing.T) {
 	f := newFixture(t)
 	ctx := llmtoolScope(f.ctx, "visitors")
 	m := newModel(t, reply(toolCalls([2]string{"add_item", `{"name":"pear"}`})), reply(answer("I may not.")))
-	_, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")})
+	_, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	reqs := m.requests()
 	var tools []struct {
@@ -284,7 +284,7 @@ func TestRunStrict(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, reply(toolCalls([2]string{"get_item", `{"id":1,"maxChars":null}`})), reply(answer("An apple.")))
 	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")},
-		chatadapter.Strict(), chatadapter.RequestField("temperature", 0), chatadapter.RequestField("parallel_tool_calls", true))
+		&chatadapter.RunOptions{Strict: true, RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
 	require.NoError(t, err)
 	require.Equal(t, "An apple.", tr.Answer)
 	reqs := m.requests()

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
 // UnsupportedError reports a tool whose input schema a provider's tool
-// format cannot express. Tools.For returns one per such tool (joined with
+// format cannot express. ToolSet reports one per such tool (joined with
 // errors.Join) when it builds a set, and leaves the tool out of that set, so
 // the problem shows when the application starts rather than at the model's
 // first call. Errors.As finds it.
@@ -79,34 +78,26 @@ func schemaTypes(o object) []string {
 	if !ok {
 		return nil
 	}
-	switch v := v.(type) {
-	case json.RawMessage:
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			return []string{s}
-		}
-	case []any:
-		var ts []string
-		for _, e := range v {
-			if r, ok := e.(json.RawMessage); ok {
-				var s string
-				if json.Unmarshal(r, &s) == nil {
-					ts = append(ts, s)
-				}
-			}
-		}
-		return ts
+	if s, ok := stringValue(v); ok {
+		return []string{s}
 	}
-	return nil
+	a, _ := v.([]any)
+	var ts []string
+	for _, e := range a {
+		if s, ok := stringValue(e); ok {
+			ts = append(ts, s)
+		}
+	}
+	return ts
 }
 
 func typeValue(ts []string) any {
 	if len(ts) == 1 {
-		return json.RawMessage(strconv.Quote(ts[0]))
+		return json.RawMessage(appendString(nil, ts[0]))
 	}
 	a := make([]any, len(ts))
 	for i, t := range ts {
-		a[i] = json.RawMessage(strconv.Quote(t))
+		a[i] = json.RawMessage(appendString(nil, t))
 	}
 	return a
 }
@@ -130,12 +121,10 @@ func (n *notes) keyword(desc, key string, v any) {
 			*n = append(*n, "default "+text)
 		}
 	case "format":
-		var s string
-		_ = json.Unmarshal([]byte(text), &s)
+		s, _ := stringValue(v)
 		*n = append(*n, "format: "+s)
 	case "contentEncoding":
-		var s string
-		_ = json.Unmarshal([]byte(text), &s)
+		s, _ := stringValue(v)
 		*n = append(*n, s+"-encoded")
 	default:
 		*n = append(*n, key+" "+text)
@@ -283,11 +272,8 @@ func requiredSet(o object) map[string]bool {
 	if v, ok := o.get("required"); ok {
 		if a, ok := v.([]any); ok {
 			for _, e := range a {
-				if r, ok := e.(json.RawMessage); ok {
-					var s string
-					if json.Unmarshal(r, &s) == nil {
-						req[s] = true
-					}
+				if s, ok := stringValue(e); ok {
+					req[s] = true
 				}
 			}
 		}
@@ -406,5 +392,5 @@ func (c *converter) gemini(o object, path string) (object, error) {
 	if typ == "object" && !has(o, "properties") && path != "" {
 		return nil, c.fail(path, "is an object without properties, which Gemini refuses; remove the field or give it fields")
 	}
-	return finish(json.RawMessage(strconv.Quote(strings.ToUpper(typ))), desc, n, rest), nil
+	return finish(json.RawMessage(appendString(nil, strings.ToUpper(typ))), desc, n, rest), nil
 }

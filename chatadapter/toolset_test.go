@@ -61,7 +61,7 @@ func TestDefinitions(t *testing.T) {
 	t.Parallel()
 	reg, err := llmtool.NewRegistry(openDB(t), nil, llmtool.DefineTools("find", find))
 	require.NoError(t, err)
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 	spec := specOf(t, reg, "find")
 	plain := string(spec.InputSchema)
 	tests := []struct {
@@ -117,7 +117,7 @@ func TestUnsupported(t *testing.T) {
 	t.Parallel()
 	reg, err := llmtool.NewRegistry(openDB(t), nil, llmtool.DefineTools("odd", find, tag, anyTool))
 	require.NoError(t, err)
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 	tests := []struct {
 		shape chatadapter.Shape
 		names []string
@@ -201,7 +201,7 @@ func TestStrictNulls(t *testing.T) {
 	t.Parallel()
 	reg, err := llmtool.NewRegistry(openDB(t), nil, llmtool.DefineTools("find", find))
 	require.NoError(t, err)
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 	turn := func(args ...string) []byte {
 		var calls []string
 		for i, a := range args {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/llmtool/llmtool"
@@ -44,11 +43,8 @@ func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 // compatible servers send the object itself) into the arguments' text.
 func openAIArgs(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return json.RawMessage(s)
-		}
+	if s, ok := stringValue(raw); ok {
+		return json.RawMessage(s)
 	}
 	return raw
 }
@@ -345,7 +341,7 @@ func dataURL(p llmtool.Content) string {
 }
 
 func textPart(typ, text string) object {
-	return object{{"type", json.RawMessage(strconv.Quote(typ))}, {"text", text}}
+	return object{{"type", json.RawMessage(appendString(nil, typ))}, {"text", text}}
 }
 
 // responsesParts renders parts as a function_call_output's output list.

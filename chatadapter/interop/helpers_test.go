@@ -49,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools, llmtool.DefineTools("photos", photo))
 	require.NoError(t, err)
 	require.NoError(t, reg.EnableWrites(ctx, scope))
-	return &fixture{reg: reg, a: chatadapter.New(reg), ctx: ctx}
+	return &fixture{reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 
 // set returns the tool set of shape, which must hold every tool.

@@ -132,21 +132,18 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 			return err
 		}
 	}
-	a := chatadapter.New(reg)
+	a := chatadapter.New(reg, nil)
 	ctx = chatadapter.WithLocale(ctx, locale)
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 		if e.Kind == chatadapter.CallFinished {
 			fmt.Fprintln(stderr, e)
 		}
 	})
-	opts := []chatadapter.RunOption{chatadapter.MaxSteps(steps)}
-	if strict {
-		opts = append(opts, chatadapter.Strict())
-	}
+	opts := &chatadapter.RunOptions{MaxSteps: steps, Strict: strict}
 
 	messages := []json.RawMessage{chatadapter.SystemMessage(systemPrompt)}
 	ask := func(q string) error {
-		tr, err := chatadapter.Run(ctx, a, ep, append(messages, chatadapter.UserMessage(q)), opts...)
+		tr, err := chatadapter.Run(ctx, a, ep, append(messages, chatadapter.UserMessage(q)), opts)
 		if err != nil {
 			return err
 		}
