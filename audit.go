@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 )
 
@@ -44,12 +43,11 @@ const (
 // the registry's logger (an Info line "llmtool call" per call). Records
 // never hold the arguments or the result, which may carry personal data.
 //
-// A host that wants an audit trail in its own database adds an AuditTable:
-// each committed write call writes its row inside the call's own
-// transaction, so the row and the write commit or roll back together. A
-// rolled-back call leaves no row; it is still recorded by the other sinks
-// (Options.Audit replaces the default logger sink; list SlogAudit among the
-// sinks to keep it).
+// Package audit has the sinks a host lists in Options.Audit: audit.Slog,
+// the log line of the default, and audit.Table, which keeps a row per
+// committed write in the host's database inside the write's own
+// transaction (a TxAuditSink). Options.Audit replaces the default logger
+// sink; list audit.Slog among the sinks to keep it.
 type AuditSink interface {
 	Audit(ctx context.Context, rec AuditRecord)
 }
@@ -103,22 +101,9 @@ func (r *Registry) sinks() *auditSinks {
 	return &auditSinks{all: []AuditSink{registrySlog{r}}}
 }
 
-// SlogAudit returns a sink that logs each record at level Info, as the
-// message "llmtool call" with the record's fields as attributes. A nil
-// logger means slog.Default().
-func SlogAudit(l *slog.Logger) AuditSink { return slogSink{l} }
-
-type slogSink struct{ l *slog.Logger }
-
-func (s slogSink) Audit(ctx context.Context, rec AuditRecord) {
-	l := s.l
-	if l == nil {
-		l = slog.Default()
-	}
-	logRecord(ctx, l, rec)
-}
-
-// registrySlog is the default sink: the registry's current logger.
+// registrySlog is the default sink: the registry's current logger. It
+// writes the line audit.Slog writes, which hosts use to keep it beside
+// their own sinks.
 type registrySlog struct{ r *Registry }
 
 func (s registrySlog) Audit(ctx context.Context, rec AuditRecord) { logRecord(ctx, s.r.logger(), rec) }
@@ -132,64 +117,6 @@ func logRecord(ctx context.Context, l *slog.Logger, rec AuditRecord) {
 		slog.String("principal", rec.Principal), slog.String("scope", rec.Scope),
 		slog.String("outcome", rec.Outcome), slog.Duration("duration", rec.Duration),
 		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed))
-}
-
-// AuditTable is a TxAuditSink that keeps one row per committed write call
-// in a table of the host's database. Create it with NewAuditTable and list
-// it in Options.Audit. Only committed writes get a row; reads,
-// refusals and failed calls go to the other sinks.
-//
-// The table's columns are at (RFC 3339 UTC text), tool, module, principal,
-// scope, outcome, duration_us and committed.
-type AuditTable struct {
-	name   string
-	insert string
-}
-
-var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-
-// NewAuditTable creates (if it does not exist) the audit table name in db
-// and returns the sink that writes it; name "" means "llmtool_audit". The
-// table is created with CREATE TABLE IF NOT EXISTS and never altered.
-func NewAuditTable(ctx context.Context, db *sql.DB, name string) (*AuditTable, error) {
-	if name == "" {
-		name = "llmtool_audit"
-	}
-	if !tableName.MatchString(name) {
-		return nil, fmt.Errorf("llmtool: audit table name %q: use letters, digits and underscores, such as \"llmtool_audit\"", name)
-	}
-	if db == nil {
-		return nil, errNoDB
-	}
-	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+name+` (
-	at TEXT NOT NULL,
-	tool TEXT NOT NULL,
-	module TEXT NOT NULL,
-	principal TEXT NOT NULL,
-	scope TEXT NOT NULL,
-	outcome TEXT NOT NULL,
-	duration_us INTEGER NOT NULL,
-	committed INTEGER NOT NULL
-)`)
-	if err != nil {
-		return nil, fmt.Errorf("llmtool: create audit table %s: %w", name, err)
-	}
-	return &AuditTable{name: name,
-		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`}, nil
-}
-
-// Name returns the table's name.
-func (a *AuditTable) Name() string { return a.name }
-
-// Audit does nothing: the table holds committed write calls only, written
-// by AuditTx.
-func (a *AuditTable) Audit(context.Context, AuditRecord) {}
-
-// AuditTx inserts the record in the call's transaction.
-func (a *AuditTable) AuditTx(ctx context.Context, tx *sql.Tx, rec AuditRecord) error {
-	_, err := tx.ExecContext(ctx, a.insert, rec.Time.UTC().Format(time.RFC3339Nano), rec.Tool, rec.Module,
-		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), rec.Committed)
-	return err
 }
 
 func principalID(ctx context.Context) string {

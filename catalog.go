@@ -21,7 +21,7 @@ import (
 //   - man {"name": "<tool>"} shows NAME, SYNOPSIS and OPTIONS generated from
 //     the input schema (parameters in declaration order, with type,
 //     required, default and allowed values), then DESCRIPTION, then the
-//     tool's ManPage, whose EXAMPLES section Lint requires.
+//     tool's ManPage, whose EXAMPLES section package lint requires.
 //   - man {"name": "<page>"} shows a reference page.
 //   - An unknown name is answered with the closest names and how to list
 //     all. Tools the scope may not call are unknown to man, as to List.

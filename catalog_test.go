@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/lint"
 )
 
 type SearchNotesIn struct {
@@ -163,7 +164,7 @@ func TestManBuiltin(t *testing.T) {
 	require.Equal(t, []string{"search_notes", "get_time", "man"}, listNames(t, reg, context.Background()), "man is listed last")
 	builtinOnly, err := llmtool.NewRegistry(nil, nil)
 	require.NoError(t, err)
-	llmtool.RequireLintClean(t, builtinOnly, llmtool.IncludeBuiltins())
+	lint.Require(t, builtinOnly, &lint.Options{IncludeBuiltins: true})
 
 	// Opting out: switch it off ...
 	require.NoError(t, reg.SetEnabled("man", false))

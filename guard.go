@@ -64,7 +64,8 @@ import (
 // internal error (logged, generic message).
 //
 // The registry refuses to register a tool whose input references a kind no
-// registered module declares (a *RefError), and Lint reports it too.
+// registered module declares (a *RefError); package lint reports it when
+// a loader's module does.
 type Entity struct {
 	// Kind is the name ref tags use, such as "note". Required.
 	Kind string

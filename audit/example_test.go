@@ -1,19 +1,36 @@
-package llmtool_test
+package audit_test
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 )
 
-// An AuditTable writes each committed write call's record in the call's
-// own transaction: a rolled-back call leaves no row (the logger sink still
+// A Table writes each committed write call's record in the call's own
+// transaction: a rolled-back call leaves no row (the logger sink still
 // records it), and a row never exists without its write.
-func ExampleNewAuditTable() {
-	db, done := exampleNotes()
-	defer done()
+func ExampleNewTable() {
+	dir, err := os.MkdirTemp("", "llmtool-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "notes.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE notes (id TEXT PRIMARY KEY, title TEXT NOT NULL)`); err != nil {
+		log.Fatal(err)
+	}
+
 	type TitleIn struct {
 		Title string `json:"title" desc:"Title of the note."`
 	}
@@ -26,15 +43,15 @@ func ExampleNewAuditTable() {
 			return struct{}{}, err
 		}, llmtool.FriendlyName("Add note"))
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann"})
-	table, err := llmtool.NewAuditTable(ctx, db, "audit_log")
+	table, err := audit.NewTable(ctx, db, "audit_log")
 	if err != nil {
 		log.Fatal(err)
 	}
-	logger := exampleLogger()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 		Logger: logger,
 		Audit: []llmtool.AuditSink{
-			llmtool.SlogAudit(logger), // keep the log lines: Audit replaces the default sink
+			audit.Slog(logger), // keep the log lines: Audit replaces the default sink
 			table,
 			llmtool.AuditFunc(func(_ context.Context, r llmtool.AuditRecord) {
 				fmt.Printf("audit: %s by %s: %s, committed %v\n", r.Tool, r.Principal, r.Outcome, r.Committed)

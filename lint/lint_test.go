@@ -1,16 +1,24 @@
-package llmtool_test
+package lint_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/lint"
 )
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 const examplesPage = "EXAMPLES\n    {\"id\": \"n1\"}\n        Reads note n1."
 
@@ -74,7 +82,7 @@ type enumCommasIn struct {
 	Tags []string `json:"tags,omitempty" desc:"Tags." enum:"a,b"`
 }
 
-func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(*llmtool.Registry), opts ...llmtool.LintOption) []string {
+func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(*llmtool.Registry), opts *lint.Options) []string {
 	t.Helper()
 	reg, err := llmtool.NewRegistry(nil, &llmtool.Options{Logger: quietLogger()}, mods...)
 	require.NoError(t, err)
@@ -82,7 +90,7 @@ func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(
 		setup(reg)
 	}
 	var out []string
-	for _, f := range llmtool.Lint(reg, opts...) {
+	for _, f := range lint.Check(reg, opts) {
 		if f.Rule == rule {
 			out = append(out, f.String())
 		}
@@ -90,7 +98,7 @@ func lintFindings(t *testing.T, rule string, mods []*llmtool.Module, setup func(
 	return out
 }
 
-func TestLintRules(t *testing.T) {
+func TestRules(t *testing.T) {
 	t.Parallel()
 	mod := func(tools ...*llmtool.Tool) []*llmtool.Module {
 		return []*llmtool.Module{llmtool.DefineTools("m", tools...)}
@@ -117,26 +125,26 @@ func TestLintRules(t *testing.T) {
 		good, bad []*llmtool.Module
 		goodSetup func(*llmtool.Registry)
 		badSetup  func(*llmtool.Registry)
-		opts      []llmtool.LintOption
+		opts      *lint.Options
 		want      []string
 	}{
-		{rule: llmtool.RuleLeanDescription,
+		{rule: lint.RuleLeanDescription,
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("get_note", strings.Repeat("word ", 60))),
 			want: []string{"get_note: description is about 75 tokens, over the budget of 60; keep one or two sentences and move details to the man page [lean-description]"}},
-		{rule: llmtool.RuleLeanDescription, opts: []llmtool.LintOption{llmtool.DescriptionBudget(10)},
+		{rule: lint.RuleLeanDescription, opts: &lint.Options{DescriptionBudget: 10},
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("get_note", "Read a note's title, type, content and attributes.")),
 			want: []string{"get_note: description is about 13 tokens, over the budget of 10; keep one or two sentences and move details to the man page [lean-description]"}},
-		{rule: llmtool.RuleRepeatedParamDesc,
+		{rule: lint.RuleRepeatedParamDesc,
 			good: mod(lintRead[searchIn]("search_notes", "Search notes.")),
 			bad:  mod(lintRead[searchIn]("search_notes", "Search notes. Words to search for in titles.")),
 			want: []string{"search_notes: the description repeats the description of parameter query, which is sent with it anyway; remove it from the description [repeated-param-description]"}},
-		{rule: llmtool.RuleParamDescription,
+		{rule: lint.RuleParamDescription,
 			good: mod(lintRead[describedFilterIn]("find_notes", "Find notes.")),
 			bad:  mod(lintRead[filterIn]("find_notes", "Find notes.")),
 			want: []string{"find_notes: parameter filter.tag has no description; add a desc tag [param-description]"}},
-		{rule: llmtool.RuleDefaultStated,
+		{rule: lint.RuleDefaultStated,
 			good: mod(lintRead[limitRightIn]("list_notes", "List notes.")),
 			bad: mod(lintRead[limitNoStatementIn]("list_a", "List notes."), lintRead[limitWrongIn]("list_b", "List notes."),
 				lintRead[limitNoDefaultIn]("list_c", "List notes.")),
@@ -145,20 +153,17 @@ func TestLintRules(t *testing.T) {
 				`list_b: parameter limit says (default 20) but its default is 10; make them agree [default-stated]`,
 				`list_c: parameter limit says (default 10) but has no default; add the tag default:"10", or remove the statement [default-stated]`,
 			}},
-		{rule: llmtool.RuleName,
+		{rule: lint.RuleName,
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("getNote", "Read a note.")),
 			want: []string{`getNote: name "getNote" is not lower_snake_case of at most 64 characters; rename it, such as "get_note" [name]`}},
-		{rule: llmtool.RuleSummary,
+		{rule: lint.RuleSummary,
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.Summary(""))),
 			want: []string{`get_note: no summary for the man catalog; add llmtool.Summary("...") with one short line [summary]`}},
-		{rule: llmtool.RuleFriendlyName,
+		{rule: lint.RuleFriendlyName,
 			good: mod(lintWrite[lintIn]("create_note", "Create a note.", llmtool.FriendlyName("Create note")),
-				lintWrite[lintIn]("delete_note", "Delete a note."), lintRead[lintIn]("get_note", "Read a note.")),
-			goodSetup: func(r *llmtool.Registry) {
-				r.AddMessages("en", map[string]string{"llm.tools.delete_note": "Delete note"})
-			},
+				lintRead[lintIn]("get_note", "Read a note.")),
 			bad: mod(lintWrite[lintIn]("create_note", "Create a note."),
 				lintWrite[lintIn]("rename_note", "Rename a note.", llmtool.FriendlyName("Renaming note")),
 				lintWrite[lintIn]("move_note", "Move a note.", llmtool.FriendlyName("Moves note")),
@@ -169,7 +174,7 @@ func TestLintRules(t *testing.T) {
 				`move_note: friendly name "Moves note" starts with a third-person verb; use the imperative, such as "Move note" [friendly-name]`,
 				`tag_note: friendly name "Tagged note" starts with a past participle; use the imperative, such as "Tag note" [friendly-name]`,
 			}},
-		{rule: llmtool.RuleManExamples,
+		{rule: lint.RuleManExamples,
 			good: mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.ManPage("Reads one note.\n\n## Examples:\n    {\"id\": \"n1\"}"))),
 			bad: mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.ManPage("")),
 				lintRead[lintIn]("get_tag", "Read a tag.", llmtool.ManPage("Reads one tag, see EXAMPLES below."))),
@@ -177,16 +182,16 @@ func TestLintRules(t *testing.T) {
 				"get_note: no man page; add llmtool.ManPage with an EXAMPLES section [man-examples]",
 				"get_tag: man page has no EXAMPLES section; add a line EXAMPLES followed by example calls [man-examples]",
 			}},
-		{rule: llmtool.RuleEntityRef, goodSetup: declared, badSetup: undeclared,
+		{rule: lint.RuleEntityRef, goodSetup: declared, badSetup: undeclared,
 			want: []string{`get_tag: tool "get_tag": field id references entity kind "tag", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag) (loader "late") [entity-ref]`}},
-		{rule: llmtool.RuleEnumSeparator,
+		{rule: lint.RuleEnumSeparator,
 			good: mod(lintRead[enumPipesIn]("list_notes", "List notes.")),
 			bad:  mod(lintRead[enumCommasIn]("list_notes", "List notes.")),
 			want: []string{
-				`list_notes: parameter kind has enum:"text,code,book", which allows the one value "text,code,book"; separate values with |, as in enum:"text|code|book" (for one value that contains commas, write enum:"[\"text,code,book\"]") [enum-separator]`,
-				`list_notes: parameter tags has enum:"a,b", which allows the one value "a,b"; separate values with |, as in enum:"a|b" (for one value that contains commas, write enum:"[\"a,b\"]") [enum-separator]`,
+				`list_notes: parameter kind has enum:"text,code,book", which allows the one value "text,code,book"; separate values with |, as in enum:"text|code|book" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
+				`list_notes: parameter tags has enum:"a,b", which allows the one value "a,b"; separate values with |, as in enum:"a|b" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
 			}},
-		{rule: llmtool.RuleLoader,
+		{rule: lint.RuleLoader,
 			goodSetup: func(r *llmtool.Registry) {
 				r.AddLoader("ok", func(context.Context) (*llmtool.Module, error) { return llmtool.DefineTools("ok"), nil })
 			},
@@ -198,21 +203,21 @@ func TestLintRules(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(fmt.Sprintf("%d %s", i, tc.rule), func(t *testing.T) {
 			t.Parallel()
-			require.Empty(t, lintFindings(t, tc.rule, tc.good, tc.goodSetup, tc.opts...), "good definition")
-			require.Equal(t, tc.want, lintFindings(t, tc.rule, tc.bad, tc.badSetup, tc.opts...), "bad definition")
+			require.Empty(t, lintFindings(t, tc.rule, tc.good, tc.goodSetup, tc.opts), "good definition")
+			require.Equal(t, tc.want, lintFindings(t, tc.rule, tc.bad, tc.badSetup, tc.opts), "bad definition")
 		})
 	}
 }
 
-func TestLintSkips(t *testing.T) {
+func TestSkips(t *testing.T) {
 	t.Parallel()
 	reg, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("m",
 		lintRead[lintIn]("get_note", "Read a note.", llmtool.Summary("")),
 		lintRead[lintIn]("get_tag", "Read a tag.", llmtool.Summary(""))))
 	require.NoError(t, err)
-	require.Len(t, llmtool.Lint(reg), 2)
-	require.Empty(t, llmtool.Lint(reg, llmtool.SkipRules(llmtool.RuleSummary)))
-	fs := llmtool.Lint(reg, llmtool.SkipFor("get_note", llmtool.RuleSummary))
+	require.Len(t, lint.Check(reg, nil), 2)
+	require.Empty(t, lint.Check(reg, &lint.Options{Skip: []string{lint.RuleSummary}}))
+	fs := lint.Check(reg, &lint.Options{SkipFor: map[string][]string{"get_note": {lint.RuleSummary}}})
 	require.Len(t, fs, 1)
 	require.Equal(t, "get_tag", fs[0].Tool)
 }
@@ -228,23 +233,83 @@ func (f *fakeT) Errorf(format string, args ...any) {
 }
 func (f *fakeT) FailNow() { f.failed = true }
 
-func TestRequireLintClean(t *testing.T) {
+func TestRequire(t *testing.T) {
 	t.Parallel()
 	clean, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("m", lintRead[lintIn]("get_note", "Read a note.")))
 	require.NoError(t, err)
 	ft := &fakeT{}
-	llmtool.RequireLintClean(ft, clean)
+	lint.Require(ft, clean, nil)
 	require.False(t, ft.failed)
 	require.Empty(t, ft.errors)
-	llmtool.RequireLintClean(t, clean)
+	lint.Require(t, clean, nil)
 
 	dirty, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("m", lintRead[lintIn]("getNote", "Read a note.", llmtool.Summary(""))))
 	require.NoError(t, err)
 	ft = &fakeT{}
-	llmtool.RequireLintClean(ft, dirty)
+	lint.Require(ft, dirty, nil)
 	require.True(t, ft.failed)
 	require.Equal(t, []string{
 		`llmtool lint: getNote: name "getNote" is not lower_snake_case of at most 64 characters; rename it, such as "get_note" [name]`,
 		`llmtool lint: getNote: no summary for the man catalog; add llmtool.Summary("...") with one short line [summary]`,
 	}, ft.errors)
+}
+
+type nestedEnumIn struct {
+	Items []struct {
+		Kind string `json:"kind" desc:"Kind." enum:"a,b"`
+		Tag  string `json:"tag" desc:"Tag." enum:"[\"x,y\"]"`
+	} `json:"items" desc:"Items."`
+}
+
+// The parameter rules read nested parameters, through arrays too; the
+// schema cannot tell a one-value JSON-array enum tag from a comma-separated
+// one, so both are reported (see the package doc).
+func TestNestedEnum(t *testing.T) {
+	t.Parallel()
+	mods := []*llmtool.Module{llmtool.DefineTools("m", lintRead[nestedEnumIn]("list_notes", "List notes."))}
+	require.Equal(t, []string{
+		`list_notes: parameter items[].kind has enum:"a,b", which allows the one value "a,b"; separate values with |, as in enum:"a|b" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
+		`list_notes: parameter items[].tag has enum:"x,y", which allows the one value "x,y"; separate values with |, as in enum:"x|y" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
+	}, lintFindings(t, lint.RuleEnumSeparator, mods, nil, nil))
+	require.Empty(t, lintFindings(t, lint.RuleEnumSeparator, mods, nil, &lint.Options{SkipFor: map[string][]string{"list_notes": {lint.RuleEnumSeparator}}}))
+}
+
+type address struct {
+	City string `json:"city"`
+}
+
+type suppliedIn struct {
+	Name  string   `json:"name"`
+	Limit int      `json:"limit,omitempty"`
+	Home  address  `json:"home"`
+	Work  *address `json:"work,omitempty"`
+}
+
+// A supplied InputSchema is linted as the model gets it: descriptions
+// beside a $ref or in its definition count, and a recursive definition is
+// walked once.
+func TestSuppliedSchema(t *testing.T) {
+	t.Parallel()
+	schema := `{"type": "object",
+		"$defs": {"address": {"type": "object", "description": "A postal address.",
+			"properties": {"city": {"type": "string"}, "next": {"$ref": "#/$defs/address"}}}},
+		"properties": {
+			"name": {"type": "string", "description": "Full name."},
+			"limit": {"type": "integer", "description": "How many (default 5).", "default": 10},
+			"home": {"$ref": "#/$defs/address"},
+			"work": {"$ref": "#/$defs/address", "description": "Where they work."}},
+		"required": ["name", "home"]}`
+	mods := []*llmtool.Module{llmtool.DefineTools("m",
+		lintRead[suppliedIn]("find_person", "Find a person.", llmtool.InputSchema(json.RawMessage(schema))))}
+	var got []string
+	reg, err := llmtool.NewRegistry(nil, &llmtool.Options{Logger: quietLogger()}, mods...)
+	require.NoError(t, err)
+	for _, f := range lint.Check(reg, nil) {
+		got = append(got, f.String())
+	}
+	require.Equal(t, []string{
+		`find_person: parameter limit says (default 5) but its default is 10; make them agree [default-stated]`,
+		`find_person: parameter home.city has no description; add a desc tag [param-description]`,
+		`find_person: parameter work.city has no description; add a desc tag [param-description]`,
+	}, got)
 }

@@ -1,10 +1,11 @@
-package llmtool_test
+package lint_test
 
 import (
 	"fmt"
 	"log"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/lint"
 )
 
 // ListNotesIn states its default in the description, as lint requires, but
@@ -13,9 +14,9 @@ type ListNotesIn struct {
 	Limit int `json:"limit,omitempty" desc:"How many notes (default 20)." default:"10"`
 }
 
-// Lint checks the conventions that keep tools cheap and clear for a model.
-// In a test, llmtool.RequireLintClean(t, reg) fails on any finding.
-func ExampleLint() {
+// Check reports the conventions a registry's tools break. In a test,
+// lint.Require(t, reg, nil) fails on any finding.
+func ExampleCheck() {
 	listNotes := llmtool.Read("list_notes", "List notes.",
 		func(c *llmtool.ReadCtx, in ListNotesIn) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Summary("List notes"))
@@ -27,7 +28,7 @@ func ExampleLint() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, f := range llmtool.Lint(reg) {
+	for _, f := range lint.Check(reg, nil) {
 		fmt.Println(f)
 	}
 	// Output:
