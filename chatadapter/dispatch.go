@@ -27,9 +27,9 @@ type ToolCall struct {
 
 // Outcome is the result of one call of a turn.
 type Outcome struct {
-	Call     ToolCall
-	Result   llmtool.Result
-	Duration time.Duration
+	Call     ToolCall       // the call as the model asked for it
+	Result   llmtool.Result // what Registry.Invoke returned
+	Duration time.Duration  // how long Invoke took
 }
 
 // Reply is what Dispatch gives back for one model turn.
@@ -160,22 +160,22 @@ const (
 // Event reports one step of one tool call, for a chat UI to show
 // "Create note… done".
 type Event struct {
-	Kind         EventKind
-	Index        int    // the call's position in its turn
-	CallID       string // the call's ID in the conversation
-	Tool         string // the tool's name
-	FriendlyName string // the tool's label in the chosen locale, such as "Create note"
-	Write        bool   // a write tool
+	Kind         EventKind // what the event reports
+	Index        int       // the call's position in its turn
+	CallID       string    // the call's ID in the conversation
+	Tool         string    // the tool's name
+	FriendlyName string    // the tool's label in the chosen locale, such as "Create note"
+	Write        bool      // a write tool
 
 	// CallProgress only: progress as the tool reported it (Total 0 if
 	// unknown) and its message.
 	Progress, Total float64
-	Message         string
+	Message         string // the progress message, "" if none
 
 	// CallFinished only.
-	Duration time.Duration
-	IsError  bool  // the call failed; the model got an error result
-	Err      error // the error behind a failed call (llmtool.Result.Err)
+	Duration time.Duration // how long the call took
+	IsError  bool          // the call failed; the model got an error result
+	Err      error         // the error behind a failed call (llmtool.Result.Err)
 }
 
 // String renders the event as a progress line: "Create note…",

@@ -75,8 +75,8 @@ var ErrStepLimit = errors.New("chatadapter: step limit reached")
 
 // HTTPError is Run's error for a response whose status is not 2xx.
 type HTTPError struct {
-	URL        string
-	StatusCode int
+	URL        string // the URL posted to
+	StatusCode int    // such as 500
 	Status     string // such as "500 Internal Server Error"
 	Body       string // the start of the response body, on one line
 }
