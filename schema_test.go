@@ -96,7 +96,7 @@ func TestSchemaInference(t *testing.T) {
 	}
 	require.Equal(t, []string{"createdBy", "title", "kind", "limit", "ratio", "tags", "labels", "meta", "due", "parent", "raw"}, names, "declaration order")
 	require.Equal(t, llmtool.Param{Name: "kind", Type: "string", Description: "Note type (default text).", Default: json.RawMessage(`"text"`),
-		Enum: []string{`"text"`, `"code"`, `"book"`}, GoName: "Kind", Index: []int{2}}, params[2])
+		Enum: []string{`"text"`, `"code"`, `"book"`}}, params[2])
 	require.Equal(t, "note", params[9].Ref)
 	require.True(t, params[1].Required)
 	require.False(t, params[3].Required, "a default makes a parameter optional")
