@@ -57,8 +57,7 @@ func richText(t *testing.T, res llmtool.Result) string {
 
 func TestManCatalog(t *testing.T) {
 	t.Parallel()
-	reg, _ := newReg(t, openDB(t), catalogModule())
-	require.NoError(t, reg.AddManPage("search-syntax", searchSyntax))
+	reg, _ := newRegOpts(t, openDB(t), &llmtool.Options{ManPages: map[string]string{"search-syntax": searchSyntax}}, catalogModule())
 	readOnly := inScope("readers")
 	writers := inScope("writers")
 	require.NoError(t, reg.EnableWrites(writers, "writers"))
@@ -130,8 +129,7 @@ DESCRIPTION
     Tell the current time. Uses the server clock.
 `, richText(t, manText(t, reg, ctx, `{"name":"get_time"}`)))
 
-	text, err := reg.Man(ctx, "man")
-	require.NoError(t, err)
+	text := richText(t, manText(t, reg, ctx, `{"name":"man"}`))
 	require.Contains(t, text, "NAME\n    man - Show the catalog of tools, or one tool's manual page\n")
 }
 
@@ -178,5 +176,41 @@ func TestManBuiltin(t *testing.T) {
 	require.Equal(t, "help", spec.Module)
 	require.Equal(t, []string{"man", "search_notes", "get_time"}, listNames(t, reg2, context.Background()))
 
-	require.EqualError(t, reg.AddManPage(" ", "x"), "llmtool: AddManPage: the page needs a name")
+	_, err = llmtool.NewRegistry(db, &llmtool.Options{ManPages: map[string]string{" ": "x"}})
+	require.EqualError(t, err, "llmtool: Options.ManPages: a page needs a name")
+}
+
+func TestManPages(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	reg, _ := newRegOpts(t, db, &llmtool.Options{ManPages: map[string]string{
+		"search-syntax": searchSyntax,
+		" dates ":       "Dates: YYYY-MM-DD.",
+		"get_time":      "A page that the tool of the same name hides.",
+	}}, catalogModule())
+	ctx := inScope("readers")
+
+	// Pages are listed by name, after the tools.
+	require.Equal(t, `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
+
+Notes
+  search_notes  Search notes by words
+
+General
+  get_time  Tell the current time.
+
+Reference pages (call man with {"name": "<page>"}):
+  dates          Dates: YYYY-MM-DD.
+  get_time       A page that the tool of the same name hides.
+  search-syntax  Search syntax: words, "phrases" and #labels.
+`, richText(t, manText(t, reg, ctx, `{}`)))
+	require.Equal(t, "Dates: YYYY-MM-DD.", richText(t, manText(t, reg, ctx, `{"name":" dates"}`)))
+	require.Contains(t, richText(t, manText(t, reg, ctx, `{"name":"get_time"}`)), "NAME\n    get_time - ")
+
+	// Unknown names are matched against pages too.
+	res := manText(t, reg, ctx, `{"name":"search-syntx"}`)
+	require.Equal(t, `No manual entry for "search-syntx". Did you mean "search-syntax"? Call man with no arguments to list all tools.`, res.Text())
+
+	_, err := llmtool.NewRegistry(db, &llmtool.Options{ManPages: map[string]string{"a": "x", " a": "y"}})
+	require.EqualError(t, err, `llmtool: Options.ManPages: two pages are named "a"`)
 }

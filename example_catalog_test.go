@@ -16,8 +16,9 @@ type FindNotesIn struct {
 
 // The built-in man tool keeps descriptions short: the catalog lists what
 // the scope may call, and each tool's page is generated from its schema,
-// followed by its ManPage.
-func ExampleRegistry_Man() {
+// followed by its ManPage. A chat UI's help command invokes it like any
+// tool.
+func Example_man() {
 	db, done := exampleNotes()
 	defer done()
 	findNotes := llmtool.Read("find_notes", "Find notes by words in their title or content.",
@@ -27,23 +28,28 @@ func ExampleRegistry_Man() {
 	deleteNote := llmtool.Write("delete_note", "Delete a note.",
 		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Category("Notes"), llmtool.Destructive())
-	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", findNotes, deleteNote))
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		ManPages: map[string]string{"search-syntax": "Search syntax: words, \"phrases\" and #labels."},
+	}, llmtool.DefineTools("notes", findNotes, deleteNote))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	_ = reg.AddManPage("search-syntax", "Search syntax: words, \"phrases\" and #labels.")
+	man := func(ctx context.Context, args string) string {
+		res := reg.Invoke(ctx, llmtool.Call{Tool: llmtool.ManTool, Args: []byte(args)})
+		if res.IsError {
+			return res.Text() + "\n"
+		}
+		return res.Content[0].Text
+	}
 
 	// Writes are off in this scope, so delete_note is not in the catalog.
 	ctx := llmtool.WithScope(context.Background(), "readers")
-	catalog, _ := reg.Man(ctx, "")
-	fmt.Print(catalog)
+	fmt.Print(man(ctx, `{}`))
 	fmt.Println("----")
-	page, _ := reg.Man(ctx, "find_notes")
-	fmt.Print(page)
+	fmt.Print(man(ctx, `{"name": "find_notes"}`))
 	fmt.Println("----")
-	_, err = reg.Man(ctx, "find_note")
-	fmt.Println(err)
+	fmt.Print(man(ctx, `{"name": "find_note"}`))
 	// Output:
 	// Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
 	//
@@ -74,27 +80,4 @@ func ExampleRegistry_Man() {
 	//         Notes that mention milk.
 	// ----
 	// No manual entry for "find_note". Did you mean "find_notes"? Call man with no arguments to list all tools.
-}
-
-// Friendly names come from a message catalog per registry: English from
-// FriendlyName, other locales added by the host, falling back to English
-// and then to the tool's name.
-func ExampleRegistry_FriendlyName() {
-	createNote := llmtool.Write("create_note", "Create a note.",
-		func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil },
-		llmtool.FriendlyName("Create note"))
-	reg, err := llmtool.NewRegistry(nil, nil, llmtool.DefineTools("notes", createNote))
-	if err != nil {
-		log.Fatal(err)
-	}
-	_ = reg.AddMessagesJSON("de", []byte(`{"llm.tools.create_note": "Notiz anlegen"}`))
-	for _, locale := range []string{"en", "de-CH", "fr"} {
-		fmt.Printf("%s: %s\n", locale, reg.FriendlyName("create_note", locale))
-	}
-	fmt.Println(reg.FriendlyName("man", "en"))
-	// Output:
-	// en: Create note
-	// de-CH: Notiz anlegen
-	// fr: Create note
-	// Read the manual
 }

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/schema"
 	"github.com/llmtool/llmtool/man"
@@ -119,7 +118,6 @@ type Registry struct {
 	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
-	msgs     *i18n.Catalog                         // Options.Messages (messages.go)
 }
 
 type entry struct {
@@ -188,12 +186,6 @@ type Options struct {
 	// non-empty line is its summary) and shows by name. A tool of the
 	// same name takes precedence over a page. See ManTool.
 	ManPages map[string]string
-
-	// Messages is the message catalog of the tools' friendly names per
-	// locale, which chat events show (see package i18n); the host may
-	// add locales to it later. Nil means each tool's FriendlyName and
-	// llmtool's embedded English alone.
-	Messages *i18n.Catalog
 }
 
 // NoScopeCache, as Options.ScopeCacheTTL, makes the registry read a
