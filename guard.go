@@ -243,9 +243,9 @@ func (r *Registry) checkRefsLocked(m *Module) error {
 	return nil
 }
 
-// Entity returns the declaration of an entity kind, if a registered module
+// entity returns the declaration of an entity kind, if a registered module
 // declares it.
-func (r *Registry) Entity(kind string) (*Entity, bool) {
+func (r *Registry) entity(kind string) (*Entity, bool) {
 	d, ok := r.entityMap()[kind]
 	return d.entity, ok
 }
@@ -255,7 +255,7 @@ func (r *Registry) Entity(kind string) (*Entity, bool) {
 // leave protected ones out. It reports false for a kind without a
 // Protected check, and an error for an undeclared kind.
 func (c *ReadCtx) IsProtected(kind, id string) (bool, error) {
-	e, ok := c.call.reg.Entity(kind)
+	e, ok := c.call.reg.entity(kind)
 	if !ok {
 		return false, fmt.Errorf("llmtool: IsProtected: entity kind %q is not declared", kind)
 	}

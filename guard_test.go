@@ -287,9 +287,8 @@ func TestEntityRegistration(t *testing.T) {
 	// A kind may come from another module, in any order.
 	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool), llmtool.DefineTools("kinds").WithEntities(noteKind))
 	require.NoError(t, err)
-	e, ok := reg.Entity("note")
-	require.True(t, ok)
-	require.Same(t, noteKind, e)
+	res := reg.Invoke(context.Background(), llmtool.Call{Tool: "get_note", Args: []byte(`{"noteId":"missing"}`)})
+	require.Equal(t, llmtool.KindNotFound, llmtool.KindOf(res.Err), "the other module's declaration checks the reference: %s", res.Text())
 
 	// Two declarations of one kind are refused; the same one twice is fine.
 	other := &llmtool.Entity{Kind: "note", Exists: noteKind.Exists}

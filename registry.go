@@ -110,7 +110,6 @@ type Registry struct {
 	specs   atomic.Pointer[[]*Spec] // enabled specs, rebuilt on change
 
 	pending        atomic.Int32 // loaders not yet resolved
-	lateUses       atomic.Int64
 	log            atomic.Pointer[slog.Logger]
 	validateOutput atomic.Bool
 
@@ -260,7 +259,7 @@ func (r *Registry) addLocked(m *Module) error {
 	for _, t := range m.tools {
 		r.dropBuiltinLocked(t.spec.Name)
 		e := &entry{tool: t}
-		e.enabled.Store(!t.spec.Disabled)
+		e.enabled.Store(!t.disabled)
 		r.tools[t.spec.Name] = e
 		r.order = append(r.order, e)
 	}
@@ -453,18 +452,9 @@ func (r *Registry) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// LateUses returns how many times a handler's context or transaction was
-// used after the handler returned. Each use is also logged with the tool's
-// name. Tests should expect zero.
-func (r *Registry) LateUses() int64 { return r.lateUses.Load() }
-
 func (r *Registry) lateUse(tool, op string) {
-	r.lateUses.Add(1)
 	r.logger().Error("llmtool: transaction used after its handler returned", "tool", tool, "op", op)
 }
-
-// DB returns the database the registry's tools run against.
-func (r *Registry) DB() *sql.DB { return r.tx.DB }
 
 func (r *Registry) find(ctx context.Context, name string) (*entry, error) {
 	r.mu.RLock()
@@ -700,15 +690,6 @@ func (t *Tool) validateOutput(out []byte) error {
 		return fmt.Errorf("llmtool: tool %s: output does not match its output schema: %w", t.spec.Name, err)
 	}
 	return nil
-}
-
-// ValidateOutput checks JSON against the named tool's output schema.
-func (r *Registry) ValidateOutput(ctx context.Context, tool string, out []byte) error {
-	e, err := r.find(ctx, tool)
-	if err != nil {
-		return err
-	}
-	return e.tool.validateOutput(out)
 }
 
 func decodeAny(b []byte) (any, error) {

@@ -17,8 +17,7 @@ import (
 // ErrTxDone is returned when a handler's context or transaction is used after
 // the handler returned, for instance from a goroutine it started. It is
 // sql.ErrTxDone, so errors.Is matches it whichever layer reports it. The
-// registry logs each such use with the tool's name and counts it (see
-// Registry.LateUses).
+// registry logs each such use with the tool's name.
 var ErrTxDone = sql.ErrTxDone
 
 // ReadCtx is what a read tool's handler and every guard get: a

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"log/slog"
 	"testing"
 	"time"
@@ -19,9 +20,9 @@ type auditRow struct {
 	Committed                                   bool
 }
 
-func auditRows(t testing.TB, reg *llmtool.Registry, table string) []auditRow {
+func auditRows(t testing.TB, db *sql.DB, table string) []auditRow {
 	t.Helper()
-	rows, err := reg.DB().Query(`SELECT at, tool, module, principal, scope, outcome, duration_us, committed FROM ` + table)
+	rows, err := db.Query(`SELECT at, tool, module, principal, scope, outcome, duration_us, committed FROM ` + table)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []auditRow
@@ -54,7 +55,7 @@ func TestTable(t *testing.T) {
 	start := time.Now()
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"secret-pear"}`)})
 	require.False(t, res.IsError, res.Text())
-	rows := auditRows(t, reg, "llmtool_audit")
+	rows := auditRows(t, db, "llmtool_audit")
 	require.Len(t, rows, 1, "the committed write has its row")
 	at, err := time.Parse(time.RFC3339Nano, rows[0].At)
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestTable(t *testing.T) {
 		require.False(t, r.Committed, tc.name)
 		require.Equal(t, tc.scope, r.Scope, tc.name)
 	}
-	require.Len(t, auditRows(t, reg, "llmtool_audit"), 1, "no row for reads, refusals or rolled-back writes")
+	require.Len(t, auditRows(t, db, "llmtool_audit"), 1, "no row for reads, refusals or rolled-back writes")
 	require.Equal(t, 2, countItems(t, db))
 
 	// The logger sink recorded every call, the failed ones too, and never

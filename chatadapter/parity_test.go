@@ -166,6 +166,12 @@ func runParity(t *testing.T, side paritySide) []string {
 // newNotesRegistry opens a fresh, seeded note store with writes enabled in
 // scope.
 func newNotesRegistry(t testing.TB) *llmtool.Registry {
+	reg, _ := newNotesRegistryDB(t)
+	return reg
+}
+
+// newNotesRegistryDB is newNotesRegistry with its database.
+func newNotesRegistryDB(t testing.TB) (*llmtool.Registry, *sql.DB) {
 	t.Helper()
 	ctx := llmtool.WithScope(context.Background(), scope)
 	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
@@ -174,7 +180,7 @@ func newNotesRegistry(t testing.TB) *llmtool.Registry {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools)
 	require.NoError(t, err)
 	require.NoError(t, reg.EnableWrites(ctx, scope))
-	return reg
+	return reg, db
 }
 
 var idTables = [][2]string{{"notes", "noteId"}, {"branches", "branchId"}, {"attributes", "attributeId"}, {"revisions", "revisionId"}}
@@ -260,7 +266,8 @@ func normalize(r *strings.Replacer, s string) string {
 // result JSON and the same table contents.
 func TestParityWithMCP(t *testing.T) {
 	t.Parallel()
-	chatReg, mcpReg := newNotesRegistry(t), newNotesRegistry(t)
+	chatReg, chatDB := newNotesRegistryDB(t)
+	mcpReg, mcpDB := newNotesRegistryDB(t)
 	ctx := llmtool.WithScope(context.Background(), scope)
 	chat := &chatSide{a: chatadapter.New(chatReg, nil), ctx: ctx}
 
@@ -290,7 +297,7 @@ func TestParityWithMCP(t *testing.T) {
 	chatResults := runParity(t, chat)
 	mcpResults := runParity(t, &mcpSide{c: c, ctx: ctx})
 
-	chatIDs, mcpIDs := ids(t, chatReg.DB()), ids(t, mcpReg.DB())
+	chatIDs, mcpIDs := ids(t, chatDB), ids(t, mcpDB)
 	for i := range chatIDs {
 		require.Len(t, mcpIDs[i], len(chatIDs[i]), idTables[i][0])
 	}
@@ -304,5 +311,5 @@ func TestParityWithMCP(t *testing.T) {
 		}
 	}
 	require.Equal(t, 7, errorsSeen, "the refusals turn fails every call, nothing else fails")
-	require.Equal(t, normalize(rc, dump(t, chatReg.DB())), normalize(rm, dump(t, mcpReg.DB())))
+	require.Equal(t, normalize(rc, dump(t, chatDB)), normalize(rm, dump(t, mcpDB)))
 }

@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -33,6 +34,7 @@ var photo = llmtool.Read("photo", "Show a photo.",
 const scope = "interop"
 
 type fixture struct {
+	db  *sql.DB
 	reg *llmtool.Registry
 	a   *chatadapter.Adapter
 	ctx context.Context
@@ -49,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools, llmtool.DefineTools("photos", photo))
 	require.NoError(t, err)
 	require.NoError(t, reg.EnableWrites(ctx, scope))
-	return &fixture{reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
+	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 
 // set returns the tool set of shape, which must hold every tool.
@@ -64,7 +66,7 @@ func (f *fixture) set(t *testing.T, shape chatadapter.Shape) *chatadapter.ToolSe
 // childTitles lists the titles under a note, in order.
 func (f *fixture) childTitles(t *testing.T, id string) []string {
 	t.Helper()
-	kids, err := notes.Children(context.Background(), f.reg.DB(), id)
+	kids, err := notes.Children(context.Background(), f.db, id)
 	require.NoError(t, err)
 	var out []string
 	for _, k := range kids {

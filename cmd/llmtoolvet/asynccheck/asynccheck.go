@@ -68,7 +68,7 @@
 // follows calls only into functions and methods declared in the package
 // being analyzed. Work deferred by code of other packages, by interface
 // method calls or through function values is not seen; the registry's
-// run-time check (llmtool.ErrTxDone, Registry.LateUses) and the llmtooltest
+// run-time check (llmtool.ErrTxDone, logged with the tool's name) and the llmtooltest
 // harness catch what escapes it.
 package asynccheck
 
