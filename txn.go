@@ -274,7 +274,6 @@ func reporterFrom(ctx context.Context) Reporter {
 	return r
 }
 
-
 // OpenSQLite opens the SQLite file at path with the settings llmtool's
 // transactions expect: WAL (readers run beside the writer), a busy timeout,
 // foreign keys on, and BEGIN IMMEDIATE for write transactions. driverName
