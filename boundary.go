@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
 // ErrStatementRefused is wrapped by the error a handler gets when it runs a
@@ -65,7 +67,21 @@ func (cs *callState) refusal() error {
 func (c *ReadCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Value returns the caller's context value for key.
-func (c *ReadCtx) Value(key any) any { return c.parent.Value(key) }
+func (c *ReadCtx) Value(key any) any {
+	if _, ok := key.(callinfo.Key); ok {
+		return c.info()
+	}
+	return c.parent.Value(key)
+}
+
+// info describes the call to llmtool's own packages (package ask).
+func (c *ReadCtx) info() callinfo.Info {
+	in := callinfo.Info{Tool: c.call.tool.spec.Name, Write: c.write != nil}
+	if c.call.done.Load() {
+		in.Late = c.late
+	}
+	return in
+}
 
 // Done returns a channel that is closed when the caller cancels the call or
 // when the handler returns, whichever comes first.

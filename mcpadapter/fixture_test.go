@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
@@ -118,7 +119,7 @@ var (
 
 	askName = llmtool.Read("ask_name", "Ask the user for their name.",
 		func(c *llmtool.ReadCtx, in struct{}) (answerOut, error) {
-			res, err := c.Elicit(llmtool.ElicitRequest{Message: "Who are you?", Schema: json.RawMessage(nameSchema)})
+			res, err := ask.Elicit(c, ask.ElicitRequest{Message: "Who are you?", Schema: json.RawMessage(nameSchema)})
 			if err != nil {
 				return answerOut{Refusal: err.Error()}, nil
 			}
@@ -127,8 +128,8 @@ var (
 
 	askModel = llmtool.Read("ask_model", "Ask the client's model for a haiku.",
 		func(c *llmtool.ReadCtx, in struct{}) (sampleOut, error) {
-			res, err := c.Sample(llmtool.SampleRequest{
-				Messages:  []llmtool.SampleMessage{{Role: "user", Content: llmtool.TextContent("Write a haiku about SQLite.")}},
+			res, err := ask.Sample(c, ask.SampleRequest{
+				Messages:  []ask.SampleMessage{{Role: "user", Content: llmtool.TextContent("Write a haiku about SQLite.")}},
 				MaxTokens: 50,
 			})
 			if err != nil {
@@ -139,9 +140,9 @@ var (
 
 	askInWrite = llmtool.Write("ask_in_write", "Ask the user while holding the write transaction.",
 		func(c *llmtool.WriteCtx, in struct{}) (answerOut, error) {
-			_, err := c.Elicit(llmtool.ElicitRequest{Message: "Sure?", Schema: json.RawMessage(nameSchema)})
-			_, serr := c.Sample(llmtool.SampleRequest{Messages: []llmtool.SampleMessage{{Role: "user", Content: llmtool.TextContent("hi")}}})
-			if !errors.Is(err, llmtool.ErrAskInWrite) || !errors.Is(serr, llmtool.ErrAskInWrite) {
+			_, err := ask.Elicit(&c.ReadCtx, ask.ElicitRequest{Message: "Sure?", Schema: json.RawMessage(nameSchema)})
+			_, serr := ask.Sample(&c.ReadCtx, ask.SampleRequest{Messages: []ask.SampleMessage{{Role: "user", Content: llmtool.TextContent("hi")}}})
+			if !errors.Is(err, ask.ErrInWrite) || !errors.Is(serr, ask.ErrInWrite) {
 				return answerOut{}, errors.New("asking was not refused")
 			}
 			return answerOut{Refusal: err.Error()}, nil

@@ -11,10 +11,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // peer is the client of one tool call, as the handler sees it: the
-// llmtool.Reporter for its progress and log lines and the llmtool.Asker for
+// llmtool.Reporter for its progress and log lines and the ask.Asker for
 // its sampling and elicitation requests.
 type peer struct {
 	s     *Server
@@ -63,9 +64,9 @@ func clientCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
 
 // Sample sends sampling/createMessage to the client and waits for its
 // answer.
-func (p *peer) Sample(ctx context.Context, req llmtool.SampleRequest) (llmtool.SampleResult, error) {
+func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
 	if caps, known := clientCaps(ctx); known && caps.Sampling == nil {
-		return llmtool.SampleResult{}, fmt.Errorf("the client did not declare the sampling capability: %w", llmtool.ErrAskUnsupported)
+		return ask.SampleResult{}, fmt.Errorf("the client did not declare the sampling capability: %w", ask.ErrUnsupported)
 	}
 	msgs := make([]mcp.SamplingMessage, len(req.Messages))
 	for i, m := range req.Messages {
@@ -88,33 +89,33 @@ func (p *peer) Sample(ctx context.Context, req llmtool.SampleRequest) (llmtool.S
 		CreateMessageParams: params,
 	})
 	if err != nil {
-		return llmtool.SampleResult{}, err
+		return ask.SampleResult{}, err
 	}
 	content, err := fromSamplingContent(res.Content)
 	if err != nil {
-		return llmtool.SampleResult{}, err
+		return ask.SampleResult{}, err
 	}
-	return llmtool.SampleResult{Role: string(res.Role), Content: content, Model: res.Model, StopReason: res.StopReason}, nil
+	return ask.SampleResult{Role: string(res.Role), Content: content, Model: res.Model, StopReason: res.StopReason}, nil
 }
 
 // Elicit sends elicitation/create to the client and waits for the user's
 // answer.
-func (p *peer) Elicit(ctx context.Context, req llmtool.ElicitRequest) (llmtool.ElicitResult, error) {
+func (p *peer) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
 	if caps, known := clientCaps(ctx); known && caps.Elicitation == nil {
-		return llmtool.ElicitResult{}, fmt.Errorf("the client did not declare the elicitation capability: %w", llmtool.ErrAskUnsupported)
+		return ask.ElicitResult{}, fmt.Errorf("the client did not declare the elicitation capability: %w", ask.ErrUnsupported)
 	}
 	res, err := p.s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{
 		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
 		Params:  mcp.ElicitationParams{Message: req.Message, RequestedSchema: req.Schema},
 	})
 	if err != nil {
-		return llmtool.ElicitResult{}, err
+		return ask.ElicitResult{}, err
 	}
-	out := llmtool.ElicitResult{Action: string(res.Action)}
+	out := ask.ElicitResult{Action: string(res.Action)}
 	if res.Action == mcp.ElicitationResponseActionAccept && res.Content != nil {
 		b, err := json.Marshal(res.Content)
 		if err != nil {
-			return llmtool.ElicitResult{}, fmt.Errorf("decoding the answer: %w", err)
+			return ask.ElicitResult{}, fmt.Errorf("decoding the answer: %w", err)
 		}
 		out.Content = b
 	}

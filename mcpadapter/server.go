@@ -20,8 +20,8 @@
 // Handlers report progress and log lines with ReadCtx.Progress and
 // ReadCtx.Log (notifications/progress when the client sent a progress token,
 // notifications/message honouring logging/setLevel), and a read tool can ask
-// the client for a completion or for user input with ReadCtx.Sample and
-// ReadCtx.Elicit.
+// the client for a completion or for user input with ask.Sample and
+// ask.Elicit.
 //
 // The HTTP handlers authenticate every request with the Authenticator, pick
 // the scope with the ScopeFunc, refuse DNS-rebinding requests on loopback
@@ -86,6 +86,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // protocolVersions returns the revisions the adapter serves, newest first:
@@ -313,7 +314,7 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
-		ctx = llmtool.WithReporter(ctx, p) // p is the call's Asker too
+		ctx = ask.With(llmtool.WithReporter(ctx, p), p) // p reports progress and logs, and asks the client
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)

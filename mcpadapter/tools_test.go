@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -238,7 +239,7 @@ func TestTools(t *testing.T) {
 				require.False(t, res.IsError, text(t, res))
 				var out struct{ Refusal string }
 				require.NoError(t, json.Unmarshal([]byte(structured(t, res)), &out))
-				require.Equal(t, "llmtool: tool ask_in_write: Elicit inside a write tool would hold the database's only writer while the client answers; ask from a read tool first, then call the write tool with the answer: "+llmtool.ErrAskInWrite.Error(), out.Refusal)
+				require.Equal(t, "llmtool: tool ask_in_write: Elicit inside a write tool would hold the database's only writer while the client answers; ask from a read tool first, then call the write tool with the answer: "+ask.ErrInWrite.Error(), out.Refusal)
 			})
 
 			t.Run("list_changed after the kill switch", func(t *testing.T) {

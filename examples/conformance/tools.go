@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // The fixtures of the MCP conformance suite's server scenarios, each an
@@ -114,8 +115,8 @@ type samplingIn struct {
 
 var sampling = llmtool.Read("test_sampling", "Requests an LLM response from the client.",
 	func(c *llmtool.ReadCtx, in samplingIn) (llmtool.Rich, error) {
-		res, err := c.Sample(llmtool.SampleRequest{
-			Messages:  []llmtool.SampleMessage{{Role: "user", Content: llmtool.TextContent(in.Prompt)}},
+		res, err := ask.Sample(c, ask.SampleRequest{
+			Messages:  []ask.SampleMessage{{Role: "user", Content: llmtool.TextContent(in.Prompt)}},
 			MaxTokens: 100,
 		})
 		if err != nil {
@@ -130,7 +131,7 @@ type elicitationIn struct {
 
 // elicit asks the user and renders the answer as "<prefix>action=…, content=…".
 func elicit(c *llmtool.ReadCtx, prefix, message, schema string) (llmtool.Rich, error) {
-	res, err := c.Elicit(llmtool.ElicitRequest{Message: message, Schema: json.RawMessage(schema)})
+	res, err := ask.Elicit(c, ask.ElicitRequest{Message: message, Schema: json.RawMessage(schema)})
 	if err != nil {
 		return llmtool.Rich{}, err
 	}
