@@ -1,65 +1,20 @@
 package llmtool
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"runtime/debug"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmtool/llmtool/internal/dbconn"
-	"github.com/llmtool/llmtool/internal/schema"
 	"github.com/llmtool/llmtool/man"
 )
-
-// Module is a named set of tools: the unit a third party ships. Create one
-// with DefineTools in a package-level variable and register it with
-// NewRegistry or Registry.Add.
-type Module struct {
-	name     string
-	tools    []*Tool
-	entities []*Entity // entity kinds the module declares (WithEntities)
-}
-
-// Name returns the module's name.
-func (m *Module) Name() string { return m.name }
-
-// Tools returns the module's tools in definition order.
-func (m *Module) Tools() []*Tool { return m.tools }
-
-// DefineTools groups tools into a module. It panics if the module name is
-// empty, a tool is nil or two tools share a name, so a module's own tests
-// catch the mistake.
-func DefineTools(module string, tools ...*Tool) *Module {
-	if module == "" {
-		panic("llmtool: DefineTools: the module needs a name")
-	}
-	seen := make(map[string]bool, len(tools))
-	m := &Module{name: module}
-	for i, t := range tools {
-		if t == nil {
-			panic(fmt.Sprintf("llmtool: module %q: tool %d is nil; is it defined in a package-level variable declared after this module?", module, i+1))
-		}
-		if seen[t.spec.Name] {
-			panic(fmt.Sprintf("llmtool: module %q defines tool %q twice", module, t.spec.Name))
-		}
-		seen[t.spec.Name] = true
-		// Each module gets its own copy, stamped with the module's name.
-		c := *t
-		c.spec.Module = module
-		m.tools = append(m.tools, &c)
-	}
-	return m
-}
 
 // Call is one tool call, as an adapter received it.
 type Call struct {
@@ -492,60 +447,6 @@ func (r *Registry) unknown(ctx context.Context, name string) error {
 	return &Error{Kind: KindNotFound, Message: msg, NextAction: next, err: ErrUnknownTool}
 }
 
-func quoteOr(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	if len(q) == 1 {
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-}
-
-// closest returns up to n of names nearest to name by edit distance, for
-// "did you mean" suggestions; names farther than a third of name's length are
-// left out.
-func closest(name string, names []string, n int) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
-	for _, c := range names {
-		d := editDistance(name, c)
-		if d <= max(2, len(name)/3) || strings.Contains(c, name) || strings.Contains(name, c) {
-			cs = append(cs, cand{c, d})
-		}
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
-	var out []string
-	for i := 0; i < len(cs) && i < n; i++ {
-		out = append(out, cs[i].name)
-	}
-	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // Invoke runs one call: find the tool, check it is switched on, decode and
 // validate the arguments (applying defaults), begin a read or write
 // transaction, run the guards and the handler (recovering panics), encode
@@ -620,156 +521,4 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 		err = r.auditTx(c) // audit.go: the record commits or rolls back with the write
 	}
 	return out, err
-}
-
-// prepare turns the model's arguments into validated JSON for In, the set
-// of top-level defaults to apply after decoding it, and the decoded
-// argument object when In can be filled from it directly.
-func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
-		}
-		raw = bytes.TrimSpace([]byte(s))
-		if len(raw) > 0 && raw[0] != '{' {
-			return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
-		}
-	}
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = []byte("{}")
-	}
-	if raw[0] != '{' {
-		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
-	}
-	v, err := schema.DecodeArguments(raw)
-	if err != nil {
-		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
-	}
-	// Models often send null for an optional parameter they mean to leave
-	// out; where null is not a value the parameter takes, it means absent.
-	dropped := t.in.Root().DropNulls(v)
-	if err := t.in.Validate(v); err != nil {
-		return nil, 0, nil, invalidArgs(t.in.ValidationError(err))
-	}
-	if !t.in.NestedDefaults() {
-		// A dropped null decodes as the zero value, as an absent field
-		// does; absent fields with defaults are set on In by run.
-		m, _ := v.(map[string]any)
-		return raw, t.in.MissingDefaults(v), m, nil
-	}
-	if t.in.Root().ApplyDefaults(v) || dropped {
-		b, err := marshal(v)
-		return b, 0, nil, err
-	}
-	return raw, 0, nil, nil
-}
-
-func jsonKind(raw []byte) string {
-	switch raw[0] {
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
-// example builds an example argument object from the required parameters.
-func (t *Tool) example() string { return t.in.Example() }
-
-func (t *Tool) validateOutput(out []byte) error {
-	v, err := decodeAny(out)
-	if err != nil {
-		return fmt.Errorf("llmtool: tool %s: output is not JSON: %w", t.spec.Name, err)
-	}
-	if err := t.out.ValidateReference(v); err != nil {
-		return fmt.Errorf("llmtool: tool %s: output does not match its output schema: %w", t.spec.Name, err)
-	}
-	return nil
-}
-
-func decodeAny(b []byte) (any, error) {
-	if v, ok := schema.FastDecode(b); ok {
-		return v, nil
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
-}
-
-// decodeArgs decodes validated arguments into a handler's In value.
-func decodeArgs(args []byte, in any) error {
-	if err := json.Unmarshal(args, in); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return InvalidArgs("/%s: %s does not fit %s. Send a value in range for the parameter.", strings.ReplaceAll(te.Field, ".", "/"), te.Value, te.Type)
-		}
-		return InvalidArgs("arguments: %v. Send one JSON object that matches the tool's input schema.", err)
-	}
-	return nil
-}
-
-// encodeOut encodes a handler's result, inside its transaction.
-func encodeOut(out any) ([]byte, error) {
-	v := reflect.ValueOf(out)
-	if v.Kind() == reflect.Map {
-		if v.IsNil() {
-			return []byte("{}"), nil
-		}
-		if v.MapIndex(reflect.ValueOf("error").Convert(v.Type().Key())).IsValid() {
-			return nil, errors.New("llmtool: result map has an \"error\" key, which is reserved for failed calls")
-		}
-	}
-	return marshal(out)
-}
-
-// marshal encodes v as compact JSON without HTML escaping.
-func marshal(v any) ([]byte, error) {
-	e := encoders.Get().(*encoder)
-	defer func() {
-		if e.buf.Cap() <= 64<<10 { // keep small buffers only
-			encoders.Put(e)
-		}
-	}()
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := e.buf.Bytes()
-	return bytes.Clone(b[:len(b)-1]), nil
-}
-
-// encoder is a reusable JSON encoder that does not escape HTML.
-type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var encoders = sync.Pool{New: func() any {
-	e := new(encoder)
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false)
-	return e
-}}
-
-func appendJSONString(b []byte, s string) []byte {
-	m, _ := marshal(s)
-	return append(b, m...)
-}
-
-// invalidArgs turns a schema refusal into the InvalidArgs error the model
-// sees, keeping its cause.
-func invalidArgs(e *schema.Invalid) *Error {
-	return &Error{Kind: KindInvalidArgs, Message: e.Message, err: e.Err}
 }
