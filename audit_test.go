@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 )
 
 // The sinks themselves are in package audit, with their tests; these test
@@ -17,10 +18,10 @@ import (
 
 type recorder struct {
 	mu   sync.Mutex
-	recs []llmtool.AuditRecord
+	recs []audit.Record
 }
 
-func (r *recorder) Audit(_ context.Context, rec llmtool.AuditRecord) {
+func (r *recorder) Audit(_ context.Context, rec audit.Record) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
@@ -37,8 +38,8 @@ func TestAuditSinks(t *testing.T) {
 	reg, _ := newRegOpts(t, db, &llmtool.Options{
 		ValidateOutput: true,
 		Logger:         logger,
-		Audit: []llmtool.AuditSink{rec,
-			llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) { panic("sink bug") })},
+		Audit: []audit.Sink{rec,
+			audit.Func(func(context.Context, audit.Record) { panic("sink bug") })},
 	}, itemTools)
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
 	require.Len(t, rec.recs, 1)

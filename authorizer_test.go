@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 )
 
 // TestAuthorizerRefusal: whatever the Authorizer returns to refuse, the
@@ -42,7 +43,7 @@ func TestAuthorizerRefusal(t *testing.T) {
 			var outcomes []string
 			reg, _ := newRegOpts(t, db, &llmtool.Options{
 				ValidateOutput: true,
-				Audit: []llmtool.AuditSink{llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+				Audit: []audit.Sink{audit.Func(func(_ context.Context, rec audit.Record) {
 					mu.Lock()
 					outcomes = append(outcomes, rec.Outcome)
 					mu.Unlock()
@@ -63,7 +64,7 @@ func TestAuthorizerRefusal(t *testing.T) {
 			require.Equal(t, llmtool.KindDenied, llmtool.KindOf(res.Err))
 			require.Equal(t, 1, countItems(t, db), "nothing written")
 			mu.Lock()
-			require.Equal(t, []string{llmtool.OutcomeRefused}, outcomes)
+			require.Equal(t, []string{audit.OutcomeRefused}, outcomes)
 			mu.Unlock()
 		})
 	}

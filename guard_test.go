@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 )
 
 // The notes fixture: a notes table with a system note (root), a protected
@@ -414,7 +415,7 @@ func BenchmarkEntityGuards(b *testing.B) {
 	withRef := llmtool.Read("with_ref", "Read.", func(c *llmtool.ReadCtx, in NoteRef) (NoteOut, error) { return handler(c, in.NoteID) })
 	without := llmtool.Read("without_ref", "Read.", func(c *llmtool.ReadCtx, in plainIn) (NoteOut, error) { return handler(c, in.NoteID) })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
-		Audit: []llmtool.AuditSink{llmtool.AuditFunc(func(context.Context, llmtool.AuditRecord) {})},
+		Audit: []audit.Sink{audit.Func(func(context.Context, audit.Record) {})},
 	}, llmtool.DefineTools("b", withRef, without).WithEntities(kind))
 	require.NoError(b, err)
 	defer reg.Close()

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/man"
 )
@@ -107,9 +108,9 @@ type Options struct {
 	RequirePrincipal bool
 
 	// Audit lists the sinks that receive a record of every call. Nil
-	// means one sink: Logger, at Info level. A TxAuditSink among them
+	// means one sink: Logger, at Info level. A audit.TxSink among them
 	// writes its record inside each write's own transaction.
-	Audit []AuditSink
+	Audit []audit.Sink
 
 	// ScopeCacheTTL is how long the registry keeps a scope's settings in
 	// memory before reading them again. Changes made through this
@@ -485,7 +486,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	if err != nil {
 		res = r.failure(call.Tool, err)
 	}
-	r.audit(ctx, AuditRecord{
+	r.audit(ctx, audit.Record{
 		Time: start, Tool: call.Tool, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
 		Outcome: outcome(err, refused), Duration: time.Since(start), Write: write, Committed: committed,
 	})

@@ -5,7 +5,7 @@
 // # Records and sinks
 //
 // Every call a registry runs, refused or run, yields one
-// [llmtool.AuditRecord], handed to each sink of Options.Audit after the
+// [Record], handed to each sink of Options.Audit after the
 // call finished. A record never holds the arguments or the result, which
 // may carry personal data. With Options.Audit nil the registry logs each
 // record through its own logger; a list replaces that default, so a host
@@ -15,17 +15,17 @@
 //	...
 //	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 //		Logger: logger,
-//		Audit:  []llmtool.AuditSink{audit.Slog(logger), table},
+//		Audit:  []Sink{audit.Slog(logger), table},
 //	}, notes.Tools)
 //
 // # In the write's transaction
 //
-// A sink that also implements [llmtool.TxAuditSink], as [Table] does,
+// A sink that also implements [TxSink], as [Table] does,
 // records each write call that is about to commit inside the call's own
 // transaction, so the record and the write commit or roll back together:
 // there is no write without its row, and a rolled-back call leaves none
 // (the other sinks still record it). Any other sink is written with
-// [llmtool.AuditFunc] or a type with an Audit method.
+// [Func] or a type with an Audit method.
 package audit
 
 import (
@@ -36,19 +36,17 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
-
-	"github.com/llmtool/llmtool"
 )
 
 // Slog returns a sink that logs each record at level Info, as the message
 // "llmtool call" with the record's fields as attributes: the line the
 // registry's default sink writes to its logger. A nil logger means
 // slog.Default().
-func Slog(logger *slog.Logger) llmtool.AuditSink { return slogSink{logger} }
+func Slog(logger *slog.Logger) Sink { return slogSink{logger} }
 
 type slogSink struct{ l *slog.Logger }
 
-func (s slogSink) Audit(ctx context.Context, rec llmtool.AuditRecord) {
+func (s slogSink) Audit(ctx context.Context, rec Record) {
 	l := s.l
 	if l == nil {
 		l = slog.Default()
@@ -56,8 +54,7 @@ func (s slogSink) Audit(ctx context.Context, rec llmtool.AuditRecord) {
 	if !l.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	// The same line as the registry's default sink (logRecord in the
-	// root package); TestSlogMatchesDefault keeps them together.
+	// The registry's default sink writes this line too, through Slog.
 	l.LogAttrs(ctx, slog.LevelInfo, "llmtool call",
 		slog.String("tool", rec.Tool), slog.String("module", rec.Module),
 		slog.String("principal", rec.Principal), slog.String("scope", rec.Scope),
@@ -65,7 +62,7 @@ func (s slogSink) Audit(ctx context.Context, rec llmtool.AuditRecord) {
 		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed))
 }
 
-// Table is an [llmtool.TxAuditSink] that keeps one row per committed write
+// Table is an [TxSink] that keeps one row per committed write
 // call in a table of the host's database. Create it with [NewTable] and
 // list it in Options.Audit. Only committed writes get a row; reads,
 // refusals and failed calls go to the other sinks.
@@ -115,10 +112,10 @@ func (t *Table) Name() string { return t.name }
 
 // Audit does nothing: the table holds committed write calls only, written
 // by AuditTx.
-func (t *Table) Audit(context.Context, llmtool.AuditRecord) {}
+func (t *Table) Audit(context.Context, Record) {}
 
 // AuditTx inserts the record in the call's transaction.
-func (t *Table) AuditTx(ctx context.Context, tx *sql.Tx, rec llmtool.AuditRecord) error {
+func (t *Table) AuditTx(ctx context.Context, tx *sql.Tx, rec Record) error {
 	_, err := tx.ExecContext(ctx, t.insert, rec.Time.UTC().Format(time.RFC3339Nano), rec.Tool, rec.Module,
 		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), rec.Committed)
 	return err

@@ -48,7 +48,7 @@ func TestTable(t *testing.T) {
 	reg := newReg(t, db, &llmtool.Options{
 		ValidateOutput: true,
 		Logger:         logger,
-		Audit:          []llmtool.AuditSink{audit.Slog(logger), table, rec},
+		Audit:          []audit.Sink{audit.Slog(logger), table, rec},
 	})
 	require.NoError(t, reg.EnableWrites(ctx, ""))
 
@@ -115,7 +115,7 @@ func TestTableFailureRollsBackTheWrite(t *testing.T) {
 	reg := newReg(t, db, &llmtool.Options{
 		ValidateOutput: true,
 		Logger:         logger,
-		Audit:          []llmtool.AuditSink{audit.Slog(logger), table},
+		Audit:          []audit.Sink{audit.Slog(logger), table},
 	})
 	require.NoError(t, reg.EnableWrites(ctx, ""))
 	_, err = db.Exec(`DROP TABLE audit_calls`)
@@ -142,7 +142,7 @@ func TestSlog(t *testing.T) {
 	reg := newReg(t, db, &llmtool.Options{
 		ValidateOutput: true,
 		Logger:         logger,
-		Audit:          []llmtool.AuditSink{audit.Slog(slog.New(slog.NewTextHandler(&buf, nil)))},
+		Audit:          []audit.Sink{audit.Slog(slog.New(slog.NewTextHandler(&buf, nil)))},
 	})
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
 	require.Contains(t, buf.String(), `msg="llmtool call" tool=get_item module=items principal="" scope="" outcome=ok`)
@@ -165,7 +165,7 @@ func TestSlogMatchesDefault(t *testing.T) {
 	var def, own bytes.Buffer
 	reg := newReg(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(&def, &slog.HandlerOptions{ReplaceAttr: noClock}))})
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
-	reg = newReg(t, db, &llmtool.Options{Audit: []llmtool.AuditSink{
+	reg = newReg(t, db, &llmtool.Options{Audit: []audit.Sink{
 		audit.Slog(slog.New(slog.NewTextHandler(&own, &slog.HandlerOptions{ReplaceAttr: noClock})))}})
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
 	require.Equal(t, `level=INFO msg="llmtool call" tool=get_item module=items principal="" scope="" outcome=ok write=false committed=false`+"\n", def.String())

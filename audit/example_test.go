@@ -50,10 +50,10 @@ func ExampleNewTable() {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 		Logger: logger,
-		Audit: []llmtool.AuditSink{
+		Audit: []audit.Sink{
 			audit.Slog(logger), // keep the log lines: Audit replaces the default sink
 			table,
-			llmtool.AuditFunc(func(_ context.Context, r llmtool.AuditRecord) {
+			audit.Func(func(_ context.Context, r audit.Record) {
 				fmt.Printf("audit: %s by %s: %s, committed %v\n", r.Tool, r.Principal, r.Outcome, r.Committed)
 			}),
 		},

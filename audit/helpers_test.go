@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 )
 
 // openDB opens a fresh SQLite file with an items table holding item 1.
@@ -116,16 +117,16 @@ func (s *syncBuffer) String() string {
 // recorder is a sink that keeps every record.
 type recorder struct {
 	mu   sync.Mutex
-	recs []llmtool.AuditRecord
+	recs []audit.Record
 }
 
-func (r *recorder) Audit(_ context.Context, rec llmtool.AuditRecord) {
+func (r *recorder) Audit(_ context.Context, rec audit.Record) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
 }
 
-func (r *recorder) last() llmtool.AuditRecord {
+func (r *recorder) last() audit.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.recs[len(r.recs)-1]

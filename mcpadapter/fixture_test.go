@@ -179,7 +179,7 @@ type fixture struct {
 	srv *mcpadapter.Server
 
 	mu   sync.Mutex
-	taps []func(llmtool.AuditRecord) // the audits recorders, fed by the registry's audit sink
+	taps []func(audit.Record) // the audits recorders, fed by the registry's audit sink
 }
 
 // newFixture builds the fixture's registry and serves it with opts (nil
@@ -196,7 +196,7 @@ func newFixture(t *testing.T, opts *mcpadapter.Options) *fixture {
 	logger := slog.New(slog.DiscardHandler)
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 		Logger: logger,
-		Audit: []llmtool.AuditSink{audit.Slog(logger), llmtool.AuditFunc(func(_ context.Context, rec llmtool.AuditRecord) {
+		Audit: []audit.Sink{audit.Slog(logger), audit.Func(func(_ context.Context, rec audit.Record) {
 			f.mu.Lock()
 			taps := f.taps
 			f.mu.Unlock()
@@ -226,7 +226,7 @@ func (f *fixture) audits() func() []string {
 	var recs []string
 	on := true
 	f.mu.Lock()
-	f.taps = append(f.taps[:len(f.taps):len(f.taps)], func(rec llmtool.AuditRecord) {
+	f.taps = append(f.taps[:len(f.taps):len(f.taps)], func(rec audit.Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		if on {

@@ -13,8 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -146,7 +146,7 @@ func TestTools(t *testing.T) {
 				require.ErrorIs(t, err, mcp.ErrInvalidParams)
 				require.EqualError(t, err, "invalid params: tool 'create_note' not found: tool not found")
 				require.Equal(t, 1, f.noteCount(t))
-				require.Equal(t, []string{"create_note " + llmtool.OutcomeRefused}, audits())
+				require.Equal(t, []string{"create_note " + audit.OutcomeRefused}, audits())
 			})
 
 			t.Run("list_changed after enabling writes", func(t *testing.T) {

@@ -1,0 +1,66 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Record describes one call for the audit log. It never holds the
+// arguments.
+type Record struct {
+	Time      time.Time     // when the call started
+	Tool      string        // the tool's name as called
+	Module    string        // the module of the tool, "" if unknown
+	Principal string        // principal ID, "" if none
+	Scope     string        // the call's scope
+	Outcome   string        // OutcomeOK, OutcomeRefused, OutcomePanic or an error kind such as "not_found"
+	Duration  time.Duration // from the start of Invoke to the record
+	Write     bool          // a write tool
+	Committed bool          // its transaction committed
+}
+
+// Outcomes of Record besides the error kinds (llmtool.Kind.String).
+const (
+	// OutcomeOK is a call that succeeded.
+	OutcomeOK = "ok"
+	// OutcomeRefused is a call the policy refused before it ran: switched
+	// off, writes off in the scope, no principal, or not authorized.
+	OutcomeRefused = "refused"
+	// OutcomePanic is a call whose handler panicked.
+	OutcomePanic = "panic"
+)
+
+// Sink receives the audit record of every call. Audit runs
+// synchronously at the end of llmtool.Registry.Invoke, so it should be quick; a panic in it
+// is recovered and logged.
+//
+// Every call, refused or run, yields one Record, delivered to the
+// registry's audit sinks after the call finished. By default the one sink is
+// the registry's logger (an Info line "llmtool call" per call, as Slog writes). Records
+// never hold the arguments or the result, which may carry personal data.
+//
+// This package has the sinks a host lists in llmtool.Options.Audit: Slog,
+// the log line of the default, and Table, which keeps a row per
+// committed write in the host's database inside the write's own
+// transaction (a TxSink). llmtool.Options.Audit replaces the default
+// logger sink; list Slog among the sinks to keep it.
+type Sink interface {
+	Audit(ctx context.Context, rec Record)
+}
+
+// Func adapts a function to the Sink interface.
+type Func func(ctx context.Context, rec Record)
+
+// Audit calls f.
+func (f Func) Audit(ctx context.Context, rec Record) { f(ctx, rec) }
+
+// TxSink is an Sink that also records each write call that is
+// about to commit, inside the call's transaction. AuditTx runs after the
+// handler succeeded and before the commit, with Outcome OutcomeOK and
+// Committed true; if it returns an error the call rolls back and fails. The
+// same call's record then also reaches Audit, as for every call.
+type TxSink interface {
+	Sink
+	AuditTx(ctx context.Context, tx *sql.Tx, rec Record) error
+}
