@@ -6,7 +6,6 @@ import (
 	"errors"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/llmtool/llmtool/internal/schema"
 	"github.com/stretchr/testify/require"
@@ -16,35 +15,6 @@ import (
 // what the schema's keys name. Its seeds run in every go test:
 //
 //	go test -run '^$' -fuzz '^FuzzDecodeIn$' -fuzztime 3m .
-
-type fuzzTag struct {
-	Name  string `json:"name" pattern:"^[a-z]{1,8}$"`
-	Score *int   `json:"score,omitempty" minimum:"0" maximum:"10"`
-}
-
-// fuzzIn has a field for each keyword the fast path checks.
-type fuzzIn struct {
-	Title  string          `json:"title" minLength:"1" maxLength:"8"`
-	Kind   string          `json:"kind,omitempty" enum:"text|code|<b>|é"`
-	Limit  int             `json:"limit,omitempty" minimum:"1" maximum:"50"`
-	Ratio  float64         `json:"ratio,omitempty" minimum:"0.5" maximum:"1e1"`
-	Neg    float32         `json:"neg,omitempty" minimum:"-2.5e-3" maximum:"-0.0001"`
-	U      uint8           `json:"u,omitempty"`
-	Big    int64           `json:"big,omitempty" minimum:"-9223372036854775808" maximum:"9223372036854775807"`
-	Tags   []fuzzTag       `json:"tags,omitempty"`
-	Labels []string        `json:"labels,omitempty" enum:"[\"a|b\",\"c\"]"`
-	Nums   []float64       `json:"nums,omitempty" minimum:"-1" maximum:"1"`
-	Exact  float64         `json:"exact,omitempty" enum:"1|2.5|1e3"`
-	Meta   map[string]int  `json:"meta,omitempty"`
-	Due    time.Time       `json:"due,omitzero"`
-	Day    string          `json:"day,omitempty" format:"date"`
-	Mail   string          `json:"mail,omitempty" format:"email"`
-	Parent *string         `json:"parent,omitempty"`
-	Raw    json.RawMessage `json:"raw,omitempty"`
-	Any    any             `json:"any,omitempty"`
-	Data   []byte          `json:"data,omitempty"`
-	Flag   bool            `json:"flag,omitempty"`
-}
 
 // fuzzFlatIn is filled from the decoded arguments without encoding/json.
 type fuzzFlatIn struct {

@@ -23,17 +23,18 @@ type Tag struct {
 
 type richIn struct {
 	Base
-	Title    string            `json:"title" desc:"Title, with commas, and {braces}." minLength:"1" maxLength:"80"`
-	Kind     string            `json:"kind,omitempty" enum:"text|code|book" default:"text" desc:"Note type (default text)."`
-	Limit    int               `json:"limit,omitempty" default:"10" minimum:"1" maximum:"50" desc:"How many (default 10)."`
-	Ratio    float64           `json:"ratio,omitempty" minimum:"0.5"`
-	Tags     []Tag             `json:"tags,omitempty"`
-	Labels   []string          `json:"labels,omitempty" enum:"[\"a|b\",\"c\"]"`
-	Meta     map[string]string `json:"meta,omitempty"`
-	Due      time.Time         `json:"due,omitzero"`
-	Parent   *string           `json:"parent,omitempty" ref:"note"`
-	Raw      json.RawMessage   `json:"raw,omitempty"`
-	Skipped  string            `json:"-"`
+	Title   string            `json:"title" desc:"Title, with commas, and {braces}." minLength:"1" maxLength:"80"`
+	Kind    string            `json:"kind,omitempty" enum:"text|code|book" default:"text" desc:"Note type (default text)."`
+	Limit   int               `json:"limit,omitempty" default:"10" minimum:"1" maximum:"50" desc:"How many (default 10)."`
+	Ratio   float64           `json:"ratio,omitempty" minimum:"0.5"`
+	Tags    []Tag             `json:"tags,omitempty"`
+	Labels  []string          `json:"labels,omitempty" enum:"[\"a|b\",\"c\"]"`
+	Meta    map[string]string `json:"meta,omitempty"`
+	Due     time.Time         `json:"due,omitzero"`
+	Parent  *string           `json:"parent,omitempty" ref:"note"`
+	Raw     json.RawMessage   `json:"raw,omitempty"`
+	Skipped string            `json:"-"`
+	//lint:ignore U1000 an unexported field, which TestSchemaInference shows schema inference leaves out
 	internal string
 }
 

@@ -275,7 +275,7 @@ func TestParityWithMCP(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithLogger(slog.New(slog.DiscardHandler)))
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	c := client.NewClient(tr)
 	t.Cleanup(func() { c.Close() })

@@ -278,6 +278,7 @@ func (s *Server) checkRebinding(r *http.Request) error {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	loopback := local != nil && isLoopback(local.String())
 	if loopback && !isLoopback(r.Host) && !contains(s.cfg.hosts, r.Host) && !contains(s.cfg.hosts, hostOnly(r.Host)) {
+		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Host %q is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host to mcpadapter.Options.AllowedHosts", r.Host)
 	}
 	origin := r.Header.Get("Origin")
@@ -288,9 +289,11 @@ func (s *Server) checkRebinding(r *http.Request) error {
 		if u, err := url.Parse(origin); err == nil && isLoopback(u.Host) {
 			return nil
 		}
+		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Origin %q is not allowed on this loopback server (DNS rebinding protection); add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
 	if len(s.cfg.origins) > 0 {
+		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Origin %q is not allowed; add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
 	return nil

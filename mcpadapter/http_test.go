@@ -312,8 +312,9 @@ func TestHTTPScopes(t *testing.T) {
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	connect := func(token, workspace string) (*client.Client, *notifications) {
+		//lint:ignore SA1019 the standalone GET stream is how streamable HTTP clients of the revisions served (2025-03-26 to 2025-11-25) get tools/list_changed; only 2026-07-28 removed it
 		tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening(),
-			transport.WithLogger(slog.New(slog.DiscardHandler)),
+			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
 			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token, "X-Workspace": workspace}))
 		require.NoError(t, err)
 		c := client.NewClient(tr, clientOptions()...)
@@ -364,7 +365,7 @@ func TestStatelessReplicas(t *testing.T) {
 	}))
 	t.Cleanup(ts.Close)
 
-	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithLogger(slog.New(slog.DiscardHandler)))
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	start(t, c)

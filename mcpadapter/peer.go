@@ -84,6 +84,7 @@ func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleRes
 			params.ModelPreferences.Hints = append(params.ModelPreferences.Hints, mcp.ModelHint{Name: h})
 		}
 	}
+	//lint:ignore SA1019 sampling is part of every revision served (2024-11-05 to 2025-11-25); ask.Sample is how a read handler uses it
 	res, err := p.s.mcp.RequestSampling(ctx, mcp.CreateMessageRequest{
 		Request:             mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)},
 		CreateMessageParams: params,

@@ -118,7 +118,7 @@ func TestHTTPSessionLimits(t *testing.T) {
 			require.Len(t, mcpadapter.SessionIDs(f.srv), len(tt.opened), "the refused initialize opened no session")
 
 			// An MCP client shows the message.
-			tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithLogger(slog.New(slog.DiscardHandler)),
+			tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
 				transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tt.refused}))
 			require.NoError(t, err)
 			c := client.NewClient(tr)

@@ -33,7 +33,8 @@ func httpClient(t *testing.T, f *fixture) *client.Client {
 	t.Helper()
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
-	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening(), transport.WithLogger(slog.New(slog.DiscardHandler)))
+	//lint:ignore SA1019 the standalone GET stream is how streamable HTTP clients of the revisions served (2025-03-26 to 2025-11-25) get tools/list_changed; only 2026-07-28 removed it
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	c := client.NewClient(tr, clientOptions()...)
 	start(t, c)
@@ -212,10 +213,12 @@ func TestTools(t *testing.T) {
 					notes.next(t, string(mcp.MethodNotificationMessage)).Params.AdditionalFields)
 
 				// logging/setLevel is honoured.
+				//lint:ignore SA1019 logging/setLevel is part of every revision served (2024-11-05 to 2025-11-25); only 2026-07-28 deprecates it
 				require.NoError(t, c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelWarning}}))
 				call(t, c, "slow_count", nil)
 				n := notes.next(t, string(mcp.MethodNotificationMessage))
 				require.Equal(t, "warning", n.Params.AdditionalFields["level"])
+				//lint:ignore SA1019 logging/setLevel is part of every revision served (2024-11-05 to 2025-11-25); only 2026-07-28 deprecates it
 				require.NoError(t, c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}))
 				call(t, c, "slow_count", nil)
 				require.Equal(t, "debug", notes.next(t, string(mcp.MethodNotificationMessage)).Params.AdditionalFields["level"])

@@ -21,7 +21,7 @@ func TestAnthropicTools(t *testing.T) {
 		require.NotEmpty(t, tool.OfTool.Description.Value)
 		require.NotNil(t, tool.OfTool.InputSchema.Properties, tool.OfTool.Name)
 	}
-	req := anthropic.MessageNewParams{Model: anthropic.ModelClaudeSonnet4_5, MaxTokens: 1024, Tools: tools,
+	req := anthropic.MessageNewParams{Model: anthropic.ModelClaudeSonnet5_5, MaxTokens: 1024, Tools: tools,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}
 	var back struct{ Tools json.RawMessage }
 	require.NoError(t, json.Unmarshal(mustJSON(t, req), &back))

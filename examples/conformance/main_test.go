@@ -45,7 +45,8 @@ func TestFixtures(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 
-	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening(), transport.WithLogger(slog.New(slog.DiscardHandler)))
+	//lint:ignore SA1019 the standalone GET stream is how streamable HTTP clients of the revisions served (2025-03-26 to 2025-11-25) get tools/list_changed; only 2026-07-28 removed it
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
 		client.WithSamplingHandler(answers{}), client.WithElicitationHandler(answers{}))
