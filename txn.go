@@ -281,11 +281,16 @@ func reporterFrom(ctx context.Context) Reporter {
 // modernc.org/sqlite, which the host imports). Use it when the host has no
 // setup of its own.
 func OpenSQLite(driverName, path string) (*sql.DB, error) {
+	// path goes into a file: URI, where a '#' would end the file name (and
+	// drop the settings) and a '%' start an escape; text after a '?' is the
+	// caller's own URI parameters.
+	name, params, hasParams := strings.Cut(path, "?")
+	name = strings.NewReplacer("%", "%25", "#", "%23").Replace(name)
 	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
+	if hasParams {
+		name, sep = name+"?"+params, "&"
 	}
-	dsn := "file:" + path + sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	dsn := "file:" + name + sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -32,6 +33,23 @@ func TestOpenSQLitePragmas(t *testing.T) {
 
 	_, err = llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "missing-dir", "x.db"))
 	require.ErrorContains(t, err, "llmtool: open ")
+}
+
+// A path with '#' or '%' (t.TempDir of a subtest named twice has "#01")
+// opens that very file, with the settings.
+func TestOpenSQLiteURICharacters(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a#01 b%41.db")
+	db, err := llmtool.OpenSQLite("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE t (x)`)
+	require.NoError(t, err)
+	var mode string
+	require.NoError(t, db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	require.Equal(t, "wal", mode)
+	_, err = os.Stat(path)
+	require.NoError(t, err, "the database is not at the path given")
 }
 
 // Reads run beside a write in progress (WAL) and see the last committed
