@@ -16,41 +16,16 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzDecodeIn$' -fuzztime 3m .
 
-// fuzzFlatIn is filled from the decoded arguments without encoding/json.
-type fuzzFlatIn struct {
-	Mode  string  `json:"mode" enum:"a|b"`
-	Count int     `json:"count,omitempty" minimum:"0" maximum:"100"`
-	Ratio float64 `json:"ratio,omitempty"`
-	On    bool    `json:"on,omitempty"`
-	Small int8    `json:"small,omitempty"`
-	U     uint16  `json:"u,omitempty"`
-	F32   float32 `json:"f32,omitempty"`
-}
-
-type fuzzOpts struct {
-	Depth int      `json:"depth,omitempty"`
-	Size  int      `json:"size,omitempty"`
-	Tags  []string `json:"tags,omitempty"`
-}
-
-// fuzzNestedIn is decoded by encoding/json.
-type fuzzNestedIn struct {
-	Mode string         `json:"mode"`
-	Opts *fuzzOpts      `json:"opts,omitempty"`
-	List []fuzzOpts     `json:"list,omitempty"`
-	Meta map[string]int `json:"meta,omitempty"`
-}
-
 // fuzzInTools defines, for the flat and the nested In, a tool with the
 // inferred schema and one with a supplied schema that constrains nothing
 // about keys (no additionalProperties anywhere), so only llmtool's own
 // exact-key check keeps case variants out.
 var fuzzInTools = []*Tool{
-	Read("fuzz_flat", "d", echoIn[fuzzFlatIn]),
-	Read("fuzz_flat_supplied", "d", echoIn[fuzzFlatIn], InputSchema(json.RawMessage(`{"type":"object",`+
+	Read("fuzz_flat", "d", echoIn[schema.FuzzFlatIn]),
+	Read("fuzz_flat_supplied", "d", echoIn[schema.FuzzFlatIn], InputSchema(json.RawMessage(`{"type":"object",`+
 		`"properties":{"mode":{"enum":["a","b"]},"count":{},"ratio":{},"on":{},"small":{},"u":{},"f32":{}},"required":["mode"]}`))),
-	Read("fuzz_nested", "d", echoIn[fuzzNestedIn]),
-	Read("fuzz_nested_supplied", "d", echoIn[fuzzNestedIn], InputSchema(json.RawMessage(`{"type":"object",`+
+	Read("fuzz_nested", "d", echoIn[schema.FuzzNestedIn]),
+	Read("fuzz_nested_supplied", "d", echoIn[schema.FuzzNestedIn], InputSchema(json.RawMessage(`{"type":"object",`+
 		`"properties":{"mode":{"type":"string"},"opts":{},"list":{},"meta":{}},"required":["mode"]}`))),
 }
 
@@ -141,9 +116,9 @@ func decodeExactKeys(tool *Tool, data []byte) (any, error) {
 func newIn(tool *Tool) any {
 	switch tool.spec.Name {
 	case "fuzz_flat", "fuzz_flat_supplied":
-		return new(fuzzFlatIn)
+		return new(schema.FuzzFlatIn)
 	case "fuzz_nested", "fuzz_nested_supplied":
-		return new(fuzzNestedIn)
+		return new(schema.FuzzNestedIn)
 	}
 	panic("newIn: unknown tool " + tool.spec.Name)
 }

@@ -50,35 +50,10 @@ type fuzzIn struct {
 	Flag   bool            `json:"flag,omitempty"`
 }
 
-// fuzzFlatIn is filled from the decoded arguments without encoding/json.
-type fuzzFlatIn struct {
-	Mode  string  `json:"mode" enum:"a|b"`
-	Count int     `json:"count,omitempty" minimum:"0" maximum:"100"`
-	Ratio float64 `json:"ratio,omitempty"`
-	On    bool    `json:"on,omitempty"`
-	Small int8    `json:"small,omitempty"`
-	U     uint16  `json:"u,omitempty"`
-	F32   float32 `json:"f32,omitempty"`
-}
-
-type fuzzOpts struct {
-	Depth int      `json:"depth,omitempty"`
-	Size  int      `json:"size,omitempty"`
-	Tags  []string `json:"tags,omitempty"`
-}
-
-// fuzzNestedIn is decoded by encoding/json.
-type fuzzNestedIn struct {
-	Mode string         `json:"mode"`
-	Opts *fuzzOpts      `json:"opts,omitempty"`
-	List []fuzzOpts     `json:"list,omitempty"`
-	Meta map[string]int `json:"meta,omitempty"`
-}
-
 var fuzzSchemas = []*compiledSchema{
 	inferSchema("fuzz", "In", reflect.TypeFor[fuzzIn]()),
-	inferSchema("fuzz_flat", "In", reflect.TypeFor[fuzzFlatIn]()),
-	inferSchema("fuzz_nested", "In", reflect.TypeFor[fuzzNestedIn]()),
+	inferSchema("fuzz_flat", "In", reflect.TypeFor[FuzzFlatIn]()),
+	inferSchema("fuzz_nested", "In", reflect.TypeFor[FuzzNestedIn]()),
 }
 
 func FuzzValidate(f *testing.F) {

@@ -78,3 +78,31 @@ func ReferenceDecode(b []byte) (any, bool) {
 	}
 	return v, true
 }
+
+// FuzzFlatIn is a flat In, filled from the decoded arguments without
+// encoding/json; the fuzz tests here and the root package's FuzzDecodeIn
+// share it.
+type FuzzFlatIn struct {
+	Mode  string  `json:"mode" enum:"a|b"`
+	Count int     `json:"count,omitempty" minimum:"0" maximum:"100"`
+	Ratio float64 `json:"ratio,omitempty"`
+	On    bool    `json:"on,omitempty"`
+	Small int8    `json:"small,omitempty"`
+	U     uint16  `json:"u,omitempty"`
+	F32   float32 `json:"f32,omitempty"`
+}
+
+// FuzzOpts is a nested object of FuzzNestedIn.
+type FuzzOpts struct {
+	Depth int      `json:"depth,omitempty"`
+	Size  int      `json:"size,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+}
+
+// FuzzNestedIn is an In that encoding/json decodes.
+type FuzzNestedIn struct {
+	Mode string         `json:"mode"`
+	Opts *FuzzOpts      `json:"opts,omitempty"`
+	List []FuzzOpts     `json:"list,omitempty"`
+	Meta map[string]int `json:"meta,omitempty"`
+}
