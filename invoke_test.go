@@ -224,7 +224,7 @@ func TestUseAfterReturn(t *testing.T) {
 	errc := make(chan error, 3)
 	leak := llmtool.Write("leaky_add", "Leak the context.",
 		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
-			//llmtoolvet:ignore this test proves late use fails with ErrTxDone and is counted
+			//llmtoolvet:ignore this test proves late use fails with ErrTxDone and is logged
 			go func() {
 				time.Sleep(20 * time.Millisecond)
 				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
