@@ -86,6 +86,7 @@ import (
 	"golang.org/x/tools/go/ast/inspector"
 
 	"github.com/llmtool/llmtool/cmd/llmtoolvet/internal/ignore"
+	"github.com/llmtool/llmtool/cmd/llmtoolvet/internal/typesx"
 )
 
 // PkgPath is the import path of the llmtool package whose ReadCtx and
@@ -421,7 +422,7 @@ func (s *scope) result(call *ast.CallExpr, i int) bool {
 	if tv, ok := info.Types[fun]; ok && tv.IsType() { // a conversion
 		return len(call.Args) == 1 && s.expr(call.Args[0])
 	}
-	resT := resultType(info.TypeOf(call), i)
+	resT := typesx.ResultType(info.TypeOf(call), i)
 	if id, ok := fun.(*ast.Ident); ok {
 		if b, ok := info.Uses[id].(*types.Builtin); ok {
 			switch b.Name() {
@@ -468,19 +469,6 @@ func (s *scope) result(call *ast.CallExpr, i int) bool {
 		return i < len(sum.results) && sum.results[i]
 	}
 	return carries(resT)
-}
-
-func resultType(t types.Type, i int) types.Type {
-	if tup, ok := t.(*types.Tuple); ok {
-		if i < tup.Len() {
-			return tup.At(i).Type()
-		}
-		return nil
-	}
-	if i == 0 {
-		return t
-	}
-	return nil
 }
 
 // callee returns the summary of a call of a function or method declared in
@@ -618,7 +606,7 @@ func (s *scope) root(e ast.Expr) (types.Object, rootKind) {
 			}
 			return nil, rootNone
 		case *ast.IndexExpr:
-			switch underlying(s.info().TypeOf(x.X)).(type) {
+			switch typesx.Underlying(s.info().TypeOf(x.X)).(type) {
 			case *types.Map, *types.Slice, *types.Pointer:
 				indirect = true
 			}
@@ -789,7 +777,7 @@ func (s *scope) asyncCall(call *ast.CallExpr) {
 	sig := fn.Signature()
 	var kind string
 	switch {
-	case sig.Recv() != nil && fn.Name() == "AfterCommit" && isNamed(derefType(sig.Recv().Type()), PkgPath, "WriteCtx"):
+	case sig.Recv() != nil && fn.Name() == "AfterCommit" && typesx.IsNamed(typesx.Deref(sig.Recv().Type()), PkgPath, "WriteCtx"):
 		kind = "aftercommit"
 	case sig.Recv() != nil && (fn.Name() == "Go" || fn.Name() == "TryGo"):
 		kind = "goroutine"
@@ -799,7 +787,7 @@ func (s *scope) asyncCall(call *ast.CallExpr) {
 		return
 	}
 	for _, a := range call.Args {
-		if _, ok := underlying(info.TypeOf(a)).(*types.Signature); !ok || !s.expr(a) {
+		if _, ok := typesx.Underlying(info.TypeOf(a)).(*types.Signature); !ok || !s.expr(a) {
 			continue
 		}
 		id := s.firstTainted(a)
@@ -1020,27 +1008,7 @@ func hasMethod(t types.Type, name string) bool {
 // isCtxPtr reports whether t is *llmtool.ReadCtx or *llmtool.WriteCtx.
 func isCtxPtr(t types.Type) bool {
 	p, ok := types.Unalias(t).(*types.Pointer)
-	return ok && (isNamed(p.Elem(), PkgPath, "ReadCtx") || isNamed(p.Elem(), PkgPath, "WriteCtx"))
-}
-
-func isNamed(t types.Type, pkg, name string) bool {
-	n, ok := types.Unalias(t).(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
-}
-
-func derefType(t types.Type) types.Type {
-	if p, ok := types.Unalias(t).(*types.Pointer); ok {
-		return p.Elem()
-	}
-	return t
-}
-
-// underlying is t.Underlying(), or nil for a nil t.
-func underlying(t types.Type) types.Type {
-	if t == nil {
-		return nil
-	}
-	return t.Underlying()
+	return ok && (typesx.IsNamed(p.Elem(), PkgPath, "ReadCtx") || typesx.IsNamed(p.Elem(), PkgPath, "WriteCtx"))
 }
 
 func isPointer(t types.Type) bool {
@@ -1062,14 +1030,14 @@ func isResource(t types.Type) bool {
 	if t == nil {
 		return false
 	}
-	e := derefType(t)
+	e := typesx.Deref(t)
 	switch {
-	case isNamed(e, PkgPath, "ReadCtx"), isNamed(e, PkgPath, "WriteCtx"), isNamed(t, "context", "Context"):
+	case typesx.IsNamed(e, PkgPath, "ReadCtx"), typesx.IsNamed(e, PkgPath, "WriteCtx"), typesx.IsNamed(t, "context", "Context"):
 		return true
 	}
 	if _, ok := types.Unalias(t).(*types.Pointer); ok {
 		for _, n := range []string{"Tx", "Conn", "Rows", "Row", "Stmt"} {
-			if isNamed(e, "database/sql", n) {
+			if typesx.IsNamed(e, "database/sql", n) {
 				return true
 			}
 		}
@@ -1081,9 +1049,9 @@ func isResource(t types.Type) bool {
 // database/sql or context, whose methods return call-scoped values only as
 // resource types.
 func isResourcePkg(recv types.Type) bool {
-	n, ok := types.Unalias(derefType(recv)).(*types.Named)
+	n, ok := types.Unalias(typesx.Deref(recv)).(*types.Named)
 	if !ok {
-		return isNamed(recv, "context", "Context")
+		return typesx.IsNamed(recv, "context", "Context")
 	}
 	if n.Obj().Pkg() == nil {
 		return false
@@ -1109,8 +1077,8 @@ func carriesSeen(t types.Type, seen map[types.Type]bool) bool {
 	if isResource(t) {
 		return true
 	}
-	if isError(t) || isNamed(t, "context", "CancelFunc") || isNamed(t, "context", "CancelCauseFunc") ||
-		isNamed(derefType(t), PkgPath, "Principal") || isNamed(derefType(t), "log/slog", "Logger") {
+	if isError(t) || typesx.IsNamed(t, "context", "CancelFunc") || typesx.IsNamed(t, "context", "CancelCauseFunc") ||
+		typesx.IsNamed(typesx.Deref(t), PkgPath, "Principal") || typesx.IsNamed(typesx.Deref(t), "log/slog", "Logger") {
 		return false
 	}
 	if seen[t] {

@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"golang.org/x/tools/go/types/typeutil"
+
+	"github.com/llmtool/llmtool/cmd/llmtoolvet/internal/typesx"
 )
 
 // scope is the analysis of one function body, or of a package-level var
@@ -189,7 +191,7 @@ func (s *scope) root(e ast.Expr) (types.Object, bool) {
 			}
 			e = x.X
 		case *ast.IndexExpr:
-			switch underlying(s.info().TypeOf(x.X)).(type) {
+			switch typesx.Underlying(s.info().TypeOf(x.X)).(type) {
 			case *types.Map, *types.Slice, *types.Pointer:
 				indirect = true
 			}
@@ -279,7 +281,7 @@ func (s *scope) result(call *ast.CallExpr, i int) bool {
 			return i == 0 // tx := f() after f := c.Tx
 		}
 	}
-	if !carries(resultType(info.TypeOf(call), i)) {
+	if !carries(typesx.ResultType(info.TypeOf(call), i)) {
 		return false
 	}
 	if t := s.target(call); t != nil {
@@ -287,19 +289,6 @@ func (s *scope) result(call *ast.CallExpr, i int) bool {
 		return i < len(sum.results) && sum.results[i]
 	}
 	return false
-}
-
-func resultType(t types.Type, i int) types.Type {
-	if tup, ok := t.(*types.Tuple); ok {
-		if i < tup.Len() {
-			return tup.At(i).Type()
-		}
-		return nil
-	}
-	if i == 0 {
-		return t
-	}
-	return nil
 }
 
 // target is a call of a function the analysis follows into.
@@ -413,7 +402,7 @@ func isWriteCtxTx(obj types.Object) bool {
 		return false
 	}
 	recv := fn.Signature().Recv()
-	return recv != nil && isNamed(derefType(recv.Type()), pkgPath, "WriteCtx")
+	return recv != nil && typesx.IsNamed(typesx.Deref(recv.Type()), pkgPath, "WriteCtx")
 }
 
 // isTxControl reports whether obj is (*sql.Tx).Commit or Rollback.
@@ -423,31 +412,11 @@ func isTxControl(obj types.Object) bool {
 		return false
 	}
 	recv := fn.Signature().Recv()
-	return recv != nil && isNamed(derefType(recv.Type()), "database/sql", "Tx")
-}
-
-func isNamed(t types.Type, pkg, name string) bool {
-	n, ok := types.Unalias(t).(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
-}
-
-func derefType(t types.Type) types.Type {
-	if p, ok := types.Unalias(t).(*types.Pointer); ok {
-		return p.Elem()
-	}
-	return t
-}
-
-// underlying is t.Underlying(), or nil for a nil t.
-func underlying(t types.Type) types.Type {
-	if t == nil {
-		return nil
-	}
-	return t.Underlying()
+	return recv != nil && typesx.IsNamed(typesx.Deref(recv.Type()), "database/sql", "Tx")
 }
 
 func isPointer(t types.Type) bool {
-	_, ok := underlying(t).(*types.Pointer)
+	_, ok := typesx.Underlying(t).(*types.Pointer)
 	return ok
 }
 
@@ -462,7 +431,7 @@ func carriesSeen(t types.Type, seen map[types.Type]bool) bool {
 		return false
 	}
 	seen[t] = true
-	if p, ok := types.Unalias(t).(*types.Pointer); ok && isNamed(p.Elem(), "database/sql", "Tx") {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok && typesx.IsNamed(p.Elem(), "database/sql", "Tx") {
 		return true
 	}
 	if types.Identical(t, types.Universe.Lookup("error").Type()) {
