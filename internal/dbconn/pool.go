@@ -388,6 +388,7 @@ func (t *Pool) release(rc *readConn, failed bool) {
 func (t *Pool) Close() {
 	t.closed.Store(true)
 	t.drain()
+	t.ErrRow.Close()
 }
 
 func (t *Pool) drain() {
@@ -462,15 +463,34 @@ func (errRows) QueryContext(_ context.Context, _ string, args []driver.NamedValu
 }
 
 // ErrRower makes *sql.Row values that fail with a given error.
+//
+// Its *sql.DB (whose pool database/sql runs a goroutine for) is opened on
+// first use and closed with the registry.
 type ErrRower struct {
-	once sync.Once
-	db   *sql.DB
+	mu sync.Mutex
+	db *sql.DB
 }
 
-// row returns a *sql.Row whose Scan returns err.
+// Row returns a *sql.Row whose Scan returns err.
 func (e *ErrRower) Row(err error) *sql.Row {
-	e.once.Do(func() { e.db = sql.OpenDB(errRows{}) })
-	return e.db.QueryRowContext(context.Background(), "", err)
+	e.mu.Lock()
+	if e.db == nil {
+		e.db = sql.OpenDB(errRows{})
+	}
+	db := e.db
+	e.mu.Unlock()
+	return db.QueryRowContext(context.Background(), "", err)
+}
+
+// Close closes the *sql.DB, if it was opened; a later Row opens another.
+func (e *ErrRower) Close() {
+	e.mu.Lock()
+	db := e.db
+	e.db = nil
+	e.mu.Unlock()
+	if db != nil {
+		db.Close()
+	}
 }
 
 // CommitGuard turns a COMMIT that the handler runs through WriteCtx.Tx
