@@ -13,8 +13,8 @@ import (
 	"github.com/llmtool/llmtool/audit"
 )
 
-// TestAuthorizerRefusal: whatever the Authorizer returns to refuse, the
-// result wraps ErrNotAuthorized and the Authorizer's error, has KindDenied,
+// TestAuthorizerRefusal: whatever Authorize returns to refuse, the
+// result wraps ErrNotAuthorized and Authorize's error, has KindDenied,
 // is audited as refused and writes nothing; the model sees the message and
 // next action of an *Error in the chain, else the standard message.
 func TestAuthorizerRefusal(t *testing.T) {
@@ -24,7 +24,7 @@ func TestAuthorizerRefusal(t *testing.T) {
 	denied := llmtool.Denied("Guests may only read.").Next("Ask the user to sign in with an editor account.")
 	tests := []struct {
 		name string
-		err  error // what the Authorizer returns
+		err  error // what Authorize returns
 		msg  string
 	}{
 		{"plain error", plain, standard},
@@ -48,19 +48,19 @@ func TestAuthorizerRefusal(t *testing.T) {
 					outcomes = append(outcomes, rec.Outcome)
 					mu.Unlock()
 				})},
-				Authorizer: llmtool.AuthorizerFunc(func(context.Context, *llmtool.Principal, *llmtool.Spec) error {
+				Authorize: func(context.Context, *llmtool.Principal, *llmtool.Spec) error {
 					return tc.err
-				}),
+				},
 			}, itemTools)
 			ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"})
-			require.NoError(t, reg.EnableWrites(ctx, ""))
+			require.NoError(t, reg.SetWrites(ctx, "", true))
 
 			res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 			require.True(t, res.IsError)
 			require.Equal(t, tc.msg, res.Text())
 			require.JSONEq(t, fmt.Sprintf(`{"error":%q}`, tc.msg), string(res.JSON))
 			require.ErrorIs(t, res.Err, llmtool.ErrNotAuthorized)
-			require.ErrorIs(t, res.Err, tc.err, "the Authorizer's error stays in the chain")
+			require.ErrorIs(t, res.Err, tc.err, "Authorize's error stays in the chain")
 			require.Equal(t, llmtool.KindDenied, llmtool.KindOf(res.Err))
 			require.Equal(t, 1, countItems(t, db), "nothing written")
 			mu.Lock()

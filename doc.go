@@ -70,10 +70,10 @@
 //     says every call needs one;
 //  3. the scope's settings (a tenant, workspace or chat, from
 //     [WithScope]): read tools are on and write tools off until
-//     [Registry.EnableWrites]; [Registry.SetScopeTool] overrides that per
+//     [Registry.SetWrites]; [Registry.SetScopeTool] overrides that per
 //     tool either way. The settings live in the host's database, and a
 //     failed read of them never enables writes;
-//  4. the [Authorizer], if the host set one.
+//  4. [Options.Authorize], if the host set it.
 //
 // A refused call is recorded with the audit outcome "refused" and answers
 // the model with a sentence that says what to do instead; its error wraps

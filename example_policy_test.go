@@ -11,7 +11,7 @@ import (
 // Write tools are off in every scope until the scope enables them; the
 // setting persists in the host's database. Listings and calls both honour
 // it, and a refused call says how to get it enabled.
-func ExampleRegistry_EnableWrites() {
+func ExampleRegistry_SetWrites() {
 	db, done := exampleNotes()
 	defer done()
 	type AddNoteIn struct {
@@ -31,7 +31,7 @@ func ExampleRegistry_EnableWrites() {
 	call := llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)}
 
 	fmt.Println(reg.Invoke(ctx, call).Text())
-	if err := reg.EnableWrites(ctx, "team-wiki"); err != nil {
+	if err := reg.SetWrites(ctx, "team-wiki", true); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(reg.Invoke(ctx, call).Text())
@@ -64,17 +64,17 @@ func ExampleRegistry_Subscribe() {
 	cancel := reg.Subscribe(func(scope string) { fmt.Printf("tools changed in scope %q\n", scope) })
 	defer cancel()
 	ctx := context.Background()
-	_ = reg.EnableWrites(ctx, "chat-42")
-	_ = reg.EnableWrites(ctx, "chat-42") // no change, no notification
-	_ = reg.SetEnabled("man", false)     // every scope
+	_ = reg.SetWrites(ctx, "chat-42", true)
+	_ = reg.SetWrites(ctx, "chat-42", true) // no change, no notification
+	_ = reg.SetEnabled("man", false)        // every scope
 	// Output:
 	// tools changed in scope "chat-42"
 	// tools changed in scope ""
 }
 
-// An Authorizer decides per tool and principal; listings leave out what it
+// Options.Authorize decides per tool and principal; listings leave out what it
 // refuses.
-func ExampleAuthorizerFunc() {
+func ExampleOptions_authorize() {
 	db, done := exampleNotes()
 	defer done()
 	purge := llmtool.Write("purge_notes", "Delete every note in the trash.",
@@ -82,19 +82,19 @@ func ExampleAuthorizerFunc() {
 		llmtool.Destructive(), llmtool.FriendlyName("Empty trash"))
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 		Logger: exampleLogger(),
-		Authorizer: llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
+		Authorize: func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
 			if tool.Destructive && !p.HasRole("admin") {
 				return llmtool.Denied("Only administrators may call %s.", tool.Name).Next("Ask an administrator to do it.")
 			}
 			return nil
-		}),
+		},
 	}, llmtool.DefineTools("notes", purge))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob", Roles: []string{"editor"}})
-	_ = reg.EnableWrites(ctx, "")
+	_ = reg.SetWrites(ctx, "", true)
 	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "purge_notes"}).Text())
 	// Output:
 	// Only administrators may call purge_notes. Ask an administrator to do it.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -83,36 +82,16 @@ type Entity struct {
 	// Protected reports whether the entity is protected: a model must
 	// neither read nor change it, whatever the tool. Optional.
 	Protected func(c *ReadCtx, id string) (bool, error)
-	// MayAct reports whether the call's principal (c.Principal(), which
-	// may be nil) may read (AccessRead, in read tools) or change
-	// (AccessWrite, in write tools) the entity. Optional.
-	MayAct func(c *ReadCtx, id string, access Access) (bool, error)
+	// MayRead reports whether the call's principal (c.Principal(), which
+	// may be nil) may read the entity. Read tools consult it. Optional.
+	MayRead func(c *ReadCtx, id string) (bool, error)
+	// MayChange reports whether the call's principal may change the
+	// entity. Write tools consult it (and not MayRead). Optional.
+	MayChange func(c *ReadCtx, id string) (bool, error)
 	// NotFoundNext is the corrective next action of the not-found error,
 	// such as "Call search_notes to find the note's ID.". The default
 	// asks for the ID of an existing entity.
 	NotFoundNext string
-}
-
-// Access says what a call does with a referenced entity, for
-// Entity.MayAct: read tools read, write tools write.
-type Access uint8
-
-const (
-	// AccessRead is a read tool's access.
-	AccessRead Access = iota + 1
-	// AccessWrite is a write tool's access.
-	AccessWrite
-)
-
-// String returns "read" or "write".
-func (a Access) String() string {
-	switch a {
-	case AccessRead:
-		return "read"
-	case AccessWrite:
-		return "write"
-	}
-	return "access(" + strconv.Itoa(int(a)) + ")"
 }
 
 // IDs returns a check that reports whether an ID is one of ids, for
@@ -336,18 +315,18 @@ func (c *ReadCtx) checkRefs(in any) error {
 				Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
 		}
 	}
-	access, verb := AccessRead, "read"
-	if write {
-		access, verb = AccessWrite, "change"
-	}
 	for i, x := range ids {
 		e := ents[i]
-		if e.MayAct == nil {
+		may, verb := e.MayRead, "read"
+		if write {
+			may, verb = e.MayChange, "change"
+		}
+		if may == nil {
 			continue
 		}
-		ok, err := e.MayAct(c, x.ID, access)
+		ok, err := may(c, x.ID)
 		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: may-act check: %w", e.Kind, x.ID, err)
+			return fmt.Errorf("llmtool: entity %s %q: may-%s check: %w", e.Kind, x.ID, verb, err)
 		}
 		if !ok {
 			return Denied("You may not %s %s %q (%s).", verb, e.noun(), x.ID, x.Field).

@@ -19,6 +19,16 @@ import (
 // The notes fixture: a notes table with a system note (root), a protected
 // note (n2), a note owned by alice (n1) and one owned by bob (n3).
 
+// ownerOnly lets a principal act on the notes it owns and on unowned ones.
+func ownerOnly(c *llmtool.ReadCtx, id string) (bool, error) {
+	var owner string
+	if err := c.QueryRow(`SELECT owner FROM notes WHERE id = ?`, id).Scan(&owner); err != nil {
+		return false, err
+	}
+	p := c.Principal()
+	return owner == "" || (p != nil && p.ID == owner), nil
+}
+
 func openNotes(t testing.TB) *sql.DB {
 	t.Helper()
 	db := openDB(t)
@@ -99,14 +109,8 @@ var noteKind = &llmtool.Entity{
 		err := c.QueryRow(`SELECT protected FROM notes WHERE id = ?`, id).Scan(&p)
 		return p, err
 	},
-	MayAct: func(c *llmtool.ReadCtx, id string, _ llmtool.Access) (bool, error) {
-		var owner string
-		if err := c.QueryRow(`SELECT owner FROM notes WHERE id = ?`, id).Scan(&owner); err != nil {
-			return false, err
-		}
-		p := c.Principal()
-		return owner == "" || (p != nil && p.ID == owner), nil
-	},
+	MayRead:      ownerOnly,
+	MayChange:    ownerOnly,
 	NotFoundNext: "Call search_notes to find the note's ID.",
 }
 
@@ -249,7 +253,7 @@ func TestEntityAndToolGuards(t *testing.T) {
 			log := &guardLog{}
 			reg, _ := newReg(t, db, notesModule(log))
 			ctx := context.Background()
-			require.NoError(t, reg.EnableWrites(ctx, ""))
+			require.NoError(t, reg.SetWrites(ctx, "", true))
 			if !tc.anon {
 				ctx = alice(ctx)
 			}
@@ -386,7 +390,7 @@ func TestBuiltinGuards(t *testing.T) {
 				"Use an attribute name that does not run code.")))
 	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("attrs", setAttr))
 	ctx := context.Background()
-	require.NoError(t, reg.EnableWrites(ctx, ""))
+	require.NoError(t, reg.SetWrites(ctx, "", true))
 	call := llmtool.Call{Tool: "set_attr", Args: []byte(`{"name":"RUN"}`)}
 
 	res := reg.Invoke(llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: "bob", Roles: []string{"reader"}}), call)

@@ -14,7 +14,7 @@ type Principal struct {
 	ID string
 	// Name is a display name, for logs and audit records.
 	Name string
-	// Roles are the host's role names for the user, for Authorizers.
+	// Roles are the host's role names for the user, for Options.Authorize.
 	Roles []string
 	// Attrs carries anything else the host wants its guards to see.
 	Attrs map[string]string
@@ -63,37 +63,11 @@ func ScopeFrom(ctx context.Context) string {
 // registry that requires one (Registry.RequirePrincipal).
 var ErrNoPrincipal = errors.New("llmtool: no principal")
 
-// ErrNotAuthorized is wrapped by the result of every call the Authorizer
-// refused, whatever error it returned (see Authorizer).
+// ErrNotAuthorized is wrapped by the result of every call that
+// Options.Authorize refused, whatever error it returned.
 var ErrNotAuthorized = errors.New("llmtool: not authorized")
 
-// Authorizer decides whether a principal may call a tool. Authorize returns
-// nil to allow the call. It is consulted for every call and, to decide what
-// a listing shows, for every tool on every listing, so it should be cheap
-// (no database round trip per tool).
-//
-// To refuse, return an error. The model sees the message and next action
-// of the first *Error in its chain (such as llmtool.Denied("Only editors
-// may delete notes.").Next("Ask an editor to do it.")), or, when the chain
-// has none, a standard message that names the tool and keeps the error's
-// text from the model. Either way the call's Result.Err is an *Error of
-// KindDenied that wraps ErrNotAuthorized and the Authorizer's error, so
-// errors.Is(res.Err, llmtool.ErrNotAuthorized) holds for every refusal,
-// and the audit outcome is "refused". The principal is nil when the call
-// has none.
-type Authorizer interface {
-	Authorize(ctx context.Context, p *Principal, tool *Spec) error
-}
-
-// AuthorizerFunc adapts a function to the Authorizer interface.
-type AuthorizerFunc func(ctx context.Context, p *Principal, tool *Spec) error
-
-// Authorize calls f.
-func (f AuthorizerFunc) Authorize(ctx context.Context, p *Principal, tool *Spec) error {
-	return f(ctx, p, tool)
-}
-
-func (r *Registry) authorizer() Authorizer {
+func (r *Registry) authorize() func(ctx context.Context, p *Principal, tool *Spec) error {
 	if p := r.pol.authz.Load(); p != nil {
 		return *p
 	}
@@ -127,11 +101,11 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q changes data, and write tools are off in %s.", s.Name, describeScope(scope)),
 			NextAction: next, err: ErrToolDisabled}
 	}
-	if a := r.authorizer(); a != nil {
-		if err := a.Authorize(ctx, p, s); err != nil {
+	if authorize := r.authorize(); authorize != nil {
+		if err := authorize(ctx, p, s); err != nil {
 			refusal := &Error{Kind: KindDenied, Message: fmt.Sprintf("You may not use %s.", s.Name),
 				NextAction: "Use another tool, or ask an administrator for access.", err: fmt.Errorf("%w: %w", ErrNotAuthorized, err)}
-			// The Authorizer's own words, as a refusal: no "Error: "
+			// Authorize's own words, as a refusal: no "Error: "
 			// prefix, which is for malformed arguments only.
 			var te *Error
 			if errors.As(err, &te) {
@@ -152,7 +126,7 @@ func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec
 		return []*Spec{}
 	}
 	st := r.scopeSettings(ctx, q, ScopeFrom(ctx))
-	az := r.authorizer()
+	az := r.authorize()
 	if az == nil && len(st.tools) == 0 {
 		if st.writes {
 			return *all
@@ -168,7 +142,7 @@ func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec
 		} else if !s.ReadOnly && !st.writes {
 			continue
 		}
-		if az != nil && az.Authorize(ctx, p, s) != nil {
+		if az != nil && az(ctx, p, s) != nil {
 			continue
 		}
 		out = append(out, s)

@@ -47,7 +47,7 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 	on, err := reg.WritesEnabled(a, "team-a")
 	require.NoError(t, err)
 	require.False(t, on)
-	require.NoError(t, reg.EnableWrites(a, "team-a"))
+	require.NoError(t, reg.SetWrites(a, "team-a", true))
 	on, err = reg.WritesEnabled(a, "team-a")
 	require.NoError(t, err)
 	require.True(t, on)
@@ -59,7 +59,7 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 	require.Equal(t, 2, countItems(t, db))
 	require.ErrorIs(t, reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)}).Err, llmtool.ErrToolDisabled)
 
-	require.NoError(t, reg.DisableWrites(a, "team-a"))
+	require.NoError(t, reg.SetWrites(a, "team-a", false))
 	require.ErrorIs(t, reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)}).Err, llmtool.ErrToolDisabled)
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, a))
 
@@ -92,7 +92,7 @@ func TestScopeSettingSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.NoError(t, err)
-	require.NoError(t, reg.EnableWrites(ctx, "wiki"))
+	require.NoError(t, reg.SetWrites(ctx, "wiki", true))
 	require.NoError(t, reg.Close())
 	require.NoError(t, db.Close())
 
@@ -124,7 +124,7 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 		require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, ctx))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)}).IsError, "reads still work")
 
-		require.ErrorContains(t, reg.EnableWrites(ctx, "s"), `llmtool: set writes in scope "s": llmtool: read settings of scope "s": SQL logic error: no such column: tool (1)`)
+		require.ErrorContains(t, reg.SetWrites(ctx, "s", true), `llmtool: set writes in scope "s": llmtool: read settings of scope "s": SQL logic error: no such column: tool (1)`)
 		on, err := reg.WritesEnabled(ctx, "s")
 		require.Error(t, err)
 		require.False(t, on)
@@ -135,7 +135,7 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 		db := openDB(t)
 		reg, logs := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools) // read on every call
 		ctx := inScope("s")
-		require.NoError(t, reg.EnableWrites(ctx, "s"))
+		require.NoError(t, reg.SetWrites(ctx, "s", true))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError)
 
 		_, err := db.Exec(`ALTER TABLE llmtool_scope_settings RENAME COLUMN enabled TO on_off`)
@@ -202,10 +202,10 @@ func TestSubscribe(t *testing.T) {
 	ev := &events{}
 	cancel := reg.Subscribe(ev.add)
 
-	require.NoError(t, reg.EnableWrites(ctx, "a"))
+	require.NoError(t, reg.SetWrites(ctx, "a", true))
 	require.Equal(t, []string{"a"}, ev.take())
-	require.NoError(t, reg.EnableWrites(ctx, "a"))
-	require.NoError(t, reg.DisableWrites(ctx, "b"))
+	require.NoError(t, reg.SetWrites(ctx, "a", true))
+	require.NoError(t, reg.SetWrites(ctx, "b", false))
 	require.Empty(t, ev.take(), "no change, no notification")
 	require.NoError(t, reg.SetScopeTool(ctx, "b", "add_item", true))
 	require.Equal(t, []string{"b"}, ev.take())
@@ -225,13 +225,13 @@ func TestSubscribe(t *testing.T) {
 	reg2.Subscribe(ev2.add)
 	a := inScope("a")
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg2, a))
-	require.NoError(t, reg.DisableWrites(ctx, "a"))
+	require.NoError(t, reg.SetWrites(ctx, "a", false))
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg2, a))
 	require.Equal(t, []string{"a"}, ev2.take())
 	require.Equal(t, []string{"a"}, ev.take())
 
 	cancel()
-	require.NoError(t, reg.EnableWrites(ctx, "a"))
+	require.NoError(t, reg.SetWrites(ctx, "a", true))
 	require.Empty(t, ev.take())
 }
 
@@ -257,7 +257,7 @@ func TestPolicyCacheAcrossProcesses(t *testing.T) {
 
 	require.True(t, fresh.Invoke(ctx, call).IsError)
 	require.True(t, pinned.Invoke(ctx, call).IsError)
-	require.NoError(t, reg.EnableWrites(ctx, "s"))
+	require.NoError(t, reg.SetWrites(ctx, "s", true))
 	require.False(t, fresh.Invoke(ctx, call).IsError, "NoScopeCache reads the table every time")
 	require.True(t, pinned.Invoke(ctx, call).IsError, "a long TTL keeps its copy")
 	on, err := pinned.WritesEnabled(ctx, "s")
@@ -287,7 +287,7 @@ func TestAuthorizer(t *testing.T) {
 	db := openDB(t)
 	reg, _ := newRegOpts(t, db, &llmtool.Options{
 		ValidateOutput: true,
-		Authorizer: llmtool.AuthorizerFunc(func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
+		Authorize: func(ctx context.Context, p *llmtool.Principal, tool *llmtool.Spec) error {
 			switch {
 			case tool.ReadOnly || p.HasRole("editor"):
 				return nil
@@ -295,10 +295,10 @@ func TestAuthorizer(t *testing.T) {
 				return llmtool.Denied("Guests may only read.").Next("Ask the user to sign in with an editor account.")
 			}
 			return errors.New("not an editor")
-		}),
+		},
 	}, itemTools)
 	ctx := context.Background()
-	require.NoError(t, reg.EnableWrites(ctx, ""))
+	require.NoError(t, reg.SetWrites(ctx, "", true))
 	as := func(id string, roles ...string) context.Context {
 		return llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: id, Roles: roles})
 	}
@@ -316,7 +316,7 @@ func TestAuthorizer(t *testing.T) {
 
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, as("bob")))
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, as("alice", "editor")))
-	// Without an Authorizer, over the same database, bob sees what the scope allows.
+	// Without Authorize, over the same database, bob sees what the scope allows.
 	open, _ := newReg(t, db, itemTools)
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, open, as("bob")))
 }
@@ -337,7 +337,7 @@ func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
 		}))
 	reg, _ := newReg(t, openDB(t), llmtool.DefineTools("who", whoami))
 	ctx := alice(inScope("wiki"))
-	require.NoError(t, reg.EnableWrites(ctx, "wiki"))
+	require.NoError(t, reg.SetWrites(ctx, "wiki", true))
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "whoami"})
 	require.False(t, res.IsError, res.Text())
 	require.JSONEq(t, `{"Guard":"alice","Handler":"alice","Scope":"wiki"}`, string(res.JSON))
@@ -347,7 +347,7 @@ func TestListAllocatesNothing(t *testing.T) {
 	db := openDB(t)
 	reg, _ := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools) // no refresh during the measurement
 	on, off := inScope("on"), inScope("off")
-	require.NoError(t, reg.EnableWrites(on, "on"))
+	require.NoError(t, reg.SetWrites(on, "on", true))
 	for _, ctx := range []context.Context{on, off} {
 		_, err := reg.List(ctx) // warm the caches
 		require.NoError(t, err)
@@ -366,7 +366,7 @@ func BenchmarkList(b *testing.B) {
 	require.NoError(b, err)
 	defer reg.Close()
 	ctx := context.Background()
-	require.NoError(b, reg.EnableWrites(ctx, "on"))
+	require.NoError(b, reg.SetWrites(ctx, "on", true))
 	require.NoError(b, reg.SetScopeTool(ctx, "tool", "add_item", true))
 	for _, scope := range []string{"on", "off", "tool"} {
 		sctx := inScope(scope)

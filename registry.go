@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/internal/toolname"
 	"github.com/llmtool/llmtool/man"
 )
 
@@ -97,9 +98,22 @@ type Options struct {
 	// the audit records. Default: slog.Default().
 	Logger *slog.Logger
 
-	// Authorizer is consulted for every call and every listing; nil
-	// allows whatever the scope allows. See Authorizer.
-	Authorizer Authorizer
+	// Authorize decides whether a principal may call a tool; nil allows
+	// whatever the scope allows. It returns nil to allow the call. It
+	// is consulted for every call and, to decide what a listing shows,
+	// for every tool on every listing, so it should be cheap (no
+	// database round trip per tool). The principal is nil when the call
+	// has none.
+	//
+	// To refuse, return an error. The model sees the message and next
+	// action of the first *Error in its chain (such as
+	// llmtool.Denied("Only editors may delete notes.").Next("Ask an
+	// editor to do it.")), or, when the chain has none, a standard
+	// message that names the tool and keeps the error's text from the
+	// model. Either way the call's Result.Err is an *Error of KindDenied
+	// that wraps ErrNotAuthorized and Authorize's error, and the audit
+	// outcome is "refused".
+	Authorize func(ctx context.Context, p *Principal, tool *Spec) error
 
 	// RequirePrincipal refuses every call without a principal in its
 	// context and empties every listing without one. Turn it on when
@@ -114,11 +128,11 @@ type Options struct {
 
 	// ScopeCacheTTL is how long the registry keeps a scope's settings in
 	// memory before reading them again. Changes made through this
-	// registry (EnableWrites, DisableWrites, SetScopeTool, ResetScopeTool)
+	// registry (SetWrites, SetScopeTool, ResetScopeTool)
 	// take effect at once whatever the TTL; a change made by another
 	// process sharing the database is seen once the cached copy is older
 	// than the TTL, and then reported to subscribers. Zero means
-	// DefaultPolicyCacheTTL; NoScopeCache reads the settings on every
+	// two seconds; NoScopeCache reads the settings on every
 	// listing and call (a primary-key lookup), for several processes or
 	// replicas sharing one database.
 	ScopeCacheTTL time.Duration
@@ -198,7 +212,7 @@ func (r *Registry) addLocked(m *Module) error {
 		return errors.New("llmtool: Add: nil module; is it defined in a package-level variable?")
 	}
 	for _, t := range m.tools {
-		if err := ValidateName(t.spec.Name); err != nil {
+		if err := toolname.Validate(t.spec.Name); err != nil {
 			return fmt.Errorf("llmtool: module %q: %w", m.name, err)
 		}
 		if e, ok := r.tools[t.spec.Name]; ok && !e.builtin {
@@ -303,11 +317,11 @@ func (r *Registry) loaderErr() error {
 // List returns the specs of the tools ctx's caller may call, in
 // registration order with the built-in man last, after running pending
 // loaders: tools switched on, allowed in the scope of ctx (write tools only
-// once the scope enabled writes; see EnableWrites) and for its principal
-// (Options.RequirePrincipal, Options.Authorizer). The specs and their schema
+// once the scope enabled writes; see SetWrites) and for its principal
+// (Options.RequirePrincipal, Options.Authorize). The specs and their schema
 // JSON are computed once; do not modify them. Filtering by scope uses the
 // cached scope settings (see Options.ScopeCacheTTL) and allocates nothing
-// unless per-tool settings or an Authorizer apply. A loader's failure is
+// unless per-tool settings or Options.Authorize apply. A loader's failure is
 // returned along with the tools that did load.
 func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
 	err := r.resolve(ctx)
@@ -380,8 +394,8 @@ func (r *Registry) configure(o *Options) {
 	if o.Logger != nil {
 		r.log.Store(o.Logger)
 	}
-	if o.Authorizer != nil {
-		a := o.Authorizer
+	if o.Authorize != nil {
+		a := o.Authorize
 		r.pol.authz.Store(&a)
 	}
 	r.pol.requirePrincipal.Store(o.RequirePrincipal)

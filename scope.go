@@ -10,30 +10,25 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmtool/llmtool/internal/toolname"
 )
 
-// DefaultPolicyCacheTTL is how long a registry trusts the scope settings it
+// defaultScopeCacheTTL is how long a registry trusts the scope settings it
 // read, unless Options.ScopeCacheTTL says otherwise.
-const DefaultPolicyCacheTTL = 2 * time.Second
+const defaultScopeCacheTTL = 2 * time.Second
 
-// EnableWrites turns write tools on in scope (a tenant, workspace, wiki or
-// chat; "" is the default scope), persistently, and tells subscribers if
-// that changed what the scope may call. The setting lives in the host's
-// database, in a table llmtool owns (llmtool_scope_settings), created on
-// first use; if it cannot be read, write tools stay off. The package
-// documentation's Policy section gives the order in which a call is
-// admitted.
-func (r *Registry) EnableWrites(ctx context.Context, scope string) error {
-	on := true
+// SetWrites turns write tools on or off in scope (a tenant, workspace,
+// wiki or chat; "" is the default scope), persistently, and tells
+// subscribers if that changed what the scope may call. Writes are off in
+// a scope until it turns them on. Tools switched on or off for the scope
+// one by one (SetScopeTool) keep their setting. The setting lives in the
+// host's database, in a table llmtool owns (llmtool_scope_settings),
+// created on first use; if it cannot be read, write tools stay off. The
+// package documentation's Policy section gives the order in which a call
+// is admitted.
+func (r *Registry) SetWrites(ctx context.Context, scope string, on bool) error {
 	return r.setScope(ctx, scope, "", &on)
-}
-
-// DisableWrites turns write tools off in scope, persistently, and tells
-// subscribers if that changed what the scope may call. Tools switched on
-// for the scope one by one (SetScopeTool) stay on.
-func (r *Registry) DisableWrites(ctx context.Context, scope string) error {
-	off := false
-	return r.setScope(ctx, scope, "", &off)
 }
 
 // WritesEnabled reports whether write tools are on in scope, reading the
@@ -55,7 +50,7 @@ func (r *Registry) WritesEnabled(ctx context.Context, scope string) (bool, error
 // off is neither listed nor callable there. The global kill switch still
 // wins. ResetScopeTool removes the override.
 func (r *Registry) SetScopeTool(ctx context.Context, scope, tool string, on bool) error {
-	if err := ValidateName(tool); err != nil {
+	if err := toolname.Validate(tool); err != nil {
 		return fmt.Errorf("llmtool: SetScopeTool: %w", err)
 	}
 	return r.setScope(ctx, scope, tool, &on)
@@ -64,7 +59,7 @@ func (r *Registry) SetScopeTool(ctx context.Context, scope, tool string, on bool
 // ResetScopeTool removes a tool's override in scope, so the scope's write
 // setting decides again.
 func (r *Registry) ResetScopeTool(ctx context.Context, scope, tool string) error {
-	if err := ValidateName(tool); err != nil {
+	if err := toolname.Validate(tool); err != nil {
 		return fmt.Errorf("llmtool: ResetScopeTool: %w", err)
 	}
 	return r.setScope(ctx, scope, tool, nil)
@@ -111,10 +106,10 @@ func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
 }
 
 // Subscribe registers fn to be called after the set of tools a scope may
-// call changed: with that scope after EnableWrites, DisableWrites,
-// SetScopeTool or ResetScopeTool changed it (or a refresh of the cache found
-// another process had), and with "" (meaning every scope) after SetEnabled,
-// Add or a loader resolving. fn runs synchronously in the goroutine that
+// call changed: with that scope after SetWrites, SetScopeTool or
+// ResetScopeTool changed it (or a refresh of the cache found another
+// process had), and with "" (meaning every scope) after SetEnabled, Add or
+// a loader resolving. fn runs synchronously in the goroutine that
 // made the change, after the change is visible to List; keep it short (the
 // MCP adapter sends notifications/tools/list_changed). cancel unregisters
 // fn.
@@ -163,7 +158,7 @@ func (r *Registry) notify(scope string) {
 // policy is a registry's policy state.
 type policy struct {
 	requirePrincipal atomic.Bool
-	authz            atomic.Pointer[Authorizer]
+	authz            atomic.Pointer[func(ctx context.Context, p *Principal, tool *Spec) error]
 	ttl              atomic.Int64 // time.Duration
 	writesOffNext    atomic.Pointer[string]
 	ensured          atomic.Bool // the settings table exists

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 
 	"github.com/llmtool/llmtool/internal/schema"
+	"github.com/llmtool/llmtool/internal/toolname"
 )
 
 // Spec is what a tool declares about itself: everything an adapter needs to
@@ -154,7 +154,7 @@ func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (O
 // and binds the call: decode In, entity checks, guards in order, handler,
 // encode Out.
 func define[In, Out any](name, description string, read bool, opts []Option, handler func(*ReadCtx, In) (Out, error)) *Tool {
-	if err := ValidateName(name); err != nil {
+	if err := toolname.Validate(name); err != nil {
 		panic(fmt.Sprintf("llmtool: %v", err))
 	}
 	cfg := toolConfig{spec: Spec{Name: name, Description: description, ReadOnly: read}}
@@ -223,28 +223,6 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		return b, err
 	}
 	return t
-}
-
-var (
-	openAIName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	geminiName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$`)
-	mcpName    = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
-)
-
-// ValidateName reports whether name is a tool name every target accepts:
-// MCP (1 to 128 of A-Z a-z 0-9 _ - .), OpenAI and Anthropic
-// (^[a-zA-Z0-9_-]{1,64}$) and Gemini (a letter or underscore first). The
-// error names the first target that refuses it.
-func ValidateName(name string) error {
-	switch {
-	case !mcpName.MatchString(name):
-		return fmt.Errorf("tool name %q is invalid for MCP (1 to 128 of A-Z a-z 0-9 _ - .); use lower_snake_case such as \"get_note\"", name)
-	case !openAIName.MatchString(name):
-		return fmt.Errorf("tool name %q is invalid for OpenAI and Anthropic (^[a-zA-Z0-9_-]{1,64}$); use lower_snake_case such as \"get_note\"", name)
-	case !geminiName.MatchString(name):
-		return fmt.Errorf("tool name %q is invalid for Gemini (must start with a letter or underscore); use lower_snake_case such as \"get_note\"", name)
-	}
-	return nil
 }
 
 // Content is one part of a rich tool result. MCP sends the parts as content

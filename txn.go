@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 )
 
@@ -165,10 +166,9 @@ func (c *ReadCtx) Logger() *slog.Logger {
 
 // Progress reports progress to the client, if it asked for it: done of
 // total units (total 0 if unknown), with an optional message. Over MCP it
-// becomes notifications/progress; elsewhere it goes to the Reporter in the
-// call's context, if any.
+// becomes notifications/progress; in chat it becomes a progress event.
 func (c *ReadCtx) Progress(done, total float64, message string) {
-	if r := reporterFrom(c.parent); r != nil {
+	if r := callinfo.ReporterFrom(c.parent); r != nil {
 		r.Progress(c.parent, done, total, message)
 	}
 }
@@ -177,7 +177,7 @@ func (c *ReadCtx) Progress(done, total float64, message string) {
 // to the client's logging level) and to the registry's logger.
 func (c *ReadCtx) Log(level slog.Level, message string) {
 	c.Logger().Log(c.parent, level, message)
-	if r := reporterFrom(c.parent); r != nil {
+	if r := callinfo.ReporterFrom(c.parent); r != nil {
 		r.Log(c.parent, level, message)
 	}
 }
@@ -252,26 +252,6 @@ func (cs *callState) decodeIn(args []byte, in any) error {
 	}
 	s.SetDefaults(in, cs.fill)
 	return nil
-}
-
-// Reporter receives a handler's progress and log messages. Adapters set one
-// per call with WithReporter; MCP turns them into notifications.
-type Reporter interface {
-	Progress(ctx context.Context, done, total float64, message string)
-	Log(ctx context.Context, level slog.Level, message string)
-}
-
-type reporterKey struct{}
-
-// WithReporter returns a context whose calls report progress and log
-// messages to r.
-func WithReporter(ctx context.Context, r Reporter) context.Context {
-	return context.WithValue(ctx, reporterKey{}, r)
-}
-
-func reporterFrom(ctx context.Context) Reporter {
-	r, _ := ctx.Value(reporterKey{}).(Reporter)
-	return r
 }
 
 // OpenSQLite opens the SQLite file at path with the settings llmtool's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
 // ToolCall is one tool call a model asked for, whatever its format.
@@ -133,7 +134,7 @@ func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool
 		ev.FriendlyName = a.msgs.FriendlyName(c.Name, defined, locale)
 		ev.Kind = CallStarted
 		obs.emit(ev)
-		ctx = llmtool.WithReporter(ctx, &reporter{obs: obs, ev: ev})
+		ctx = callinfo.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
 	start := time.Now()
 	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args})

@@ -79,6 +79,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/toolname"
 )
 
 // DefaultDescriptionBudget is the description budget of [Check], in
@@ -239,7 +240,7 @@ func approxTokens(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
 
 func (l *linter) tool(s *llmtool.Spec) {
 	name := s.Name
-	if err := llmtool.ValidateName(name); err != nil {
+	if err := toolname.Validate(name); err != nil {
 		l.add(name, RuleName, "%v", err)
 	} else if !snakeName.MatchString(name) || len(name) > 64 {
 		l.add(name, RuleName, "name %q is not lower_snake_case of at most 64 characters; rename it, such as %q", name, snakeCase(name))

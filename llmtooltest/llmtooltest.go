@@ -261,7 +261,7 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	}
 	h.ctx = ctx
 	if !opts.WritesOff {
-		if err := reg.EnableWrites(ctx, scope); err != nil {
+		if err := reg.SetWrites(ctx, scope, true); err != nil {
 			t.Fatalf("llmtooltest.New: enable writes in scope %q: %v", scope, err)
 			return nil
 		}

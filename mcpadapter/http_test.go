@@ -297,7 +297,7 @@ func TestHTTPWire(t *testing.T) {
 	require.JSONEq(t, `"Read note"`, string(get["title"]))
 	require.NotContains(t, tools["picture"], "outputSchema")
 
-	require.NoError(t, f.reg.EnableWrites(context.Background(), ""))
+	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
 	names, tools = byName(t, c.listAll(t, 4))
 	require.Len(t, names, 13)
 	require.JSONEq(t, `{"title":"Delete note","readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`, string(tools["delete_note"]["annotations"]))
@@ -327,7 +327,7 @@ func TestHTTPScopes(t *testing.T) {
 	ctx := context.Background()
 
 	require.NotContains(t, toolNames(t, red), "create_note")
-	require.NoError(t, f.reg.EnableWrites(ctx, "red"))
+	require.NoError(t, f.reg.SetWrites(ctx, "red", true))
 	redNotes.next(t, string(mcp.MethodNotificationToolsListChanged))
 	require.Contains(t, toolNames(t, red), "create_note")
 	require.NotContains(t, toolNames(t, blue), "create_note")

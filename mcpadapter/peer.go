@@ -15,7 +15,7 @@ import (
 )
 
 // peer is the client of one tool call, as the handler sees it: the
-// llmtool.Reporter for its progress and log lines and the ask.Asker for
+// callinfo.Reporter for its progress and log lines and the ask.Asker for
 // its sampling and elicitation requests.
 type peer struct {
 	s     *Server

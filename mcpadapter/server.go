@@ -87,6 +87,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
 // protocolVersions returns the revisions the adapter serves, newest first:
@@ -314,7 +315,7 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
-		ctx = ask.With(llmtool.WithReporter(ctx, p), p) // p reports progress and logs, and asks the client
+		ctx = ask.With(callinfo.WithReporter(ctx, p), p) // p reports progress and logs, and asks the client
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)

@@ -152,7 +152,7 @@ func TestTools(t *testing.T) {
 
 			t.Run("list_changed after enabling writes", func(t *testing.T) {
 				notes.drain()
-				require.NoError(t, f.reg.EnableWrites(ctx, ""))
+				require.NoError(t, f.reg.SetWrites(ctx, "", true))
 				notes.next(t, string(mcp.MethodNotificationToolsListChanged))
 				require.Equal(t, all, toolNames(t, c))
 			})

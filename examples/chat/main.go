@@ -128,7 +128,7 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 	}
 	ctx = llmtool.WithScope(ctx, scope)
 	if writes {
-		if err := reg.EnableWrites(ctx, scope); err != nil {
+		if err := reg.SetWrites(ctx, scope, true); err != nil {
 			return err
 		}
 	}

@@ -337,9 +337,9 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	defer reg.Close()
 	switch action {
 	case "on":
-		err = reg.EnableWrites(ctx, *scope)
+		err = reg.SetWrites(ctx, *scope, true)
 	case "off":
-		err = reg.DisableWrites(ctx, *scope)
+		err = reg.SetWrites(ctx, *scope, false)
 	}
 	if err != nil {
 		return fmt.Errorf("turn write tools %s for scope %q in %s: %w", action, *scope, *dbPath, err)

@@ -49,7 +49,7 @@ func TestStoreWritesRollBackWithTheCall(t *testing.T) {
 		})
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: discard()}, llmtool.DefineTools("test", failing))
 	require.NoError(t, err)
-	require.NoError(t, reg.EnableWrites(ctx, ""))
+	require.NoError(t, reg.SetWrites(ctx, "", true))
 
 	var notesBefore, revsBefore int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM notes`).Scan(&notesBefore))
