@@ -414,7 +414,7 @@ func Seed(ctx context.Context, db Execer) error {
 		for _, sn := range seedNotes {
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO notes (noteId, title, type, mime, content, isProtected, isDeleted, dateCreated, dateModified)
-				 VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+				 VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)`,
 				sn.id, sn.title, sn.typ, defaultMime(sn.typ), sn.content, boolInt(sn.protected), now, now); err != nil {
 				return fmt.Errorf("seed: insert note %q: %w", sn.id, err)
 			}
@@ -424,7 +424,7 @@ func Seed(ctx context.Context, db Execer) error {
 			positions[sn.parent] += positionStep
 			branchID := sn.parent + "_" + sn.id
 			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO branches (branchId, noteId, parentNoteId, position, isDeleted) VALUES (?, ?, ?, ?, 0)`,
+				`INSERT INTO branches (branchId, noteId, parentNoteId, position, isDeleted) VALUES ($1, $2, $3, $4, 0)`,
 				branchID, sn.id, sn.parent, positions[sn.parent]); err != nil {
 				return fmt.Errorf("seed: insert branch %q: %w", branchID, err)
 			}
@@ -433,7 +433,7 @@ func Seed(ctx context.Context, db Execer) error {
 		for _, sa := range seedAttrs {
 			attrPositions[sa.noteID] += positionStep
 			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO attributes (attributeId, noteId, type, name, value, position, isDeleted) VALUES (?, ?, ?, ?, ?, ?, 0)`,
+				`INSERT INTO attributes (attributeId, noteId, type, name, value, position, isDeleted) VALUES ($1, $2, $3, $4, $5, $6, 0)`,
 				sa.id, sa.noteID, sa.typ, sa.name, sa.value, attrPositions[sa.noteID]); err != nil {
 				return fmt.Errorf("seed: insert attribute %q: %w", sa.id, err)
 			}
@@ -449,7 +449,7 @@ func Seed(ctx context.Context, db Execer) error {
 func Exists(ctx context.Context, q Queryer, id string) (bool, error) {
 	var ok bool
 	err := q.QueryRowContext(ctx,
-		`SELECT EXISTS (SELECT 1 FROM notes WHERE noteId = ? AND isDeleted = 0)`, id).Scan(&ok)
+		`SELECT EXISTS (SELECT 1 FROM notes WHERE noteId = $1 AND isDeleted = 0)`, id).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("check note %q exists: %w", id, err)
 	}
@@ -461,7 +461,7 @@ func Exists(ctx context.Context, q Queryer, id string) (bool, error) {
 func IsProtected(ctx context.Context, q Queryer, id string) (bool, error) {
 	var p bool
 	err := q.QueryRowContext(ctx,
-		`SELECT isProtected FROM notes WHERE noteId = ? AND isDeleted = 0`, id).Scan(&p)
+		`SELECT isProtected FROM notes WHERE noteId = $1 AND isDeleted = 0`, id).Scan(&p)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, notFound(id)
 	}
@@ -483,7 +483,7 @@ func IsDescendant(ctx context.Context, q Queryer, candidate, ancestor string) (b
 		WITH RECURSIVE anc(id) AS (
 			SELECT b.parentNoteId FROM branches b
 			JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
-			WHERE b.noteId = ?1 AND b.isDeleted = 0
+			WHERE b.noteId = $1 AND b.isDeleted = 0
 			UNION
 			SELECT b.parentNoteId FROM branches b
 			JOIN anc ON b.noteId = anc.id
@@ -491,7 +491,7 @@ func IsDescendant(ctx context.Context, q Queryer, candidate, ancestor string) (b
 		)
 		SELECT EXISTS (
 			SELECT 1 FROM anc JOIN notes n ON n.noteId = anc.id AND n.isDeleted = 0
-			WHERE anc.id = ?2
+			WHERE anc.id = $2
 		)`, candidate, ancestor).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("check whether %q is under %q: %w", candidate, ancestor, err)
@@ -508,7 +508,7 @@ func ProtectedDescendant(ctx context.Context, q Queryer, id string) (string, err
 		WITH RECURSIVE sub(id) AS (
 			SELECT b.noteId FROM branches b
 			JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
-			WHERE b.parentNoteId = ?1 AND b.isDeleted = 0
+			WHERE b.parentNoteId = $1 AND b.isDeleted = 0
 			UNION
 			SELECT b.noteId FROM branches b
 			JOIN sub ON b.parentNoteId = sub.id
@@ -516,7 +516,7 @@ func ProtectedDescendant(ctx context.Context, q Queryer, id string) (string, err
 			WHERE b.isDeleted = 0
 		)
 		SELECT n.noteId FROM sub JOIN notes n ON n.noteId = sub.id
-		WHERE n.isProtected = 1 AND n.noteId <> ?1
+		WHERE n.isProtected = 1 AND n.noteId <> $1
 		ORDER BY n.noteId LIMIT 1`, id).Scan(&found)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
@@ -534,7 +534,7 @@ func GetNote(ctx context.Context, q Queryer, id string) (*Note, error) {
 	n := &Note{ID: id}
 	err := q.QueryRowContext(ctx, `
 		SELECT title, type, mime, isProtected, dateCreated, dateModified
-		FROM notes WHERE noteId = ? AND isDeleted = 0`, id).
+		FROM notes WHERE noteId = $1 AND isDeleted = 0`, id).
 		Scan(&n.Title, &n.Type, &n.Mime, &n.IsProtected, &n.DateCreated, &n.DateModified)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(id)
@@ -545,7 +545,7 @@ func GetNote(ctx context.Context, q Queryer, id string) (*Note, error) {
 	if n.Parents, err = queryRefs(ctx, q, `
 		SELECT p.noteId, p.title FROM branches b
 		JOIN notes p ON p.noteId = b.parentNoteId AND p.isDeleted = 0
-		WHERE b.noteId = ? AND b.isDeleted = 0
+		WHERE b.noteId = $1 AND b.isDeleted = 0
 		ORDER BY b.rowid`, id); err != nil {
 		return nil, fmt.Errorf("read parents of note %q: %w", id, err)
 	}
@@ -563,7 +563,7 @@ func GetNote(ctx context.Context, q Queryer, id string) (*Note, error) {
 func GetContent(ctx context.Context, q Queryer, id string) (string, error) {
 	var c string
 	err := q.QueryRowContext(ctx,
-		`SELECT content FROM notes WHERE noteId = ? AND isDeleted = 0`, id).Scan(&c)
+		`SELECT content FROM notes WHERE noteId = $1 AND isDeleted = 0`, id).Scan(&c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFound(id)
 	}
@@ -586,7 +586,7 @@ func children(ctx context.Context, q Queryer, id string) ([]NoteRef, error) {
 	refs, err := queryRefs(ctx, q, `
 		SELECT n.noteId, n.title FROM branches b
 		JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
-		WHERE b.parentNoteId = ? AND b.isDeleted = 0
+		WHERE b.parentNoteId = $1 AND b.isDeleted = 0
 		ORDER BY b.position, n.title, b.branchId`, id)
 	if err != nil {
 		return nil, fmt.Errorf("read children of note %q: %w", id, err)
@@ -611,7 +611,7 @@ func Subtree(ctx context.Context, q Queryer, id string, depth, maxChildrenPerLev
 			SELECT COUNT(*) FROM branches cb
 			JOIN notes cn ON cn.noteId = cb.noteId AND cn.isDeleted = 0
 			WHERE cb.parentNoteId = n.noteId AND cb.isDeleted = 0)
-		FROM notes n WHERE n.noteId = ? AND n.isDeleted = 0`, id).
+		FROM notes n WHERE n.noteId = $1 AND n.isDeleted = 0`, id).
 		Scan(&root.Title, &root.Type, &root.IsProtected, &root.ChildCount)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(id)
@@ -646,9 +646,9 @@ func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth, limit in
 			WHERE cb.parentNoteId = n.noteId AND cb.isDeleted = 0)
 		FROM branches b
 		JOIN notes n ON n.noteId = b.noteId AND n.isDeleted = 0
-		WHERE b.parentNoteId = ? AND b.isDeleted = 0
+		WHERE b.parentNoteId = $1 AND b.isDeleted = 0
 		ORDER BY b.position, n.title, b.branchId
-		LIMIT ?`, node.ID, limit)
+		LIMIT $2`, node.ID, limit)
 	if err != nil {
 		return fmt.Errorf("read children of note %q: %w", node.ID, err)
 	}
@@ -710,24 +710,24 @@ func Search(ctx context.Context, q Queryer, query, ancestorID string, limit int)
 	var rows *sql.Rows
 	if ancestorID == "" {
 		rows, err = q.QueryContext(ctx, cols+`
-			WHERE notes_fts MATCH ?1
-			ORDER BY notes_fts.rank LIMIT ?2`, match, limit)
+			WHERE notes_fts MATCH $1
+			ORDER BY notes_fts.rank LIMIT $2`, match, limit)
 	} else {
 		if err := mustExist(ctx, q, ancestorID); err != nil {
 			return nil, fmt.Errorf("search under %q: %w", ancestorID, err)
 		}
 		rows, err = q.QueryContext(ctx, `
 			WITH RECURSIVE sub(id) AS (
-				SELECT ?3
+				SELECT $3
 				UNION
 				SELECT b.noteId FROM branches b
 				JOIN sub ON b.parentNoteId = sub.id
 				WHERE b.isDeleted = 0
 			)
 			`+cols+`
-			WHERE notes_fts MATCH ?1
-			  AND notes_fts.noteId IN (SELECT id FROM sub WHERE id <> ?3)
-			ORDER BY notes_fts.rank LIMIT ?2`, match, limit, ancestorID)
+			WHERE notes_fts MATCH $1
+			  AND notes_fts.noteId IN (SELECT id FROM sub WHERE id <> $3)
+			ORDER BY notes_fts.rank LIMIT $2`, match, limit, ancestorID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", query, err)
@@ -796,7 +796,7 @@ func Attributes(ctx context.Context, q Queryer, noteID string) ([]NoteAttribute,
 func attributes(ctx context.Context, q Queryer, noteID string) ([]NoteAttribute, error) {
 	rows, err := q.QueryContext(ctx, `
 		SELECT attributeId, noteId, type, name, value, position FROM attributes
-		WHERE noteId = ? AND isDeleted = 0
+		WHERE noteId = $1 AND isDeleted = 0
 		ORDER BY position, name, type, attributeId`, noteID)
 	if err != nil {
 		return nil, fmt.Errorf("read attributes of note %q: %w", noteID, err)
@@ -827,7 +827,7 @@ func Attribute(ctx context.Context, q Queryer, noteID, name string) (*NoteAttrib
 	a := &NoteAttribute{}
 	err := q.QueryRowContext(ctx, `
 		SELECT attributeId, noteId, type, name, value, position FROM attributes
-		WHERE noteId = ? AND name = ? AND isDeleted = 0
+		WHERE noteId = $1 AND name = $2 AND isDeleted = 0
 		ORDER BY type, position LIMIT 1`, noteID, name).
 		Scan(&a.ID, &a.NoteID, &a.Type, &a.Name, &a.Value, &a.Position)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -847,7 +847,7 @@ func Revisions(ctx context.Context, q Queryer, noteID string) ([]Revision, error
 	}
 	rows, err := q.QueryContext(ctx, `
 		SELECT revisionId, noteId, title, content, source, dateCreated FROM revisions
-		WHERE noteId = ? ORDER BY dateCreated DESC, rowid DESC`, noteID)
+		WHERE noteId = $1 ORDER BY dateCreated DESC, rowid DESC`, noteID)
 	if err != nil {
 		return nil, fmt.Errorf("read revisions of note %q: %w", noteID, err)
 	}
@@ -896,7 +896,7 @@ func CreateNote(ctx context.Context, db Execer, parentID, title, typ, content st
 		now := nowString()
 		if _, err := tx.ExecContext(ctx, `
 			INSERT INTO notes (noteId, title, type, mime, content, isProtected, isDeleted, dateCreated, dateModified)
-			VALUES (?, ?, ?, ?, ?, 0, 0, ?, ?)`,
+			VALUES ($1, $2, $3, $4, $5, 0, 0, $6, $7)`,
 			id, title, typ, defaultMime(typ), content, now, now); err != nil {
 			return fmt.Errorf("create note %q: %w", title, err)
 		}
@@ -920,7 +920,7 @@ func Rename(ctx context.Context, db Execer, id, title string) error {
 		return fmt.Errorf("rename note %q: empty title: %w", id, ErrInvalidArgument)
 	}
 	res, err := db.ExecContext(ctx,
-		`UPDATE notes SET title = ?, dateModified = ? WHERE noteId = ? AND isDeleted = 0`,
+		`UPDATE notes SET title = $1, dateModified = $2 WHERE noteId = $3 AND isDeleted = 0`,
 		title, nowString(), id)
 	if err != nil {
 		return fmt.Errorf("rename note %q: %w", id, err)
@@ -937,7 +937,7 @@ func SetContent(ctx context.Context, db Execer, id, content, source string) erro
 	return inTx(ctx, db, func(tx Execer) error {
 		var title, old string
 		err := tx.QueryRowContext(ctx,
-			`SELECT title, content FROM notes WHERE noteId = ? AND isDeleted = 0`, id).Scan(&title, &old)
+			`SELECT title, content FROM notes WHERE noteId = $1 AND isDeleted = 0`, id).Scan(&title, &old)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("set content: %w", notFound(id))
 		}
@@ -954,11 +954,11 @@ func SetContent(ctx context.Context, db Execer, id, content, source string) erro
 		now := nowString()
 		if _, err := tx.ExecContext(ctx, `
 			INSERT INTO revisions (revisionId, noteId, title, content, source, dateCreated)
-			VALUES (?, ?, ?, ?, ?, ?)`, revID, id, title, old, source, now); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6)`, revID, id, title, old, source, now); err != nil {
 			return fmt.Errorf("save revision of note %q: %w", id, err)
 		}
 		if _, err := tx.ExecContext(ctx,
-			`UPDATE notes SET content = ?, dateModified = ? WHERE noteId = ?`, content, now, id); err != nil {
+			`UPDATE notes SET content = $1, dateModified = $2 WHERE noteId = $3`, content, now, id); err != nil {
 			return fmt.Errorf("set content of note %q: %w", id, err)
 		}
 		return nil
@@ -971,7 +971,7 @@ func SetContent(ctx context.Context, db Execer, id, content, source string) erro
 // wrapping [ErrNotFound] if the note does not exist.
 func AppendContent(ctx context.Context, db Execer, id, text string) error {
 	res, err := db.ExecContext(ctx,
-		`UPDATE notes SET content = content || ?, dateModified = ? WHERE noteId = ? AND isDeleted = 0`,
+		`UPDATE notes SET content = content || $1, dateModified = $2 WHERE noteId = $3 AND isDeleted = 0`,
 		text, nowString(), id)
 	if err != nil {
 		return fmt.Errorf("append to note %q: %w", id, err)
@@ -1005,15 +1005,15 @@ func DeleteNote(ctx context.Context, db Execer, id string) ([]string, error) {
 			}
 			seen[cur] = true
 			kids, err := queryStrings(ctx, tx,
-				`SELECT noteId FROM branches WHERE parentNoteId = ? AND isDeleted = 0`, cur)
+				`SELECT noteId FROM branches WHERE parentNoteId = $1 AND isDeleted = 0`, cur)
 			if err != nil {
 				return fmt.Errorf("delete note %q: %w", cur, err)
 			}
 			for _, stmt := range []string{
-				`UPDATE notes SET isDeleted = 1 WHERE noteId = ?1`,
-				`UPDATE branches SET isDeleted = 1 WHERE (noteId = ?1 OR parentNoteId = ?1) AND isDeleted = 0`,
-				`UPDATE attributes SET isDeleted = 1 WHERE noteId = ?1 AND isDeleted = 0`,
-				`UPDATE attributes SET isDeleted = 1 WHERE type = 'relation' AND value = ?1 AND isDeleted = 0`,
+				`UPDATE notes SET isDeleted = 1 WHERE noteId = $1`,
+				`UPDATE branches SET isDeleted = 1 WHERE (noteId = $1 OR parentNoteId = $1) AND isDeleted = 0`,
+				`UPDATE attributes SET isDeleted = 1 WHERE noteId = $1 AND isDeleted = 0`,
+				`UPDATE attributes SET isDeleted = 1 WHERE type = 'relation' AND value = $1 AND isDeleted = 0`,
 			} {
 				if _, err := tx.ExecContext(ctx, stmt, cur); err != nil {
 					return fmt.Errorf("delete note %q: %w", cur, err)
@@ -1023,7 +1023,7 @@ func DeleteNote(ctx context.Context, db Execer, id string) ([]string, error) {
 			for _, k := range kids {
 				var parents int
 				if err := tx.QueryRowContext(ctx,
-					`SELECT COUNT(*) FROM branches WHERE noteId = ? AND isDeleted = 0`, k).Scan(&parents); err != nil {
+					`SELECT COUNT(*) FROM branches WHERE noteId = $1 AND isDeleted = 0`, k).Scan(&parents); err != nil {
 					return fmt.Errorf("delete note %q: count parents of %q: %w", cur, k, err)
 				}
 				if parents == 0 {
@@ -1062,7 +1062,7 @@ func MoveNote(ctx context.Context, db Execer, id, fromParentID, toParentID strin
 			err := tx.QueryRowContext(ctx, `
 				SELECT b.branchId, b.parentNoteId FROM branches b
 				JOIN notes p ON p.noteId = b.parentNoteId AND p.isDeleted = 0
-				WHERE b.noteId = ? AND b.isDeleted = 0
+				WHERE b.noteId = $1 AND b.isDeleted = 0
 				ORDER BY b.rowid LIMIT 1`, id).Scan(&branchID, &from)
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("move note %q: it has no parent: %w", id, ErrInvalidArgument)
@@ -1099,7 +1099,7 @@ func MoveNote(ctx context.Context, db Execer, id, fromParentID, toParentID strin
 			return fmt.Errorf("move note %q: %w", id, err)
 		}
 		if _, err := tx.ExecContext(ctx,
-			`UPDATE branches SET parentNoteId = ?, position = ? WHERE branchId = ?`,
+			`UPDATE branches SET parentNoteId = $1, position = $2 WHERE branchId = $3`,
 			toParentID, pos, branchID); err != nil {
 			return fmt.Errorf("move note %q under %q: %w", id, toParentID, err)
 		}
@@ -1168,7 +1168,7 @@ func SetAttribute(ctx context.Context, db Execer, noteID, typ, name, value strin
 		var id string
 		err := tx.QueryRowContext(ctx, `
 			SELECT attributeId FROM attributes
-			WHERE noteId = ? AND type = ? AND name = ? AND isDeleted = 0`, noteID, typ, name).Scan(&id)
+			WHERE noteId = $1 AND type = $2 AND name = $3 AND isDeleted = 0`, noteID, typ, name).Scan(&id)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			if id, err = NewID(); err != nil {
@@ -1176,8 +1176,8 @@ func SetAttribute(ctx context.Context, db Execer, noteID, typ, name, value strin
 			}
 			if _, err := tx.ExecContext(ctx, `
 				INSERT INTO attributes (attributeId, noteId, type, name, value, position, isDeleted)
-				VALUES (?1, ?2, ?3, ?4, ?5, (
-					SELECT COALESCE(MAX(position), 0) + ?6 FROM attributes WHERE noteId = ?2 AND isDeleted = 0
+				VALUES ($1, $2, $3, $4, $5, (
+					SELECT COALESCE(MAX(position), 0) + $6 FROM attributes WHERE noteId = $2 AND isDeleted = 0
 				), 0)`, id, noteID, typ, name, value, positionStep); err != nil {
 				return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
 			}
@@ -1185,13 +1185,13 @@ func SetAttribute(ctx context.Context, db Execer, noteID, typ, name, value strin
 			return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
 		default:
 			if _, err := tx.ExecContext(ctx,
-				`UPDATE attributes SET value = ? WHERE attributeId = ?`, value, id); err != nil {
+				`UPDATE attributes SET value = $1 WHERE attributeId = $2`, value, id); err != nil {
 				return fmt.Errorf("set attribute %q on note %q: %w", name, noteID, err)
 			}
 		}
 		attr = &NoteAttribute{ID: id}
 		if err := tx.QueryRowContext(ctx, `
-			SELECT noteId, type, name, value, position FROM attributes WHERE attributeId = ?`, id).
+			SELECT noteId, type, name, value, position FROM attributes WHERE attributeId = $1`, id).
 			Scan(&attr.NoteID, &attr.Type, &attr.Name, &attr.Value, &attr.Position); err != nil {
 			return fmt.Errorf("read attribute %q: %w", id, err)
 		}
@@ -1210,7 +1210,7 @@ func DeleteAttribute(ctx context.Context, db Execer, attributeID, noteID string)
 	return inTx(ctx, db, func(tx Execer) error {
 		var owner string
 		err := tx.QueryRowContext(ctx,
-			`SELECT noteId FROM attributes WHERE attributeId = ? AND isDeleted = 0`, attributeID).Scan(&owner)
+			`SELECT noteId FROM attributes WHERE attributeId = $1 AND isDeleted = 0`, attributeID).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete attribute %q: %w", attributeID, ErrNotFound)
 		}
@@ -1221,7 +1221,7 @@ func DeleteAttribute(ctx context.Context, db Execer, attributeID, noteID string)
 			return fmt.Errorf("delete attribute %q: it does not belong to note %q: %w", attributeID, noteID, ErrNotOwned)
 		}
 		if _, err := tx.ExecContext(ctx,
-			`UPDATE attributes SET isDeleted = 1 WHERE attributeId = ?`, attributeID); err != nil {
+			`UPDATE attributes SET isDeleted = 1 WHERE attributeId = $1`, attributeID); err != nil {
 			return fmt.Errorf("delete attribute %q: %w", attributeID, err)
 		}
 		return nil
@@ -1332,7 +1332,7 @@ func checkNoCycle(ctx context.Context, q Queryer, id, parent string) error {
 func liveBranch(ctx context.Context, q Queryer, id, parent string) (string, error) {
 	var b string
 	err := q.QueryRowContext(ctx,
-		`SELECT branchId FROM branches WHERE noteId = ? AND parentNoteId = ? AND isDeleted = 0`,
+		`SELECT branchId FROM branches WHERE noteId = $1 AND parentNoteId = $2 AND isDeleted = 0`,
 		id, parent).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
@@ -1347,7 +1347,7 @@ func liveBranch(ctx context.Context, q Queryer, id, parent string) (string, erro
 func nextPosition(ctx context.Context, q Queryer, parent string) (int, error) {
 	var pos int
 	err := q.QueryRowContext(ctx,
-		`SELECT COALESCE(MAX(position), 0) + ? FROM branches WHERE parentNoteId = ? AND isDeleted = 0`,
+		`SELECT COALESCE(MAX(position), 0) + $1 FROM branches WHERE parentNoteId = $2 AND isDeleted = 0`,
 		positionStep, parent).Scan(&pos)
 	if err != nil {
 		return 0, fmt.Errorf("read positions under %q: %w", parent, err)
@@ -1366,7 +1366,7 @@ func addBranch(ctx context.Context, db Execer, id, parent string) error {
 		return err
 	}
 	if _, err := db.ExecContext(ctx,
-		`INSERT INTO branches (branchId, noteId, parentNoteId, position, isDeleted) VALUES (?, ?, ?, ?, 0)`,
+		`INSERT INTO branches (branchId, noteId, parentNoteId, position, isDeleted) VALUES ($1, $2, $3, $4, 0)`,
 		branchID, id, parent, pos); err != nil {
 		return fmt.Errorf("insert branch %q -> %q: %w", parent, id, err)
 	}
