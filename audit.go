@@ -65,7 +65,7 @@ func outcome(err error, refused bool) string {
 	case refused:
 		return audit.OutcomeRefused
 	}
-	var p *PanicError
+	var p *panicError
 	if errors.As(err, &p) {
 		return audit.OutcomePanic
 	}

@@ -10,30 +10,8 @@ import (
 	"github.com/llmtool/llmtool/man"
 )
 
-// ManTool is the name of the built-in man tool.
-//
-// The man catalog keeps the descriptions sent with every request short: a
-// model that needs more calls the built-in read tool "man".
-//
-//   - man with no arguments lists the tools this scope and principal may
-//     call, grouped by category ("General" when a tool has none) in the
-//     order categories first appear, one line each (the tool's Summary, else
-//     the first sentence of its description), then the reference pages of
-//     Options.ManPages.
-//   - man {"name": "<tool>"} shows NAME, SYNOPSIS and OPTIONS generated from
-//     the input schema (parameters in declaration order, with type,
-//     required, default and allowed values), then DESCRIPTION, then the
-//     tool's ManPage, whose EXAMPLES section package lint requires.
-//   - man {"name": "<page>"} shows a reference page.
-//   - An unknown name is answered with the closest names and how to list
-//     all. Tools the scope may not call are unknown to man, as to List.
-//
-// Package man renders the catalog and the pages. NewRegistry registers man
-// in module "llmtool"; listings show it after the host's tools. To opt out,
-// switch it off (reg.SetEnabled("man", false)) or register a tool of your
-// own named "man", which replaces it. A chat UI's help command can invoke
-// it like any tool; its Result.Content holds the text.
-const ManTool = "man"
+// manTool is the name of the built-in man tool.
+const manTool = "man"
 
 type manIn struct {
 	Name string `json:"name,omitempty" desc:"Name of a tool or reference page; omit it for the catalog."`
@@ -52,8 +30,8 @@ EXAMPLES
 // newManTool defines the man tool of a registry.
 func (r *Registry) newManTool() *Tool {
 	var embedded *i18n.Catalog // nil: llmtool's embedded English alone
-	friendly, _ := embedded.Lookup(i18n.ToolKey(ManTool), "en")
-	t := Read(ManTool, "Show the manual: with no name, the tools you can call; with a tool's name, its options and examples.",
+	friendly, _ := embedded.Lookup(i18n.ToolKey(manTool), "en")
+	t := Read(manTool, "Show the manual: with no name, the tools you can call; with a tool's name, its options and examples.",
 		func(c *ReadCtx, in manIn) (Rich, error) {
 			text, err := c.call.reg.man(c, c, in.Name)
 			if err != nil {
@@ -93,10 +71,10 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 	if name == "" {
 		tools := make([]man.Tool, 0, len(specs))
 		for _, s := range specs {
-			if s.Name == ManTool && s.Module == "llmtool" {
+			if s.Name == manTool && s.Module == "llmtool" {
 				continue
 			}
-			tools = append(tools, manTool(s, ""))
+			tools = append(tools, manEntry(s, ""))
 		}
 		return man.Catalog(tools, r.pages), nil
 	}
@@ -109,7 +87,7 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 			if e != nil && len(s.Params) > 0 {
 				example = e.tool.example()
 			}
-			return man.ToolPage(manTool(s, example)), nil
+			return man.ToolPage(manEntry(s, example)), nil
 		}
 	}
 	names := make([]string, 0, len(r.pages)+len(specs))
@@ -129,8 +107,8 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 	return "", NotFound("No manual entry for %q.", name).Next(next)
 }
 
-// manTool is what the manual shows of a tool.
-func manTool(s *Spec, example string) man.Tool {
+// manEntry is what the manual shows of a tool.
+func manEntry(s *Spec, example string) man.Tool {
 	t := man.Tool{Name: s.Name, Category: s.Category, Summary: s.Summary, Description: s.Description,
 		Example: example, ManPage: s.ManPage}
 	for _, p := range s.Params {

@@ -123,14 +123,6 @@ func (e *Error) Error() string {
 // Unwrap returns the cause wrapped with %w, if any.
 func (e *Error) Unwrap() error { return e.err }
 
-// Is reports whether target is an *Error of the same kind with no message,
-// so errors.Is(err, &llmtool.Error{Kind: llmtool.KindNotFound}) matches any
-// not-found error.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Message == "" && t.Kind == e.Kind
-}
-
 func endsSentence(s string) bool {
 	s = strings.TrimRight(s, " ")
 	if s == "" {
@@ -164,16 +156,16 @@ var ErrUnknownTool = errors.New("llmtool: unknown tool")
 // switched off, globally or for the caller's scope.
 var ErrToolDisabled = errors.New("llmtool: tool disabled")
 
-// PanicError is the error behind a result whose handler panicked. The model
+// panicError is the error behind a result whose handler panicked. The model
 // sees the generic internal message; the log gets Value and Stack.
-type PanicError struct {
+type panicError struct {
 	Tool  string
 	Value any
 	Stack []byte
 }
 
 // Error describes the panic.
-func (p *PanicError) Error() string {
+func (p *panicError) Error() string {
 	return fmt.Sprintf("llmtool: tool %s panicked: %v", p.Tool, p.Value)
 }
 

@@ -36,7 +36,7 @@ func Example_man() {
 	}
 	defer reg.Close()
 	man := func(ctx context.Context, args string) string {
-		res := reg.Invoke(ctx, llmtool.Call{Tool: llmtool.ManTool, Args: []byte(args)})
+		res := reg.Invoke(ctx, llmtool.Call{Tool: "man", Args: []byte(args)})
 		if res.IsError {
 			return res.Text() + "\n"
 		}

@@ -54,7 +54,7 @@ func ExampleEntity() {
 			err := c.QueryRow(`SELECT count(*) FROM notes WHERE id = ?`, id).Scan(&n)
 			return n > 0, err
 		},
-		System: llmtool.IDs("root"),
+		System: func(_ *llmtool.ReadCtx, id string) (bool, error) { return id == "root", nil },
 		Protected: func(c *llmtool.ReadCtx, id string) (bool, error) {
 			var p bool
 			err := c.QueryRow(`SELECT protected FROM notes WHERE id = ?`, id).Scan(&p)

@@ -23,7 +23,7 @@ import (
 //	        err := c.QueryRow(`SELECT count(*) FROM notes WHERE noteId = ?`, id).Scan(&n)
 //	        return n > 0, err
 //	    },
-//	    System:       llmtool.IDs("root", "_hidden"),
+//	    System:       func(_ *llmtool.ReadCtx, id string) (bool, error) { return id == "root", nil },
 //	    Protected:    func(c *llmtool.ReadCtx, id string) (bool, error) { ... },
 //	    NotFoundNext: "Call search_notes to find the note's ID.",
 //	}
@@ -76,13 +76,13 @@ type Entity struct {
 	Exists func(c *ReadCtx, id string) (bool, error)
 	// System reports whether the entity is a system entity, which write
 	// tools must never delete, move, clone or rename (such as the root
-	// note). Optional; see IDs for a fixed set. It is checked only for
+	// note). Optional. It is checked only for
 	// write tools, and not for fields tagged system-ok.
 	System func(c *ReadCtx, id string) (bool, error)
 	// Protected reports whether the entity is protected: a model must
 	// neither read nor change it, whatever the tool. Optional.
 	Protected func(c *ReadCtx, id string) (bool, error)
-	// MayRead reports whether the call's principal (c.Principal(), which
+	// MayRead reports whether the call's principal (PrincipalFrom(c), which
 	// may be nil) may read the entity. Read tools consult it. Optional.
 	MayRead func(c *ReadCtx, id string) (bool, error)
 	// MayChange reports whether the call's principal may change the
@@ -92,16 +92,6 @@ type Entity struct {
 	// such as "Call search_notes to find the note's ID.". The default
 	// asks for the ID of an existing entity.
 	NotFoundNext string
-}
-
-// IDs returns a check that reports whether an ID is one of ids, for
-// Entity.System or Entity.Protected when the set is fixed.
-func IDs(ids ...string) func(c *ReadCtx, id string) (bool, error) {
-	set := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		set[id] = true
-	}
-	return func(_ *ReadCtx, id string) (bool, error) { return set[id], nil }
 }
 
 func (e *Entity) noun() string {
@@ -143,9 +133,6 @@ func (m *Module) WithEntities(entities ...*Entity) *Module {
 	}
 	return &c
 }
-
-// Entities returns the entity kinds the module declares.
-func (m *Module) Entities() []*Entity { return m.entities }
 
 // entityDecl is a declared kind and the module that declared it.
 type entityDecl struct {
@@ -360,13 +347,13 @@ func plural(noun string) string {
 //	llmtool.Guards(llmtool.RequireRole[DeleteNoteIn]("editor", "admin"))
 func RequireRole[In any](roles ...string) func(*ReadCtx, In) error {
 	return func(c *ReadCtx, _ In) error {
-		p := c.Principal()
+		p := PrincipalFrom(c)
 		for _, r := range roles {
 			if p.HasRole(r) {
 				return nil
 			}
 		}
-		return Denied("%s needs the role %s, which you do not have.", c.ToolName(), quoteOr(roles)).
+		return Denied("%s needs the role %s, which you do not have.", c.call.tool.spec.Name, quoteOr(roles)).
 			Next("Ask an administrator for the role, or use another tool.")
 	}
 }
@@ -390,7 +377,7 @@ func DenyValues[In any](param string, get func(In) string, denied []string, next
 	return func(c *ReadCtx, in In) error {
 		v := get(in)
 		if set[strings.ToLower(v)] {
-			return Denied("%s %q is not allowed in %s.", param, v, c.ToolName()).Next(next)
+			return Denied("%s %q is not allowed in %s.", param, v, c.call.tool.spec.Name).Next(next)
 		}
 		return nil
 	}

@@ -25,7 +25,7 @@ func ownerOnly(c *llmtool.ReadCtx, id string) (bool, error) {
 	if err := c.QueryRow(`SELECT owner FROM notes WHERE id = ?`, id).Scan(&owner); err != nil {
 		return false, err
 	}
-	p := c.Principal()
+	p := llmtool.PrincipalFrom(c)
 	return owner == "" || (p != nil && p.ID == owner), nil
 }
 
@@ -103,7 +103,7 @@ var noteKind = &llmtool.Entity{
 		err := c.QueryRow(`SELECT count(*) FROM notes WHERE id = ?`, id).Scan(&n)
 		return n > 0, err
 	},
-	System: llmtool.IDs("root"),
+	System: func(_ *llmtool.ReadCtx, id string) (bool, error) { return id == "root", nil },
 	Protected: func(c *llmtool.ReadCtx, id string) (bool, error) {
 		var p bool
 		err := c.QueryRow(`SELECT protected FROM notes WHERE id = ?`, id).Scan(&p)

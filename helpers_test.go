@@ -61,7 +61,7 @@ func newRegistryOpts(t testing.TB, db *sql.DB, opts *llmtool.Options, mods ...*l
 	// included; these tests call write tools in the default scope. The
 	// built-in man tool is switched off so listings show the tests' tools only.
 	require.NoError(t, reg.SetWrites(context.Background(), "", true))
-	require.NoError(t, reg.SetEnabled(llmtool.ManTool, false))
+	require.NoError(t, reg.SetEnabled("man", false))
 	return reg
 }
 

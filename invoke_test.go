@@ -138,10 +138,8 @@ func TestPanicError(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, openDB(t), itemTools)
 	res := invoke(reg, "add_item", `{"name":"x","fail":"panic"}`)
-	var p *llmtool.PanicError
-	require.ErrorAs(t, res.Err, &p)
-	require.Equal(t, "boom", p.Value)
-	require.Equal(t, "add_item", p.Tool)
+	require.EqualError(t, res.Err, "llmtool: tool add_item panicked: boom")
+	require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
 }
 
 func TestReadToolCannotWrite(t *testing.T) {

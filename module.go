@@ -11,12 +11,6 @@ type Module struct {
 	entities []*Entity // entity kinds the module declares (WithEntities)
 }
 
-// Name returns the module's name.
-func (m *Module) Name() string { return m.name }
-
-// Tools returns the module's tools in definition order.
-func (m *Module) Tools() []*Tool { return m.tools }
-
 // DefineTools groups tools into a module. It panics if the module name is
 // empty, a tool is nil or two tools share a name, so a module's own tests
 // catch the mistake.

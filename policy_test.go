@@ -329,10 +329,10 @@ func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
 	var guardSaw string
 	whoami := llmtool.Write("whoami", "Say who calls.",
 		func(c *llmtool.WriteCtx, _ struct{}) (out, error) {
-			return out{Guard: guardSaw, Handler: c.Principal().ID, Scope: c.Scope()}, nil
+			return out{Guard: guardSaw, Handler: llmtool.PrincipalFrom(c).ID, Scope: llmtool.ScopeFrom(c)}, nil
 		},
 		llmtool.Guards(func(c *llmtool.ReadCtx, _ struct{}) error {
-			guardSaw = c.Principal().ID
+			guardSaw = llmtool.PrincipalFrom(c).ID
 			return nil
 		}))
 	reg, _ := newReg(t, openDB(t), llmtool.DefineTools("who", whoami))

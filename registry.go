@@ -36,7 +36,7 @@ type Result struct {
 	// IsError reports a failed call.
 	IsError bool
 	// Err is the error behind a failed call; errors.Is and errors.As work on
-	// it (ErrUnknownTool, ErrToolDisabled, *Error, *PanicError, context
+	// it (ErrUnknownTool, ErrToolDisabled, *Error, *panicError, context
 	// errors).
 	Err error
 	// Content holds the parts of a rich result, when the tool's Out is
@@ -153,7 +153,29 @@ type Options struct {
 	// ManPages are reference pages, such as a search syntax, that the
 	// man tool lists after the tools (by name; each page's first
 	// non-empty line is its summary) and shows by name. A tool of the
-	// same name takes precedence over a page. See ManTool.
+	// same name takes precedence over a page.
+	//
+	// The man catalog keeps the descriptions sent with every request short: a
+	// model that needs more calls the built-in read tool "man".
+	//
+	//   - man with no arguments lists the tools this scope and principal may
+	//     call, grouped by category ("General" when a tool has none) in the
+	//     order categories first appear, one line each (the tool's Summary, else
+	//     the first sentence of its description), then the reference pages of
+	//     Options.ManPages.
+	//   - man {"name": "<tool>"} shows NAME, SYNOPSIS and OPTIONS generated from
+	//     the input schema (parameters in declaration order, with type,
+	//     required, default and allowed values), then DESCRIPTION, then the
+	//     tool's ManPage, whose EXAMPLES section package lint requires.
+	//   - man {"name": "<page>"} shows a reference page.
+	//   - An unknown name is answered with the closest names and how to list
+	//     all. Tools the scope may not call are unknown to man, as to List.
+	//
+	// Package man renders the catalog and the pages. NewRegistry registers man
+	// in module "llmtool"; listings show it after the host's tools. To opt out,
+	// switch it off (reg.SetEnabled("man", false)) or register a tool of your
+	// own named "man", which replaces it. A chat UI's help command can invoke
+	// it like any tool; its Result.Content holds the text.
 	ManPages map[string]string
 }
 
@@ -163,7 +185,7 @@ const NoScopeCache time.Duration = -1
 
 // NewRegistry returns a registry whose tools run against db, configured by
 // opts (nil for the defaults), with the given modules registered and the
-// built-in man tool (see ManTool). It refuses (with an error naming both
+// built-in man tool (see Options.ManPages). It refuses (with an error naming both
 // modules) two tools of the same name, and a tool whose input references
 // an entity kind no module declares (see Entity); the modules' entity
 // kinds are gathered first, so their order does not matter.
@@ -509,7 +531,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 
 func (r *Registry) failure(tool string, err error) Result {
 	if KindOf(err) == KindInternal {
-		var p *PanicError
+		var p *panicError
 		if errors.As(err, &p) {
 			r.logger().Error("llmtool: tool panicked", "tool", tool, "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
 		} else {
@@ -520,12 +542,12 @@ func (r *Registry) failure(tool string, err error) Result {
 	return Result{JSON: errorJSON(msg), IsError: true, Err: err, msg: msg}
 }
 
-// run calls the tool's handler, turning a panic into a *PanicError and
+// run calls the tool's handler, turning a panic into a *panicError and
 // validating the output when asked to.
 func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, &PanicError{Tool: t.spec.Name, Value: p, Stack: debug.Stack()}
+			out, err = nil, &panicError{Tool: t.spec.Name, Value: p, Stack: debug.Stack()}
 		}
 	}()
 	out, err = t.run(c, args)

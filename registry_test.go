@@ -137,7 +137,6 @@ func TestErrorKinds(t *testing.T) {
 	}
 	wrapped := llmtool.NotFound("Note not found: %w", cause)
 	require.ErrorIs(t, wrapped, cause)
-	require.ErrorIs(t, wrapped, &llmtool.Error{Kind: llmtool.KindNotFound})
-	require.NotErrorIs(t, wrapped, &llmtool.Error{Kind: llmtool.KindDenied})
+	require.Equal(t, llmtool.KindNotFound, llmtool.KindOf(wrapped))
 	require.Equal(t, "not_found", llmtool.KindNotFound.String())
 }

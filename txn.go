@@ -150,15 +150,6 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	return c.q.QueryRowContext(ctx, query, args...)
 }
 
-// ToolName returns the name of the tool being called.
-func (c *ReadCtx) ToolName() string { return c.call.tool.spec.Name }
-
-// Principal returns the authenticated user the call runs as, or nil.
-func (c *ReadCtx) Principal() *Principal { return PrincipalFrom(c.parent) }
-
-// Scope returns the scope (tenant, workspace, chat) the call runs in.
-func (c *ReadCtx) Scope() string { return ScopeFrom(c.parent) }
-
 // Logger returns the registry's logger with the tool's name attached.
 func (c *ReadCtx) Logger() *slog.Logger {
 	return c.call.reg.logger().With("tool", c.call.tool.spec.Name)

@@ -152,8 +152,8 @@ var addItem = llmtool.Write("add_item", "Add an item.",
 
 var whoAmI = llmtool.Read("who_am_i", "Tell who and where the call runs.",
 	func(c *llmtool.ReadCtx, _ struct{}) (WhoOut, error) {
-		out := WhoOut{Scope: c.Scope()}
-		if p := c.Principal(); p != nil {
+		out := WhoOut{Scope: llmtool.ScopeFrom(c)}
+		if p := llmtool.PrincipalFrom(c); p != nil {
 			out.Principal = p.ID
 		}
 		return out, nil

@@ -161,8 +161,8 @@ var (
 
 	whoami = llmtool.Read("whoami", "Say who calls, in which scope.",
 		func(c *llmtool.ReadCtx, in struct{}) (whoOut, error) {
-			out := whoOut{Scope: c.Scope()}
-			if p := c.Principal(); p != nil {
+			out := whoOut{Scope: llmtool.ScopeFrom(c)}
+			if p := llmtool.PrincipalFrom(c); p != nil {
 				out.Principal = p.ID
 			}
 			return out, nil

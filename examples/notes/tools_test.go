@@ -623,8 +623,7 @@ func TestDefinitions(t *testing.T) {
 
 	reads := []string{"search_notes", "get_note", "get_note_content", "get_child_notes", "get_subtree", "get_attributes", "get_attribute"}
 	var names []string
-	for _, tool := range notes.Tools.Tools() {
-		s := tool.Spec()
+	for _, s := range moduleSpecs(t, h.Registry()) {
 		names = append(names, s.Name)
 		require.Contains(t, []string{"Reading", "Writing", "Tree", "Attributes"}, s.Category, s.Name) // not the default "General"
 		require.NotEmpty(t, s.Summary, s.Name)
@@ -649,17 +648,30 @@ func TestDefinitions(t *testing.T) {
 // every refused name, and the guard refuses every listed name.
 func TestCodeAttributeNamesDocumented(t *testing.T) {
 	t.Parallel()
-	var page string
-	for _, tool := range notes.Tools.Tools() {
-		if tool.Spec().Name == "set_attribute" {
-			page = strings.Join(strings.Fields(tool.Spec().ManPage), " ")
-		}
-	}
 	h := newHarness(t, nil)
+	spec, ok := h.Registry().Tool(context.Background(), "set_attribute")
+	require.True(t, ok)
+	page := strings.Join(strings.Fields(spec.ManPage), " ")
 	for _, name := range notes.CodeAttributeNames() {
 		require.Regexp(t, `[ :,]`+name+`[,.]`, page, name)
 		res := h.Call("set_attribute", map[string]string{"noteId": "pancakes", "name": name})
 		require.True(t, res.IsError, name)
 		require.Contains(t, res.Text(), "is not allowed in set_attribute", name)
 	}
+}
+
+// moduleSpecs returns the specs of the notes module's tools in definition
+// order.
+func moduleSpecs(t *testing.T, reg *llmtool.Registry) []*llmtool.Spec {
+	t.Helper()
+	all, err := reg.Specs(context.Background())
+	require.NoError(t, err)
+	var specs []*llmtool.Spec
+	for _, s := range all {
+		if s.Module == "notes" {
+			specs = append(specs, s)
+		}
+	}
+	require.NotEmpty(t, specs)
+	return specs
 }

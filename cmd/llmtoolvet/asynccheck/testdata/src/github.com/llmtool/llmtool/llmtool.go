@@ -26,9 +26,6 @@ func (c *ReadCtx) QueryRow(query string, args ...any) *sql.Row { return c.tx.Que
 func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return c.tx.QueryContext(ctx, query, args...)
 }
-func (c *ReadCtx) Principal() *Principal                        { return nil }
-func (c *ReadCtx) Scope() string                                { return "" }
-func (c *ReadCtx) ToolName() string                             { return "" }
 func (c *ReadCtx) Logger() *slog.Logger                         { return slog.Default() }
 func (c *ReadCtx) Progress(done, total float64, message string) {}
 
@@ -56,3 +53,7 @@ func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (O
 func Guards[In any](guards ...func(*ReadCtx, In) error) Option { return nil }
 
 func DefineTools(module string, tools ...*Tool) *Module { return &Module{} }
+
+func PrincipalFrom(ctx context.Context) *Principal { return nil }
+
+func ScopeFrom(ctx context.Context) string { return "" }
