@@ -37,7 +37,7 @@
 // than data (COMMIT, SAVEPOINT, a PRAGMA that sets a value, ATTACH, ...)
 // are refused before they reach the database, with [ErrStatementRefused].
 // A handler's work is done when it returns: its context is cancelled then,
-// and any later use of it fails with [ErrTxDone].
+// and any later use of it fails with [database/sql.ErrTxDone].
 //
 // # The call path
 //
@@ -64,8 +64,7 @@
 // Policy decides which tools a call may run and a listing shows, in this
 // order, before the arguments are even decoded:
 //
-//  1. the global kill switch: [Disabled] at definition,
-//     [Registry.SetEnabled] at run time;
+//  1. the global kill switch, [Registry.SetEnabled];
 //  2. the principal ([WithPrincipal]), when [Options].RequirePrincipal
 //     says every call needs one;
 //  3. the scope's settings (a tenant, workspace or chat, from

@@ -238,9 +238,9 @@ func TestUseAfterReturn(t *testing.T) {
 	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), ValidateOutput: true}, llmtool.DefineTools("leaky", leak))
 	require.False(t, invoke(reg, "leaky_add", `{"name":"x"}`).IsError)
 	err := <-errc
-	require.ErrorIs(t, err, llmtool.ErrTxDone)
+	require.ErrorIs(t, err, sql.ErrTxDone)
 	require.EqualError(t, err, "llmtool: tool leaky_add: Exec after its handler returned (finish all work before returning; start no goroutine that outlives the handler): sql: transaction has already been committed or rolled back")
-	require.ErrorIs(t, <-errc, llmtool.ErrTxDone)
+	require.ErrorIs(t, <-errc, sql.ErrTxDone)
 	require.ErrorIs(t, <-errc, context.Canceled, "the handler's context is cancelled after it returns")
 	require.Equal(t, 2, strings.Count(logs.String(), "llmtool: transaction used after its handler returned"), "each late use is logged")
 	require.Equal(t, 1, countItems(t, db))
@@ -331,8 +331,9 @@ func TestInvalidArguments(t *testing.T) {
 
 func TestUnknownAndDisabledTools(t *testing.T) {
 	t.Parallel()
-	off := llmtool.Read("off_tool", "Switched off.", func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil }, llmtool.Disabled())
+	off := llmtool.Read("off_tool", "Switched off.", func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) { return struct{}{}, nil })
 	reg := newRegistry(t, openDB(t), itemTools, llmtool.DefineTools("off", off))
+	require.NoError(t, reg.SetEnabled("off_tool", false))
 
 	res := invoke(reg, "get_items", `{}`)
 	require.Equal(t, `Unknown tool "get_items". Did you mean "get_item"?`, res.Text())

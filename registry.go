@@ -251,7 +251,7 @@ func (r *Registry) addLocked(m *Module) error {
 	for _, t := range m.tools {
 		r.dropBuiltinLocked(t.spec.Name)
 		e := &entry{tool: t}
-		e.enabled.Store(!t.disabled)
+		e.enabled.Store(true)
 		r.tools[t.spec.Name] = e
 		r.order = append(r.order, e)
 	}

@@ -16,7 +16,7 @@ type Spec struct {
 	Name         string          // unique name, valid for MCP, OpenAI, Anthropic and Gemini
 	Description  string          // always sent to the model: keep it short
 	Module       string          // the module that registered the tool
-	Title        string          // display title (MCP "title"); defaults to FriendlyName
+	Title        string          // display title (MCP "title"): the FriendlyName
 	FriendlyName string          // imperative label for chat UIs, such as "Create note"
 	Category     string          // man catalog group; "General" if unset
 	Summary      string          // one line for the man catalog
@@ -46,9 +46,6 @@ type Tool struct {
 	run func(c *ReadCtx, args []byte) ([]byte, error)
 	// refs are In's ref-tagged fields, checked by the entity guards.
 	refs []schema.Ref
-	// disabled: switched off at definition; Registry.SetEnabled decides
-	// from then on.
-	disabled bool
 }
 
 // Spec returns the tool's spec.
@@ -61,7 +58,6 @@ type toolConfig struct {
 	spec        Spec
 	guards      []any
 	inputSchema json.RawMessage // supplied with InputSchema
-	disabled    bool            // Disabled
 }
 
 // defaultCategory is the Category of a tool defined without one (or with
@@ -80,14 +76,10 @@ func Summary(line string) Option { return func(c *toolConfig) { c.spec.Summary =
 // section.
 func ManPage(text string) Option { return func(c *toolConfig) { c.spec.ManPage = text } }
 
-// FriendlyName sets the label a chat UI shows while the tool runs, in the
-// imperative ("Create note"). It is the English entry of the message
-// catalog and the default Title.
+// FriendlyName sets the label people see for the tool, in the imperative
+// ("Create note"): the title MCP clients show and what a chat UI shows
+// while the tool runs. It is the English entry of the message catalog.
 func FriendlyName(name string) Option { return func(c *toolConfig) { c.spec.FriendlyName = name } }
-
-// Title sets the display title MCP clients show. It defaults to the
-// friendly name.
-func Title(title string) Option { return func(c *toolConfig) { c.spec.Title = title } }
 
 // Destructive marks a write tool that may delete or overwrite data.
 func Destructive() Option { return func(c *toolConfig) { c.spec.Destructive = true } }
@@ -113,10 +105,6 @@ func OpenWorld() Option { return func(c *toolConfig) { c.spec.OpenWorld = true }
 func InputSchema(schema json.RawMessage) Option {
 	return func(c *toolConfig) { c.inputSchema = append(json.RawMessage(nil), schema...) }
 }
-
-// Disabled switches the tool off at definition: it is in no listing and
-// every call is refused until Registry.SetEnabled turns it on.
-func Disabled() Option { return func(c *toolConfig) { c.disabled = true } }
 
 // Guards adds checks that run, in the order given, inside the call's
 // transaction after the arguments are validated and before the handler.
@@ -182,7 +170,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	if outT.Kind() != reflect.Struct && !(outT.Kind() == reflect.Map && outT.Key().Kind() == reflect.String) {
 		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
 	}
-	t := &Tool{spec: cfg.spec, disabled: cfg.disabled}
+	t := &Tool{spec: cfg.spec}
 	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)
@@ -196,9 +184,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	t.spec.OutputSchema = t.out.JSON()
 	t.spec.Params = t.in.Root().Params()
 	t.refs = schema.Refs(name, t.in.Root(), inT)
-	if t.spec.Title == "" {
-		t.spec.Title = t.spec.FriendlyName
-	}
+	t.spec.Title = t.spec.FriendlyName
 	t.run = func(c *ReadCtx, args []byte) ([]byte, error) {
 		var in In
 		if err := c.call.decodeIn(args, &in); err != nil {

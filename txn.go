@@ -15,12 +15,6 @@ import (
 	"github.com/llmtool/llmtool/internal/dbconn"
 )
 
-// ErrTxDone is returned when a handler's context or transaction is used after
-// the handler returned, for instance from a goroutine it started. It is
-// sql.ErrTxDone, so errors.Is matches it whichever layer reports it. The
-// registry logs each such use with the tool's name.
-var ErrTxDone = sql.ErrTxDone
-
 // ReadCtx is what a read tool's handler and every guard get: a
 // context.Context for the call, queries in the call's read-only transaction,
 // the principal and scope, and progress and log reporting. It has no way to
@@ -28,7 +22,7 @@ var ErrTxDone = sql.ErrTxDone
 //
 // A ReadCtx is valid only until the handler returns; then its context is
 // cancelled (Done closes, contexts derived from it are cancelled) and its
-// queries fail with ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's
+// queries fail with sql.ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's
 // handler leaves open are closed when it returns.
 //
 // A handler's SQL may read data and nothing else: statements that would
@@ -90,7 +84,7 @@ type callState struct {
 
 func (c *ReadCtx) late(op string) error {
 	c.call.reg.lateUse(c.call.tool.spec.Name, op)
-	return fmt.Errorf("llmtool: tool %s: %s after its handler returned (finish all work before returning; start no goroutine that outlives the handler): %w", c.call.tool.spec.Name, op, ErrTxDone)
+	return fmt.Errorf("llmtool: tool %s: %s after its handler returned (finish all work before returning; start no goroutine that outlives the handler): %w", c.call.tool.spec.Name, op, sql.ErrTxDone)
 }
 
 // Query runs a query in the call's transaction.
@@ -138,7 +132,7 @@ func (cs *callState) finish() {
 }
 
 // QueryRowContext is QueryRow with an explicit context. After the handler
-// returned, the row's Scan reports ErrTxDone.
+// returned, the row's Scan reports sql.ErrTxDone.
 func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if !c.call.enter() {
 		return c.call.reg.tx.ErrRow.Row(c.late("QueryRow"))

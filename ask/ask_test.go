@@ -83,7 +83,7 @@ func TestAsk(t *testing.T) {
 	require.False(t, call(withClient, "keep").IsError)
 	_, err := ask.Elicit(late, ask.ElicitRequest{Message: "still there?"})
 	require.ErrorIs(t, err, sql.ErrTxDone)
-	require.ErrorIs(t, err, llmtool.ErrTxDone)
+	require.ErrorIs(t, err, sql.ErrTxDone)
 }
 
 // A read tool asks the client's user, through whatever Asker the adapter

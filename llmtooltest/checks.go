@@ -43,7 +43,7 @@ func (h *Harness) checkLate(tool string) {
 	if tool == "" {
 		when = "after the test's last call"
 	}
-	h.t.Errorf("llmtooltest: %s of a handler's ctx or transaction after the handler returned by %s, seen %s: such uses fail with llmtool.ErrTxDone; finish all work before returning and start no goroutine that outlives the handler",
+	h.t.Errorf("llmtooltest: %s of a handler's ctx or transaction after the handler returned by %s, seen %s: such uses fail with sql.ErrTxDone; finish all work before returning and start no goroutine that outlives the handler",
 		plural(len(names), "use", "uses"), strings.Join(names, ", "), when)
 }
 

@@ -21,7 +21,7 @@
 //     which they inherit, so tests running in parallel do not disturb the
 //     check; database/sql's and the runtime's own goroutines are ignored);
 //   - no ctx or transaction of a handler was used after the handler
-//     returned (such uses fail with llmtool.ErrTxDone, and the registry
+//     returned (such uses fail with sql.ErrTxDone, and the registry
 //     logs each one, which the harness reads from its log);
 //   - a successful result matches the tool's output schema
 //     (llmtool.Options.ValidateOutput is on).

@@ -320,7 +320,7 @@ func TestHarnessCatches(t *testing.T) {
 				if tt.name == "write from a goroutine after return" {
 					// The late write fails and is counted before the
 					// test ends, whenever the harness reports it.
-					require.ErrorIs(t, <-wrote, llmtool.ErrTxDone)
+					require.ErrorIs(t, <-wrote, sql.ErrTxDone)
 				}
 			})
 			if tt.wantFatal == "" {

@@ -34,7 +34,7 @@ func TestGoVet(t *testing.T) {
 	require.Error(t, err, "go vet must fail on a finding:\n%s", out2)
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
-	require.Contains(t, out2, `leaky.go:18:4: goroutine uses the ctx or transaction of the handler of tool "touch_note" (c): it is dead once the handler returns (llmtool.ErrTxDone)`)
+	require.Contains(t, out2, `leaky.go:18:4: goroutine uses the ctx or transaction of the handler of tool "touch_note" (c): it is dead once the handler returns (sql.ErrTxDone)`)
 
 	out2, err = vet("./testdata/selfcommit")
 	require.Error(t, err, "go vet must fail on a finding:\n%s", out2)

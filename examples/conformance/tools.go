@@ -50,24 +50,24 @@ func pause(c *llmtool.ReadCtx, d time.Duration) error {
 var simpleText = llmtool.Read("test_simple_text", "Returns a simple text response for conformance testing.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
 		return text("This is a simple text response for testing."), nil
-	}, llmtool.Title("Simple text"))
+	}, llmtool.FriendlyName("Simple text"))
 
 var imageContent = llmtool.Read("test_image_content", "Returns image content for conformance testing.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
 		return llmtool.Rich{Content: []llmtool.Content{llmtool.ImageContent(testPNG, "image/png")}}, nil
-	}, llmtool.Title("Image"))
+	}, llmtool.FriendlyName("Image"))
 
 var audioContent = llmtool.Read("test_audio_content", "Returns audio content for conformance testing.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
 		return llmtool.Rich{Content: []llmtool.Content{llmtool.AudioContent(testWAV, "audio/wav")}}, nil
-	}, llmtool.Title("Audio"))
+	}, llmtool.FriendlyName("Audio"))
 
 var embeddedResource = llmtool.Read("test_embedded_resource", "Returns an embedded text resource.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
 		return llmtool.Rich{Content: []llmtool.Content{
 			llmtool.ResourceContent("test://embedded-resource", "text/plain", "This is an embedded resource content.", nil),
 		}}, nil
-	}, llmtool.Title("Embedded resource"))
+	}, llmtool.FriendlyName("Embedded resource"))
 
 var multipleContent = llmtool.Read("test_multiple_content_types", "Returns text, image, and embedded resource content.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
@@ -76,7 +76,7 @@ var multipleContent = llmtool.Read("test_multiple_content_types", "Returns text,
 			llmtool.ImageContent(testPNG, "image/png"),
 			llmtool.ResourceContent("test://mixed-content-resource", "application/json", `{"test":"data","value":123}`, nil),
 		}}, nil
-	}, llmtool.Title("Mixed content"))
+	}, llmtool.FriendlyName("Mixed content"))
 
 var withLogging = llmtool.Read("test_tool_with_logging", "Emits log messages during execution.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
@@ -89,7 +89,7 @@ var withLogging = llmtool.Read("test_tool_with_logging", "Emits log messages dur
 			c.Log(slog.LevelInfo, msg)
 		}
 		return text("Tool with logging executed successfully"), nil
-	}, llmtool.Title("Logging"))
+	}, llmtool.FriendlyName("Logging"))
 
 var withProgress = llmtool.Read("test_tool_with_progress", "Reports progress notifications.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
@@ -102,12 +102,12 @@ var withProgress = llmtool.Read("test_tool_with_progress", "Reports progress not
 			c.Progress(done, 100, "")
 		}
 		return text("Progress reported"), nil
-	}, llmtool.Title("Progress"))
+	}, llmtool.FriendlyName("Progress"))
 
 var errorHandling = llmtool.Read("test_error_handling", "Returns an intentional tool error.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
 		return llmtool.Rich{}, llmtool.Conflict("This tool intentionally returns an error for testing")
-	}, llmtool.Title("Error"))
+	}, llmtool.FriendlyName("Error"))
 
 type samplingIn struct {
 	Prompt string `json:"prompt" desc:"Prompt to send to the LLM."`
@@ -123,7 +123,7 @@ var sampling = llmtool.Read("test_sampling", "Requests an LLM response from the 
 			return llmtool.Rich{}, err
 		}
 		return text("LLM response: " + res.Content.Text), nil
-	}, llmtool.Title("Sampling"))
+	}, llmtool.FriendlyName("Sampling"))
 
 type elicitationIn struct {
 	Message string `json:"message" desc:"Message to show the user."`
@@ -148,7 +148,7 @@ var elicitation = llmtool.Read("test_elicitation", "Requests information from th
 			`"username":{"type":"string","description":"User's response"},`+
 			`"email":{"type":"string","description":"User's email address"}},`+
 			`"required":["username","email"]}`)
-	}, llmtool.Title("Elicitation"))
+	}, llmtool.FriendlyName("Elicitation"))
 
 var elicitationDefaults = llmtool.Read("test_elicitation_sep1034_defaults", "Requests elicitation with primitive defaults.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
@@ -158,7 +158,7 @@ var elicitationDefaults = llmtool.Read("test_elicitation_sep1034_defaults", "Req
 			`"score":{"type":"number","default":95.5},`+
 			`"status":{"type":"string","enum":["active","inactive","pending"],"default":"active"},`+
 			`"verified":{"type":"boolean","default":true}}}`)
-	}, llmtool.Title("Elicitation defaults"))
+	}, llmtool.FriendlyName("Elicitation defaults"))
 
 var elicitationEnums = llmtool.Read("test_elicitation_sep1330_enums", "Requests elicitation with enum schemas.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
@@ -168,7 +168,7 @@ var elicitationEnums = llmtool.Read("test_elicitation_sep1330_enums", "Requests 
 			`"legacyEnum":{"type":"string","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},`+
 			`"untitledMulti":{"type":"array","items":{"type":"string","enum":["option1","option2","option3"]}},`+
 			`"titledMulti":{"type":"array","items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}`)
-	}, llmtool.Title("Elicitation enums"))
+	}, llmtool.FriendlyName("Elicitation enums"))
 
 type address struct {
 	Street string `json:"street,omitempty"`
@@ -189,12 +189,12 @@ const jsonSchema2020 = `{"$schema":"https://json-schema.org/draft/2020-12/schema
 var jsonSchemaTool = llmtool.Read("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features",
 	func(c *llmtool.ReadCtx, in personIn) (llmtool.Rich, error) {
 		return text(fmt.Sprintf("Hello %s", in.Name)), nil
-	}, llmtool.InputSchema(json.RawMessage(jsonSchema2020)), llmtool.Title("JSON Schema 2020-12"))
+	}, llmtool.InputSchema(json.RawMessage(jsonSchema2020)), llmtool.FriendlyName("JSON Schema 2020-12"))
 
 var reconnection = llmtool.Read("test_reconnection", "A tool that triggers SSE stream closure to test client reconnection behavior.",
 	func(c *llmtool.ReadCtx, _ none) (llmtool.Rich, error) {
 		return text("Reconnection test completed"), nil
-	}, llmtool.Title("Reconnection"))
+	}, llmtool.FriendlyName("Reconnection"))
 
 // fixtures is the module of every fixture.
 var fixtures = llmtool.DefineTools("conformance",

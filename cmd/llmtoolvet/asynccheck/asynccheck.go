@@ -4,7 +4,7 @@
 // An llmtool handler gets a *llmtool.ReadCtx or *llmtool.WriteCtx that is
 // valid only while the handler runs: when it returns, the registry commits
 // or rolls back the transaction and every later use of the ctx, its
-// *sql.Tx or rows read from it fails with llmtool.ErrTxDone. Work that runs
+// *sql.Tx or rows read from it fails with sql.ErrTxDone. Work that runs
 // later therefore either fails at run time or, worse, reads and writes
 // outside the transaction that was supposed to hold it. The analyzer finds
 // the ways Go code defers work past the return:
@@ -68,7 +68,7 @@
 // follows calls only into functions and methods declared in the package
 // being analyzed. Work deferred by code of other packages, by interface
 // method calls or through function values is not seen; the registry's
-// run-time check (llmtool.ErrTxDone, logged with the tool's name) and the llmtooltest
+// run-time check (sql.ErrTxDone, logged with the tool's name) and the llmtooltest
 // harness catch what escapes it.
 package asynccheck
 
@@ -657,7 +657,7 @@ func (s *scope) visit(n ast.Node, top bool) bool {
 	case *ast.SendStmt:
 		if s.expr(n.Value) {
 			s.c.report(n.Pos(), n.End(), "send",
-				fmt.Sprintf("the ctx or transaction of %s (%s)%s is sent on a channel, so it may be used after the handler returned, when it is dead (llmtool.ErrTxDone); send only plain values read from it",
+				fmt.Sprintf("the ctx or transaction of %s (%s)%s is sent on a channel, so it may be used after the handler returned, when it is dead (sql.ErrTxDone); send only plain values read from it",
 					s.what, s.name(n.Value), s.via))
 		}
 	case *ast.AssignStmt:
@@ -748,7 +748,7 @@ func (s *scope) name(e ast.Expr) string {
 }
 
 // goAdvice ends the messages about goroutines.
-const goAdvice = "it is dead once the handler returns (llmtool.ErrTxDone), and a panic in a goroutine escapes the registry's recovery even if the goroutine is joined before the return; do the work in the handler's own goroutine, or hand the goroutine only plain values"
+const goAdvice = "it is dead once the handler returns (sql.ErrTxDone), and a panic in a goroutine escapes the registry's recovery even if the goroutine is joined before the return; do the work in the handler's own goroutine, or hand the goroutine only plain values"
 
 func (s *scope) reportGo(g *ast.GoStmt, id *ast.Ident) {
 	fix := analysis.SuggestedFix{
@@ -801,7 +801,7 @@ func (s *scope) asyncCall(call *ast.CallExpr) {
 		switch kind {
 		case "aftercommit":
 			s.c.report(a.Pos(), a.End(), "aftercommit",
-				fmt.Sprintf("AfterCommit hook uses the ctx or transaction of %s (%s)%s, which is dead after the commit (llmtool.ErrTxDone); do the database work in the handler and let the hook capture only plain values",
+				fmt.Sprintf("AfterCommit hook uses the ctx or transaction of %s (%s)%s, which is dead after the commit (sql.ErrTxDone); do the database work in the handler and let the hook capture only plain values",
 					s.what, name, s.via))
 		default:
 			s.c.report(a.Pos(), a.End(), "goroutine",
@@ -830,7 +830,7 @@ func (s *scope) store(lhs, rhs ast.Expr) {
 		return
 	}
 	s.c.report(lhs.Pos(), rhs.End(), "store",
-		fmt.Sprintf("the ctx or transaction of %s (%s)%s is stored in %s, which outlives the call, but it is dead once the handler returns (llmtool.ErrTxDone); keep it in local variables and store only plain values read from it",
+		fmt.Sprintf("the ctx or transaction of %s (%s)%s is stored in %s, which outlives the call, but it is dead once the handler returns (sql.ErrTxDone); keep it in local variables and store only plain values read from it",
 			s.what, s.name(rhs), s.via, where))
 }
 
@@ -857,7 +857,7 @@ func (s *scope) ret(r *ast.ReturnStmt) {
 		}
 		if t && s.handler && s.sum == nil {
 			s.c.report(e.Pos(), e.End(), "return",
-				fmt.Sprintf("%s returns %s, which carries its ctx or transaction past the return, when they are dead (llmtool.ErrTxDone); read everything inside the handler and return plain values",
+				fmt.Sprintf("%s returns %s, which carries its ctx or transaction past the return, when they are dead (sql.ErrTxDone); read everything inside the handler and return plain values",
 					s.what, s.name(e)))
 		}
 	}

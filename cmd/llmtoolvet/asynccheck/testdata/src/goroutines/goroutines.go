@@ -17,7 +17,7 @@ type Out struct{ N int }
 // returned.
 var asyncQuery = llmtool.Read("async_query", "",
 	func(c *llmtool.ReadCtx, in In) (Out, error) {
-		go func() { // want `goroutine uses the ctx or transaction of the handler of tool "async_query" \(c\): it is dead once the handler returns \(llmtool.ErrTxDone\)`
+		go func() { // want `goroutine uses the ctx or transaction of the handler of tool "async_query" \(c\): it is dead once the handler returns \(sql.ErrTxDone\)`
 			c.QueryRow(`SELECT 1`)
 		}()
 		return Out{}, nil
