@@ -1,98 +1,66 @@
 // Package llmtool defines LLM tools once and serves every definition to two
 // consumers: an MCP server (package mcpadapter) and the host application's
-// own chat (package chatadapter). Tools read and write the database the host
-// already has, through database/sql, and llmtool owns the transaction
-// around each call.
+// own chat (package chatadapter). Tools use the host's database through
+// database/sql, and llmtool owns the transaction around each call.
 //
 // # Tools
 //
 // A tool is declared once with [Read] or [Write]: a name, a one-line
 // description, a handler over typed input and output, and options such as
-// [Category] and [Guards]. The JSON Schemas for the model are inferred from
-// the In and Out types and their struct tags (desc, default, enum, minimum,
-// maximum, minLength, maxLength, pattern, format, ref):
-//
-//	type GetNoteIn struct {
-//		NoteID string `json:"noteId" desc:"ID of the note to read."`
-//	}
+// [Category] and [Guards]. The JSON Schemas the model sees are inferred from
+// the In and Out types and their tags (desc, default, enum, minimum, ...):
 //
 //	var getNote = llmtool.Read("get_note", "Read a note's title and content.",
-//		func(c *llmtool.ReadCtx, in GetNoteIn) (NoteOut, error) { ... },
-//		llmtool.Category("Notes"))
+//		func(c *llmtool.ReadCtx, in GetNoteIn) (NoteOut, error) { ... })
 //
-// Tools ship in modules ([DefineTools]), the unit a third party writes; a
-// host registers a module with one line.
+// Tools ship in modules ([DefineTools]), the unit a third party writes.
 //
 // # Read and write
 //
-// The handler's parameter type is the mark. A read tool's handler gets a
-// [*ReadCtx]: it can Query and QueryRow in a read-only transaction that is
-// a consistent snapshot and ends with ROLLBACK, and it has no Exec. A
-// write tool's handler gets a [*WriteCtx]: it can Exec too, in a write
-// transaction, serialized with the registry's other writes, that commits
-// when the handler returns nil and rolls back when it returns an error,
-// panics or is cancelled. There is no flag to forget.
-//
-// Statements that would change the transaction or the connection rather
-// than data (COMMIT, SAVEPOINT, a PRAGMA that sets a value, ATTACH, ...)
-// are refused before they reach the database, with [ErrStatementRefused].
-// A handler's work is done when it returns: its context is cancelled then,
-// and any later use of it fails with [database/sql.ErrTxDone].
+// The handler's parameter type is the mark. A [*ReadCtx] can Query in a
+// read-only snapshot that ends with ROLLBACK; it has no Exec. A [*WriteCtx]
+// can Exec too, in a write transaction that commits when the handler
+// returns nil and rolls back when it returns an error, panics or is
+// cancelled. Statements that would change the transaction or the
+// connection rather than data (COMMIT, SET, ATTACH, ...) are refused with
+// [ErrStatementRefused]. A handler's work is done when it returns: any
+// later use of its context fails with [database/sql.ErrTxDone].
 //
 // # The call path
 //
 // Both adapters call [Registry.Invoke], and nothing else runs a tool:
 //
-//	resolve lazy modules → find the tool → policy (enabled? allowed for the
-//	scope and the principal?) → decode and validate the arguments, apply
-//	defaults → begin the transaction → entity checks and guards, in order →
-//	handler → commit or roll back → after-commit hooks → Result → audit
+//	find the tool → policy → decode and validate the arguments → begin the
+//	transaction → entity checks and guards, in order → handler → commit or
+//	roll back → after-commit hooks → Result → audit
 //
-// So a call gets the same result, bytes and database state through MCP and
-// through chat.
+// So a call gets the same result, bytes and database state over MCP and in
+// chat.
 //
-// # Guards
+// # Guards and policy
 //
-// Entity kinds ([Entity]) are declared once, by the module that owns them;
-// a parameter tagged ref:"note" is checked, in a fixed order, for existence,
-// system entities (write tools), protection, and whether the principal may
-// act on it. Then the tool's own [Guards] run in the order declared, inside
-// the transaction, before the handler.
-//
-// # Policy
-//
-// Policy decides which tools a call may run and a listing shows, in this
-// order, before the arguments are even decoded:
-//
-//  1. the global kill switch, [Registry.SetEnabled];
-//  2. the principal ([WithPrincipal]), when [Options].RequirePrincipal
-//     says every call needs one;
-//  3. the scope's settings (a tenant, workspace or chat, from
-//     [WithScope]): read tools are on and write tools off until
-//     [Registry.SetWrites]; [Registry.SetScopeTool] overrides that per
-//     tool either way. The settings live in the host's database, and a
-//     failed read of them never enables writes;
-//  4. [Options.Authorize], if the host set it.
-//
-// A refused call is recorded with the audit outcome "refused" and answers
-// the model with a sentence that says what to do instead; its error wraps
-// [ErrToolDisabled] (1 and 3), [ErrNoPrincipal] (2) or [ErrNotAuthorized]
-// (4) and has [KindDenied]. Listings show exactly what the caller may
-// call, and [Registry.Subscribe] reports changes.
+// Parameters tagged ref:"note" are checked against the module's [Entity]
+// (exists, system, protected, may the principal read or change it); then
+// the tool's [Guards] run in order, inside the transaction. Before any of
+// that, policy admits the call, in this order: the kill switch
+// ([Registry.SetEnabled]); a principal ([WithPrincipal]) if
+// [Options].RequirePrincipal; the scope's settings ([WithScope]: write
+// tools are off until [Registry.SetWrites], [Registry.SetScopeTool]
+// overrides per tool); [Options].Authorize. Listings show exactly what the
+// caller may call; [Registry.Subscribe] reports changes.
 //
 // # Errors
 //
-// Errors are results: nothing a tool does escapes as a panic or a
-// protocol error. A handler returns [InvalidArgs] for malformed arguments
-// (rendered with the "Error: " prefix, as schema failures are), or
-// [NotFound], [Denied] or [Conflict] for outcomes, each with a corrective
-// next action ([Error.Next]). Any other error is internal: the model sees
-// a short generic sentence, and the registry's logger gets the detail.
+// Errors are results: nothing a tool does escapes as a panic or a protocol
+// error. A handler returns [InvalidArgs], [NotFound], [Denied] or
+// [Conflict], each with a corrective next action ([Error.Next]); any other
+// error is internal, and the model gets a short sentence while the log
+// gets the detail. Refusals wrap [ErrToolDisabled], [ErrNoPrincipal] or
+// [ErrNotAuthorized].
 //
 // # Configuration
 //
 // [NewRegistry] takes the host's *sql.DB, an [*Options] (nil for the
-// defaults) and the modules. Options are fixed when the registry is
-// built; only switches that change at run time (SetEnabled, the scope
-// settings) are methods.
+// defaults) and the modules. Only switches that change at run time are
+// methods.
 package llmtool
