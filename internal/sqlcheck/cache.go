@@ -11,23 +11,46 @@ import (
 const maxCached = 4096
 
 // Cache remembers the texts Check accepted, so a tool's SQL is scanned
-// once rather than on every call. The zero value is ready to use.
+// once rather than on every call, with the text to send (see
+// CheckRebind). It keeps each dialect's texts apart. The zero value is
+// ready to use.
 type Cache struct {
-	ok sync.Map // query text -> struct{}
+	ok [Postgres + 1]sync.Map // per dialect: query text -> text to send (string)
 	n  atomic.Int32
 }
 
 // Check is Check for d, answered from the cache when query was accepted
 // before.
 func (c *Cache) Check(d Dialect, query string) *Refusal {
-	if _, ok := c.ok.Load(query); ok {
-		return nil
+	_, r := c.CheckRebind(d, query)
+	return r
+}
+
+// CheckRebind checks query for d as Check does and returns the text to
+// send to the database: for Postgres, query with SQLite's ? placeholders
+// rewritten by [Rebind]; for SQLite, query itself. Both answers come from
+// the cache when query was accepted before. On a refusal the text is "".
+func (c *Cache) CheckRebind(d Dialect, query string) (string, *Refusal) {
+	if d > Postgres {
+		if r := Check(d, query); r != nil {
+			return "", r
+		}
+		return query, nil
 	}
-	r := Check(d, query)
-	if r == nil && c.n.Load() < maxCached {
-		if _, loaded := c.ok.LoadOrStore(query, struct{}{}); !loaded {
+	if v, ok := c.ok[d].Load(query); ok {
+		return v.(string), nil
+	}
+	if r := Check(d, query); r != nil {
+		return "", r
+	}
+	text := query
+	if d == Postgres {
+		text, _ = Rebind(query)
+	}
+	if c.n.Load() < maxCached {
+		if _, loaded := c.ok[d].LoadOrStore(query, text); !loaded {
 			c.n.Add(1)
 		}
 	}
-	return r
+	return text, nil
 }

@@ -37,9 +37,10 @@ func (t token) unquoted() string {
 // unterminated literal or comment runs to the end of the text, as the
 // engines read it (and then refuse it).
 type scanner struct {
-	s string
-	i int
-	d Dialect
+	s     string
+	i     int
+	d     Dialect
+	first token // the first word of the statement being checked
 }
 
 func isSpace(c byte) bool {
@@ -142,19 +143,37 @@ func (sc *scanner) next() token {
 			sc.quoted('\'', true)
 			return token{kind: tString, text: sc.s[start:sc.i]}
 		}
+		if (c == 'U' || c == 'u') && sc.d == Postgres && strings.HasPrefix(sc.s[sc.i+1:], `&"`) {
+			sc.i += 2
+			sc.quoted('"', false)
+			return sc.unicodeIdent(start)
+		}
 		for sc.i < len(sc.s) && isIdent(sc.s[sc.i]) {
 			sc.i++
 		}
 		return token{kind: tWord, text: sc.s[start:sc.i]}
-	case c == '?' || c == ':' || c == '@' || c == '$':
-		// A parameter: ?NNN, :name, @name, $name (SQLite). Its name is
-		// not a word of the statement.
+	case c == '?' && sc.d == SQLite:
+		// A parameter: ?NNN, digits only, as SQLite reads it.
+		sc.i++
+		for sc.i < len(sc.s) && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
+			sc.i++
+		}
+		return token{kind: tOther, text: sc.s[start:sc.i]}
+	case (c == ':' || c == '@' || c == '$') && sc.d == SQLite:
+		// A parameter: :name, @name, $name. Its name is not a word of
+		// the statement. (In PostgreSQL ?, : and @ are operator
+		// characters, one token each, so that E'...' after them is read
+		// as the escape string it is.)
 		sc.i++
 		for sc.i < len(sc.s) && isIdent(sc.s[sc.i]) {
 			sc.i++
 		}
 		return token{kind: tOther, text: sc.s[start:sc.i]}
 	case c >= '0' && c <= '9':
+		// The letters and $ after a number are part of the token: where
+		// PostgreSQL reads 0A$x$ as 0 and the identifier A$x$, and 1$x$
+		// as 1 and a string, no string starts here either (a number
+		// followed by a string is a syntax error there).
 		for sc.i < len(sc.s) && (isIdent(sc.s[sc.i]) || sc.s[sc.i] == '.') {
 			sc.i++
 		}
@@ -206,4 +225,73 @@ func (sc *scanner) dollarQuoted() bool {
 		sc.i = len(sc.s)
 	}
 	return true
+}
+
+// unicodeIdent finishes PostgreSQL's U&"..." identifier, which starts at
+// start and whose closing quote sc.i has passed, with its optional
+// UESCAPE 'c' clause. It returns the identifier as the plain quoted
+// identifier it names, so a function's name is checked whatever way it is
+// spelled (U&"\0073et_config" is set_config).
+func (sc *scanner) unicodeIdent(start int) token {
+	raw := sc.s[start+2 : sc.i]
+	esc := byte('\\')
+	save := sc.i
+	if t := sc.next(); t.kind == tWord && strings.EqualFold(t.text, "UESCAPE") {
+		if t = sc.next(); t.kind == tString && len(t.text) == 3 && t.text[0] == '\'' {
+			esc = t.text[1]
+		} else {
+			sc.i = save
+		}
+	} else {
+		sc.i = save
+	}
+	name, ok := decodeUnicode(token{kind: tQuoted, text: raw}.unquoted(), esc)
+	if !ok { // PostgreSQL refuses it: keep the text, which names nothing
+		return token{kind: tQuoted, text: sc.s[start:sc.i]}
+	}
+	return token{kind: tQuoted, text: `"` + strings.ReplaceAll(name, `"`, `""`) + `"`}
+}
+
+// decodeUnicode replaces PostgreSQL's escapes in a U& identifier: esc
+// followed by four hex digits, esc + and six hex digits, or esc twice.
+func decodeUnicode(s string, esc byte) (string, bool) {
+	if strings.IndexByte(s, esc) < 0 {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != esc {
+			b.WriteByte(s[i])
+			continue
+		}
+		n := 4
+		switch {
+		case i+1 < len(s) && s[i+1] == esc:
+			b.WriteByte(esc)
+			i++
+			continue
+		case i+1 < len(s) && s[i+1] == '+':
+			n = 6
+			i++
+		}
+		if i+1+n > len(s) {
+			return "", false
+		}
+		r := 0
+		for _, h := range []byte(s[i+1 : i+1+n]) {
+			switch {
+			case h >= '0' && h <= '9':
+				r = r*16 + int(h-'0')
+			case h >= 'a' && h <= 'f':
+				r = r*16 + int(h-'a'+10)
+			case h >= 'A' && h <= 'F':
+				r = r*16 + int(h-'A'+10)
+			default:
+				return "", false
+			}
+		}
+		b.WriteRune(rune(r))
+		i += n
+	}
+	return b.String(), true
 }

@@ -15,7 +15,22 @@
 // comments, string literals and quoted identifiers, so a second statement
 // hidden after a semicolon is checked too. Anything it does not recognize
 // is refused: a false refusal is a clear error for the tool's author, a
-// false acceptance would be a hole.
+// false acceptance would be a hole. Calls of functions that act on the
+// session, the server or files (load_extension, set_config, session-level
+// advisory locks, dblink, ...) are refused wherever they appear.
+//
+// On PostgreSQL (see postgres.go) the check also refuses what the server
+// keeps per session rather than per transaction or does outside it: SET
+// and RESET, DISCARD, PREPARE, EXECUTE and DEALLOCATE, cursors, LISTEN,
+// UNLISTEN and NOTIFY, COPY, DO, LOAD, VACUUM, CLUSTER, CHECKPOINT,
+// SELECT ... INTO TEMP, objects in pg_temp, code (CREATE FUNCTION,
+// PROCEDURE, EXTENSION, ...), roles and privileges (GRANT, REVOKE, CREATE
+// ROLE, ...) and the server's configuration (ALTER SYSTEM, CREATE
+// DATABASE, ...).
+//
+// [Rebind] turns SQLite's ? and ?NNN placeholders into PostgreSQL's $N,
+// so a tool module is written once for both engines; [Cache.CheckRebind]
+// checks and rebinds a text once.
 package sqlcheck
 
 import (
@@ -92,13 +107,6 @@ var refusedReasons = map[string][2]string{
 	"VACUUM":     {"rewrites the database outside the call's transaction", "run VACUUM from the host's maintenance code."},
 }
 
-// refusedFuncs are functions that change the session from inside a query.
-var refusedFuncs = map[string]bool{
-	"SET_CONFIG": true, "LOAD_EXTENSION": true,
-	"PG_ADVISORY_LOCK": true, "PG_ADVISORY_LOCK_SHARED": true,
-	"PG_TRY_ADVISORY_LOCK": true, "PG_TRY_ADVISORY_LOCK_SHARED": true,
-}
-
 // readPragmas take an argument and only report: table_info(notes).
 var readPragmas = map[string]bool{
 	"TABLE_INFO": true, "TABLE_XINFO": true, "INDEX_INFO": true, "INDEX_XINFO": true,
@@ -136,18 +144,28 @@ func Check(d Dialect, query string) *Refusal {
 // statement checks one statement whose first token is first, consuming it
 // through its terminating semicolon.
 func (sc *scanner) statement(first token, start int) *Refusal {
+	sc.first = first
 	if first.kind == tOther && first.text == "(" { // PostgreSQL: (SELECT ...)
 		return sc.body(start)
 	}
+	other := otherInstead
+	if sc.d == Postgres {
+		other = pgOtherInstead
+	}
 	if first.kind != tWord {
-		return sc.refuseRest(start, "is not a statement a tool may run", otherInstead)
+		return sc.refuseRest(start, "is not a statement a tool may run", other)
 	}
 	kw := strings.ToUpper(first.text)
+	if sc.d == Postgres {
+		if r, done := sc.pgStatement(kw, start); done {
+			return r
+		}
+	}
 	if rr, ok := refusedReasons[kw]; ok {
 		return sc.refuseRest(start, rr[0], rr[1])
 	}
 	if !allowed[kw] {
-		return sc.refuseRest(start, "is not a statement a tool may run", otherInstead)
+		return sc.refuseRest(start, "is not a statement a tool may run", other)
 	}
 	switch kw {
 	case "EXPLAIN":
@@ -164,7 +182,7 @@ func (sc *scanner) statement(first token, start int) *Refusal {
 		return sc.statement(next, start)
 	case "PRAGMA":
 		if sc.d != SQLite {
-			return sc.refuseRest(start, "is not a statement a tool may run", otherInstead)
+			return sc.refuseRest(start, "is not a statement a tool may run", other)
 		}
 		return sc.pragma(start)
 	case "CREATE", "DROP", "ALTER":
@@ -189,19 +207,57 @@ func (sc *scanner) rest() {
 	}
 }
 
-// body consumes the rest of a statement, refusing functions that change
-// the session.
-func (sc *scanner) body(start int) *Refusal {
-	var prev token
+// body consumes the rest of a statement, refusing calls of the functions
+// in refusedFuncs and, on PostgreSQL, SELECT ... INTO TEMP.
+func (sc *scanner) body(start int) *Refusal { return sc.scan(start, false) }
+
+// scan is body; with ddl (PostgreSQL's CREATE, ALTER and DROP) it also
+// refuses an object in the pg_temp schema and CREATE TABLE ... AS EXECUTE.
+// (CREATE OPERATOR and CREATE AGGREGATE, which name functions without a
+// call, are refused whole by pgDDL.)
+func (sc *scanner) scan(start int, ddl bool) *Refusal {
+	prev := sc.first
+	into := false // after SELECT's INTO, before the new table's name
 	for {
 		tok := sc.next()
 		switch tok.kind {
 		case tEOF, tSemi:
 			return nil
 		case tOther:
-			if tok.text == "(" && prev.kind == tWord && refusedFuncs[strings.ToUpper(prev.text)] {
-				return sc.refuseRest(start, "calls "+prev.text+", which changes the connection's state", setInstead)
+			switch {
+			case tok.text == "(" && (prev.kind == tWord || prev.kind == tQuoted):
+				if f, ok := lookupFunc(prev); ok {
+					return sc.refuseCall(start, prev, f)
+				}
+			case tok.text == "." && ddl && isTempSchema(prev):
+				return sc.refuseRest(start, tempSchemaReason, tempInstead)
 			}
+			into = false
+		case tWord, tQuoted:
+			if sc.d != Postgres {
+				break
+			}
+			w := ""
+			if tok.kind == tWord {
+				w = strings.ToUpper(tok.text)
+			}
+			switch {
+			case into && (w == "TEMP" || w == "TEMPORARY"):
+				return sc.refuseRest(start, tempReason, tempInstead)
+			case into && (w == "LOCAL" || w == "GLOBAL" || w == "UNLOGGED" || w == "TABLE"):
+			case into:
+				into = false
+				if isTempSchema(tok) && sc.peekDot() {
+					return sc.refuseRest(start, tempSchemaReason, tempInstead)
+				}
+			case w == "INTO":
+				// INSERT INTO and MERGE INTO name a table that exists.
+				into = prev.kind != tWord || !strings.EqualFold(prev.text, "INSERT") && !strings.EqualFold(prev.text, "MERGE")
+			case w == "EXECUTE" && ddl && prev.kind == tWord && strings.EqualFold(prev.text, "AS"):
+				return sc.refuseRest(start, executeRefusal[0], executeRefusal[1]) // CREATE TABLE t AS EXECUTE
+			}
+		default:
+			into = false
 		}
 		prev = tok
 	}
@@ -267,8 +323,7 @@ func (sc *scanner) ddl(start int, kw string) *Refusal {
 // after consumes the rest of a DDL statement once its head is read.
 func (sc *scanner) after(start int, trigger, inBody bool) *Refusal {
 	if trigger {
-		sc.triggerBody(inBody)
-		return nil
+		return sc.triggerBody(start, inBody)
 	}
 	return sc.body(start)
 }
@@ -276,17 +331,25 @@ func (sc *scanner) after(start int, trigger, inBody bool) *Refusal {
 // triggerBody consumes a trigger's BEGIN ... END body, whose statements
 // end in semicolons of their own; CASE ... END inside them nests. The
 // body's statements run later, as the trigger fires, in the transaction of
-// the statement that fired it; SQLite allows only DML there.
-func (sc *scanner) triggerBody(inBody bool) {
+// the statement that fired it; SQLite allows only DML there, and calls of
+// refused functions are refused as in body.
+func (sc *scanner) triggerBody(start int, inBody bool) *Refusal {
 	cases := 0
+	var prev token
 	for {
 		tok := sc.next()
 		switch tok.kind {
 		case tEOF:
-			return
+			return nil
 		case tSemi:
 			if !inBody {
-				return
+				return nil
+			}
+		case tOther:
+			if tok.text == "(" && (prev.kind == tWord || prev.kind == tQuoted) {
+				if f, ok := lookupFunc(prev); ok {
+					return sc.refuseCall(start, prev, f)
+				}
 			}
 		case tWord:
 			switch strings.ToUpper(tok.text) {
@@ -302,6 +365,7 @@ func (sc *scanner) triggerBody(inBody bool) {
 				}
 			}
 		}
+		prev = tok
 	}
 }
 

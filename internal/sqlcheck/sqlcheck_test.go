@@ -104,13 +104,13 @@ func TestCheckPostgres(t *testing.T) {
 		require.Nil(t, Check(Postgres, q), "%q", q)
 	}
 	refused := map[string]string{
-		"SET default_transaction_read_only = off":                  "changes the connection's settings",
-		"SELECT set_config('transaction_read_only', 'off', false)": "calls set_config, which changes the connection's state",
+		"SET default_transaction_read_only = off":                  setReason,
+		"SELECT set_config('transaction_read_only', 'off', false)": "calls set_config, which changes the session's settings",
 		"START TRANSACTION":          "controls the transaction",
 		"SELECT E'\\\\'; COMMIT":     "controls the transaction",
 		"PRAGMA query_only":          "is not a statement a tool may run",
-		"SELECT pg_advisory_lock(1)": "calls pg_advisory_lock, which changes the connection's state",
-		"DISCARD ALL":                "changes the connection's state",
+		"SELECT pg_advisory_lock(1)": "calls pg_advisory_lock, which takes a session-level advisory lock, which outlives the call's transaction",
+		"DISCARD ALL":                "discards the session's state (prepared statements, temporary tables, plans), which belongs to the host",
 	}
 	for q, want := range refused {
 		r := Check(Postgres, q)
