@@ -27,18 +27,19 @@ var ErrStatementRefused = errors.New("llmtool: statement refused")
 var errTxEnded = errors.New("llmtool: the handler ended its transaction itself")
 
 // check refuses a statement that would change the transaction or the
-// connection. The first refusal sticks to the call: it fails whatever the
-// handler returns.
-func (cs *callState) check(query string) error {
-	r := cs.reg.tx.Checked.Check(cs.reg.tx.Dialect, query)
+// connection, and returns the text to send: on PostgreSQL, with SQLite's
+// ? placeholders rewritten as $N. The first refusal sticks to the call: it
+// fails whatever the handler returns.
+func (cs *callState) check(query string) (string, error) {
+	text, r := cs.reg.tx.Checked.CheckRebind(cs.reg.tx.Dialect, query)
 	if r == nil {
-		return nil
+		return text, nil
 	}
 	err := fmt.Errorf("%w: tool %s ran %s", ErrStatementRefused, cs.tool.spec.Name, r.Error())
 	cs.reg.logger().Error("llmtool: tool ran a statement that would change its transaction or connection; llmtool refused it",
 		"tool", cs.tool.spec.Name, "statement", r.Statement, "why", r.Reason, "instead", r.Instead)
 	cs.refuse(err)
-	return err
+	return "", err
 }
 
 // refuse records the first refusal of the call.

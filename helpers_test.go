@@ -12,11 +12,21 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/pgtest"
 )
 
-// openDB opens a fresh SQLite file with an items table.
+// openDB opens a fresh database with an items table: a SQLite file, or a
+// PostgreSQL database when LLMTOOL_TEST_ENGINE=postgres.
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
+	if pgtest.FromEnv() {
+		db := pgtest.Open(t)
+		_, err := db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+		require.NoError(t, err)
+		_, err = db.Exec(`INSERT INTO items (name, qty) VALUES ('apple', 3)`)
+		require.NoError(t, err)
+		return db
+	}
 	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "test.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })

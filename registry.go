@@ -14,6 +14,8 @@ import (
 
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/migrate"
 	"github.com/llmtool/llmtool/internal/toolname"
 	"github.com/llmtool/llmtool/man"
 )
@@ -97,6 +99,13 @@ type Options struct {
 	// handler's context after it returned, and (unless Audit is set)
 	// the audit records. Default: slog.Default().
 	Logger *slog.Logger
+
+	// Engine is the database's engine: "sqlite" or "postgres". Empty
+	// means NewRegistry asks the database (one query); declare it to
+	// skip that, or when a proxy in front of the database answers for
+	// it. Any other engine is refused: llmtool's read-only enforcement
+	// and transactions depend on it.
+	Engine string
 
 	// Authorize decides whether a principal may call a tool; nil allows
 	// whatever the scope allows. It returns nil to allow the call. It
@@ -190,10 +199,21 @@ const NoScopeCache time.Duration = -1
 // an entity kind no module declares (see Entity); the modules' entity
 // kinds are gathered first, so their order does not matter.
 //
-// The core speaks database/sql only; for SQLite, open db with OpenSQLite or
-// with equivalent settings (WAL, busy timeout, _txlock=immediate).
+// The core speaks database/sql only. For SQLite, open db with OpenSQLite or
+// with equivalent settings (WAL, busy timeout, _txlock=immediate); for
+// PostgreSQL, with github.com/jackc/pgx/v5/stdlib. NewRegistry learns the
+// engine (Options.Engine, or by asking the database) and brings llmtool's
+// own tables (the scope settings) to their current version: an idempotent
+// step, safe to run from several replicas at once.
 func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, error) {
-	r := &Registry{tx: dbconn.New(db), tools: make(map[string]*entry)}
+	var e engine.Engine
+	if db != nil {
+		var err error
+		if e, err = openEngine(db, opts); err != nil {
+			return nil, err
+		}
+	}
+	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
 	if err := r.setup(opts); err != nil {
 		return nil, err
 	}
@@ -214,6 +234,25 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		}
 	}
 	return r, nil
+}
+
+// openEngine declares or detects db's engine and migrates llmtool's tables.
+func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var (
+		e   engine.Engine
+		err error
+	)
+	if opts != nil && opts.Engine != "" {
+		e, err = engine.Parse(opts.Engine)
+	} else {
+		e, err = engine.Detect(ctx, db)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return e, migrate.Apply(ctx, db, e, scopeTable, scopeMigrations)
 }
 
 // Add registers a module's tools. It refuses, with an error naming both
@@ -500,6 +539,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		write     bool
 		refused   bool
 		module    string
+		attempts  int
 	)
 	e, err := r.find(ctx, call.Tool)
 	if err == nil {
@@ -516,7 +556,9 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 			args, fill, argv, err = t.prepare(call.Args)
 		}
 		if err == nil {
-			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, prepared{fill: fill, argv: argv}, &res)
+			pa := prepared{fill: fill, argv: argv}
+			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &pa, &res)
+			attempts = pa.attempts
 		}
 	}
 	if err != nil {
@@ -525,6 +567,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	r.audit(ctx, audit.Record{
 		Time: start, Tool: call.Tool, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
 		Outcome: outcome(err, refused), Duration: time.Since(start), Write: write, Committed: committed,
+		Attempts: attempts,
 	})
 	return res
 }

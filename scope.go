@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/migrate"
 	"github.com/llmtool/llmtool/internal/toolname"
 )
 
@@ -81,9 +83,6 @@ func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
 	if db == nil {
 		return nil, errNoDB
 	}
-	if err := r.ensureScopeTable(ctx, db); err != nil {
-		return nil, err
-	}
 	rows, err := db.QueryContext(ctx, `SELECT scope, tool, enabled, updated_at FROM `+scopeTable+` ORDER BY scope, tool`)
 	if err != nil {
 		return nil, fmt.Errorf("llmtool: read scope settings: %w", err)
@@ -123,6 +122,12 @@ func (r *Registry) Subscribe(fn func(scope string)) (cancel func()) {
 	id := p.nextSub
 	p.nextSub++
 	p.subs[id] = fn
+	if r.tx.DB != nil {
+		p.watch.Do(func() {
+			p.stop = make(chan struct{})
+			go r.watchScopes(p.stop)
+		})
+	}
 	return func() {
 		p.subMu.Lock()
 		delete(p.subs, id)
@@ -161,7 +166,6 @@ type policy struct {
 	authz            atomic.Pointer[func(ctx context.Context, p *Principal, tool *Spec) error]
 	ttl              atomic.Int64 // time.Duration
 	writesOffNext    atomic.Pointer[string]
-	ensured          atomic.Bool // the settings table exists
 
 	mu     sync.RWMutex
 	scopes map[string]*scopeState
@@ -169,6 +173,8 @@ type policy struct {
 	subMu   sync.Mutex
 	subs    map[uint64]func(string)
 	nextSub uint64
+	watch   sync.Once     // starts watchScopes with the first subscriber
+	stop    chan struct{} // closed by Close: watchScopes returns
 
 	reads atomic.Pointer[readSpecs] // read-only subset of the listing
 }
@@ -191,7 +197,34 @@ type readSpecs struct {
 	reads []*Spec
 }
 
-const scopeTable = "llmtool_scope_settings"
+const (
+	scopeTable   = "llmtool_scope_settings"
+	scopeVersion = "llmtool_scope_version" // one row, bumped by every change
+)
+
+// scopeMigrations are the versions of the scope settings' tables. Append
+// a step to change them; never edit a released one.
+var scopeMigrations = []migrate.Step{{
+	SQLite: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
+	scope TEXT NOT NULL,
+	tool TEXT NOT NULL DEFAULT '',
+	enabled INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (scope, tool)
+)`},
+	Postgres: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
+	scope TEXT NOT NULL,
+	tool TEXT NOT NULL DEFAULT '',
+	enabled INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (scope, tool)
+)`},
+}, {
+	SQLite: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
+		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
+	Postgres: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`,
+		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
+}}
 
 var errNoDB = errors.New("llmtool: the registry has no database")
 
@@ -199,26 +232,6 @@ var errNoDB = errors.New("llmtool: the registry has no database")
 type execQuerier interface {
 	querier
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-func (r *Registry) ensureScopeTable(ctx context.Context, q execQuerier) error {
-	if r.pol.ensured.Load() {
-		return nil
-	}
-	_, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+scopeTable+` (
-	scope TEXT NOT NULL,
-	tool TEXT NOT NULL DEFAULT '',
-	enabled INTEGER NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (scope, tool)
-)`)
-	if err != nil {
-		return fmt.Errorf("llmtool: create %s: %w", scopeTable, err)
-	}
-	if _, ok := q.(*sql.DB); ok {
-		r.pol.ensured.Store(true) // in a transaction it counts once committed
-	}
-	return nil
 }
 
 // readScope reads a scope's settings through q, or through the database
@@ -229,12 +242,9 @@ func (r *Registry) readScope(ctx context.Context, q querier, scope string) (*sco
 		if db == nil {
 			return &scopeState{}, nil
 		}
-		if err := r.ensureScopeTable(ctx, db); err != nil {
-			return nil, err
-		}
 		q = db
 	}
-	rows, err := q.QueryContext(ctx, `SELECT tool, enabled FROM `+scopeTable+` WHERE scope = ?`, scope)
+	rows, err := q.QueryContext(ctx, `SELECT tool, enabled FROM `+scopeTable+` WHERE scope = $1`, scope)
 	if err != nil {
 		return nil, fmt.Errorf("llmtool: read settings of scope %q: %w", scope, err)
 	}
@@ -309,7 +319,8 @@ func (r *Registry) storeScope(scope string, st *scopeState) {
 }
 
 // setScope writes one setting (on == nil deletes it) in a transaction
-// serialized with the registry's write calls.
+// serialized with the registry's write calls, and bumps the settings'
+// version so other replicas notice (see watchScopes).
 func (r *Registry) setScope(ctx context.Context, scope, tool string, on *bool) (err error) {
 	if r.tx.DB == nil {
 		return errNoDB
@@ -318,49 +329,19 @@ func (r *Registry) setScope(ctx context.Context, scope, tool string, on *bool) (
 	if tool != "" {
 		what = "tool " + tool
 	}
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("llmtool: set %s in scope %q: %w", what, scope, err)
+	var before, after *scopeState
+	for attempt := 1; ; attempt++ {
+		before, after, err = r.writeScope(ctx, scope, tool, on)
+		if err == nil || !engine.Retryable(err) || attempt == maxAttempts {
+			break
 		}
-	}()
-	wt, err := r.tx.BeginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.tx.EndWrite(wt, false)
-	tx := wt.Tx
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tx.Rollback()
+		if err := retryPause(ctx, attempt); err != nil {
+			break
 		}
-	}()
-	if err := r.ensureScopeTable(ctx, tx); err != nil {
-		return err
-	}
-	before, err := r.readScope(ctx, tx, scope)
-	if err != nil {
-		return err
-	}
-	if on == nil {
-		_, err = tx.ExecContext(ctx, `DELETE FROM `+scopeTable+` WHERE scope = ? AND tool = ?`, scope, tool)
-	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO `+scopeTable+` (scope, tool, enabled, updated_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (scope, tool) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at`,
-			scope, tool, *on, time.Now().UTC().Format(time.RFC3339Nano))
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("llmtool: set %s in scope %q: %w", what, scope, err)
 	}
-	after, err := r.readScope(ctx, tx, scope)
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	committed = true
-	r.pol.ensured.Store(true)
 	after.at = time.Now()
 	r.pol.mu.Lock()
 	if r.pol.scopes == nil {
@@ -373,6 +354,100 @@ ON CONFLICT (scope, tool) DO UPDATE SET enabled = excluded.enabled, updated_at =
 		r.notify(scope)
 	}
 	return nil
+}
+
+// writeScope is one attempt of setScope: the scope's settings before and
+// after the change, committed.
+func (r *Registry) writeScope(ctx context.Context, scope, tool string, on *bool) (before, after *scopeState, err error) {
+	wt, err := r.tx.BeginWrite(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.tx.EndWrite(wt, false)
+	tx := wt.Tx
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if before, err = r.readScope(ctx, tx, scope); err != nil {
+		return nil, nil, err
+	}
+	if on == nil {
+		_, err = tx.ExecContext(ctx, `DELETE FROM `+scopeTable+` WHERE scope = $1 AND tool = $2`, scope, tool)
+	} else {
+		_, err = tx.ExecContext(ctx, `INSERT INTO `+scopeTable+` (scope, tool, enabled, updated_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (scope, tool) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at`,
+			scope, tool, boolInt(*on), time.Now().UTC().Format(time.RFC3339Nano))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err = tx.ExecContext(ctx, `UPDATE `+scopeVersion+` SET version = version + 1 WHERE id = 1`); err != nil {
+		return nil, nil, err
+	}
+	if after, err = r.readScope(ctx, tx, scope); err != nil {
+		return nil, nil, err
+	}
+	if err = tx.Commit(); err != nil {
+		return nil, nil, err
+	}
+	return before, after, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// watchScopes tells subscribers about changes other processes make: every
+// ScopeCacheTTL (2 seconds by default) it reads the settings' version,
+// which every change bumps in its own transaction, and when it moved it
+// reads the cached scopes again; storeScope notifies for each one that
+// changed. So a change made on one replica reaches the sessions of every
+// replica within one interval, however quiet they are.
+func (r *Registry) watchScopes(stop chan struct{}) {
+	every := time.Duration(r.pol.ttl.Load())
+	if every <= 0 {
+		every = defaultScopeCacheTTL
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	last := int64(-1)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		var v int64
+		err := r.tx.DB.QueryRowContext(ctx, `SELECT version FROM `+scopeVersion+` WHERE id = 1`).Scan(&v)
+		if err == nil && last >= 0 && v != last {
+			r.refreshScopes(ctx)
+		}
+		cancel()
+		if err == nil {
+			last = v
+		}
+	}
+}
+
+// refreshScopes reads every cached scope again.
+func (r *Registry) refreshScopes(ctx context.Context) {
+	r.pol.mu.RLock()
+	scopes := slices.Collect(maps.Keys(r.pol.scopes))
+	r.pol.mu.RUnlock()
+	for _, scope := range scopes {
+		st, err := r.readScope(ctx, nil, scope)
+		if err != nil {
+			return // the next change, or the cache's TTL, tries again
+		}
+		st.at = time.Now()
+		r.storeScope(scope, st)
+	}
 }
 
 func describeScope(scope string) string {

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/internal/engine"
 )
 
 // ReadCtx is what a read tool's handler and every guard get: a
@@ -73,6 +76,8 @@ type callState struct {
 	argv        map[string]any  // the decoded arguments, when In is flat
 	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
+	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
+	attempt     int             // the run of a write call: 1, more after retries
 
 	// ctxMu guards the call's Done channel and its first refusal.
 	ctxMu      sync.Mutex
@@ -105,7 +110,8 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 		return nil, c.late("Query")
 	}
 	defer c.call.mu.RUnlock()
-	if err := c.call.check(query); err != nil {
+	query, err := c.call.check(query)
+	if err != nil {
 		return nil, err
 	}
 	return c.q.QueryContext(ctx, query, args...)
@@ -138,11 +144,18 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 		return c.call.reg.tx.ErrRow.Row(c.late("QueryRow"))
 	}
 	defer c.call.mu.RUnlock()
-	if err := c.call.check(query); err != nil {
+	query, err := c.call.check(query)
+	if err != nil {
 		return c.call.reg.tx.ErrRow.Row(err)
 	}
 	return c.q.QueryRowContext(ctx, query, args...)
 }
+
+// Engine returns the database's engine, "sqlite" or "postgres", for the
+// rare statement that must differ between them (full-text search, say).
+// SQL with $1, $2 placeholders runs unchanged on both; so does SQL with
+// SQLite's ? placeholders, which llmtool rewrites for PostgreSQL.
+func (c *ReadCtx) Engine() string { return c.call.reg.tx.Engine.String() }
 
 // Logger returns the registry's logger with the tool's name attached.
 func (c *ReadCtx) Logger() *slog.Logger {
@@ -179,10 +192,15 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		return nil, c.late("Exec")
 	}
 	defer c.call.mu.RUnlock()
-	if err := c.call.check(query); err != nil {
+	query, err := c.call.check(query)
+	if err != nil {
 		return nil, err
 	}
-	return c.tx.ExecContext(ctx, query, args...)
+	res, err := c.tx.ExecContext(ctx, query, args...)
+	if err != nil && engine.Retryable(err) {
+		c.call.retryable.Store(true)
+	}
+	return res, err
 }
 
 // Tx returns the call's write transaction, for code that insists on a
@@ -219,10 +237,12 @@ func (c *WriteCtx) AfterCommit(f func()) {
 	c.call.afterCommit = append(c.call.afterCommit, f)
 }
 
-// prepared is what argument preparation hands to the call.
+// prepared is what argument preparation hands to the call, and what the
+// call hands back for its audit record.
 type prepared struct {
-	fill uint64
-	argv map[string]any
+	fill     uint64
+	argv     map[string]any
+	attempts int // runs of a write call's handler (more than one after retries)
 }
 
 // decodeIn fills in (a pointer to the tool's In) from the call's arguments:
@@ -272,12 +292,18 @@ func OpenSQLite(driverName, path string) (*sql.DB, error) {
 // database, which belongs to the host. Calls made after Close still work,
 // without reserved connections.
 func (r *Registry) Close() error {
+	r.pol.subMu.Lock()
+	if r.pol.stop != nil {
+		close(r.pol.stop)
+		r.pol.stop = nil
+	}
+	r.pol.subMu.Unlock()
 	r.tx.Close()
 	return nil
 }
 
 // exec runs a prepared call in its transaction.
-func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, res *Result) (out []byte, committed bool, err error) {
+func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, committed bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -314,10 +340,51 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 		res.Content = cs.content
 		return out, false, nil
 	}
-	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}
+	for attempt := 1; ; attempt++ {
+		out, committed, retry, err := r.execWrite(ctx, t, args, pa, res, attempt)
+		if !retry || attempt == maxAttempts {
+			if retry {
+				err = fmt.Errorf("llmtool: tool %s: gave up after %d attempts that each lost a race with concurrent writes: %w", t.spec.Name, attempt, err)
+			}
+			pa.attempts = attempt
+			return out, committed, err
+		}
+		if err := retryPause(ctx, attempt); err != nil {
+			pa.attempts = attempt
+			return nil, false, err
+		}
+		r.logger().Debug("llmtool: write retried after a serialization failure", "tool", t.spec.Name, "attempt", attempt, "err", err)
+	}
+}
+
+// maxAttempts bounds the runs of a write call (and of a scope setting's
+// change) that PostgreSQL keeps failing with a serialization failure or
+// a deadlock.
+const maxAttempts = 5
+
+// retryPause waits before attempt+1: a jittered 2^attempt milliseconds,
+// so writers that collided do not collide again in step.
+func retryPause(ctx context.Context, attempt int) error {
+	d := time.Duration(1<<attempt) * time.Millisecond
+	d = d/2 + rand.N(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// execWrite is one attempt of a write call. retry reports a failure that
+// PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
+// handler may run again on a fresh transaction.
+func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
+	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, attempt: attempt}
 	wt, err := r.tx.BeginWrite(ctx)
 	if err != nil {
-		return nil, false, beginErr(ctx, err)
+		return nil, false, false, beginErr(ctx, err)
 	}
 	cs.wtx = wt
 	tx := wt.Tx
@@ -335,32 +402,37 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa prepared, 
 		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
 			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)
 		}
-		return nil, false, err
+		retry = ctx.Err() == nil && cs.refusal() == nil && (engine.Retryable(err) || cs.retryable.Load())
+		return nil, false, retry, err
 	}
 	wt.Guard.Allow()
 	if err := tx.Commit(); err != nil {
 		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
+			return nil, false, false, ctx.Err()
 		}
 		if cs.rawTx.Load() {
 			// The handler committed or rolled back through WriteCtx.Tx, or
 			// ran transaction control on it; with SQLite's commit hook in
 			// place its COMMIT became a ROLLBACK.
-			return nil, false, fmt.Errorf("%w (tool %s called Commit or Rollback on WriteCtx.Tx, or ran transaction control on it; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
+			return nil, false, false, fmt.Errorf("%w (tool %s called Commit or Rollback on WriteCtx.Tx, or ran transaction control on it; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
 		}
-		return nil, false, fmt.Errorf("llmtool: commit: %w", err)
+		return nil, false, engine.Retryable(err) || cs.retryable.Load(), fmt.Errorf("llmtool: commit: %w", err)
 	}
 	for _, f := range cs.afterCommit {
 		r.afterCommit(t.spec.Name, f)
 	}
 	res.Content = cs.content
-	return out, true, nil
+	return out, true, false, nil
 }
 
 // readOnlyErr reports whether err is the database refusing a write in a
-// read-only transaction: SQLITE_READONLY from any driver that reports
-// SQLite's result code, or its message.
+// read-only transaction: PostgreSQL's read_only_sql_transaction (25006),
+// SQLITE_READONLY from any driver that reports SQLite's result code, or
+// its message.
 func readOnlyErr(err error) bool {
+	if engine.ReadOnlyViolation(err) {
+		return true
+	}
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) && coded.Code()&0xff == 8 { // SQLITE_READONLY
 		return true

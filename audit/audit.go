@@ -36,6 +36,9 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/migrate"
 )
 
 // Slog returns a sink that logs each record at level Info, as the message
@@ -55,11 +58,16 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 		return
 	}
 	// The registry's default sink writes this line too, through Slog.
-	l.LogAttrs(ctx, slog.LevelInfo, "llmtool call",
+	attrs := []slog.Attr{
 		slog.String("tool", rec.Tool), slog.String("module", rec.Module),
 		slog.String("principal", rec.Principal), slog.String("scope", rec.Scope),
 		slog.String("outcome", rec.Outcome), slog.Duration("duration", rec.Duration),
-		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed))
+		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed),
+	}
+	if rec.Attempts > 1 {
+		attrs = append(attrs, slog.Int("attempts", rec.Attempts))
+	}
+	l.LogAttrs(ctx, slog.LevelInfo, "llmtool call", attrs...)
 }
 
 // Table is an [TxSink] that keeps one row per committed write
@@ -68,7 +76,8 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 // refusals and failed calls go to the other sinks.
 //
 // The table's columns are at (RFC 3339 UTC text), tool, module, principal,
-// scope, outcome, duration_us and committed.
+// scope, outcome, duration_us, committed (1) and attempts (the runs of the
+// handler; more than 1 after PostgreSQL asked for a retry).
 type Table struct {
 	name   string
 	insert string
@@ -76,10 +85,12 @@ type Table struct {
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
-// NewTable creates (if it does not exist) the audit table name in db and
-// returns the sink that writes it; name "" means "llmtool_audit". The table
-// is created with CREATE TABLE IF NOT EXISTS and never altered. db is the
-// registry's database, since rows are written in its calls' transactions.
+// NewTable creates the audit table name in db, or brings it to the current
+// version, and returns the sink that writes it; name "" means
+// "llmtool_audit". db is the registry's database (SQLite or PostgreSQL),
+// since rows are written in its calls' transactions. The table's versions
+// are recorded in llmtool_migrations; creating or migrating it is
+// idempotent and safe from several replicas at once.
 func NewTable(ctx context.Context, db *sql.DB, name string) (*Table, error) {
 	if name == "" {
 		name = "llmtool_audit"
@@ -90,21 +101,37 @@ func NewTable(ctx context.Context, db *sql.DB, name string) (*Table, error) {
 	if db == nil {
 		return nil, errors.New("llmtool: audit table: no database; pass the registry's *sql.DB")
 	}
-	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+name+` (
+	e, err := engine.Detect(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("llmtool: audit table %s: %w", name, err)
+	}
+	if err := migrate.Apply(ctx, db, e, name, tableMigrations(name)); err != nil {
+		return nil, err
+	}
+	return &Table{name: name,
+		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`}, nil
+}
+
+// tableMigrations are the versions of an audit table. Append a step to
+// change it; never edit a released one.
+func tableMigrations(name string) []migrate.Step {
+	create := func(bigint string) string {
+		return `CREATE TABLE IF NOT EXISTS ` + name + ` (
 	at TEXT NOT NULL,
 	tool TEXT NOT NULL,
 	module TEXT NOT NULL,
 	principal TEXT NOT NULL,
 	scope TEXT NOT NULL,
 	outcome TEXT NOT NULL,
-	duration_us INTEGER NOT NULL,
+	duration_us ` + bigint + ` NOT NULL,
 	committed INTEGER NOT NULL
-)`)
-	if err != nil {
-		return nil, fmt.Errorf("llmtool: create audit table %s: %w", name, err)
+)`
 	}
-	return &Table{name: name,
-		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`}, nil
+	attempts := `ALTER TABLE ` + name + ` ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1`
+	return []migrate.Step{
+		{SQLite: []string{create("INTEGER")}, Postgres: []string{create("BIGINT")}},
+		{SQLite: []string{attempts}, Postgres: []string{attempts}},
+	}
 }
 
 // Name returns the table's name.
@@ -116,7 +143,11 @@ func (t *Table) Audit(context.Context, Record) {}
 
 // AuditTx inserts the record in the call's transaction.
 func (t *Table) AuditTx(ctx context.Context, tx *sql.Tx, rec Record) error {
+	committed := 0
+	if rec.Committed {
+		committed = 1
+	}
 	_, err := tx.ExecContext(ctx, t.insert, rec.Time.UTC().Format(time.RFC3339Nano), rec.Tool, rec.Module,
-		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), rec.Committed)
+		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1))
 	return err
 }

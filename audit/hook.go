@@ -18,6 +18,11 @@ type Record struct {
 	Duration  time.Duration // from the start of Invoke to the record
 	Write     bool          // a write tool
 	Committed bool          // its transaction committed
+	// Attempts counts the runs of a write call's handler: 1, or more when
+	// PostgreSQL failed a run with a serialization failure or deadlock
+	// and the registry ran it again on a fresh transaction. 0 for a read
+	// call or a call that did not run.
+	Attempts int
 }
 
 // Outcomes of Record besides the error kinds (llmtool.Kind.String).

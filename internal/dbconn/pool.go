@@ -3,18 +3,24 @@
 // read snapshots (BEGIN ... ROLLBACK), the write token that serializes
 // writes, the write transaction on a held connection, and the commit
 // guard that keeps a handler from committing its own transaction.
+//
+// On SQLite, reads run on reserved query_only connections and writes are
+// serialized by a token, as SQLite allows one writer. On PostgreSQL, reads
+// run in REPEATABLE READ READ ONLY transactions (a snapshot the server
+// refuses to write in) and writes in SERIALIZABLE ones, concurrently, with
+// no process-wide token: the server decides, and the registry retries a
+// write that lost a serialization race.
 package dbconn
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
@@ -28,6 +34,7 @@ type Querier interface {
 // Pool begins the transactions of a registry's calls.
 type Pool struct {
 	DB      *sql.DB          // the host's database
+	Engine  engine.Engine    // the database's engine
 	Dialect sqlcheck.Dialect // the lexical rules for checking handler SQL
 	ErrRow  ErrRower         // rows that fail with llmtool's own errors
 	Checked sqlcheck.Cache   // handler SQL already accepted
@@ -231,11 +238,11 @@ const maxReservedReads = 4
 // New returns the pool for db's calls. It reserves no connection until the
 // first read; a nil db gives a pool that runs nothing (lint-only
 // registries).
-func New(db *sql.DB) *Pool {
-	t := &Pool{DB: db, writes: make(chan struct{}, 1)}
+func New(db *sql.DB, e engine.Engine) *Pool {
+	t := &Pool{DB: db, Engine: e, writes: make(chan struct{}, 1)}
 	if db != nil {
-		t.sqlite = strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "sqlite")
-		if !t.sqlite && strings.Contains(strings.ToLower(fmt.Sprintf("%T", db.Driver())), "pgx") {
+		t.sqlite = e == engine.SQLite
+		if e == engine.Postgres {
 			t.Dialect = sqlcheck.Postgres
 		}
 		n := maxReservedReads
@@ -252,7 +259,7 @@ func New(db *sql.DB) *Pool {
 // database/sql's per-transaction goroutine.
 type ReadTx struct {
 	rc *readConn
-	tx *sql.Tx // non-SQLite databases: a read-only *sql.Tx
+	tx *sql.Tx // PostgreSQL: a REPEATABLE READ READ ONLY *sql.Tx
 }
 
 func (r ReadTx) Querier() Querier {
@@ -266,7 +273,7 @@ func (r ReadTx) Querier() Querier {
 // the database itself refuses writes.
 func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
 	if !t.sqlite {
-		tx, err := t.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		tx, err := t.DB.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 		return ReadTx{tx: tx}, err
 	}
 	rc, err := t.readConn(ctx)
@@ -412,27 +419,42 @@ type WriteTx struct {
 	Guard CommitGuard
 }
 
-// BeginWrite waits for the registry's write token, then starts a write
-// transaction. For SQLite, open the database with _txlock=immediate (as
-// OpenSQLite does) so the transaction takes the write lock at BEGIN.
+// BeginWrite starts a write transaction. On SQLite it first waits for the
+// registry's write token; open the database with _txlock=immediate (as
+// OpenSQLite does) so the transaction takes the write lock at BEGIN. On
+// PostgreSQL the transaction is SERIALIZABLE: the server lets writes run
+// side by side and fails one that could not have run alone (40001), which
+// the registry retries.
 func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
-	select {
-	case t.writes <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	var opts *sql.TxOptions
+	if t.sqlite {
+		select {
+		case t.writes <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	} else if t.Engine == engine.Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
 	}
 	conn, err := t.DB.Conn(ctx)
 	if err != nil {
-		<-t.writes
+		t.releaseToken()
 		return nil, err
 	}
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := conn.BeginTx(ctx, opts)
 	if err != nil {
 		conn.Close()
-		<-t.writes
+		t.releaseToken()
 		return nil, err
 	}
 	return &WriteTx{Conn: conn, Tx: tx}, nil
+}
+
+// releaseToken gives the write token back (SQLite).
+func (t *Pool) releaseToken() {
+	if t.sqlite {
+		<-t.writes
+	}
 }
 
 // EndWrite hands the connection back, or closes it if the handler took the
@@ -443,7 +465,7 @@ func (t *Pool) EndWrite(w *WriteTx, suspect bool) {
 	} else {
 		w.Conn.Close()
 	}
-	<-t.writes
+	t.releaseToken()
 }
 
 // errRows answers queries with the error passed as their only argument, so

@@ -1,0 +1,128 @@
+// Package engine tells the database engines llmtool runs on apart, and
+// reads the errors they report.
+//
+// The engine is declared by the host (Options.Engine) or detected by
+// asking the database itself, never guessed from the driver's type name:
+// a wrapped driver (tracing, metrics) must not silently lose the
+// read-only enforcement that depends on the engine.
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+)
+
+// Engine is a database engine llmtool runs on.
+type Engine uint8
+
+const (
+	// SQLite, through modernc.org/sqlite or another database/sql driver.
+	SQLite Engine = iota + 1
+	// Postgres is PostgreSQL, through github.com/jackc/pgx/v5/stdlib.
+	Postgres
+)
+
+// String returns "sqlite" or "postgres", the names Options.Engine takes.
+func (e Engine) String() string {
+	switch e {
+	case SQLite:
+		return "sqlite"
+	case Postgres:
+		return "postgres"
+	}
+	return "unknown"
+}
+
+// Parse returns the engine named name ("sqlite", "postgres" or
+// "postgresql"), or an error that lists the names.
+func Parse(name string) (Engine, error) {
+	switch strings.ToLower(name) {
+	case "sqlite", "sqlite3":
+		return SQLite, nil
+	case "postgres", "postgresql", "pgx":
+		return Postgres, nil
+	}
+	return 0, fmt.Errorf("llmtool: unknown engine %q: llmtool runs on \"sqlite\" and \"postgres\"", name)
+}
+
+// Detect asks db which engine it is: PostgreSQL answers SELECT version()
+// with "PostgreSQL ...", SQLite answers SELECT sqlite_version(). Anything
+// else is an error that says what llmtool runs on and how to declare the
+// engine.
+func Detect(ctx context.Context, db *sql.DB) (Engine, error) {
+	var v string
+	err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v)
+	if err == nil {
+		return SQLite, nil
+	}
+	first := err
+	err = db.QueryRowContext(ctx, "SELECT version()").Scan(&v)
+	if err == nil {
+		if strings.HasPrefix(v, "PostgreSQL ") {
+			return Postgres, nil
+		}
+		return 0, fmt.Errorf("llmtool: the database answers SELECT version() with %q: llmtool runs on SQLite and PostgreSQL", v)
+	}
+	if Unavailable(first) || Unavailable(err) {
+		return 0, fmt.Errorf("llmtool: cannot reach the database to detect its engine (set Options.Engine to skip detection): %w", err)
+	}
+	return 0, fmt.Errorf("llmtool: cannot tell the database's engine (SELECT sqlite_version(): %v; SELECT version(): %w): llmtool runs on SQLite and PostgreSQL", first, err)
+}
+
+// sqlState returns the SQLSTATE of the first error in err's chain that
+// reports one (pgx's *pgconn.PgError has SQLState), or "".
+func sqlState(err error) string {
+	var s interface{ SQLState() string }
+	if errors.As(err, &s) {
+		return s.SQLState()
+	}
+	return ""
+}
+
+// Retryable reports whether err is PostgreSQL giving up a transaction that
+// would succeed if run again: a serialization failure (40001) or a
+// deadlock (40P01).
+func Retryable(err error) bool {
+	switch sqlState(err) {
+	case "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+// ReadOnlyViolation reports whether err is PostgreSQL refusing a write in
+// a read-only transaction (25006).
+func ReadOnlyViolation(err error) bool { return sqlState(err) == "25006" }
+
+// Unavailable reports whether err says the database cannot be reached or
+// is not accepting work right now: PostgreSQL's connection exceptions
+// (class 08), a server shutting down or starting up (57P01, 57P02,
+// 57P03), too many connections (53300), or the network refusing or
+// resetting the connection.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch st := sqlState(err); {
+	case strings.HasPrefix(st, "08"), st == "57P01", st == "57P02", st == "57P03", st == "53300":
+		return true
+	case st != "":
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "conn closed") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "the database system is shutting down") || strings.Contains(msg, "the database system is starting up")
+}
