@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/llmtool/llmtool/internal/engine"
 )
 
 // Kind classifies a tool error. It decides how the error is rendered for the
@@ -199,6 +201,8 @@ func render(tool string, err error) string {
 		return "The database's disk reported an error, so " + tool + " could not finish. Tell the user the disk or the database file needs checking."
 	case dbCorrupt:
 		return "The database file is damaged, so " + tool + " could not finish. Tell the user the database file needs repair."
+	case dbUnavailable:
+		return "The database cannot be reached right now, so " + tool + " could not finish. Try again in a few seconds; if it keeps failing, tell the user the database is down."
 	}
 	return "Internal error in " + tool + "; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
 }
@@ -207,12 +211,13 @@ func render(tool string, err error) string {
 type dbCondition uint8
 
 const (
-	dbNone     dbCondition = iota
-	dbBusy                 // SQLITE_BUSY: locked past the busy timeout
-	dbFull                 // SQLITE_FULL: disk or max_page_count reached
-	dbReadOnly             // SQLITE_READONLY: the file cannot be written
-	dbIOErr                // SQLITE_IOERR: the OS reported an I/O error
-	dbCorrupt              // SQLITE_CORRUPT, SQLITE_NOTADB: a damaged file
+	dbNone        dbCondition = iota
+	dbBusy                    // SQLITE_BUSY: locked past the busy timeout
+	dbFull                    // SQLITE_FULL: disk or max_page_count reached
+	dbReadOnly                // SQLITE_READONLY: the file cannot be written
+	dbIOErr                   // SQLITE_IOERR: the OS reported an I/O error
+	dbCorrupt                 // SQLITE_CORRUPT, SQLITE_NOTADB: a damaged file
+	dbUnavailable             // PostgreSQL down, restarting, refusing connections
 )
 
 // SQLite primary result codes: the low byte of an extended result code
@@ -236,6 +241,9 @@ const readToolWrite = "is a read tool, so the database refuses its writes"
 // has one; the core does not import the driver), or, when the chain has
 // none, by SQLite's message for the code, which other drivers return.
 func dbConditionOf(err error) dbCondition {
+	if c := pgConditionOf(err); c != dbNone {
+		return c
+	}
 	var c dbCondition
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
@@ -270,6 +278,22 @@ func dbConditionOf(err error) dbCondition {
 		return dbNone
 	}
 	return c
+}
+
+// pgConditionOf classifies a PostgreSQL error by its SQLSTATE, and a
+// connection the server refused or dropped as unavailable.
+func pgConditionOf(err error) dbCondition {
+	switch {
+	case engine.Unavailable(err):
+		return dbUnavailable
+	case engine.Busy(err):
+		return dbBusy
+	case engine.DiskFull(err):
+		return dbFull
+	case engine.ReadOnlyViolation(err) && !strings.Contains(err.Error(), readToolWrite):
+		return dbReadOnly // a write on a standby server
+	}
+	return dbNone
 }
 
 // errorJSON renders {"error": msg}.

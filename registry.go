@@ -15,7 +15,6 @@ import (
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
-	"github.com/llmtool/llmtool/internal/migrate"
 	"github.com/llmtool/llmtool/internal/toolname"
 	"github.com/llmtool/llmtool/man"
 )
@@ -234,25 +233,6 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		}
 	}
 	return r, nil
-}
-
-// openEngine declares or detects db's engine and migrates llmtool's tables.
-func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var (
-		e   engine.Engine
-		err error
-	)
-	if opts != nil && opts.Engine != "" {
-		e, err = engine.Parse(opts.Engine)
-	} else {
-		e, err = engine.Detect(ctx, db)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return e, migrate.Apply(ctx, db, e, scopeTable, scopeMigrations)
 }
 
 // Add registers a module's tools. It refuses, with an error naming both

@@ -425,7 +425,9 @@ func (r *Registry) watchScopes(stop chan struct{}) {
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		var v int64
 		err := r.tx.DB.QueryRowContext(ctx, `SELECT version FROM `+scopeVersion+` WHERE id = 1`).Scan(&v)
-		if err == nil && last >= 0 && v != last {
+		if err == nil && v != last {
+			// The first read sets the baseline, and refreshes too: a
+			// change may have come between Subscribe and this read.
 			r.refreshScopes(ctx)
 		}
 		cancel()

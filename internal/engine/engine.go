@@ -95,6 +95,21 @@ func Retryable(err error) bool {
 	return false
 }
 
+// Busy reports whether err is PostgreSQL giving up on contention: a write
+// still failing a serialization check or deadlocking after the registry's
+// retries (40001, 40P01), a lock or statement timeout (55P03, 57014 with a
+// timeout), or no connection slot free (53300 is Unavailable).
+func Busy(err error) bool {
+	switch sqlState(err) {
+	case "40001", "40P01", "55P03":
+		return true
+	}
+	return false
+}
+
+// DiskFull reports whether err is PostgreSQL out of disk space (53100).
+func DiskFull(err error) bool { return sqlState(err) == "53100" }
+
 // ReadOnlyViolation reports whether err is PostgreSQL refusing a write in
 // a read-only transaction (25006).
 func ReadOnlyViolation(err error) bool { return sqlState(err) == "25006" }

@@ -1,0 +1,227 @@
+package llmtool_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/internal/pgtest"
+)
+
+// These tests hold on PostgreSQL whatever LLMTOOL_TEST_ENGINE says: they
+// are about what differs from SQLite (snapshots, concurrent writers and
+// their retries, several replicas, a server that goes away).
+
+// openPG returns a fresh PostgreSQL database with an items table.
+func openPG(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO items (name, qty) VALUES ('apple', 3)`)
+	require.NoError(t, err)
+	return db, dsn
+}
+
+// TestPostgresReadSnapshot: a read tool that counts a table twice around
+// a concurrent insert sees the same count twice (REPEATABLE READ), where
+// READ COMMITTED would show the insert.
+func TestPostgresReadSnapshot(t *testing.T) {
+	t.Parallel()
+	db, _ := openPG(t)
+	counted, inserted := make(chan struct{}), make(chan struct{})
+	type out struct{ First, Second int }
+	twice := llmtool.Read("count_twice", "Count the items twice.", func(c *llmtool.ReadCtx, _ struct{}) (out, error) {
+		var o out
+		if err := c.QueryRow(`SELECT count(*) FROM items`).Scan(&o.First); err != nil {
+			return o, err
+		}
+		close(counted)
+		<-inserted
+		err := c.QueryRow(`SELECT count(*) FROM items`).Scan(&o.Second)
+		return o, err
+	})
+	reg := newRegistry(t, db, llmtool.DefineTools("snap", twice))
+	go func() {
+		<-counted
+		_, err := db.Exec(`INSERT INTO items (name) VALUES ('pear')`)
+		if err != nil {
+			t.Error(err)
+		}
+		close(inserted)
+	}()
+	res := invoke(reg, "count_twice", `{}`)
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"First":1,"Second":1}`, string(res.JSON))
+	require.Equal(t, 2, countItems(t, db), "the insert committed")
+}
+
+// TestPostgresConcurrentWritesRetry: eight clients increment one row by
+// read-modify-write. SERIALIZABLE fails the losers of each race (40001);
+// the registry runs them again, so every acknowledged increment is in the
+// row exactly once, after-commit hooks run once per commit, and the audit
+// records count the attempts.
+func TestPostgresConcurrentWritesRetry(t *testing.T) {
+	t.Parallel()
+	db, _ := openPG(t)
+	var hooks atomic.Int64
+	type in struct{}
+	type out struct{ Qty int }
+	bump := llmtool.Write("bump", "Add one to the apples.", func(c *llmtool.WriteCtx, _ in) (out, error) {
+		var q int
+		if err := c.QueryRow(`SELECT qty FROM items WHERE id = 1`).Scan(&q); err != nil {
+			return out{}, fmt.Errorf("read qty: %w", err)
+		}
+		if _, err := c.Exec(`UPDATE items SET qty = ? WHERE id = 1`, q+1); err != nil {
+			return out{}, fmt.Errorf("write qty: %w", err)
+		}
+		c.AfterCommit(func() { hooks.Add(1) })
+		return out{Qty: q + 1}, nil
+	})
+	var mu sync.Mutex
+	var records []audit.Record
+	sink := audit.Func(func(_ context.Context, r audit.Record) {
+		mu.Lock()
+		records = append(records, r)
+		mu.Unlock()
+	})
+	reg := newRegistryOpts(t, db, &llmtool.Options{Audit: []audit.Sink{sink}, Logger: quietLogger()}, llmtool.DefineTools("bump", bump))
+	const clients, calls = 8, 10
+	var ok, busy atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range calls {
+				res := invoke(reg, "bump", `{}`)
+				switch {
+				case !res.IsError:
+					ok.Add(1)
+				case res.Text() == "The database is busy, so bump could not finish and changed nothing. Try again in a few seconds; if it is still busy, tell the user.":
+					busy.Add(1)
+				default:
+					t.Errorf("unexpected result: %s", res.Text())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var qty int
+	require.NoError(t, db.QueryRow(`SELECT qty FROM items WHERE id = 1`).Scan(&qty))
+	require.Equal(t, 3+int(ok.Load()), qty, "every acknowledged increment is in the row exactly once")
+	require.Equal(t, int64(clients*calls), ok.Load()+busy.Load())
+	require.Equal(t, ok.Load(), hooks.Load(), "AfterCommit runs once per committed call")
+	retried := 0
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range records {
+		if r.Committed {
+			require.GreaterOrEqual(t, r.Attempts, 1)
+		}
+		if r.Attempts > 1 {
+			retried++
+		}
+	}
+	require.Positive(t, retried, "eight clients on one row collide, and the losers are run again")
+	t.Logf("%d calls: %d committed, %d busy, %d retried", clients*calls, ok.Load(), busy.Load(), retried)
+}
+
+// TestPostgresReplicasSeeScopeChanges: two registries on one database, as
+// two replicas behind a load balancer. Writes turned on through one are
+// on in the other, and its subscribers hear of it within one
+// ScopeCacheTTL, without any call on it.
+func TestPostgresReplicasSeeScopeChanges(t *testing.T) {
+	t.Parallel()
+	db1, dsn := openPG(t)
+	db2, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db2.Close() })
+	opts := &llmtool.Options{ScopeCacheTTL: 200 * time.Millisecond, Logger: quietLogger()}
+	reg1, err := llmtool.NewRegistry(db1, opts, itemTools)
+	require.NoError(t, err)
+	t.Cleanup(func() { reg1.Close() })
+	reg2, err := llmtool.NewRegistry(db2, opts, itemTools)
+	require.NoError(t, err)
+	t.Cleanup(func() { reg2.Close() })
+
+	ctx := llmtool.WithScope(context.Background(), "team")
+	heard := make(chan string, 4)
+	cancel := reg2.Subscribe(func(scope string) { heard <- scope })
+	defer cancel()
+	res := reg2.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "team". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+
+	changed := time.Now()
+	require.NoError(t, reg1.SetWrites(context.Background(), "team", true))
+	select {
+	case scope := <-heard:
+		require.Equal(t, "team", scope)
+		t.Logf("the other replica heard of the change after %v", time.Since(changed).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other replica's subscribers did not hear of the change")
+	}
+	res = reg2.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
+	require.False(t, res.IsError, res.Text())
+}
+
+// TestPostgresEngine: the engine is detected by asking the database, can
+// be declared, and an engine llmtool does not run on is refused.
+func TestPostgresEngine(t *testing.T) {
+	t.Parallel()
+	db, _ := openPG(t)
+	engineOf := llmtool.Read("engine", "Say the engine.", func(c *llmtool.ReadCtx, _ struct{}) (map[string]string, error) {
+		return map[string]string{"engine": c.Engine()}, nil
+	})
+	for _, declared := range []string{"", "postgres"} {
+		reg := newRegistryOpts(t, db, &llmtool.Options{Engine: declared}, llmtool.DefineTools("e", engineOf))
+		res := invoke(reg, "engine", `{}`)
+		require.JSONEq(t, `{"engine":"postgres"}`, string(res.JSON), "declared %q", declared)
+	}
+	_, err := llmtool.NewRegistry(db, &llmtool.Options{Engine: "mysql"})
+	require.EqualError(t, err, `llmtool: unknown engine "mysql": llmtool runs on "sqlite" and "postgres"`)
+}
+
+// TestPostgresServerGoesAway: calls made while the server is down get a
+// clear sentence (and nothing half-written); once it is back, calls work
+// again without restarting anything.
+func TestPostgresServerGoesAway(t *testing.T) {
+	t.Parallel()
+	cluster := pgtest.StartCluster(t)
+	db, err := sql.Open("pgx", cluster.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
+	require.False(t, invoke(reg, "add_item", `{"name":"apple"}`).IsError)
+
+	cluster.Stop()
+	for _, call := range [][2]string{{"add_item", `{"name":"pear"}`}, {"get_item", `{"id":1}`}} {
+		res := invoke(reg, call[0], call[1])
+		require.True(t, res.IsError)
+		require.Equal(t, "The database cannot be reached right now, so "+call[0]+" could not finish. Try again in a few seconds; if it keeps failing, tell the user the database is down.", res.Text())
+	}
+
+	cluster.Start()
+	require.Eventually(t, func() bool { return !invoke(reg, "add_item", `{"name":"plum"}`).IsError }, 30*time.Second, 100*time.Millisecond)
+	var names []string
+	rows, err := db.Query(`SELECT name FROM items ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	require.Equal(t, []string{"apple", "plum"}, names, "nothing of the failed call was saved")
+}
