@@ -223,3 +223,7 @@ func findBin() string {
 	}
 	return ""
 }
+
+// Available reports whether a test server is named, for tests that run
+// on SQLite always and on PostgreSQL too when they can.
+func Available() bool { return os.Getenv(Env) != "" }

@@ -1,0 +1,102 @@
+package engine_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/pgtest"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		want engine.Engine
+		err  string
+	}{
+		{"sqlite", engine.SQLite, ""},
+		{"SQLite3", engine.SQLite, ""},
+		{"postgres", engine.Postgres, ""},
+		{"postgresql", engine.Postgres, ""},
+		{"pgx", engine.Postgres, ""},
+		{"mysql", 0, `llmtool: unknown engine "mysql": llmtool runs on "sqlite" and "postgres"`},
+		{"", 0, `llmtool: unknown engine "": llmtool runs on "sqlite" and "postgres"`},
+	} {
+		e, err := engine.Parse(tc.name)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tc.want, e)
+	}
+	require.Equal(t, "sqlite", engine.SQLite.String())
+	require.Equal(t, "postgres", engine.Postgres.String())
+	require.Equal(t, "unknown", engine.Engine(0).String())
+}
+
+func TestDetect(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "x.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	e, err := engine.Detect(context.Background(), db)
+	require.NoError(t, err)
+	require.Equal(t, engine.SQLite, e)
+
+	pg := pgtest.Open(t)
+	e, err = engine.Detect(context.Background(), pg)
+	require.NoError(t, err)
+	require.Equal(t, engine.Postgres, e)
+}
+
+func TestDetectUnreachable(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("pgx", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = engine.Detect(context.Background(), db)
+	require.ErrorContains(t, err, "llmtool: cannot reach the database to detect its engine (set Options.Engine to skip detection): ")
+	require.True(t, engine.Unavailable(err))
+}
+
+func TestErrorClasses(t *testing.T) {
+	t.Parallel()
+	pg := func(code string) error { return fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code, Message: "m"}) }
+	for _, tc := range []struct {
+		name                                   string
+		err                                    error
+		retryable, busy, unavailable, readOnly bool
+		full                                   bool
+	}{
+		{name: "serialization failure", err: pg("40001"), retryable: true, busy: true},
+		{name: "deadlock", err: pg("40P01"), retryable: true, busy: true},
+		{name: "lock timeout", err: pg("55P03"), busy: true},
+		{name: "read-only transaction", err: pg("25006"), readOnly: true},
+		{name: "disk full", err: pg("53100"), full: true},
+		{name: "too many connections", err: pg("53300"), unavailable: true},
+		{name: "admin shutdown", err: pg("57P01"), unavailable: true},
+		{name: "starting up", err: pg("57P03"), unavailable: true},
+		{name: "connection failure", err: pg("08006"), unavailable: true},
+		{name: "unique violation", err: pg("23505")},
+		{name: "connection refused", err: fmt.Errorf("dial: %w", syscall.ECONNREFUSED), unavailable: true},
+		{name: "plain", err: errors.New("something else")},
+	} {
+		require.Equal(t, tc.retryable, engine.Retryable(tc.err), tc.name)
+		require.Equal(t, tc.busy, engine.Busy(tc.err), tc.name)
+		require.Equal(t, tc.unavailable, engine.Unavailable(tc.err), tc.name)
+		require.Equal(t, tc.readOnly, engine.ReadOnlyViolation(tc.err), tc.name)
+		require.Equal(t, tc.full, engine.DiskFull(tc.err), tc.name)
+	}
+	require.False(t, engine.Unavailable(nil))
+}
