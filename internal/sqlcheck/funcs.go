@@ -6,6 +6,7 @@ package sqlcheck
 type refusedFunc struct {
 	reason  string // completes "calls NAME, which ..."
 	instead string
+	args    int // refused only when called with this many arguments; 0: always
 }
 
 const (
@@ -14,14 +15,16 @@ const (
 	serverInstead   = "leave server administration to the host's operators."
 	notifyInstead   = "return what changed from the handler and let the host notify its listeners."
 	linkInstead     = "give the tool what it needs in the host's database, through its module."
+	sqlTextInstead  = "run the query as a statement of its own, which llmtool checks."
 )
 
 var (
-	sessionSettings = refusedFunc{"changes the session's settings", pgSetInstead}
-	sessionLock     = refusedFunc{"takes a session-level advisory lock, which outlives the call's transaction", advisoryInstead}
-	sessionUnlock   = refusedFunc{"releases session-level advisory locks, which belong to the host", advisoryInstead}
-	serverFile      = refusedFunc{"reads or writes files on the database server", fileInstead}
-	serverAdmin     = refusedFunc{"acts on the server or on other sessions, outside the call's transaction", serverInstead}
+	sessionSettings = refusedFunc{reason: "changes the session's settings", instead: pgSetInstead}
+	sessionLock     = refusedFunc{reason: "takes a session-level advisory lock, which outlives the call's transaction", instead: advisoryInstead}
+	sessionUnlock   = refusedFunc{reason: "releases session-level advisory locks, which belong to the host", instead: advisoryInstead}
+	serverFile      = refusedFunc{reason: "reads or writes files on the database server", instead: fileInstead}
+	serverAdmin     = refusedFunc{reason: "acts on the server or on other sessions, outside the call's transaction", instead: serverInstead}
+	sqlText         = refusedFunc{reason: "runs SQL given as text, which llmtool cannot check", instead: sqlTextInstead}
 )
 
 // refusedFuncs are refused by lower-case name. A call is refused whether
@@ -29,27 +32,34 @@ var (
 // Unicode escapes (U&"\0073et_config") or qualified
 // (pg_catalog.set_config): the name is the identifier before "(".
 var refusedFuncs = map[string]refusedFunc{
-	"load_extension":      {"changes the connection's state", setInstead},
+	"load_extension":      {reason: "changes the connection's state", instead: setInstead},
 	"set_config":          sessionSettings,
 	"lo_import":           serverFile,
 	"lo_export":           serverFile,
 	"pg_read_file":        serverFile,
 	"pg_read_binary_file": serverFile,
-	"pg_ls_dir":           serverFile,
 	"pg_stat_file":        serverFile,
-	"pg_notify":           {"notifies other sessions on the server", notifyInstead},
+	"pg_notify":           {reason: "notifies other sessions on the server", instead: notifyInstead},
 
-	"pg_terminate_backend":     serverAdmin,
-	"pg_cancel_backend":        serverAdmin,
-	"pg_reload_conf":           serverAdmin,
-	"pg_rotate_logfile":        serverAdmin,
-	"pg_promote":               serverAdmin,
-	"pg_switch_wal":            serverAdmin,
-	"pg_backup_start":          serverAdmin,
-	"pg_backup_stop":           serverAdmin,
-	"pg_start_backup":          serverAdmin,
-	"pg_stop_backup":           serverAdmin,
-	"pg_drop_replication_slot": serverAdmin,
+	"query_to_xml":               sqlText,
+	"query_to_xmlschema":         sqlText,
+	"query_to_xml_and_xmlschema": sqlText,
+	"ts_stat":                    sqlText,
+	"ts_rewrite":                 {reason: sqlText.reason, instead: "use ts_rewrite(query, target, substitute), which takes tsquery values instead of a query.", args: 2},
+
+	"pg_terminate_backend":           serverAdmin,
+	"pg_cancel_backend":              serverAdmin,
+	"pg_reload_conf":                 serverAdmin,
+	"pg_rotate_logfile":              serverAdmin,
+	"pg_promote":                     serverAdmin,
+	"pg_switch_wal":                  serverAdmin,
+	"pg_backup_start":                serverAdmin,
+	"pg_backup_stop":                 serverAdmin,
+	"pg_start_backup":                serverAdmin,
+	"pg_stop_backup":                 serverAdmin,
+	"pg_drop_replication_slot":       serverAdmin,
+	"pg_logical_emit_message":        serverAdmin,
+	"pg_log_backend_memory_contexts": serverAdmin,
 }
 
 // refusedFuncPrefixes name families of functions, in the order they are
@@ -62,8 +72,9 @@ var refusedFuncPrefixes = []struct {
 	{"pg_advisory_lock", sessionLock},     // pg_advisory_lock, _shared
 	{"pg_try_advisory_lock", sessionLock}, // pg_try_advisory_lock, _shared
 	{"pg_advisory_unlock", sessionUnlock}, // _unlock, _unlock_shared, _unlock_all
-	{"dblink", refusedFunc{"runs SQL on another connection, outside the call's transaction", linkInstead}},
-	{"pg_file_", serverFile},                // adminpack: pg_file_write, _rename, _unlink, _sync
+	{"dblink", refusedFunc{reason: "runs SQL on another connection, outside the call's transaction", instead: linkInstead}},
+	{"pg_file_", serverFile},
+	{"pg_ls_", serverFile},                  // pg_ls_dir, _logdir, _waldir, _tmpdir, ...                // adminpack: pg_file_write, _rename, _unlink, _sync
 	{"pg_stat_reset", serverAdmin},          // pg_stat_reset, _shared, _single_table_counters, ...
 	{"pg_create_", serverAdmin},             // restore points and replication slots
 	{"pg_copy_", serverAdmin},               // pg_copy_logical_replication_slot, ...
@@ -83,10 +94,10 @@ func lookupFunc(tok token) (refusedFunc, bool) {
 	if len(name) < len("dblink") || len(name) > maxFuncName {
 		return refusedFunc{}, false
 	}
-	// Every refused name starts with d, l, p or s: most identifiers end
-	// here, without a copy.
+	// Every refused name starts with d, l, p, q, s or t: most identifiers
+	// end here, without a copy.
 	switch name[0] | 0x20 {
-	case 'd', 'l', 'p', 's':
+	case 'd', 'l', 'p', 'q', 's', 't':
 	default:
 		return refusedFunc{}, false
 	}
@@ -108,6 +119,44 @@ func lookupFunc(tok token) (refusedFunc, bool) {
 		}
 	}
 	return refusedFunc{}, false
+}
+
+// calledFunc returns the refusal for a call of the function named by
+// name, whose "(" sc has just passed.
+func (sc *scanner) calledFunc(name token) (refusedFunc, bool) {
+	f, ok := lookupFunc(name)
+	if !ok || f.args == 0 {
+		return f, ok
+	}
+	return f, sc.countArgs() == f.args
+}
+
+// countArgs counts the arguments of the call whose "(" sc has just
+// passed, without consuming them.
+func (sc *scanner) countArgs() int {
+	save := sc.i
+	defer func() { sc.i = save }()
+	commas, depth := 0, 0
+	for empty := true; ; empty = false {
+		tok := sc.next()
+		switch {
+		case tok.kind == tEOF || tok.kind == tSemi:
+			return commas + 1
+		case tok.kind != tOther:
+		case tok.text == "(" || tok.text == "[":
+			depth++
+		case tok.text == ")" || tok.text == "]":
+			if depth == 0 {
+				if empty {
+					return 0
+				}
+				return commas + 1
+			}
+			depth--
+		case tok.text == "," && depth == 0:
+			commas++
+		}
+	}
 }
 
 // refuseCall refuses the statement for calling the function named by

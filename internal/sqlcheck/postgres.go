@@ -225,6 +225,16 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 		if kw == "CREATE" {
 			return sc.createSchema(start)
 		}
+	case "RULE":
+		// A rule's action runs as the rule fires; its statements are
+		// checked as the text's own, but NOTIFY may stand alone there.
+		save := sc.i
+		for tok := sc.next(); tok.kind != tEOF && tok.kind != tSemi; tok = sc.next() {
+			if tok.kind == tWord && strings.EqualFold(tok.text, "NOTIFY") {
+				return sc.refuseRest(start, pgRefused["NOTIFY"][0], pgRefused["NOTIFY"][1])
+			}
+		}
+		sc.i = save
 	}
 	return sc.scan(start, true)
 }

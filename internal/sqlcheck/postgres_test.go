@@ -65,6 +65,8 @@ var pgAccepted = []string{
 	"SELECT E'it\\'s ; COMMIT' FROM notes",
 	"SELECT $x$ ; SELECT set_config('a', 'b', false) $x$",
 	"SELECT 1 /* SELECT pg_advisory_lock(1) /* nested */ ; COMMIT */",
+	"SELECT 'C:\\', E'\\\\', ts_rewrite('a'::tsquery, 'a'::tsquery, 'b'::tsquery)",
+	"CREATE RULE r AS ON INSERT TO notes DO ALSO INSERT INTO log VALUES (new.id)",
 }
 
 func TestCheckPostgresAccepts(t *testing.T) {
@@ -159,6 +161,11 @@ func TestCheckPostgresRefuses(t *testing.T) {
 		{"SELECT pg_reload_conf()", "", "calls pg_reload_conf, which " + adminR, serverInstead},
 		{"SELECT pg_stat_reset()", "", "calls pg_stat_reset, which " + adminR, serverInstead},
 		{"SELECT pg_create_physical_replication_slot('s')", "", "calls pg_create_physical_replication_slot, which " + adminR, serverInstead},
+		{"SELECT * FROM pg_ls_waldir()", "", "calls pg_ls_waldir, which " + fileR, fileInstead},
+		{"SELECT query_to_xml('SELECT pg_advisory_lock(1)', true, false, '')", "", "calls query_to_xml, which runs SQL given as text, which llmtool cannot check", sqlTextInstead},
+		{"SELECT * FROM ts_stat('SELECT to_tsvector(pg_try_advisory_lock(1)::text)')", "", "calls ts_stat, which runs SQL given as text, which llmtool cannot check", sqlTextInstead},
+		{"SELECT ts_rewrite('a'::tsquery, 'SELECT t, s FROM aliases')", "", "calls ts_rewrite, which runs SQL given as text, which llmtool cannot check", "use ts_rewrite(query, target, substitute), which takes tsquery values instead of a query."},
+		{"CREATE RULE r AS ON INSERT TO notes DO ALSO NOTIFY ch", "", notifyR, notifyInstead},
 		{"LOAD 'auto_explain'", "", "loads a shared library into the session", "load libraries in the server's configuration (shared_preload_libraries or session_preload_libraries)."},
 		{"CHECKPOINT", "", "forces a checkpoint of the whole server", "leave checkpoints to the server, or run CHECKPOINT from the host's maintenance code."},
 		{"VACUUM FULL notes", "", "rewrites the database outside the call's transaction", "run VACUUM from the host's maintenance code."},
@@ -238,6 +245,8 @@ func TestCheckPostgresRefuses(t *testing.T) {
 		// PostgreSQL 14 reads 0A as 0 and an identifier (an alias) that
 		// ends in $a$: no string starts there.
 		{"SELECT 0A$a$; COMMIT; SELECT $a$ $a$", "COMMIT", txR, txInstead},
+		// With standard_conforming_strings off, 'x\'' is a whole string.
+		{"SELECT 'x\\'' ; COMMIT; SELECT ' --'", "COMMIT", txR, txInstead},
 		{"SELECT ?set_config('a.b', 'c', false)", "", "calls set_config, which " + settingR, pgSetInstead},
 		{"IMPORT FOREIGN SCHEMA s FROM SERVER f INTO public", "", "is not a statement a tool may run", pgOtherInstead},
 		{"PRAGMA query_only", "", "is not a statement a tool may run", pgOtherInstead},

@@ -25,7 +25,8 @@ const maxParam = 1 << 20
 //     so do ??| and ??& for ?| and ?&. SQLite reads ?? as an error, so a
 //     text written for it never has one.
 //
-// The text is read by PostgreSQL's lexical rules: nothing inside string
+// The text is read by PostgreSQL's lexical rules (with
+// standard_conforming_strings on, the default): nothing inside string
 // literals (including E'...' with backslash escapes and $tag$...$tag$),
 // quoted identifiers or comments (-- and nesting /* */) changes. A space
 // is put between a new $k and a letter, digit or $ next to it (or a "."

@@ -41,6 +41,10 @@ type scanner struct {
 	i     int
 	d     Dialect
 	first token // the first word of the statement being checked
+
+	// backslashes reads a backslash in a '...' string as an escape, as
+	// PostgreSQL does with standard_conforming_strings off.
+	backslashes bool
 }
 
 func isSpace(c byte) bool {
@@ -112,7 +116,7 @@ func (sc *scanner) next() token {
 		sc.i++
 		return token{kind: tSemi, text: ";"}
 	case c == '\'':
-		sc.quoted('\'', false)
+		sc.quoted('\'', sc.backslashes)
 		return token{kind: tString, text: sc.s[start:sc.i]}
 	case c == '"':
 		sc.quoted('"', false)

@@ -126,6 +126,19 @@ func Check(d Dialect, query string) *Refusal {
 		return &Refusal{Statement: short(strings.ReplaceAll(query, "\x00", `\0`)), Reason: "contains a NUL byte, which would hide the rest of the text from the database", Instead: "pass values as query arguments, not in the SQL text."}
 	}
 	sc := scanner{s: query, d: d}
+	r := sc.check()
+	if r == nil && d == Postgres && strings.IndexByte(query, '\\') >= 0 {
+		// With standard_conforming_strings off (a server's or role's
+		// setting, not the default) PostgreSQL reads a backslash in '...'
+		// as an escape: the text must pass read that way too.
+		sc = scanner{s: query, d: d, backslashes: true}
+		r = sc.check()
+	}
+	return r
+}
+
+// check checks every statement of the text.
+func (sc *scanner) check() *Refusal {
 	for {
 		start := sc.skip()
 		tok := sc.next()
@@ -226,7 +239,7 @@ func (sc *scanner) scan(start int, ddl bool) *Refusal {
 		case tOther:
 			switch {
 			case tok.text == "(" && (prev.kind == tWord || prev.kind == tQuoted):
-				if f, ok := lookupFunc(prev); ok {
+				if f, ok := sc.calledFunc(prev); ok {
 					return sc.refuseCall(start, prev, f)
 				}
 			case tok.text == "." && ddl && isTempSchema(prev):
@@ -237,23 +250,20 @@ func (sc *scanner) scan(start int, ddl bool) *Refusal {
 			if sc.d != Postgres {
 				break
 			}
-			w := ""
-			if tok.kind == tWord {
-				w = strings.ToUpper(tok.text)
-			}
+			is := func(w string) bool { return tok.kind == tWord && strings.EqualFold(tok.text, w) }
 			switch {
-			case into && (w == "TEMP" || w == "TEMPORARY"):
+			case into && (is("TEMP") || is("TEMPORARY")):
 				return sc.refuseRest(start, tempReason, tempInstead)
-			case into && (w == "LOCAL" || w == "GLOBAL" || w == "UNLOGGED" || w == "TABLE"):
+			case into && (is("LOCAL") || is("GLOBAL") || is("UNLOGGED") || is("TABLE")):
 			case into:
 				into = false
 				if isTempSchema(tok) && sc.peekDot() {
 					return sc.refuseRest(start, tempSchemaReason, tempInstead)
 				}
-			case w == "INTO":
+			case is("INTO"):
 				// INSERT INTO and MERGE INTO name a table that exists.
 				into = prev.kind != tWord || !strings.EqualFold(prev.text, "INSERT") && !strings.EqualFold(prev.text, "MERGE")
-			case w == "EXECUTE" && ddl && prev.kind == tWord && strings.EqualFold(prev.text, "AS"):
+			case ddl && is("EXECUTE") && prev.kind == tWord && strings.EqualFold(prev.text, "AS"):
 				return sc.refuseRest(start, executeRefusal[0], executeRefusal[1]) // CREATE TABLE t AS EXECUTE
 			}
 		default:
@@ -347,7 +357,7 @@ func (sc *scanner) triggerBody(start int, inBody bool) *Refusal {
 			}
 		case tOther:
 			if tok.text == "(" && (prev.kind == tWord || prev.kind == tQuoted) {
-				if f, ok := lookupFunc(prev); ok {
+				if f, ok := sc.calledFunc(prev); ok {
 					return sc.refuseCall(start, prev, f)
 				}
 			}
