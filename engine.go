@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/migrate"
 )
@@ -25,5 +26,32 @@ func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
 	if err != nil {
 		return 0, err
 	}
-	return e, migrate.Apply(ctx, db, e, scopeTable, scopeMigrations)
+	return e, migrate.Apply(ctx, db, e, "llmtool", coreMigrations)
 }
+
+// coreMigrations are the versions of llmtool's own tables: the scope
+// settings (1), their version counter (2), PostgreSQL's commit guard (3).
+// Append a step to change them; never edit a released one.
+var coreMigrations = []migrate.Step{{
+	SQLite: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
+	scope TEXT NOT NULL,
+	tool TEXT NOT NULL DEFAULT '',
+	enabled INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (scope, tool)
+)`},
+	Postgres: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
+	scope TEXT NOT NULL,
+	tool TEXT NOT NULL DEFAULT '',
+	enabled INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (scope, tool)
+)`},
+}, {
+	SQLite: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
+		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
+	Postgres: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`,
+		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
+}, {
+	Postgres: dbconn.GuardMigration,
+}}

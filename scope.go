@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool/internal/engine"
-	"github.com/llmtool/llmtool/internal/migrate"
 	"github.com/llmtool/llmtool/internal/toolname"
 )
 
@@ -201,30 +200,6 @@ const (
 	scopeTable   = "llmtool_scope_settings"
 	scopeVersion = "llmtool_scope_version" // one row, bumped by every change
 )
-
-// scopeMigrations are the versions of the scope settings' tables. Append
-// a step to change them; never edit a released one.
-var scopeMigrations = []migrate.Step{{
-	SQLite: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
-	scope TEXT NOT NULL,
-	tool TEXT NOT NULL DEFAULT '',
-	enabled INTEGER NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (scope, tool)
-)`},
-	Postgres: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
-	scope TEXT NOT NULL,
-	tool TEXT NOT NULL DEFAULT '',
-	enabled INTEGER NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (scope, tool)
-)`},
-}, {
-	SQLite: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
-		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
-	Postgres: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`,
-		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
-}}
 
 var errNoDB = errors.New("llmtool: the registry has no database")
 

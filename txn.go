@@ -221,7 +221,7 @@ func (c *WriteCtx) Tx() *sql.Tx {
 		return c.tx
 	}
 	if !c.call.rawTx.Swap(true) && c.call.wtx != nil {
-		c.call.wtx.Guard.Install(c.call.wtx.Conn)
+		c.call.wtx.Guard.InstallTx(c.parent, c.call.wtx, c.call.reg.tx.Engine)
 	}
 	return c.tx
 }
@@ -405,8 +405,9 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		retry = ctx.Err() == nil && cs.refusal() == nil && (engine.Retryable(err) || cs.retryable.Load())
 		return nil, false, retry, err
 	}
-	wt.Guard.Allow()
+	allowErr := wt.Guard.Allow(ctx, tx)
 	if err := tx.Commit(); err != nil {
+		err = errors.Join(err, allowErr)
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
 		}

@@ -515,13 +515,56 @@ func (e *ErrRower) Close() {
 	}
 }
 
-// CommitGuard turns a COMMIT that the handler runs through WriteCtx.Tx
-// into a ROLLBACK, through the SQLite driver's commit hook, until the
-// registry itself commits.
-type CommitGuard struct{ allow atomic.Bool }
+// CommitGuard keeps a handler that took the *sql.Tx (WriteCtx.Tx) from
+// committing it: on SQLite the driver's commit hook turns its COMMIT into
+// a ROLLBACK; on PostgreSQL a deferred constraint trigger (created by the
+// registry's migrations, see GuardMigration) fails any COMMIT of the
+// transaction that the registry did not allow first.
+type CommitGuard struct {
+	allow     atomic.Bool
+	postgres bool // installed as PostgreSQL's trigger row
+}
 
-// Allow lets the next COMMIT through: the registry's own.
-func (g *CommitGuard) Allow() { g.allow.Store(true) }
+// Allow lets the registry's own COMMIT through.
+func (g *CommitGuard) Allow(ctx context.Context, tx *sql.Tx) error {
+	g.allow.Store(true)
+	if !g.postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `WITH d AS (DELETE FROM `+GuardTable+` WHERE txid = txid_current()) SELECT set_config('llmtool.commit', 'allowed', true)`)
+	return err
+}
+
+// GuardTable holds a row per PostgreSQL transaction whose *sql.Tx a
+// handler took; its trigger fails their COMMIT unless the registry allowed
+// it. The rows go with the registry's own COMMIT, or with the rollback.
+const GuardTable = "llmtool_commit_guard"
+
+// GuardMigration creates GuardTable and its deferred trigger.
+var GuardMigration = []string{
+	`CREATE UNLOGGED TABLE ` + GuardTable + ` (txid BIGINT PRIMARY KEY)`,
+	`CREATE FUNCTION llmtool_commit_guard_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF current_setting('llmtool.commit', true) IS DISTINCT FROM 'allowed' THEN
+		RAISE EXCEPTION 'llmtool: a tool handler committed its own transaction; llmtool rolled it back'
+			USING ERRCODE = '2D000', HINT = 'return an error to roll back, and let llmtool commit';
+	END IF;
+	RETURN NULL;
+END $$`,
+	`CREATE CONSTRAINT TRIGGER llmtool_commit_guard AFTER INSERT ON ` + GuardTable + `
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION llmtool_commit_guard_check()`,
+}
+
+// InstallTx installs the guard on a write transaction: the SQLite commit
+// hook on its connection, or PostgreSQL's trigger row in the transaction.
+func (g *CommitGuard) InstallTx(ctx context.Context, w *WriteTx, e engine.Engine) bool {
+	if e == engine.Postgres {
+		g.postgres = true
+		_, err := w.Tx.ExecContext(ctx, `INSERT INTO `+GuardTable+` (txid) VALUES (txid_current())`)
+		return err == nil
+	}
+	return g.Install(w.Conn)
+}
 
 // install registers the guard as conn's commit hook. It reports false if
 // the driver has no commit hook. It finds the hook by reflection, so the
