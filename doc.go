@@ -21,7 +21,9 @@
 // read-only snapshot that ends with ROLLBACK; it has no Exec. A [*WriteCtx]
 // can Exec too, in a write transaction that commits when the handler
 // returns nil and rolls back when it returns an error, panics or is
-// cancelled. Statements that would change the transaction or the
+// cancelled. On PostgreSQL, reads are REPEATABLE READ and writes
+// SERIALIZABLE, retried when they lose a race, so effects outside the
+// database belong in [WriteCtx.AfterCommit]. Statements that would change the transaction or the
 // connection rather than data (COMMIT, SET, ATTACH, ...) are refused with
 // [ErrStatementRefused]. A handler's work is done when it returns: any
 // later use of its context fails with [database/sql.ErrTxDone].

@@ -133,6 +133,13 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 // and runs in a write transaction that commits when it returns a nil error
 // and rolls back otherwise.
 //
+// On PostgreSQL the transaction is SERIALIZABLE, and a call that loses a
+// race with a concurrent write (a serialization failure or deadlock) is
+// run again, handler and all, on a fresh transaction, up to five times.
+// So a write handler must do nothing outside its transaction: no HTTP
+// request, no message sent, no file written. Register such effects with
+// WriteCtx.AfterCommit, which runs once, after the final commit.
+//
 // Write panics on the same definition errors as Read.
 func Write[In, Out any](name, description string, handler func(*WriteCtx, In) (Out, error), opts ...Option) *Tool {
 	return define(name, description, false, opts, func(c *ReadCtx, in In) (Out, error) { return handler(c.write, in) })

@@ -52,9 +52,11 @@ type querier = dbconn.Querier
 
 // WriteCtx is what a write tool's handler gets: everything a ReadCtx offers
 // plus Exec, the *sql.Tx and AfterCommit. The handler runs in a write
-// transaction, serialized with the registry's other writes, that commits
-// when it returns a nil error and rolls back on an error, a panic or a
-// cancelled context. Its SQL may change data and schema; statements that
+// transaction that commits when it returns a nil error and rolls back on
+// an error, a panic or a cancelled context. On SQLite the registry's
+// writes run one at a time; on PostgreSQL they run side by side in
+// SERIALIZABLE transactions, and one that lost a race runs again (see
+// Write). Its SQL may change data and schema; statements that
 // would change the transaction or the connection are refused as for a
 // ReadCtx.
 type WriteCtx struct {
@@ -212,9 +214,10 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 // Statements run on the *sql.Tx directly are not checked, so the registry
 // treats the connection as changed: after the call it is closed rather
 // than handed back to the pool. Never commit or roll the *sql.Tx back: the
-// registry does when the handler returns. With SQLite a COMMIT the handler
-// runs is turned into a ROLLBACK, and a call whose transaction the handler
-// ended fails with nothing saved.
+// registry does when the handler returns. A COMMIT the handler runs saves
+// nothing (SQLite's commit hook turns it into a ROLLBACK; on PostgreSQL a
+// deferred trigger fails it), and a call whose transaction the handler
+// ended fails.
 func (c *WriteCtx) Tx() *sql.Tx {
 	if c.call.done.Load() {
 		_ = c.late("Tx")
@@ -227,8 +230,9 @@ func (c *WriteCtx) Tx() *sql.Tx {
 }
 
 // AfterCommit registers f to run after the transaction commits, in
-// registration order. It does not run if the call rolls back. Use it for
-// side effects outside the database, such as invalidating a cache.
+// registration order. It does not run if the call rolls back, and runs
+// once even when PostgreSQL made the registry run the handler again. Use
+// it for side effects outside the database, such as invalidating a cache.
 func (c *WriteCtx) AfterCommit(f func()) {
 	if c.call.done.Load() {
 		_ = c.late("AfterCommit")

@@ -521,7 +521,7 @@ func (e *ErrRower) Close() {
 // registry's migrations, see GuardMigration) fails any COMMIT of the
 // transaction that the registry did not allow first.
 type CommitGuard struct {
-	allow     atomic.Bool
+	allow    atomic.Bool
 	postgres bool // installed as PostgreSQL's trigger row
 }
 
