@@ -77,12 +77,9 @@ var (
 
 	createNote = llmtool.Write("create_note", "Create a note.",
 		func(c *llmtool.WriteCtx, in createIn) (noteOut, error) {
-			res, err := c.Exec("INSERT INTO notes (title, body) VALUES (?, ?)", in.Title, in.Body)
-			if err != nil {
-				return noteOut{}, err
-			}
-			id, err := res.LastInsertId()
-			return noteOut{ID: id, Title: in.Title, Body: in.Body}, err
+			out := noteOut{Title: in.Title, Body: in.Body}
+			err := c.QueryRow("INSERT INTO notes (title, body) VALUES (?, ?) RETURNING id", in.Title, in.Body).Scan(&out.ID)
+			return out, err
 		}, llmtool.FriendlyName("Create note"))
 
 	deleteNote = llmtool.Write("delete_note", "Delete a note.",
