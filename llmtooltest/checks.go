@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,38 +50,45 @@ func (h *Harness) checkLate(tool string) {
 
 // leaked waits, up to the harness's grace period, for the goroutines
 // labelled with label to finish, and returns the stacks of those still
-// running. It returns at once when none is running.
-func (h *Harness) leaked(label string) []string {
-	leaks := labelled(label)
-	if len(leaks) == 0 {
-		return nil
+// running, grouped by stack, and how many they are. It returns at once
+// when none is running.
+func (h *Harness) leaked(label string) ([]string, int) {
+	leaks, n := labelled(label)
+	if n == 0 {
+		return nil, 0
 	}
 	deadline := time.Now().Add(h.grace)
 	for wait := 50 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return leaks
+			return leaks, n
 		}
 		runtime.Gosched()
 		time.Sleep(min(wait, left))
-		if leaks = labelled(label); len(leaks) == 0 {
-			return nil
+		if leaks, n = labelled(label); n == 0 {
+			return nil, 0
 		}
 	}
 }
 
 // labelled returns the stacks of the running goroutines whose pprof label
-// is label, leaving out database/sql's and the runtime's own.
-func labelled(label string) []string {
+// is label, one per group of goroutines with the same stack, and how many
+// they are, leaving out database/sql's, the drivers' and the runtime's own.
+func labelled(label string) (out []string, n int) {
 	var buf bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
-		return nil
+		return nil, 0
 	}
-	var out []string
-	// The debug=1 profile groups goroutines by stack: a "N @ pcs" line, an
-	// optional "# labels: {...}" line, then one "#\tpc\tfunc+off\tfile:line"
-	// line per frame, innermost first; groups are separated by blank lines.
-	for group := range strings.SplitSeq(buf.String(), "\n\n") {
+	// The debug=1 profile starts with a "goroutine profile: total N" line,
+	// then groups goroutines by stack: a "N @ pcs" line, an optional
+	// "# labels: {...}" line, then one "#\tpc\tfunc+off\tfile:line" line
+	// per frame, innermost first; groups are separated by blank lines.
+	// The first group follows the header line directly.
+	profile := buf.String()
+	if header, rest, ok := strings.Cut(profile, "\n"); ok && strings.HasPrefix(header, "goroutine profile:") {
+		profile = rest
+	}
+	for group := range strings.SplitSeq(profile, "\n\n") {
 		lines := strings.Split(strings.TrimSpace(group), "\n")
 		if len(lines) < 2 || !strings.HasPrefix(lines[1], "# labels: ") {
 			continue
@@ -104,16 +112,28 @@ func labelled(label string) []string {
 			continue
 		}
 		count, _, _ := strings.Cut(lines[0], " @")
+		c, err := strconv.Atoi(count)
+		if err != nil {
+			c = 1
+		}
+		n += c
 		out = append(out, fmt.Sprintf("%s × goroutine:\n\t%s", count, strings.Join(frames, "\n\t")))
 	}
-	return out
+	return out, n
 }
 
 // ignored reports whether a goroutine whose outermost frame is frame
-// belongs to database/sql's or the runtime's own machinery, such as the
-// watcher database/sql starts for each transaction.
+// belongs to database/sql's, a driver's or the runtime's own machinery,
+// such as the watcher database/sql starts for each transaction, or the
+// one pgx starts to cancel a query whose context ended. A handler cannot
+// start a goroutine there: one it starts has its own function outermost.
 func ignored(frame string) bool {
 	fn, _, _ := strings.Cut(frame, " ")
+	for _, pkg := range driverPackages {
+		if strings.HasPrefix(fn, pkg) {
+			return true
+		}
+	}
 	if strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "runtime/") {
 		return true
 	}
@@ -126,6 +146,13 @@ func ignored(frame string) bool {
 		return rest != "" && rest[0] >= 'a' && rest[0] <= 'z'
 	}
 	return false
+}
+
+// driverPackages are the import paths, with a trailing separator, of the
+// drivers the harness opens databases with.
+var driverPackages = []string{
+	"modernc.org/sqlite.", "modernc.org/sqlite/",
+	"github.com/jackc/pgx/v5.", "github.com/jackc/pgx/v5/", "github.com/jackc/puddle/v2.",
 }
 
 func plural(n int, one, many string) string {

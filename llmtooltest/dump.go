@@ -2,9 +2,12 @@ package llmtooltest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // tableDump is a table's definition and rows, each row rendered as text.
@@ -13,24 +16,48 @@ type tableDump struct {
 	rows []string
 }
 
-// dump reads every table of the database but SQLite's own and the ignored
-// ones.
+// queryer runs the dump's queries: the database, or on PostgreSQL a
+// read-only snapshot of it.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// dump reads every table of the database but the engine's own and the
+// ignored ones.
 func (h *Harness) dump() (map[string]tableDump, error) {
 	ctx := context.WithoutCancel(h.ctx)
-	rows, err := h.db.QueryContext(ctx, `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	var q queryer = h.db
+	var mode []any // the driver's query mode, as the first argument
+	listing := `SELECT name, '"' || replace(name, '"', '""') || '"', sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`
+	if h.engine == enginePostgres {
+		// One snapshot for the listing and every table's rows.
+		tx, err := h.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback()
+		q = tx
+		// pgx's statement cache would fail SELECT * on a table whose
+		// columns changed since it was last read ("cached plan must not
+		// change result type"): the dump uses the simple protocol.
+		mode = []any{pgx.QueryExecModeSimpleProtocol}
+		listing = `SELECT name, quote_ident(nsp) || '.' || quote_ident(rel), def FROM (` + pgTables + `) AS t (name, nsp, rel, def)`
+	}
+	rows, err := q.QueryContext(ctx, listing, mode...)
 	if err != nil {
 		return nil, err
 	}
 	tables := make(map[string]tableDump)
-	var names []string
+	var names, idents []string
 	for rows.Next() {
-		var name, def string
-		if err := rows.Scan(&name, &def); err != nil {
+		var name, ident, def string
+		if err := rows.Scan(&name, &ident, &def); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		if !h.skip[name] {
 			names = append(names, name)
+			idents = append(idents, ident)
 			tables[name] = tableDump{sql: def}
 		}
 	}
@@ -38,9 +65,9 @@ func (h *Harness) dump() (map[string]tableDump, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for _, name := range names {
+	for i, name := range names {
 		d := tables[name]
-		if d.rows, err = h.dumpRows(ctx, name); err != nil {
+		if d.rows, err = dumpRows(ctx, q, idents[i], mode...); err != nil {
 			return nil, fmt.Errorf("table %s: %w", name, err)
 		}
 		tables[name] = d
@@ -48,9 +75,10 @@ func (h *Harness) dump() (map[string]tableDump, error) {
 	return tables, nil
 }
 
-// dumpRows renders a table's rows as "col=value, ..." lines, sorted.
-func (h *Harness) dumpRows(ctx context.Context, table string) ([]string, error) {
-	rows, err := h.db.QueryContext(ctx, `SELECT * FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`)
+// dumpRows renders the rows of a table, ident quoted for SQL, as
+// "col=value, ..." lines, sorted. args are the query's arguments.
+func dumpRows(ctx context.Context, q queryer, ident string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT * FROM `+ident, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/llmtool/llmtool/llmtooltest"
 )
 
-// The module under test: notes in the host's SQLite database.
+// The module under test: notes in the host's database. Its SQL runs on
+// SQLite and on PostgreSQL.
 type NoteIn struct {
 	ID int `json:"id" desc:"ID of the note." minimum:"1"`
 }
@@ -40,18 +41,21 @@ var Notes = llmtool.DefineTools("notes",
 		}),
 	llmtool.Write("create_note", "Create a note.",
 		func(c *llmtool.WriteCtx, in NewNoteIn) (Note, error) {
-			res, err := c.Exec(`INSERT INTO notes (title) VALUES (?)`, in.Title)
-			if err != nil {
-				return Note{}, err
-			}
-			id, err := res.LastInsertId()
-			return Note{ID: int(id), Title: in.Title}, err
+			n := Note{Title: in.Title}
+			err := c.QueryRow(`INSERT INTO notes (title) VALUES (?) RETURNING id`, in.Title).Scan(&n.ID)
+			return n, err
 		}),
 )
 
-// migrate is the host application's own schema code.
+// migrate is the host application's own schema code, which knows the
+// engine it runs on.
 func migrate(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, `CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL)`)
+	key := "INTEGER PRIMARY KEY" // SQLite's auto-incrementing key
+	var version string
+	if db.QueryRowContext(ctx, `SELECT version()`).Scan(&version) == nil && strings.HasPrefix(version, "PostgreSQL ") {
+		key = "BIGSERIAL PRIMARY KEY"
+	}
+	_, err := db.ExecContext(ctx, `CREATE TABLE notes (id `+key+`, title TEXT NOT NULL)`)
 	return err
 }
 
@@ -113,6 +117,29 @@ func ExampleHarness_Call_leakedGoroutine() {
 	// llmtooltest: tool warm_cache: 1 goroutine started during the call is still running 0s after it returned; a handler must finish all its work before it returns (its ctx and transaction are dead afterwards):
 }
 
+// On PostgreSQL, each test gets a database of its own on the server that
+// Options.Postgres names, dropped when the test ends. Schema and SQL run
+// there as written (migrate, the host's code, creates PostgreSQL's key);
+// the handlers run unchanged. To run a whole suite on PostgreSQL instead,
+// leave Postgres empty and set LLMTOOL_TEST_ENGINE=postgres and
+// LLMTOOL_TEST_POSTGRES. (This example needs a server, so go test compiles
+// it but does not run it.)
+func ExampleOptions_postgres() {
+	t := newExampleT() // in a test: the *testing.T
+	defer t.cleanup()
+
+	dsn := os.Getenv("LLMTOOL_TEST_POSTGRES") // postgres://postgres@127.0.0.1:5432/postgres
+	if dsn == "" {
+		t.Skipf("set LLMTOOL_TEST_POSTGRES to run this test on PostgreSQL")
+	}
+	h := llmtooltest.New(t, &llmtooltest.Options{Postgres: dsn, Schema: migrate}, Notes)
+
+	var note Note
+	h.RequireOK(h.Call("create_note", `{"title": "Groceries"}`), &note)
+	fmt.Printf("created note %d on %s\n", note.ID, h.Engine())
+	h.RequireError(h.Call("get_note", `{"id": 42}`), "Note 42 not found. Call list_notes to find the ID.")
+}
+
 // exampleT stands in for the *testing.T of a test, so the examples run:
 // it counts failures and prints the first line of the first one.
 type exampleT struct {
@@ -142,6 +169,10 @@ func (t *exampleT) Errorf(format string, args ...any) { t.fail(format, args...) 
 func (t *exampleT) Fatalf(format string, args ...any) {
 	t.fail(format, args...)
 	fmt.Println(t.first)
+	runtime.Goexit()
+}
+func (t *exampleT) Skipf(format string, args ...any) {
+	fmt.Printf(format+"\n", args...)
 	runtime.Goexit()
 }
 func (t *exampleT) Logf(format string, args ...any) {}

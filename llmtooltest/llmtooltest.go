@@ -1,7 +1,8 @@
 // Package llmtooltest is the test harness for llmtool tool modules: it
 // calls tools by name through the same Registry.Invoke path the MCP and
-// chat adapters use, against a fresh SQLite database, and fails the test
-// when a tool breaks llmtool's rules even though its answer looks right.
+// chat adapters use, against a fresh database of the test's own, and fails
+// the test when a tool breaks llmtool's rules even though its answer looks
+// right.
 //
 // A test opens a harness with its options (the host's schema, nil for
 // none) and its modules, calls tools, and asserts the literal error or a
@@ -19,7 +20,8 @@
 //   - no goroutine started during the call is still running once it
 //     returned (goroutines are attributed to the call with pprof labels,
 //     which they inherit, so tests running in parallel do not disturb the
-//     check; database/sql's and the runtime's own goroutines are ignored);
+//     check; the goroutines of database/sql, of the harness's drivers
+//     (modernc.org/sqlite, pgx) and of the runtime are ignored);
 //   - no ctx or transaction of a handler was used after the handler
 //     returned (such uses fail with sql.ErrTxDone, and the registry
 //     logs each one, which the harness reads from its log);
@@ -27,6 +29,28 @@
 //     (llmtool.Options.ValidateOutput is on).
 //
 // Each broken rule fails the test with an error naming the tool.
+//
+// # Engines
+//
+// A harness runs on SQLite by default: a fresh file in t.TempDir(). It runs
+// on PostgreSQL when Options.Postgres names a server, or when the
+// environment asks for it, so that a whole suite runs on PostgreSQL without
+// a change to its code:
+//
+//	LLMTOOL_TEST_ENGINE=postgres LLMTOOL_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/postgres go test ./...
+//
+// Each test then gets a database of its own on that server, created by New
+// and dropped when the test ends. With LLMTOOL_TEST_ENGINE=postgres but
+// no LLMTOOL_TEST_POSTGRES, New skips the test with a message saying what
+// to set, or fails it when CI is set in the environment, so that a suite
+// is never silently passed on the wrong engine. LLMTOOL_TEST_ENGINE unset
+// or "sqlite" runs on SQLite; any other value fails the test.
+//
+// Handlers' SQL runs unchanged on both engines (llmtool rewrites SQLite's ?
+// placeholders for PostgreSQL). Options.Schema, Options.SQL and the
+// statements a test runs on Harness.DB go to the database as written: use
+// the host's own migration code, which knows its engine, or SQL both
+// engines accept ($1 placeholders, RETURNING rather than LastInsertId).
 package llmtooltest
 
 import (
@@ -58,6 +82,10 @@ type TB interface {
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
 	Logf(format string, args ...any)
+	// Skipf skips the test: New calls it when the environment asks for
+	// PostgreSQL without naming a server (see the package
+	// documentation).
+	Skipf(format string, args ...any)
 	Cleanup(func())
 	TempDir() string
 	// Output is where the registry's log goes, so it shows with the
@@ -97,18 +125,21 @@ const lateUseMessage = "llmtool: transaction used after its handler returned"
 const NoLeakGrace time.Duration = -1
 
 // Options configures a harness. A nil *Options, like the zero value, gives
-// every field's default: an empty database, the default principal and
-// scope, writes enabled.
+// every field's default: an empty SQLite database (or PostgreSQL, when the
+// environment asks for it), the default principal and scope, writes
+// enabled.
 type Options struct {
 	// Schema creates the host's tables and seeds them, on the fresh
 	// database before the registry is built. Use the host application's
-	// own migration code, so tests run against the real schema. Default:
-	// nil, nothing to run.
+	// own migration code, so tests run against the real schema; on
+	// PostgreSQL it gets the test's own database. Default: nil, nothing to
+	// run.
 	Schema func(ctx context.Context, db *sql.DB) error
 
 	// SQL are statements run in order after Schema, before the registry
 	// is built: a schema and seed rows written inline, or extra rows on
-	// top of Schema's. Default: none.
+	// top of Schema's. They go to the engine as written (see Engines in
+	// the package documentation). Default: none.
 	SQL []string
 
 	// Setup configures the registry once it is built and before writes
@@ -133,8 +164,24 @@ type Options struct {
 	WritesOff bool
 
 	// Driver is the database/sql driver name that opens the SQLite file;
-	// the host imports the driver. Default (""): DefaultDriver.
+	// the host imports the driver. It applies to SQLite only: setting
+	// both Driver and Postgres fails the test, and when the environment
+	// selects PostgreSQL, Driver is ignored (the harness uses pgx).
+	// Default (""): DefaultDriver.
 	Driver string
+
+	// Postgres runs the harness on PostgreSQL rather than SQLite: it is
+	// the DSN of a server, as a URL (postgres://user:pass@host:5432/db)
+	// or in key=value form, for a role that may CREATE DATABASE. New
+	// creates a fresh database on that server for the test, opens it with
+	// pgx (github.com/jackc/pgx/v5/stdlib, the "pgx" driver, which the
+	// harness imports), runs Schema, SQL and Setup on it, and drops it
+	// (DROP DATABASE ... WITH (FORCE), PostgreSQL 13 or later) when the
+	// test ends. The DSN's own database is used only to create and drop
+	// the test's. Default (""): LLMTOOL_TEST_POSTGRES when the
+	// environment sets LLMTOOL_TEST_ENGINE=postgres (see the package
+	// documentation), SQLite otherwise.
+	Postgres string
 
 	// LeakGrace is how long the harness waits for goroutines started
 	// during a call to finish before it reports them; it does not wait at
@@ -144,8 +191,9 @@ type Options struct {
 	LeakGrace time.Duration
 
 	// IgnoreTables are left out of the dumps that RequireUnchanged
-	// compares, such as a log table the host writes on every call.
-	// Default: none.
+	// compares, such as a log table the host writes on every call. On
+	// PostgreSQL a table outside the current schema (public, usually) is
+	// named schema.table. Default: none.
 	IgnoreTables []string
 
 	// LogLevel is the lowest level of the registry's log lines that reach
@@ -158,12 +206,13 @@ type Options struct {
 // methods may be called from several goroutines, but a failure is reported
 // on the TB given to New.
 type Harness struct {
-	t     TB
-	db    *sql.DB
-	reg   *llmtool.Registry
-	ctx   context.Context
-	grace time.Duration
-	skip  map[string]bool // tables RequireUnchanged ignores
+	t      TB
+	db     *sql.DB
+	engine string // "sqlite" or "postgres"
+	reg    *llmtool.Registry
+	ctx    context.Context
+	grace  time.Duration
+	skip   map[string]bool // tables RequireUnchanged ignores
 
 	mu         sync.Mutex
 	calls      int
@@ -180,16 +229,19 @@ type Result struct {
 	Tool string
 }
 
-// New opens a fresh SQLite database in t.TempDir() with llmtool.OpenSQLite,
-// runs opts.Schema and opts.SQL on it, builds a registry of modules that
-// validates every result against its output schema and logs to
-// t.Output(), runs opts.Setup, and enables writes in the harness's scope
-// unless opts.WritesOff is set. Calls run as the harness's principal in its
-// scope. opts may be nil for the defaults.
+// New opens a fresh database for the test: a SQLite file in t.TempDir(),
+// opened with llmtool.OpenSQLite, or on PostgreSQL (opts.Postgres, or the
+// environment: see the package documentation) a database created for the
+// test. It runs opts.Schema and opts.SQL on it, builds a registry of
+// modules that validates every result against its output schema and logs
+// to t.Output(), runs opts.Setup, and enables writes in the harness's
+// scope unless opts.WritesOff is set. Calls run as the harness's principal
+// in its scope. opts may be nil for the defaults.
 //
 // New fails the test on a nil module, on Options that contradict each
-// other, and on any error while setting up. The database is closed when
-// the test ends.
+// other, and on any error while setting up, and skips it when the
+// environment asks for PostgreSQL without naming a server (outside CI).
+// The database is closed when the test ends, and on PostgreSQL dropped.
 func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	t.Helper()
 	if opts == nil {
@@ -221,11 +273,24 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	for _, name := range opts.IgnoreTables {
 		h.skip[name] = true
 	}
-	path := filepath.Join(t.TempDir(), "llmtooltest.db")
-	db, err := llmtool.OpenSQLite(cmp.Or(opts.Driver, DefaultDriver), path)
-	if err != nil {
-		t.Fatalf("llmtooltest.New: %v", err)
+	dsn, source, ok := chooseEngine(t, opts)
+	if !ok {
 		return nil
+	}
+	var db *sql.DB
+	if dsn != "" {
+		if db, ok = openPostgres(t, dsn, source); !ok {
+			return nil
+		}
+		h.engine = enginePostgres
+	} else {
+		path := filepath.Join(t.TempDir(), "llmtooltest.db")
+		var err error
+		if db, err = llmtool.OpenSQLite(cmp.Or(opts.Driver, DefaultDriver), path); err != nil {
+			t.Fatalf("llmtooltest.New: %v", err)
+			return nil
+		}
+		h.engine = engineSQLite
 	}
 	h.db = db
 	t.Cleanup(func() { db.Close() })
@@ -243,7 +308,7 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 			return nil
 		}
 	}
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(&logHandler{h: h, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: opts.LogLevel})}), ValidateOutput: true}, modules...)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Engine: h.engine, Logger: slog.New(&logHandler{h: h, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: opts.LogLevel})}), ValidateOutput: true}, modules...)
 	if err != nil {
 		t.Fatalf("llmtooltest.New: %v", err)
 		return nil
@@ -276,8 +341,15 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 }
 
 // DB returns the harness's database, to seed rows or check what a call
-// wrote.
+// wrote: the SQLite file's, or on PostgreSQL the test's own database,
+// opened with pgx. Statements on it go to the driver as written, so on
+// PostgreSQL they take $1 placeholders, not ?.
 func (h *Harness) DB() *sql.DB { return h.db }
+
+// Engine returns the harness's engine, "sqlite" or "postgres", as
+// llmtool.ReadCtx.Engine names it, for the rare assertion that differs
+// between them.
+func (h *Harness) Engine() string { return h.engine }
 
 // Registry returns the harness's registry.
 func (h *Harness) Registry() *llmtool.Registry { return h.reg }
@@ -321,13 +393,13 @@ func (h *Harness) CallContext(ctx context.Context, name string, args any) Result
 		res = h.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: raw})
 	})
 
-	if leaks := h.leaked(label); len(leaks) > 0 {
+	if leaks, n := h.leaked(label); n > 0 {
 		verb := "is"
-		if len(leaks) > 1 {
+		if n > 1 {
 			verb = "are"
 		}
 		h.t.Errorf("llmtooltest: tool %s: %s started during the call %s still running %v after it returned; a handler must finish all its work before it returns (its ctx and transaction are dead afterwards):\n%s",
-			name, plural(len(leaks), "goroutine", "goroutines"), verb, h.grace, strings.Join(leaks, "\n"))
+			name, plural(n, "goroutine", "goroutines"), verb, h.grace, strings.Join(leaks, "\n"))
 	}
 	h.checkLate(name)
 	if res.IsError && llmtool.KindOf(res.Err) == llmtool.KindInternal {
@@ -412,7 +484,10 @@ func (h *Harness) RequireOK(res Result, into ...any) map[string]any {
 // RequireUnchanged runs f and stops the test if any table of the database
 // differs afterwards: rows added, removed or changed, tables created or
 // dropped. Use it to prove that a refused or failed call wrote nothing.
-// Tables named in Options.IgnoreTables, and SQLite's own, are left out.
+// Tables named in Options.IgnoreTables, and the engine's own (SQLite's
+// sqlite_ tables, PostgreSQL's system schemas), are left out. On
+// PostgreSQL a table's definition is its columns (type, NOT NULL,
+// default) and constraints, and both dumps are read in a snapshot.
 func (h *Harness) RequireUnchanged(f func()) {
 	h.t.Helper()
 	before, err := h.dump()

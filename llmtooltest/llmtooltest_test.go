@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/pgtest"
 	"github.com/llmtool/llmtool/llmtooltest"
 )
 
@@ -26,6 +27,7 @@ type fakeTB struct {
 	mu       sync.Mutex
 	errs     []string
 	fatal    string
+	skipped  string
 	cleanups []func()
 	out      lockedBuffer
 }
@@ -56,6 +58,12 @@ func (f *fakeTB) Errorf(format string, args ...any) {
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.mu.Lock()
 	f.fatal = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.mu.Lock()
+	f.skipped = fmt.Sprintf(format, args...)
 	f.mu.Unlock()
 	runtime.Goexit()
 }
@@ -99,9 +107,34 @@ func run(t *testing.T, body func(tb *fakeTB)) *fakeTB {
 	return f
 }
 
-// A small inventory module: the host's schema and its tools.
-const schema = `CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`
-const seed = `INSERT INTO items (id, name, qty) VALUES (1, 'apple', 3)`
+// A small inventory module: the host's schema and its tools. The tests run
+// on the engine the environment selects (SQLite, or PostgreSQL with
+// LLMTOOL_TEST_ENGINE=postgres and LLMTOOL_TEST_POSTGRES), so their SQL is
+// portable but for the table's key.
+
+// createItems is the host's migration code: it creates the items table
+// with the engine's auto-incrementing key.
+func createItems(ctx context.Context, db *sql.DB) error {
+	ddl := `CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`
+	var version string
+	if db.QueryRowContext(ctx, `SELECT version()`).Scan(&version) == nil && strings.HasPrefix(version, "PostgreSQL ") {
+		ddl = `CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`
+	}
+	_, err := db.ExecContext(ctx, ddl)
+	return err
+}
+
+// seed is the first item, which gets the ID 1.
+const seed = `INSERT INTO items (name, qty) VALUES ('apple', 3)`
+
+// envEngine is the engine the environment selects for a harness without
+// Options.Postgres.
+func envEngine() string {
+	if pgtest.FromEnv() {
+		return "postgres"
+	}
+	return "sqlite"
+}
 
 type GetItemIn struct {
 	ID int `json:"id" desc:"ID of the item." minimum:"1"`
@@ -135,19 +168,17 @@ var getItem = llmtool.Read("get_item", "Read an item.",
 
 var addItem = llmtool.Write("add_item", "Add an item.",
 	func(c *llmtool.WriteCtx, in AddItemIn) (ItemOut, error) {
-		res, err := c.Exec(`INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
-		if err != nil {
+		var id, first int
+		if err := c.QueryRow(`INSERT INTO items (name, qty) VALUES (?, ?) RETURNING id`, in.Name, in.Qty).Scan(&id); err != nil {
 			return ItemOut{}, err
 		}
-		var first int
 		if err := c.QueryRow(`SELECT min(id) FROM items WHERE name = ?`, in.Name).Scan(&first); err != nil {
 			return ItemOut{}, err
 		}
-		id, err := res.LastInsertId()
-		if int(id) != first {
+		if id != first {
 			return ItemOut{}, llmtool.Conflict("Item %q already exists.", in.Name).Next(fmt.Sprintf("Call get_item with ID %d to read it.", first))
 		}
-		return ItemOut{ID: int(id), Name: in.Name, Qty: in.Qty}, err
+		return ItemOut{ID: id, Name: in.Name, Qty: in.Qty}, nil
 	})
 
 var whoAmI = llmtool.Read("who_am_i", "Tell who and where the call runs.",
@@ -195,6 +226,15 @@ func brokenModule(release <-chan struct{}, wrote chan<- error) *llmtool.Module {
 				go func() { <-release }() // plain values only: llmtoolvet is silent, the harness is not
 				return struct{}{}, nil
 			}),
+		llmtool.Read("leak_many", "Leak many goroutines with one stack.",
+			func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+				// More than any other group of the profile, so this group
+				// comes first in it.
+				for range 500 {
+					go func() { <-release }()
+				}
+				return struct{}{}, nil
+			}),
 		llmtool.Write("late_write", "Write from a goroutine after returning.",
 			func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) {
 				//llmtoolvet:ignore deliberate, to show the harness catches it
@@ -231,6 +271,14 @@ func TestHarnessCatches(t *testing.T) {
 			},
 			opts:     llmtooltest.Options{LeakGrace: 10 * time.Millisecond},
 			wantErrs: []string{"llmtooltest: tool leak_goroutine: 1 goroutine started during the call is still running 10ms after it returned; a handler must finish all its work before it returns", "llmtooltest_test.brokenModule.func1.1"},
+		},
+		{
+			name: "many leaked goroutines",
+			body: func(t *testing.T, h *llmtooltest.Harness) {
+				h.RequireOK(h.Call("leak_many", nil))
+			},
+			opts:     llmtooltest.Options{LeakGrace: llmtooltest.NoLeakGrace},
+			wantErrs: []string{"llmtooltest: tool leak_many: 500 goroutines started during the call are still running 0s after it returned", "llmtooltest_test.brokenModule.func2.1"},
 		},
 		{
 			name: "write from a goroutine after return",
@@ -301,6 +349,26 @@ func TestHarnessCatches(t *testing.T) {
 			wantFatal: "table items: 1 rows removed, 1 added (a changed row is both)\n  - id=1, name=\"apple\", qty=3\n  + id=1, name=\"apple\", qty=4\n",
 		},
 		{
+			name: "changed definition",
+			body: func(t *testing.T, h *llmtooltest.Harness) {
+				h.RequireUnchanged(func() {
+					_, err := h.DB().Exec(`ALTER TABLE items ADD COLUMN note TEXT`)
+					require.NoError(t, err)
+				})
+			},
+			wantFatal: "table items: definition changed\n",
+		},
+		{
+			name: "created table",
+			body: func(t *testing.T, h *llmtooltest.Harness) {
+				h.RequireUnchanged(func() {
+					_, err := h.DB().Exec(`CREATE TABLE tags (name TEXT PRIMARY KEY)`)
+					require.NoError(t, err)
+				})
+			},
+			wantFatal: "llmtooltest: RequireUnchanged: the database changed:\ntable tags: created (0 rows)\n",
+		},
+		{
 			name:      "contradicting options",
 			opts:      llmtooltest.Options{Principal: &llmtool.Principal{ID: "bob"}, NoPrincipal: true},
 			wantFatal: `llmtooltest.New: Options.NoPrincipal is set along with Options.Principal "bob"; set one of them`,
@@ -313,7 +381,7 @@ func TestHarnessCatches(t *testing.T) {
 			wrote := make(chan error, 1)
 			f := run(t, func(tb *fakeTB) {
 				opts := tt.opts
-				opts.SQL = []string{schema, seed}
+				opts.Schema, opts.SQL = createItems, []string{seed}
 				defer close(release)
 				h := llmtooltest.New(tb, &opts, inventory, brokenModule(release, wrote))
 				tt.body(t, h)
@@ -342,7 +410,8 @@ func TestHarnessCatches(t *testing.T) {
 func TestHarnessPasses(t *testing.T) {
 	t.Parallel()
 	f := run(t, func(tb *fakeTB) {
-		h := llmtooltest.New(tb, &llmtooltest.Options{SQL: []string{schema, seed}}, inventory)
+		h := llmtooltest.New(tb, &llmtooltest.Options{Schema: createItems, SQL: []string{seed}}, inventory)
+		require.Equal(t, envEngine(), h.Engine())
 
 		// Arguments as a JSON string, bytes, a map, a struct, or none.
 		for _, args := range []any{`{"id": 1}`, []byte(`{"id": 1}`), map[string]int{"id": 1}, GetItemIn{ID: 1}} {
@@ -380,7 +449,7 @@ func TestHarnessOptions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		opts llmtooltest.Options // SQL defaults to the schema and seed
+		opts llmtooltest.Options // Schema and SQL default to createItems and the seed
 		call func(t *testing.T, h *llmtooltest.Harness)
 	}{
 		{
@@ -413,14 +482,17 @@ func TestHarnessOptions(t *testing.T) {
 			opts: llmtooltest.Options{
 				// Schema runs first, SQL after it.
 				Schema: func(ctx context.Context, db *sql.DB) error {
-					_, err := db.ExecContext(ctx, schema)
+					if err := createItems(ctx, db); err != nil {
+						return err
+					}
+					_, err := db.ExecContext(ctx, seed)
 					return err
 				},
-				SQL:   []string{seed, `INSERT INTO items (id, name) VALUES (5, 'fig')`},
+				SQL:   []string{`INSERT INTO items (name) VALUES ('fig')`},
 				Setup: func(reg *llmtool.Registry) error { return reg.SetEnabled("add_item", false) },
 			},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
-				require.Equal(t, "fig", h.RequireOK(h.Call("get_item", `{"id": 5}`))["name"])
+				require.Equal(t, "fig", h.RequireOK(h.Call("get_item", `{"id": 2}`))["name"])
 				h.RequireError(h.Call("add_item", `{"name": "pear"}`), `Tool "add_item" is switched off. Use another tool, or ask the user to have an administrator enable it.`)
 			},
 		},
@@ -437,8 +509,8 @@ func TestHarnessOptions(t *testing.T) {
 			t.Parallel()
 			f := run(t, func(tb *fakeTB) {
 				opts := tt.opts
-				if opts.SQL == nil {
-					opts.SQL = []string{schema, seed}
+				if opts.Schema == nil {
+					opts.Schema, opts.SQL = createItems, []string{seed}
 				}
 				h := llmtooltest.New(tb, &opts, inventory)
 				tt.call(t, h)
@@ -480,7 +552,7 @@ func TestHarnessIsolation(t *testing.T) {
 	wg.Go(func() {
 		<-leaking // the leaked goroutine is running during every call below
 		clean = run(t, func(tb *fakeTB) {
-			h := llmtooltest.New(tb, &llmtooltest.Options{SQL: []string{schema, seed}}, inventory)
+			h := llmtooltest.New(tb, &llmtooltest.Options{Schema: createItems, SQL: []string{seed}}, inventory)
 			for range 5 {
 				h.RequireOK(h.Call("get_item", `{"id": 1}`))
 			}
@@ -501,7 +573,8 @@ var (
 
 func TestWithTestingT(t *testing.T) {
 	t.Parallel()
-	h := llmtooltest.New(t, &llmtooltest.Options{SQL: []string{schema, seed}}, inventory)
+	h := llmtooltest.New(t, &llmtooltest.Options{Schema: createItems, SQL: []string{seed}}, inventory)
+	require.Equal(t, envEngine(), h.Engine())
 	var item ItemOut
 	h.RequireOK(h.Call("add_item", AddItemIn{Name: "plum", Qty: 4}), &item)
 	require.Equal(t, ItemOut{ID: 2, Name: "plum", Qty: 4}, item)
