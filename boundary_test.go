@@ -9,13 +9,17 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/pgtest"
 )
 
 // lockedBuffer is a log sink safe for concurrent writes.
@@ -37,20 +41,64 @@ func (l *lockedBuffer) String() string {
 }
 
 // connState is what a connection's state must be when a call hands it
-// back: the registry's settings, no attached database, no temp objects.
+// back: the registry's settings and nothing a call left behind. Each
+// engine reports the fields it has; the others stay zero.
 type connState struct {
-	QueryOnly   int `json:"queryOnly"`
+	// ReadOnly: SQLite's PRAGMA query_only; PostgreSQL's
+	// transaction_read_only.
+	ReadOnly int `json:"readOnly"`
+	// ForeignKeys: SQLite's PRAGMA foreign_keys; on PostgreSQL,
+	// session_replication_role is origin, so foreign keys' triggers fire.
 	ForeignKeys int `json:"foreignKeys"`
-	Attached    int `json:"attached"`
+	// Attached counts SQLite's databases besides main and temp.
+	Attached int `json:"attached"`
+	// TempObjects counts the objects in the connection's temp schema.
 	TempObjects int `json:"tempObjects"`
+	// Session counts what a PostgreSQL session keeps past a transaction:
+	// settings changed with SET or set_config, statements prepared with
+	// PREPARE, holdable cursors, channels listened to and advisory locks.
+	Session int `json:"session"`
+	// Isolation is PostgreSQL's transaction_isolation.
+	Isolation string `json:"isolation"`
 }
 
-const connStateSQL = `SELECT (SELECT query_only FROM pragma_query_only()), (SELECT foreign_keys FROM pragma_foreign_keys()),
-	(SELECT count(*) FROM pragma_database_list() WHERE name NOT IN ('main', 'temp')), (SELECT count(*) FROM temp.sqlite_master)`
+// connStateSQL reads a connection's state, on the engine under test.
+func connStateSQL() string {
+	if pgtest.FromEnv() {
+		return `SELECT CASE WHEN current_setting('transaction_read_only') = 'on' THEN 1 ELSE 0 END,
+	CASE WHEN current_setting('session_replication_role') = 'origin' THEN 1 ELSE 0 END, 0,
+	(SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema()),
+	(SELECT count(*) FROM pg_settings WHERE source = 'session' AND name NOT IN ('transaction_isolation', 'transaction_read_only', 'transaction_deferrable'))
+		+ (SELECT count(*) FROM pg_prepared_statements WHERE from_sql)
+		+ (SELECT count(*) FROM pg_cursors WHERE is_holdable)
+		+ (SELECT count(*) FROM pg_listening_channels())
+		+ (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+	current_setting('transaction_isolation')`
+	}
+	return `SELECT (SELECT query_only FROM pragma_query_only()), (SELECT foreign_keys FROM pragma_foreign_keys()),
+	(SELECT count(*) FROM pragma_database_list() WHERE name NOT IN ('main', 'temp')), (SELECT count(*) FROM temp.sqlite_master), 0, ''`
+}
+
+// The states the registry sets: for a read call's connection, a write
+// call's, and one in the host's pool.
+var (
+	readConnState = map[string]connState{
+		"sqlite":   {ReadOnly: 1, ForeignKeys: 1},
+		"postgres": {ReadOnly: 1, ForeignKeys: 1, Isolation: "repeatable read"},
+	}
+	writeConnState = map[string]connState{
+		"sqlite":   {ForeignKeys: 1},
+		"postgres": {ForeignKeys: 1, Isolation: "serializable"},
+	}
+	pooledConnState = map[string]connState{
+		"sqlite":   {ForeignKeys: 1},
+		"postgres": {ForeignKeys: 1, Isolation: "read committed"},
+	}
+)
 
 func scanConnState(row *sql.Row) (connState, error) {
 	var s connState
-	err := row.Scan(&s.QueryOnly, &s.ForeignKeys, &s.Attached, &s.TempObjects)
+	err := row.Scan(&s.ReadOnly, &s.ForeignKeys, &s.Attached, &s.TempObjects, &s.Session, &s.Isolation)
 	return s, err
 }
 
@@ -68,16 +116,24 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 	f := &escapeFixture{db: openDB(t), log: &lockedBuffer{}, other: filepath.Join(t.TempDir(), "other.db")}
 	readState := llmtool.Read("read_state", "Report the read connection's state.",
 		func(c *llmtool.ReadCtx, _ struct{}) (connState, error) {
-			return scanConnState(c.QueryRow(connStateSQL))
+			return scanConnState(c.QueryRow(connStateSQL()))
 		})
 	writeState := llmtool.Write("write_state", "Report the write connection's state.",
 		func(c *llmtool.WriteCtx, _ struct{}) (connState, error) {
-			return scanConnState(c.QueryRow(connStateSQL))
+			return scanConnState(c.QueryRow(connStateSQL()))
+		})
+	readInsert := llmtool.Read("read_insert", "Try to insert from a read tool.",
+		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+			rows, err := c.Query(`INSERT INTO items (name) VALUES ('escaped') RETURNING id`)
+			if err == nil {
+				err = rows.Close()
+			}
+			return struct{}{}, err
 		})
 	f.reg = newRegistryOpts(t, f.db, &llmtool.Options{
 		Logger:         slog.New(slog.NewTextHandler(f.log, nil)),
 		ValidateOutput: true,
-	}, llmtool.DefineTools("escape", append(tools, readState, writeState)...))
+	}, llmtool.DefineTools("escape", append(tools, readState, writeState, readInsert)...))
 	return f
 }
 
@@ -90,12 +146,17 @@ func (f *escapeFixture) requireClean(t *testing.T) {
 	for range 3 {
 		res := invoke(f.reg, "read_state", "")
 		require.False(t, res.IsError, res.Text())
-		require.JSONEq(t, `{"queryOnly":1,"foreignKeys":1,"attached":0,"tempObjects":0}`, string(res.JSON), "a read call's connection")
+		require.Equal(t, readConnState[testEngine()], decodeConnState(t, res.JSON), "a read call's connection")
 		res = invoke(f.reg, "write_state", "")
 		require.False(t, res.IsError, res.Text())
-		require.JSONEq(t, `{"queryOnly":0,"foreignKeys":1,"attached":0,"tempObjects":0}`, string(res.JSON), "a write call's connection")
+		require.Equal(t, writeConnState[testEngine()], decodeConnState(t, res.JSON), "a write call's connection")
 	}
 	// A read tool's INSERT is still refused by the database.
+	res := invoke(f.reg, "read_insert", "")
+	require.True(t, res.IsError)
+	require.EqualError(t, res.Err, readToolWriteErr("read_insert"))
+	require.Equal(t, 1, countItems(t, f.db), "the database is unchanged")
+
 	require.NoError(t, f.reg.Close())
 	ctx := context.Background()
 	open := f.db.Stats().OpenConnections
@@ -106,23 +167,46 @@ func (f *escapeFixture) requireClean(t *testing.T) {
 		conns = append(conns, c)
 	}
 	for _, c := range conns {
-		s, err := scanConnState(c.QueryRowContext(ctx, connStateSQL))
+		s, err := scanConnState(c.QueryRowContext(ctx, connStateSQL()))
 		require.NoError(t, err)
-		require.Equal(t, connState{QueryOnly: 0, ForeignKeys: 1}, s, "a pooled connection")
-		tx, err := c.BeginTx(ctx, nil)
-		require.NoError(t, err, "the connection is in autocommit mode")
-		require.NoError(t, tx.Rollback())
+		require.Equal(t, pooledConnState[testEngine()], s, "a pooled connection")
+		if pgtest.FromEnv() {
+			// BEGIN inside a transaction only warns on PostgreSQL: ask
+			// the connection itself.
+			require.NoError(t, c.Raw(func(dc any) error {
+				require.Equal(t, byte('I'), dc.(*stdlib.Conn).Conn().PgConn().TxStatus(), "the connection is in autocommit mode")
+				return nil
+			}))
+		} else {
+			tx, err := c.BeginTx(ctx, nil)
+			require.NoError(t, err, "the connection is in autocommit mode")
+			require.NoError(t, tx.Rollback())
+		}
 		require.NoError(t, c.Close())
 	}
+}
+
+func decodeConnState(t *testing.T, b []byte) connState {
+	t.Helper()
+	var s connState
+	require.NoError(t, json.Unmarshal(b, &s), string(b))
+	return s
 }
 
 type escapeIn struct {
 	Other string `json:"other,omitempty" desc:"Another database file."`
 }
 
+// rawTxControlBug is why the escapes that run COMMIT or ROLLBACK through
+// WriteCtx.Tx and go on writing skip on PostgreSQL.
+const rawTxControlBug = "product bug: on PostgreSQL, after a handler runs COMMIT or ROLLBACK through WriteCtx.Tx, its later statements on the *sql.Tx autocommit (the commit guard's trigger row belonged to the ended transaction) and the call succeeds, because the registry's own COMMIT then finds no transaction in progress, which PostgreSQL only warns about (25P01)"
+
 // The escape suite: each tool tries to change its transaction or its
 // connection from inside. Each call fails, nothing is saved, and every
-// connection is as the registry set it.
+// connection is as the registry set it. Rows hold on both engines unless
+// they name one: SQLite's pragmas and attached files, PostgreSQL's
+// session state (settings, advisory locks, prepared statements, cursors,
+// LISTEN, code blocks).
 func TestEscapeAttempts(t *testing.T) {
 	t.Parallel()
 	const generic = "Internal error in %s; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
@@ -145,117 +229,77 @@ func TestEscapeAttempts(t *testing.T) {
 		var x any
 		_ = c.QueryRow(q, args...).Scan(&x)
 	}
+	// firstErr runs statements until one fails, and returns its error.
+	firstErr := func(tx *sql.Tx, qs ...string) error {
+		for _, q := range qs {
+			if _, err := tx.Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// sessionState is what a handler leaves on a PostgreSQL session
+	// through the unchecked *sql.Tx: a setting, an advisory lock, a
+	// prepared statement, a channel and a temp table (the lock and the
+	// statement outlive even a rollback).
+	sessionState := []string{
+		"SET default_transaction_read_only = on",
+		"SELECT pg_advisory_lock(1)",
+		"PREPARE spy AS SELECT 1",
+		"LISTEN llmtool",
+		"CREATE TEMP TABLE scratch (x INTEGER)",
+	}
 	cases := []struct {
-		tool *llmtool.Tool
-		log  string // in the log, for the tool's author
-		err  error  // what res.Err wraps
+		only  string // "sqlite" or "postgres": the engine the row holds on; "" for both
+		pgBug string // why the row skips on PostgreSQL
+		tool  *llmtool.Tool
+		log   string // in the log, for the tool's author
+		err   error  // what res.Err wraps
+		ok    bool   // the call succeeds
 	}{
-		{readTool("read_pragma_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
+		// SQLite: pragmas, attached files, temp triggers.
+		{only: "sqlite", tool: readTool("read_pragma_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "PRAGMA query_only = 0")
 			ignore(c, insert)
 			return nil
-		}), "statement=\"PRAGMA query_only = 0\" why=\"sets a pragma, which changes the connection's settings\"", llmtool.ErrStatementRefused},
-		{readTool("read_pragma_call_form", func(c *llmtool.ReadCtx, _ escapeIn) error {
+		}), log: "statement=\"PRAGMA query_only = 0\" why=\"sets a pragma, which changes the connection's settings\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: readTool("read_pragma_call_form", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "pragma main.query_only(false)")
 			ignore(c, insert)
 			return nil
-		}), "statement=\"pragma main.query_only(false)\"", llmtool.ErrStatementRefused},
-		{readTool("read_hidden_second_statement", func(c *llmtool.ReadCtx, _ escapeIn) error {
+		}), log: "statement=\"pragma main.query_only(false)\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: readTool("read_hidden_second_statement", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			rows, err := c.Query("SELECT 1; PRAGMA query_only = 0")
 			if err == nil {
 				rows.Close()
 			}
 			ignore(c, insert)
 			return nil
-		}), "statement=\"PRAGMA query_only = 0\"", llmtool.ErrStatementRefused},
-		{readTool("read_explain_pragma", func(c *llmtool.ReadCtx, _ escapeIn) error {
+		}), log: "statement=\"PRAGMA query_only = 0\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: readTool("read_explain_pragma", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "EXPLAIN PRAGMA query_only = 0")
 			ignore(c, insert)
 			return nil
-		}), "statement=\"EXPLAIN PRAGMA query_only = 0\"", llmtool.ErrStatementRefused},
-		{readTool("read_commit_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
-			ignore(c, "COMMIT")
-			ignore(c, insert)
-			return nil
-		}), "statement=COMMIT why=\"controls the transaction\"", llmtool.ErrStatementRefused},
-		{readTool("read_rollback_begin", func(c *llmtool.ReadCtx, _ escapeIn) error {
-			ignore(c, "ROLLBACK")
-			ignore(c, "BEGIN IMMEDIATE")
-			return nil
-		}), "statement=ROLLBACK", llmtool.ErrStatementRefused},
-		{readTool("read_attach", func(c *llmtool.ReadCtx, in escapeIn) error {
+		}), log: "statement=\"EXPLAIN PRAGMA query_only = 0\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: readTool("read_attach", func(c *llmtool.ReadCtx, in escapeIn) error {
 			ignore(c, "ATTACH DATABASE ? AS other", in.Other)
 			return nil
-		}), "statement=\"ATTACH DATABASE ? AS other\" why=\"attaches another database to the connection\"", llmtool.ErrStatementRefused},
-		{readTool("read_temp_table", func(c *llmtool.ReadCtx, _ escapeIn) error {
-			ignore(c, "CREATE TEMP TABLE scratch (x)")
-			return nil
-		}), "why=\"creates or changes an object that lives with the connection, not the database\"", llmtool.ErrStatementRefused},
-		{readTool("read_rows_left_open", func(c *llmtool.ReadCtx, _ escapeIn) error {
-			_, err := c.Query("SELECT id FROM items") // never closed
-			return err
-		}), "", nil},
-		{writeTool("write_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_, _ = c.Exec("COMMIT")
-			return errors.New("something failed after the commit")
-		}), "statement=COMMIT", llmtool.ErrStatementRefused},
-		{writeTool("write_tx_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return errors.New("something failed after the commit")
-		}), "write tool ended its transaction itself", nil},
-		{writeTool("write_tx_commit_then_nil", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return nil
-		}), "", sql.ErrTxDone},
-		{writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx := c.Tx()
-			if _, err := tx.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_, _ = tx.Exec("COMMIT")
-			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('after')`)
-			return nil
-		}), "", nil},
-		{writeTool("write_tx_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx := c.Tx()
-			_, _ = tx.Exec("ROLLBACK")
-			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
-			return nil
-		}), "", nil},
-		{writeTool("write_tx_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			_ = c.Tx().Rollback() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return nil
-		}), "", sql.ErrTxDone},
-		{writeTool("write_pragma", func(c *llmtool.WriteCtx, _ escapeIn) error {
+		}), log: "statement=\"ATTACH DATABASE ? AS other\" why=\"attaches another database to the connection\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: writeTool("write_pragma", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			_, _ = c.Exec("PRAGMA foreign_keys = OFF")
 			return nil
-		}), "statement=\"PRAGMA foreign_keys = OFF\"", llmtool.ErrStatementRefused},
-		{writeTool("write_savepoint_released", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			_, _ = c.Exec("SAVEPOINT early")
-			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('partial')`)
-			_, _ = c.Exec("RELEASE early")
-			return errors.New("failed after the release")
-		}), "statement=\"SAVEPOINT early\"", llmtool.ErrStatementRefused},
-		{writeTool("write_attach", func(c *llmtool.WriteCtx, in escapeIn) error {
+		}), log: "statement=\"PRAGMA foreign_keys = OFF\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: writeTool("write_attach", func(c *llmtool.WriteCtx, in escapeIn) error {
 			_, _ = c.Exec("ATTACH ? AS other", in.Other)
 			return nil
-		}), "statement=\"ATTACH ? AS other\"", llmtool.ErrStatementRefused},
-		{writeTool("write_temp_trigger", func(c *llmtool.WriteCtx, _ escapeIn) error {
+		}), log: "statement=\"ATTACH ? AS other\"", err: llmtool.ErrStatementRefused},
+		{only: "sqlite", tool: writeTool("write_temp_trigger", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			_, _ = c.Exec(`CREATE TEMP TRIGGER spy AFTER INSERT ON items BEGIN DELETE FROM items; END`)
 			return nil
-		}), "statement=\"CREATE TEMP TRIGGER spy", llmtool.ErrStatementRefused},
+		}), log: "statement=\"CREATE TEMP TRIGGER spy", err: llmtool.ErrStatementRefused},
 		// Through the raw *sql.Tx nothing is checked; the connection is
 		// closed after the call instead of going back to the pool.
-		{writeTool("write_tx_attach_pragma", func(c *llmtool.WriteCtx, in escapeIn) error {
+		{only: "sqlite", tool: writeTool("write_tx_attach_pragma", func(c *llmtool.WriteCtx, in escapeIn) error {
 			if _, err := c.Tx().Exec("ATTACH ? AS other", in.Other); err != nil {
 				return err
 			}
@@ -263,8 +307,196 @@ func TestEscapeAttempts(t *testing.T) {
 				return err
 			}
 			return errors.New("done changing the connection")
-		}), "", nil},
-		{writeTool("write_tx_from_goroutine", func(c *llmtool.WriteCtx, _ escapeIn) error {
+		})},
+
+		// PostgreSQL: the settings of the session and of the transaction.
+		{only: "postgres", tool: readTool("read_set_transaction_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "SET TRANSACTION READ WRITE")
+			ignore(c, insert)
+			return nil
+		}), log: "statement=\"SET TRANSACTION READ WRITE\" why=\"changes the settings of the session or of the call's transaction\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_set_session_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "set session characteristics as transaction read write")
+			ignore(c, "SET default_transaction_read_only = off")
+			ignore(c, insert)
+			return nil
+		}), log: "statement=\"set session characteristics as transaction read write\" why=\"changes the settings of the session or of the call's transaction\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_hidden_set", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			rows, err := c.Query("SELECT 1; /* */ SET TRANSACTION READ WRITE")
+			if err == nil {
+				rows.Close()
+			}
+			ignore(c, insert)
+			return nil
+		}), log: "statement=\"SET TRANSACTION READ WRITE\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_set_config_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "SELECT set_config('default_transaction_read_only', 'off', false)")
+			ignore(c, insert)
+			return nil
+		}), log: "statement=\"SELECT set_config('default_transaction_read_only', 'off', false)\" why=\"calls set_config, which changes the session's settings\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_set_config_quoted", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, `SELECT pg_catalog."set_config"('transaction_read_only', 'off', true)`)
+			ignore(c, insert)
+			return nil
+		}), log: `why="calls \"set_config\", which changes the session's settings"`, err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_reset_discard", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "RESET ALL")
+			ignore(c, "DISCARD ALL")
+			return nil
+		}), log: "statement=\"RESET ALL\" why=\"changes the session's settings\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_set_replication_role", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("SET LOCAL session_replication_role = replica")
+			_, _ = c.Exec("SELECT set_config('session_replication_role', 'replica', false)")
+			return nil
+		}), log: "statement=\"SET LOCAL session_replication_role = replica\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_set_role", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("SET ROLE postgres")
+			return nil
+		}), log: "statement=\"SET ROLE postgres\"", err: llmtool.ErrStatementRefused},
+		// PostgreSQL: what outlives the transaction on the session.
+		{only: "postgres", tool: readTool("read_advisory_lock", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "SELECT pg_advisory_lock(1)")
+			return nil
+		}), log: "statement=\"SELECT pg_advisory_lock(1)\" why=\"calls pg_advisory_lock, which takes a session-level advisory lock, which outlives the call's transaction\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_advisory_unlock_all", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("SELECT pg_advisory_unlock_all()")
+			return nil
+		}), log: "statement=\"SELECT pg_advisory_unlock_all()\" why=\"calls pg_advisory_unlock_all, which releases session-level advisory locks, which belong to the host\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_prepare_execute", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "PREPARE sneaky AS INSERT INTO items (name) VALUES ('escaped')")
+			ignore(c, "EXECUTE sneaky")
+			return nil
+		}), log: "statement=\"PREPARE sneaky AS INSERT INTO items (name) VALUES ('escaped')\" why=\"prepares a statement on the session, which outlives the call's transaction\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_cursor_with_hold", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "DECLARE spy CURSOR WITH HOLD FOR SELECT id FROM items")
+			return nil
+		}), log: "statement=\"DECLARE spy CURSOR WITH HOLD FOR SELECT id FROM items\" why=\"declares or uses a cursor, which can outlive the call's transaction (WITH HOLD)\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_listen", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "LISTEN llmtool")
+			return nil
+		}), log: "statement=\"LISTEN llmtool\" why=\"changes what the session listens to, which outlives the call\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_notify", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("SELECT pg_notify('llmtool', 'x')")
+			_, _ = c.Exec("NOTIFY llmtool")
+			return nil
+		}), log: "statement=\"SELECT pg_notify('llmtool', 'x')\" why=\"calls pg_notify, which notifies other sessions on the server\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: readTool("read_pg_temp_table", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "CREATE TABLE pg_temp.scratch (x INTEGER)")
+			ignore(c, "SELECT 1 AS x INTO TEMP scratch")
+			return nil
+		}), log: "statement=\"CREATE TABLE pg_temp.scratch (x INTEGER)\" why=\"names an object in the temp schema, which lives with the connection, not the database\"", err: llmtool.ErrStatementRefused},
+		// PostgreSQL: code, files and the server.
+		{only: "postgres", tool: readTool("read_do_block", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, `DO $$BEGIN PERFORM set_config('transaction_read_only', 'off', true); INSERT INTO items (name) VALUES ('escaped'); END$$`)
+			return nil
+		}), log: "why=\"runs an anonymous code block, whose statements llmtool cannot check\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_copy", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("COPY items (name) FROM PROGRAM 'echo escaped'")
+			return nil
+		}), log: "statement=\"COPY items (name) FROM PROGRAM 'echo escaped'\" why=\"copies between a table and a file, a program or the client's stream, outside the queries llmtool checks\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_create_function", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec(`CREATE FUNCTION spy() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN DELETE FROM items; RETURN NULL; END$$`)
+			return nil
+		}), log: "why=\"defines or changes code that llmtool cannot check\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_grant", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("GRANT ALL ON items TO PUBLIC")
+			return nil
+		}), log: "statement=\"GRANT ALL ON items TO PUBLIC\" why=\"changes roles, privileges or security labels\"", err: llmtool.ErrStatementRefused},
+		{only: "postgres", tool: writeTool("write_alter_database", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("ALTER DATABASE postgres SET default_transaction_read_only = on")
+			return nil
+		}), log: "why=\"configures the server or a whole database\"", err: llmtool.ErrStatementRefused},
+		// PostgreSQL refuses writes in a read tool's transaction, however
+		// they are phrased.
+		{only: "postgres", tool: readTool("read_writable_cte", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			var id int
+			return c.QueryRow(`WITH x AS (INSERT INTO items (name) VALUES ('escaped') RETURNING id) SELECT id FROM x`).Scan(&id)
+		}), log: `err="llmtool: tool read_writable_cte is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute SELECT in a read-only transaction (SQLSTATE 25006)"`},
+		{only: "postgres", tool: readTool("read_nextval", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			var id int
+			return c.QueryRow(`SELECT nextval('items_id_seq')`).Scan(&id)
+		}), log: `err="llmtool: tool read_nextval is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute nextval() in a read-only transaction (SQLSTATE 25006)"`},
+		// PostgreSQL, through the raw *sql.Tx: the session state stays on
+		// that connection, which is closed after the call, whether the
+		// call rolls back or commits.
+		{only: "postgres", tool: writeTool("write_tx_session_state_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			if err := firstErr(c.Tx(), sessionState...); err != nil {
+				return err
+			}
+			return errors.New("done changing the session")
+		})},
+		{only: "postgres", ok: true, tool: writeTool("write_tx_session_state_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			return firstErr(c.Tx(), sessionState...)
+		})},
+
+		// Both engines.
+		{tool: readTool("read_commit_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "COMMIT")
+			ignore(c, insert)
+			return nil
+		}), log: "statement=COMMIT why=\"controls the transaction\"", err: llmtool.ErrStatementRefused},
+		{tool: readTool("read_rollback_begin", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "ROLLBACK")
+			ignore(c, "BEGIN IMMEDIATE")
+			ignore(c, "START TRANSACTION READ WRITE")
+			ignore(c, insert)
+			return nil
+		}), log: "statement=ROLLBACK", err: llmtool.ErrStatementRefused},
+		{tool: readTool("read_temp_table", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			ignore(c, "CREATE TEMP TABLE scratch (x INTEGER)")
+			return nil
+		}), log: "why=\"creates or changes an object that lives with the connection, not the database\"", err: llmtool.ErrStatementRefused},
+		{ok: true, tool: readTool("read_rows_left_open", func(c *llmtool.ReadCtx, _ escapeIn) error {
+			_, err := c.Query("SELECT id FROM items") // never closed
+			return err
+		})},
+		{tool: writeTool("write_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
+				return err
+			}
+			_, _ = c.Exec("COMMIT")
+			return errors.New("something failed after the commit")
+		}), log: "statement=COMMIT", err: llmtool.ErrStatementRefused},
+		{tool: writeTool("write_tx_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
+				return err
+			}
+			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
+			return errors.New("something failed after the commit")
+		}), log: "write tool ended its transaction itself"},
+		{tool: writeTool("write_tx_commit_then_nil", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
+				return err
+			}
+			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
+			return nil
+		}), err: sql.ErrTxDone},
+		{pgBug: rawTxControlBug, tool: writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			tx := c.Tx()
+			if _, err := tx.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
+				return err
+			}
+			_, _ = tx.Exec("COMMIT")
+			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('after')`)
+			return nil
+		})},
+		{pgBug: rawTxControlBug, tool: writeTool("write_tx_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			tx := c.Tx()
+			_, _ = tx.Exec("ROLLBACK")
+			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
+			return nil
+		})},
+		{tool: writeTool("write_tx_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_ = c.Tx().Rollback() //llmtoolvet:ignore the escape suite proves the run-time refusal
+			return nil
+		}), err: sql.ErrTxDone},
+		{tool: writeTool("write_savepoint_released", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("SAVEPOINT early")
+			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('partial')`)
+			_, _ = c.Exec("RELEASE early")
+			return errors.New("failed after the release")
+		}), log: "statement=\"SAVEPOINT early\"", err: llmtool.ErrStatementRefused},
+		{tool: writeTool("write_tx_from_goroutine", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			tx, started := c.Tx(), make(chan struct{})
 			go func() { //llmtoolvet:ignore the escape suite proves the run-time refusal
 				close(started)
@@ -273,8 +505,8 @@ func TestEscapeAttempts(t *testing.T) {
 			}()
 			<-started
 			return errors.New("returned before the goroutine wrote")
-		}), "", nil},
-		{writeTool("write_rows_left_open", func(c *llmtool.WriteCtx, _ escapeIn) error {
+		})},
+		{tool: writeTool("write_rows_left_open", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			if _, err := c.Query("SELECT id FROM items"); err != nil { // never closed
 				return err
 			}
@@ -283,15 +515,21 @@ func TestEscapeAttempts(t *testing.T) {
 				return err
 			}
 			return errors.New("fail with rows open")
-		}), "", nil},
+		})},
 	}
 	for _, tc := range cases {
+		if !runsOn(tc.only) {
+			continue
+		}
 		name := tc.tool.Spec().Name
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			if tc.pgBug != "" && pgtest.FromEnv() {
+				t.Skip(tc.pgBug)
+			}
 			f := newEscapeFixture(t, tc.tool)
 			res := f.reg.Invoke(context.Background(), llmtool.Call{Tool: name, Args: []byte(`{"other":` + quoteJSON(f.other) + `}`)})
-			if name == "read_rows_left_open" {
+			if tc.ok {
 				require.False(t, res.IsError, res.Text())
 			} else {
 				require.True(t, res.IsError, "the call fails: %s", res.JSON)
@@ -301,7 +539,7 @@ func TestEscapeAttempts(t *testing.T) {
 				require.ErrorIs(t, res.Err, tc.err)
 			}
 			if tc.log != "" {
-				require.Contains(t, f.log.String(), tc.log)
+				require.Contains(t, f.log.String(), tc.log, f.log.String())
 				require.Contains(t, f.log.String(), "tool="+name)
 			}
 			time.Sleep(40 * time.Millisecond) // let write_tx_from_goroutine's goroutine try
@@ -314,21 +552,52 @@ func TestEscapeAttempts(t *testing.T) {
 // instead, to the handler that ran it and in the log.
 func TestRefusedStatementMessage(t *testing.T) {
 	t.Parallel()
-	var seen error
-	tool := llmtool.Read("sneaky", "Try to escape.", func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
-		var x int
-		seen = c.QueryRow("PRAGMA query_only = 0").Scan(&x)
-		return struct{}{}, nil
-	})
-	f := newEscapeFixture(t, tool)
-	res := invoke(f.reg, "sneaky", "")
-	require.True(t, res.IsError)
-	require.EqualError(t, seen, "llmtool: statement refused: tool sneaky ran statement `PRAGMA query_only = 0` sets a pragma, which changes the connection's settings; read a pragma with SELECT * FROM pragma_<name>(...); set pragmas where the host opens the database (in the DSN's _pragma parameters).")
-	require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused)
-	require.Contains(t, f.log.String(), `level=ERROR msg="llmtool: tool ran a statement that would change its transaction or connection; llmtool refused it" tool=sneaky statement="PRAGMA query_only = 0" why="sets a pragma, which changes the connection's settings" instead="read a pragma with SELECT * FROM pragma_<name>(...); set pragmas where the host opens the database (in the DSN's _pragma parameters)."`)
+	const txInstead = "llmtool begins each call's transaction, commits it when the handler returns nil and rolls it back when it returns an error: return an error to undo the call's work."
+	const pgSetInstead = "configure sessions where the host opens the database (the DSN's options) or with ALTER ROLE/DATABASE ... SET as the administrator; read a setting with SHOW or current_setting()."
+	tests := []struct {
+		only, stmt, why, instead string
+	}{
+		{"sqlite", "PRAGMA query_only = 0", "sets a pragma, which changes the connection's settings", "read a pragma with SELECT * FROM pragma_<name>(...); set pragmas where the host opens the database (in the DSN's _pragma parameters)."},
+		{"", "COMMIT", "controls the transaction", txInstead},
+		{"postgres", "SET TRANSACTION READ WRITE", "changes the settings of the session or of the call's transaction", pgSetInstead},
+		{"postgres", "SELECT set_config('transaction_read_only', 'off', true)", "calls set_config, which changes the session's settings", pgSetInstead},
+		{"postgres", "SELECT pg_advisory_lock(1)", "calls pg_advisory_lock, which takes a session-level advisory lock, which outlives the call's transaction", "use pg_advisory_xact_lock or pg_try_advisory_xact_lock, whose locks end with the call's transaction."},
+		{"postgres", "PRAGMA query_only = 0", "is not a statement a tool may run", "a tool may run SELECT, WITH, VALUES, TABLE, INSERT, UPDATE, DELETE, MERGE, TRUNCATE, LOCK, SHOW, CALL, COMMENT, REFRESH MATERIALIZED VIEW, SET CONSTRAINTS, and CREATE, ALTER, DROP, ANALYZE or REINDEX on the host's database."},
+	}
+	for _, tc := range tests {
+		if !runsOn(tc.only) {
+			continue
+		}
+		t.Run(tc.stmt, func(t *testing.T) {
+			t.Parallel()
+			var seen error
+			tool := llmtool.Read("sneaky", "Try to escape.", func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+				var x any
+				seen = c.QueryRow(tc.stmt).Scan(&x)
+				return struct{}{}, nil
+			})
+			f := newEscapeFixture(t, tool)
+			res := invoke(f.reg, "sneaky", "")
+			require.True(t, res.IsError)
+			require.EqualError(t, seen, "llmtool: statement refused: tool sneaky ran statement `"+tc.stmt+"` "+tc.why+"; "+tc.instead)
+			require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused)
+			require.Contains(t, f.log.String(), `level=ERROR msg="llmtool: tool ran a statement that would change its transaction or connection; llmtool refused it" tool=sneaky statement=`+slogQuote(tc.stmt)+` why=`+slogQuote(tc.why)+` instead=`+slogQuote(tc.instead))
+			f.requireClean(t)
+		})
+	}
 }
 
-// Ordinary SQL, including reading pragmas, runs as before.
+// slogQuote renders s as slog's text handler writes a value: bare when it
+// needs no quoting, else quoted.
+func slogQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " =\"") && strconv.Quote(s) == `"`+s+`"` {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// Ordinary SQL, including reading pragmas on SQLite and the statements
+// PostgreSQL allows inside a transaction, runs as before.
 func TestAllowedStatements(t *testing.T) {
 	t.Parallel()
 	type out struct {
@@ -359,7 +628,71 @@ func TestAllowedStatements(t *testing.T) {
 		}
 		return o, c.QueryRow(`SELECT qty FROM items WHERE id = 1`).Scan(&o.ID)
 	})
+	if pgtest.FromEnv() {
+		read = llmtool.Read("introspect", "Read the schema.", func(c *llmtool.ReadCtx, _ struct{}) (out, error) {
+			var o out
+			// ? outside the literal is rewritten as $1; ?? is jsonb's ?.
+			if err := c.QueryRow(`SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name <> '?' AND '{"a":1}'::jsonb ?? 'a'`, "items").Scan(&o.Cols); err != nil {
+				return o, err
+			}
+			var isolation string
+			if err := c.QueryRow(`SHOW transaction_isolation`).Scan(&isolation); err != nil || isolation != "repeatable read" {
+				return o, fmt.Errorf("isolation %q: %v", isolation, err)
+			}
+			for _, q := range []string{
+				`TABLE items`,
+				`(SELECT id FROM items)`,
+				`EXPLAIN SELECT * FROM items`,
+				`EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM items`,
+				`SELECT pg_try_advisory_xact_lock(1)`,
+				`LOCK TABLE items IN ACCESS SHARE MODE`,
+				`SELECT current_setting('transaction_read_only')`,
+			} {
+				rows, err := c.Query(q)
+				if err != nil {
+					return o, fmt.Errorf("%s: %w", q, err)
+				}
+				if err := rows.Close(); err != nil {
+					return o, err
+				}
+			}
+			return o, nil
+		})
+		write = llmtool.Write("ddl_and_dml", "Change schema and data.", func(c *llmtool.WriteCtx, _ struct{}) (out, error) {
+			var o out
+			for _, q := range []struct {
+				sql  string
+				args []any
+			}{
+				{sql: `CREATE TABLE IF NOT EXISTS tags (id BIGSERIAL PRIMARY KEY, temp TEXT UNIQUE)`},
+				{sql: `CREATE UNLOGGED TABLE IF NOT EXISTS scratch (x INTEGER)`},
+				{sql: `CREATE INDEX IF NOT EXISTS tags_temp ON tags (temp)`},
+				{sql: `COMMENT ON TABLE tags IS 'tags'`},
+				{sql: `SET CONSTRAINTS ALL DEFERRED`},
+				{sql: `LOCK TABLE tags IN SHARE ROW EXCLUSIVE MODE`},
+				{sql: `INSERT INTO tags (temp) VALUES (?) ON CONFLICT (temp) DO NOTHING`, args: []any{"x"}},
+				{sql: `MERGE INTO tags t USING (VALUES ($1::text)) AS v (temp) ON t.temp = v.temp WHEN NOT MATCHED THEN INSERT (temp) VALUES (v.temp)`, args: []any{"x"}},
+				{sql: `CALL bump_items(?)`, args: []any{1}},
+				{sql: `CREATE MATERIALIZED VIEW IF NOT EXISTS tag_counts AS SELECT count(*) AS n FROM tags`},
+				{sql: `REFRESH MATERIALIZED VIEW tag_counts`},
+				{sql: `TRUNCATE scratch`},
+				{sql: `ANALYZE tags`},
+				{sql: `REINDEX TABLE tags`},
+				{sql: `SELECT pg_advisory_xact_lock(1)`},
+			} {
+				if _, err := c.Exec(q.sql, q.args...); err != nil {
+					return o, fmt.Errorf("%s: %w", q.sql, err)
+				}
+			}
+			return o, c.QueryRow(`SELECT qty FROM items WHERE id = ?`, 1).Scan(&o.ID)
+		})
+	}
 	f := newEscapeFixture(t, read, write)
+	if pgtest.FromEnv() {
+		// The host's migrations define the procedure a tool calls.
+		_, err := f.db.Exec(`CREATE PROCEDURE bump_items(n integer) LANGUAGE sql AS $$UPDATE items SET qty = qty + n WHERE id = 1$$`)
+		require.NoError(t, err)
+	}
 	res := invoke(f.reg, "introspect", "")
 	require.False(t, res.IsError, res.Text())
 	require.JSONEq(t, `{"cols":3,"id":0}`, string(res.JSON))

@@ -49,6 +49,22 @@ func countNotes(t testing.TB, db *sql.DB) int {
 	return n
 }
 
+// noteTitles returns every note's ID and title, in ID order.
+func noteTitles(t testing.TB, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT id, title FROM notes ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var titles []string
+	for rows.Next() {
+		var id, title string
+		require.NoError(t, rows.Scan(&id, &title))
+		titles = append(titles, id+": "+title)
+	}
+	require.NoError(t, rows.Err())
+	return titles
+}
+
 // syncBuffer is a log destination safe for concurrent calls.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -190,7 +206,13 @@ var cloneNote = llmtool.Write("clone_note", "Clone a note under another parent."
 
 var tagNotes = llmtool.Write("tag_notes", "Tag notes.",
 	func(c *llmtool.WriteCtx, in TagNotesIn) (struct{}, error) {
-		_, err := c.Exec(`UPDATE notes SET title = title || ' #tagged' WHERE id IN (SELECT value FROM json_each(?))`, `["`+strings.Join(in.NoteIDs, `","`)+`"]`)
+		// One ? per ID: portable, where SQLite's json_each is not.
+		args := make([]any, len(in.NoteIDs))
+		for i, id := range in.NoteIDs {
+			args[i] = id
+		}
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")
+		_, err := c.Exec(`UPDATE notes SET title = title || ' #tagged' WHERE id IN (`+marks+`)`, args...)
 		return struct{}{}, err
 	})
 
@@ -258,8 +280,7 @@ func TestEntityAndToolGuards(t *testing.T) {
 				ctx = alice(ctx)
 			}
 			before := countNotes(t, db)
-			var title string
-			require.NoError(t, db.QueryRow(`SELECT group_concat(title) FROM notes`).Scan(&title))
+			title := noteTitles(t, db)
 			res := reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args)})
 			if tc.want == "" {
 				require.False(t, res.IsError, res.Text())
@@ -269,9 +290,7 @@ func TestEntityAndToolGuards(t *testing.T) {
 				require.Equal(t, tc.want, res.Text())
 				require.Equal(t, tc.kind, llmtool.KindOf(res.Err))
 				require.Equal(t, before, countNotes(t, db), "nothing written")
-				var after string
-				require.NoError(t, db.QueryRow(`SELECT group_concat(title) FROM notes`).Scan(&after))
-				require.Equal(t, title, after, "nothing written")
+				require.Equal(t, title, noteTitles(t, db), "nothing written")
 			}
 			require.Equal(t, tc.ran, log.ran)
 		})

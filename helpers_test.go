@@ -19,22 +19,71 @@ import (
 // PostgreSQL database when LLMTOOL_TEST_ENGINE=postgres.
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
+	db, _ := openDBAt(t)
+	return db
+}
+
+// openDBAt is openDB that also says where the database is, for openAgain:
+// the SQLite file's path, or the PostgreSQL database's DSN.
+func openDBAt(t testing.TB) (*sql.DB, string) {
+	t.Helper()
 	if pgtest.FromEnv() {
-		db := pgtest.Open(t)
+		dsn := pgtest.DSN(t)
+		db := openAgain(t, dsn)
 		_, err := db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
 		require.NoError(t, err)
 		_, err = db.Exec(`INSERT INTO items (name, qty) VALUES ('apple', 3)`)
 		require.NoError(t, err)
-		return db
+		return db, dsn
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "test.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+	path := filepath.Join(t.TempDir(), "test.db")
+	db := openAgain(t, path)
+	_, err := db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
 	_, err = db.Exec(`INSERT INTO items (id, name, qty) VALUES (1, 'apple', 3)`)
 	require.NoError(t, err)
+	return db, path
+}
+
+// openAgain opens another handle on the database at where (from
+// openDBAt), as another process or replica would; it is closed when t
+// ends.
+func openAgain(t testing.TB, where string) *sql.DB {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	if pgtest.FromEnv() {
+		db, err = sql.Open("pgx", where)
+	} else {
+		db, err = llmtool.OpenSQLite("sqlite", where)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// testEngine names the engine the tests run on: "postgres" with
+// LLMTOOL_TEST_ENGINE=postgres, else "sqlite". Rows of engine-aware test
+// tables name the engine they hold on (see runsOn).
+func testEngine() string {
+	if pgtest.FromEnv() {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// runsOn reports whether a table row for only ("sqlite", "postgres", or
+// "" for both) runs on the engine under test.
+func runsOn(only string) bool { return only == "" || only == testEngine() }
+
+// readToolWriteErr is the error of a read tool whose INSERT the database
+// refused, as the read-only transaction of each engine words it.
+func readToolWriteErr(tool string) string {
+	refusal := "attempt to write a readonly database (8)"
+	if pgtest.FromEnv() {
+		refusal = "ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
+	}
+	return "llmtool: tool " + tool + " is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: " + refusal
 }
 
 func countItems(t testing.TB, db *sql.DB) int {

@@ -53,11 +53,12 @@ type cancelKey struct{}
 
 var addItem = llmtool.Write("add_item", "Add an item.",
 	func(c *llmtool.WriteCtx, in AddItemIn) (ItemOut, error) {
-		res, err := c.Exec(`INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
-		if err != nil {
+		// RETURNING rather than LastInsertId, which PostgreSQL's driver
+		// does not have; ? is rewritten as $1, $2 there.
+		var id int64
+		if err := c.QueryRow(`INSERT INTO items (name, qty) VALUES (?, ?) RETURNING id`, in.Name, in.Qty).Scan(&id); err != nil {
 			return ItemOut{}, err
 		}
-		id, _ := res.LastInsertId()
 		switch in.Fail {
 		case "error":
 			return ItemOut{}, errors.New("disk on fire")
@@ -153,7 +154,9 @@ func TestReadToolCannotWrite(t *testing.T) {
 	reg := newRegistry(t, db, llmtool.DefineTools("sneaky", sneaky))
 	res := invoke(reg, "sneaky_insert", "")
 	require.True(t, res.IsError)
-	require.ErrorContains(t, res.Err, "llmtool: tool sneaky_insert is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: attempt to write a readonly database")
+	// SQLite refuses it on the read connection (PRAGMA query_only),
+	// PostgreSQL in the READ ONLY transaction (SQLSTATE 25006).
+	require.EqualError(t, res.Err, readToolWriteErr("sneaky_insert"))
 	require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
 	require.JSONEq(t, `{"error":"Internal error in sneaky_insert; the details were logged. Try again once; if it fails again, tell the user the tool is failing."}`, string(res.JSON))
 	require.Equal(t, 1, countItems(t, db))

@@ -2,10 +2,9 @@ package llmtool_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -84,21 +83,15 @@ func TestWritesOffAction(t *testing.T) {
 
 func TestScopeSettingSurvivesReopen(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "app.db")
 	ctx := inScope("wiki")
-	db, err := llmtool.OpenSQLite("sqlite", path)
-	require.NoError(t, err)
-	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
-	require.NoError(t, err)
+	db, where := openDBAt(t)
 	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.NoError(t, err)
 	require.NoError(t, reg.SetWrites(ctx, "wiki", true))
 	require.NoError(t, reg.Close())
 	require.NoError(t, db.Close())
 
-	db, err = llmtool.OpenSQLite("sqlite", path)
-	require.NoError(t, err)
-	defer db.Close()
+	db = openAgain(t, where)
 	reg, _ = newReg(t, db, itemTools)
 	on, err := reg.WritesEnabled(ctx, "wiki")
 	require.NoError(t, err)
@@ -120,11 +113,17 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 
 		res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 		require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "s". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
-		require.Contains(t, logs.String(), `level=ERROR msg="llmtool: cannot read the scope's tool settings; write tools stay off" scope=s err="llmtool: read settings of scope \"s\": SQL logic error: no such column: tool (1)"`)
+		// The database's own words for the missing column, as the log
+		// quotes them.
+		noColumn := map[string]string{
+			"sqlite":   `SQL logic error: no such column: tool (1)`,
+			"postgres": `ERROR: column "tool" does not exist (SQLSTATE 42703)`,
+		}[testEngine()]
+		require.Contains(t, logs.String(), `level=ERROR msg="llmtool: cannot read the scope's tool settings; write tools stay off" scope=s err=`+strconv.Quote(`llmtool: read settings of scope "s": `+noColumn))
 		require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, ctx))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)}).IsError, "reads still work")
 
-		require.ErrorContains(t, reg.SetWrites(ctx, "s", true), `llmtool: set writes in scope "s": llmtool: read settings of scope "s": SQL logic error: no such column: tool (1)`)
+		require.ErrorContains(t, reg.SetWrites(ctx, "s", true), `llmtool: set writes in scope "s": llmtool: read settings of scope "s": `+noColumn)
 		on, err := reg.WritesEnabled(ctx, "s")
 		require.Error(t, err)
 		require.False(t, on)
@@ -142,7 +141,10 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 		require.NoError(t, err)
 		res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)})
 		require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
-		require.Contains(t, logs.String(), "no such column: enabled")
+		require.Contains(t, logs.String(), map[string]string{
+			"sqlite":   `no such column: enabled`,
+			"postgres": `ERROR: column \"enabled\" does not exist (SQLSTATE 42703)`,
+		}[testEngine()])
 		require.Equal(t, 2, countItems(t, db))
 	})
 }
@@ -196,7 +198,7 @@ func (e *events) take() []string {
 
 func TestSubscribe(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db, where := openDBAt(t)
 	reg, _ := newReg(t, db, itemTools)
 	ctx := context.Background()
 	ev := &events{}
@@ -219,7 +221,7 @@ func TestSubscribe(t *testing.T) {
 	require.Equal(t, []string{""}, ev.take(), "a loader resolved")
 
 	// A change made by another process is seen when the cache is refreshed.
-	db2 := openSameDB(t, db)
+	db2 := openAgain(t, where)
 	reg2, _ := newRegOpts(t, db2, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
 	ev2 := &events{}
 	reg2.Subscribe(ev2.add)
@@ -235,23 +237,12 @@ func TestSubscribe(t *testing.T) {
 	require.Empty(t, ev.take())
 }
 
-// openSameDB opens a second handle on db's file, as another process would.
-func openSameDB(t testing.TB, db *sql.DB) *sql.DB {
-	t.Helper()
-	var file string
-	require.NoError(t, db.QueryRow(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file))
-	db2, err := llmtool.OpenSQLite("sqlite", file)
-	require.NoError(t, err)
-	t.Cleanup(func() { db2.Close() })
-	return db2
-}
-
 func TestPolicyCacheAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db, where := openDBAt(t)
 	reg, _ := newReg(t, db, itemTools)
-	fresh, _ := newRegOpts(t, openSameDB(t, db), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
-	pinned, _ := newRegOpts(t, openSameDB(t, db), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools)
+	fresh, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
+	pinned, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools)
 	ctx := inScope("s")
 	call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}
 
