@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,23 +78,29 @@ func troubleRegistry(t *testing.T, db *sql.DB, logs *syncBuffer, writes bool) *l
 	return reg
 }
 
-// TestDatabaseTrouble produces each condition on a real SQLite file and
-// checks the model's message names it with the next step, the error keeps
-// SQLite's detail for the log, and nothing was written.
+// TestDatabaseTrouble produces each condition on a real SQLite file, or on
+// a real PostgreSQL server, and checks the model's message names it with
+// the next step, the error keeps the engine's detail for the log, and
+// nothing was written.
 func TestDatabaseTrouble(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
+		only string // the engine the row holds on
+		// elsewhere says why the row does not run on the other engine.
+		elsewhere string
 		// setup returns the registry, the database to count items in, the
 		// call that meets the condition, and what ends the condition.
 		setup      func(t *testing.T, logs *syncBuffer) (reg *llmtool.Registry, db *sql.DB, tool, args string, end func())
 		msg        string
-		code       int // SQLite primary result code in the error's chain
+		code       int    // SQLite primary result code in the error's chain
+		state      string // PostgreSQL's SQLSTATE in the error's chain
 		itemsAfter int
 	}{
 		{
 			// Another connection holds the write lock past the busy timeout.
-			name: "busy write", msg: busyAddItem, code: 5, itemsAfter: 1,
+			name: "busy write", only: "sqlite", elsewhere: "SQLite only: another connection holds the file's write lock past the busy timeout (PostgreSQL's form is \"lock timeout write\")",
+			msg: busyAddItem, code: 5, itemsAfter: 1,
 			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
 				path := filepath.Join(t.TempDir(), "busy.db")
 				db := openFile(t, path, "_pragma=busy_timeout(50)&_pragma=journal_mode(WAL)&_txlock=immediate")
@@ -107,7 +114,8 @@ func TestDatabaseTrouble(t *testing.T) {
 		},
 		{
 			// In rollback-journal mode an exclusive lock keeps readers out.
-			name: "busy read", msg: busyGetItem, code: 5, itemsAfter: 1,
+			name: "busy read", only: "sqlite", elsewhere: "SQLite only: an exclusive lock on a rollback-journal file keeps readers out (PostgreSQL's form is \"lock timeout read\")",
+			msg: busyGetItem, code: 5, itemsAfter: 1,
 			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
 				path := filepath.Join(t.TempDir(), "busy-read.db")
 				db := openFile(t, path, "_pragma=busy_timeout(50)&_pragma=journal_mode(DELETE)&_txlock=immediate")
@@ -127,7 +135,8 @@ func TestDatabaseTrouble(t *testing.T) {
 		},
 		{
 			// max_page_count caps the file as a full disk would.
-			name: "full", msg: fullPutBlob, code: 13, itemsAfter: 1,
+			name: "full", only: "sqlite", elsewhere: "SQLite only: max_page_count caps the file as a full disk would; PostgreSQL's disk full (SQLSTATE 53100) cannot be produced in a test",
+			msg: fullPutBlob, code: 13, itemsAfter: 1,
 			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
 				path := filepath.Join(t.TempDir(), "full.db")
 				db := openFile(t, path, "_pragma=max_page_count(40)&_pragma=busy_timeout(1000)&_pragma=journal_mode(WAL)&_txlock=immediate")
@@ -138,7 +147,8 @@ func TestDatabaseTrouble(t *testing.T) {
 		{
 			// The file is opened read-only (chmod 0444 would do the same,
 			// but not for root, which CI may run as).
-			name: "read-only write", msg: readOnlyAddItem, code: 8, itemsAfter: 1,
+			name: "read-only write", only: "sqlite", elsewhere: "SQLite only: the file is opened read-only (PostgreSQL's form is \"read-only session write\")",
+			msg: readOnlyAddItem, code: 8, itemsAfter: 1,
 			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
 				path := filepath.Join(t.TempDir(), "ro.db")
 				rw, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(DELETE)&_txlock=immediate")
@@ -155,7 +165,8 @@ func TestDatabaseTrouble(t *testing.T) {
 		},
 		{
 			// The items table's root page is overwritten with garbage.
-			name: "corrupt", msg: corruptGetItem, code: 11, itemsAfter: -1,
+			name: "corrupt", only: "sqlite", elsewhere: "SQLite only: a damaged database file; PostgreSQL's files are the server's, out of a client's reach",
+			msg: corruptGetItem, code: 11, itemsAfter: -1,
 			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
 				path := filepath.Join(t.TempDir(), "corrupt.db")
 				rw, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(DELETE)")
@@ -174,10 +185,49 @@ func TestDatabaseTrouble(t *testing.T) {
 				return troubleRegistry(t, db, logs, false), db, "get_item", `{"id":1}`, nil
 			},
 		},
+		{
+			// Another session holds an exclusive lock on items past the
+			// registry's sessions' lock_timeout (SQLSTATE 55P03).
+			name: "lock timeout write", only: "postgres", elsewhere: "PostgreSQL only: a table lock held past lock_timeout (SQLite's form is \"busy write\" and \"busy read\")",
+			msg: busyAddItem, state: "55P03", itemsAfter: 1,
+			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
+				admin, dsn := openDBAt(t)
+				db := openAgain(t, withRuntimeParam(t, dsn, "lock_timeout", "50ms"))
+				reg := troubleRegistry(t, db, logs, true)
+				return reg, admin, "add_item", `{"name":"pear"}`, lockItems(t, admin)
+			},
+		},
+		{
+			name: "lock timeout read", only: "postgres", elsewhere: "PostgreSQL only: a table lock held past lock_timeout (SQLite's form is \"busy write\" and \"busy read\")",
+			msg: busyGetItem, state: "55P03", itemsAfter: 1,
+			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
+				admin, dsn := openDBAt(t)
+				db := openAgain(t, withRuntimeParam(t, dsn, "lock_timeout", "50ms"))
+				reg := troubleRegistry(t, db, logs, false)
+				return reg, admin, "get_item", `{"id":1}`, lockItems(t, admin)
+			},
+		},
+		{
+			// The registry's sessions default to read-only transactions,
+			// as on a standby server: the write fails with SQLSTATE 25006,
+			// which is the database's state, not the tool's fault.
+			name: "read-only session write", only: "postgres", elsewhere: "PostgreSQL only: sessions whose transactions default to read-only (SQLite's form is \"read-only write\")",
+			msg: readOnlyAddItem, state: "25006", itemsAfter: 1,
+			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
+				admin, dsn := openDBAt(t)
+				first := troubleRegistry(t, admin, logs, true) // writes on, persisted in the database
+				require.NoError(t, first.Close())
+				db := openAgain(t, withRuntimeParam(t, dsn, "default_transaction_read_only", "on"))
+				return troubleRegistry(t, db, logs, false), admin, "add_item", `{"name":"pear"}`, nil
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if !runsOn(tc.only) {
+				t.Skip(tc.elsewhere)
+			}
 			logs := &syncBuffer{}
 			reg, db, tool, args, end := tc.setup(t, logs)
 			res := invoke(reg, tool, args)
@@ -188,17 +238,47 @@ func TestDatabaseTrouble(t *testing.T) {
 			require.Equal(t, tc.msg, res.Text())
 			require.JSONEq(t, fmt.Sprintf(`{"error":%q}`, tc.msg), string(res.JSON))
 			require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
-			var coded interface{ Code() int }
-			require.ErrorAs(t, res.Err, &coded)
-			require.Equal(t, tc.code, coded.Code()&0xff, res.Err.Error())
 			// The detail the model does not see is logged in full.
 			require.Contains(t, logs.String(), `msg="llmtool: tool failed" tool=`+tool)
-			require.Contains(t, logs.String(), fmt.Sprintf("(%d)", tc.code))
+			if tc.state != "" {
+				var pgErr interface{ SQLState() string }
+				require.ErrorAs(t, res.Err, &pgErr)
+				require.Equal(t, tc.state, pgErr.SQLState(), res.Err.Error())
+				require.Contains(t, logs.String(), "(SQLSTATE "+tc.state+")")
+			} else {
+				var coded interface{ Code() int }
+				require.ErrorAs(t, res.Err, &coded)
+				require.Equal(t, tc.code, coded.Code()&0xff, res.Err.Error())
+				require.Contains(t, logs.String(), fmt.Sprintf("(%d)", tc.code))
+			}
 			if tc.itemsAfter >= 0 {
 				require.Equal(t, tc.itemsAfter, countItems(t, db), "nothing was saved")
 			}
 		})
 	}
+}
+
+// withRuntimeParam returns the PostgreSQL DSN with a setting for its
+// sessions, which pgx sends when it connects.
+func withRuntimeParam(t *testing.T, dsn, name, value string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set(name, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// lockItems takes an exclusive lock on items in another session and
+// returns what releases it.
+func lockItems(t *testing.T, db *sql.DB) func() {
+	t.Helper()
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec(`LOCK TABLE items IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	return func() { require.NoError(t, tx.Rollback()) }
 }
 
 // sqliteErr is a driver error carrying a SQLite result code, as
