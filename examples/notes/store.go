@@ -1,5 +1,5 @@
-// Package notes is the data layer of a hierarchical note store kept in a
-// SQLite database (Trilium-like model).
+// Package notes is the data layer of a hierarchical note store
+// (Trilium-like model) kept in a SQLite or a PostgreSQL database.
 //
 // The model:
 //
@@ -11,8 +11,9 @@
 //     (~name=targetNoteId) attached to a note;
 //   - a revision (table revisions) is a copy of a note's title and content
 //     saved before the content is overwritten;
-//   - notes_fts is an FTS5 index over title and content, kept in sync by
-//     triggers.
+//   - a full-text index covers titles and contents: on SQLite the FTS5 table
+//     notes_fts, kept in sync by triggers; on PostgreSQL the generated
+//     tsvector column notes.fts with a GIN index (see [Migrate]).
 //
 // Deletion is soft (isDeleted=1). Deleted notes, branches and attributes are
 // invisible to every read function of this package.
@@ -26,6 +27,36 @@
 // statements run in the call's transaction) they simply use it and leave
 // commit and rollback to the caller.
 //
+// # Engines
+//
+// The store runs on SQLite (modernc.org/sqlite, driver "sqlite") and on
+// PostgreSQL (pgx, driver "pgx"); [Open] opens either. Its SQL is one text
+// for both wherever possible: $N placeholders, which both drivers bind by
+// position; integer 0/1 flags, so that isDeleted = 0 reads the same on both;
+// a column named rowid on PostgreSQL where SQLite's implicit rowid orders
+// rows by age. Only the schema ([Migrate]) and full-text search ([Search])
+// differ by engine, and so does one detail of write transactions: on
+// PostgreSQL a write function that runs several statements first takes a
+// transaction-level advisory lock, so that store writes are serialized as
+// SQLite serializes them (positions of new children, cycle checks and
+// attribute upserts read then write).
+//
+// A function that needs the engine asks the value it was given, without
+// ever running a query to find out (on PostgreSQL a failing query would
+// abort the caller's transaction):
+//
+//   - a value with an Engine() string method (llmtool's *llmtool.ReadCtx and
+//     *llmtool.WriteCtx, or the result of [OnEngine]) reports it:
+//     [EngineSQLite] or [EnginePostgres];
+//   - a *sql.DB is told by its driver (db.Driver() is *stdlib.Driver for
+//     pgx, *sqlite.Driver for modernc.org/sqlite), a *sql.Conn by its
+//     driver connection (through Raw); any other driver is an error;
+//   - anything else, a *sql.Tx in particular, cannot tell: it is taken to be
+//     on SQLite, the store's original engine, so existing SQLite callers
+//     keep working. On PostgreSQL wrap such a value with [OnEngine]; unwrapped,
+//     [Migrate] and [Search] fail there with an error that says so (the
+//     other functions need no engine), and the advisory lock is not taken.
+//
 // The functions of this package do no policy checks (system notes, protected
 // notes, ...): callers are expected to enforce them. They only guard the
 // structural integrity of the store (existence of the notes involved, no
@@ -38,11 +69,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 )
 
 // Queryer is what read functions need; *sql.DB, *sql.Tx and llmtool's read
@@ -56,6 +90,84 @@ type Queryer interface {
 type Execer interface {
 	Queryer
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// The engines the store runs on, as an Engine method reports them (see
+// "Engines" in the package documentation).
+const (
+	// EngineSQLite is SQLite, through modernc.org/sqlite.
+	EngineSQLite = "sqlite"
+	// EnginePostgres is PostgreSQL, through pgx's database/sql driver.
+	EnginePostgres = "postgres"
+)
+
+// OnEngine returns db with an Engine method reporting engine
+// ([EngineSQLite] or [EnginePostgres]), for a value that cannot tell its
+// engine itself, chiefly a *sql.Tx on PostgreSQL:
+//
+//	tx, err := db.BeginTx(ctx, nil)
+//	...
+//	hits, err := notes.Search(ctx, notes.OnEngine(tx, notes.EnginePostgres), "flour", "", 0)
+//
+// The result has no BeginTx method, so write functions use it as the
+// caller's transaction, as they use a *sql.Tx.
+func OnEngine(db Execer, engine string) Execer { return onEngine{db, engine} }
+
+// onEngine is the result of OnEngine.
+type onEngine struct {
+	Execer
+	engine string
+}
+
+// Engine reports the engine given to OnEngine.
+func (e onEngine) Engine() string { return e.engine }
+
+// engineOf tells the engine q runs on, without running a query (see
+// "Engines" in the package documentation). known is false when q cannot
+// tell and SQLite is assumed.
+func engineOf(q Queryer) (engine string, known bool, err error) {
+	switch v := q.(type) {
+	case interface{ Engine() string }:
+		switch e := v.Engine(); e {
+		case EngineSQLite, EnginePostgres:
+			return e, true, nil
+		default:
+			return "", false, fmt.Errorf("%T reports engine %q, not %q or %q: %w", q, e, EngineSQLite, EnginePostgres, ErrInvalidArgument)
+		}
+	case *sql.DB:
+		return driverEngine(v.Driver())
+	case *sql.Conn:
+		err := v.Raw(func(dc any) error {
+			engine, known, err = driverEngine(dc)
+			return err
+		})
+		if err != nil {
+			return "", false, fmt.Errorf("tell the engine of a *sql.Conn: %w", err)
+		}
+		return engine, known, nil
+	}
+	return EngineSQLite, false, nil
+}
+
+// driverEngine tells the engine of a database/sql driver (from
+// sql.DB.Driver) or driver connection (from sql.Conn.Raw).
+func driverEngine(d any) (string, bool, error) {
+	switch d.(type) {
+	case *stdlib.Driver, *stdlib.Conn:
+		return EnginePostgres, true, nil
+	case *sqlite.Driver, sqlite.FileControl: // FileControl: modernc's connection type is unexported
+		return EngineSQLite, true, nil
+	}
+	return "", false, fmt.Errorf("unsupported database driver %T: the note store runs on modernc.org/sqlite or pgx: %w", d, ErrInvalidArgument)
+}
+
+// assumedHint is appended to the errors of Migrate and Search when the
+// engine of q was assumed, in case q is on PostgreSQL.
+func assumedHint(q Queryer, known bool) string {
+	if known {
+		return ""
+	}
+	return fmt.Sprintf(" (the engine of %T cannot be told, SQLite was assumed: on PostgreSQL wrap it with notes.OnEngine)", q)
 }
 
 // Sentinel errors. Errors returned by this package wrap them with %w, so test
@@ -245,34 +357,68 @@ func defaultMime(t string) string {
 // ---------------------------------------------------------------------------
 // Opening, schema and seed data
 
-// Open opens (creating it if needed) the SQLite database file at path with the
-// modernc.org/sqlite driver, in WAL mode with foreign keys on, a 5 s busy
-// timeout and IMMEDIATE transactions, then runs [Migrate] and [Seed].
+// Open opens the note store at path (creating it if needed), runs [Migrate]
+// and [Seed], and returns a *sql.DB ready for use.
+//
+// A path starting with postgres:// or postgresql:// is a PostgreSQL
+// connection URL, opened with pgx (driver "pgx"): the database must exist,
+// and [Migrate] needs the unaccent extension (see there). Any other path is
+// the file of a SQLite database, opened with the modernc.org/sqlite driver in
+// WAL mode with foreign keys on, a 5 s busy timeout and IMMEDIATE
+// transactions. Errors name the file, or the URL without its password and
+// query.
 func Open(ctx context.Context, path string) (*sql.DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open note store: empty path: %w", ErrInvalidArgument)
 	}
-	if strings.ContainsRune(path, '?') {
-		return nil, fmt.Errorf("open note store %q: path must not contain '?': %w", path, ErrInvalidArgument)
+	var (
+		db   *sql.DB
+		name = fmt.Sprintf("%q", path)
+		err  error
+	)
+	if IsPostgresURL(path) {
+		u, perr := url.Parse(path)
+		if perr != nil {
+			// url.Error repeats the URL, password included: keep only
+			// its cause.
+			var ue *url.Error
+			if errors.As(perr, &ue) {
+				perr = ue.Err
+			}
+			return nil, fmt.Errorf("open note store: bad PostgreSQL URL (%w): %w", perr, ErrInvalidArgument)
+		}
+		u.RawQuery, u.Fragment = "", ""
+		name = fmt.Sprintf("%q", u.Redacted())
+		db, err = sql.Open("pgx", path)
+	} else {
+		if strings.ContainsRune(path, '?') {
+			return nil, fmt.Errorf("open note store %s: path must not contain '?': %w", name, ErrInvalidArgument)
+		}
+		db, err = sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	}
-	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open note store %q: %w", path, err)
+		return nil, fmt.Errorf("open note store %s: %w", name, err)
 	}
 	if err := Migrate(ctx, db); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open note store %q: %w", path, err)
+		return nil, fmt.Errorf("open note store %s: %w", name, err)
 	}
 	if err := Seed(ctx, db); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open note store %q: %w", path, err)
+		return nil, fmt.Errorf("open note store %s: %w", name, err)
 	}
 	return db, nil
 }
 
-// schema is the list of idempotent DDL statements run by Migrate.
-var schema = []string{
+// IsPostgresURL reports whether path, as given to [Open], names a
+// PostgreSQL database: it starts with postgres:// or postgresql://.
+func IsPostgresURL(path string) bool {
+	return strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://")
+}
+
+// sqliteSchema is the list of idempotent DDL statements run by Migrate on
+// SQLite.
+var sqliteSchema = []string{
 	`CREATE TABLE IF NOT EXISTS notes (
 		noteId       TEXT PRIMARY KEY NOT NULL,
 		title        TEXT NOT NULL DEFAULT '',
@@ -339,13 +485,140 @@ var schema = []string{
 	END`,
 }
 
-// Migrate creates the tables, indexes, FTS5 table and triggers of the store if
+// pgNow is PostgreSQL's default for date columns, the current time in the
+// store's format (timeLayout), as SQLite's strftime default gives it.
+const pgNow = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+// pgSchema is the list of idempotent DDL statements run by Migrate on
+// PostgreSQL. It mirrors sqliteSchema, with these differences:
+//
+//   - text columns use the "C" collation, so that ORDER BY compares bytes as
+//     SQLite's default BINARY collation does, whatever the database's locale;
+//   - branches and revisions have an identity column named rowid, the
+//     counterpart of SQLite's implicit rowid, so that ORDER BY rowid (oldest
+//     first) is the same SQL on both engines;
+//   - full-text search is the generated column notes.fts (NULL for deleted
+//     notes; the content of protected notes left out) with a GIN index,
+//     built with the text search configuration notes_fts: PostgreSQL's
+//     'simple' configuration (no stemming, no stop words: words match
+//     literally, as with FTS5's unicode61 tokenizer) preceded by the
+//     unaccent dictionary (FTS5's remove_diacritics). The text is passed
+//     through pgFTSText first, so that words split where FTS5 splits them.
+var pgSchema = []string{
+	`CREATE EXTENSION IF NOT EXISTS unaccent`,
+	`DO $$ BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_ts_config
+			WHERE cfgname = 'notes_fts' AND cfgnamespace = to_regnamespace(current_schema())) THEN
+			CREATE TEXT SEARCH CONFIGURATION notes_fts (COPY = pg_catalog.simple);
+			ALTER TEXT SEARCH CONFIGURATION notes_fts
+				ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword,
+					hword_asciipart, hword_part, hword_numpart
+				WITH unaccent, simple;
+		END IF;
+	END $$`,
+	`CREATE TABLE IF NOT EXISTS notes (
+		noteId       TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+		title        TEXT COLLATE "C" NOT NULL DEFAULT '',
+		type         TEXT COLLATE "C" NOT NULL DEFAULT 'text',
+		mime         TEXT COLLATE "C" NOT NULL DEFAULT '',
+		content      TEXT COLLATE "C" NOT NULL DEFAULT '',
+		isProtected  INTEGER NOT NULL DEFAULT 0,
+		isDeleted    INTEGER NOT NULL DEFAULT 0,
+		dateCreated  TEXT COLLATE "C" NOT NULL DEFAULT ` + pgNow + `,
+		dateModified TEXT COLLATE "C" NOT NULL DEFAULT ` + pgNow + `,
+		fts          tsvector GENERATED ALWAYS AS (CASE WHEN isDeleted = 0 THEN
+			to_tsvector('notes_fts', ` + pgFTSText("title") + `) ||
+			to_tsvector('notes_fts', CASE WHEN isProtected = 0 THEN ` + pgFTSText("content") + ` ELSE '' END)
+		END) STORED
+	)`,
+	`CREATE INDEX IF NOT EXISTS notes_fts_gin ON notes USING GIN (fts)`,
+	`CREATE TABLE IF NOT EXISTS branches (
+		rowid        BIGINT GENERATED ALWAYS AS IDENTITY,
+		branchId     TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+		noteId       TEXT COLLATE "C" NOT NULL REFERENCES notes(noteId),
+		parentNoteId TEXT COLLATE "C" NOT NULL REFERENCES notes(noteId),
+		position     INTEGER NOT NULL DEFAULT 0,
+		isDeleted    INTEGER NOT NULL DEFAULT 0
+	)`,
+	`CREATE INDEX IF NOT EXISTS branches_noteId ON branches(noteId)`,
+	`CREATE INDEX IF NOT EXISTS branches_parentNoteId ON branches(parentNoteId, position)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS branches_live_unique
+		ON branches(noteId, parentNoteId) WHERE isDeleted = 0`,
+	`CREATE TABLE IF NOT EXISTS attributes (
+		attributeId TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+		noteId      TEXT COLLATE "C" NOT NULL REFERENCES notes(noteId),
+		type        TEXT COLLATE "C" NOT NULL CHECK (type IN ('label', 'relation')),
+		name        TEXT COLLATE "C" NOT NULL,
+		value       TEXT COLLATE "C" NOT NULL DEFAULT '',
+		position    INTEGER NOT NULL DEFAULT 0,
+		isDeleted   INTEGER NOT NULL DEFAULT 0
+	)`,
+	`CREATE INDEX IF NOT EXISTS attributes_noteId ON attributes(noteId)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS attributes_live_unique
+		ON attributes(noteId, type, name) WHERE isDeleted = 0`,
+	`CREATE TABLE IF NOT EXISTS revisions (
+		rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+		revisionId  TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+		noteId      TEXT COLLATE "C" NOT NULL REFERENCES notes(noteId),
+		title       TEXT COLLATE "C" NOT NULL DEFAULT '',
+		content     TEXT COLLATE "C" NOT NULL DEFAULT '',
+		source      TEXT COLLATE "C" NOT NULL DEFAULT '',
+		dateCreated TEXT COLLATE "C" NOT NULL DEFAULT ` + pgNow + `
+	)`,
+	`CREATE INDEX IF NOT EXISTS revisions_noteId ON revisions(noteId, dateCreated)`,
+}
+
+// asciiPunct is the ASCII punctuation. FTS5's unicode61 tokenizer splits
+// words at every character that is not a letter or a digit; PostgreSQL's
+// text search parser keeps some of them inside tokens (e-mail addresses,
+// URLs, file names, hyphenated words, signed numbers, HTML tags). Turning
+// them into spaces, in the indexed text (pgFTSText) and in query words
+// (tsQuery) alike, makes it split where FTS5 does.
+const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+// pgFTSText returns the SQL expression of column col with its ASCII
+// punctuation turned into spaces, the text PostgreSQL's index is built from.
+func pgFTSText(col string) string {
+	return "translate(" + col + ", '" + strings.ReplaceAll(asciiPunct, "'", "''") + "', '" +
+		strings.Repeat(" ", len(asciiPunct)) + "')"
+}
+
+// pgMissingUnaccent tells whether the server lacks the unaccent extension,
+// which is part of PostgreSQL's contrib modules.
+const pgMissingUnaccent = `SELECT NOT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'unaccent')`
+
+// Migrate creates the tables, indexes and full-text index of the store if
 // they do not exist yet. It is idempotent.
+//
+// On SQLite the full-text index is an FTS5 table kept in sync by triggers.
+// On PostgreSQL it is a generated tsvector column with a GIN index and the
+// text search configuration notes_fts, which needs the unaccent extension:
+// Migrate creates it (CREATE EXTENSION IF NOT EXISTS unaccent), which the
+// server allows to a role with the CREATE privilege on the database, and
+// fails with a clear error when the server does not have it (it is in
+// PostgreSQL's contrib modules).
 func Migrate(ctx context.Context, db Execer) error {
+	engine, known, err := engineOf(db)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	schema := sqliteSchema
+	if engine == EnginePostgres {
+		schema = pgSchema
+	}
 	return inTx(ctx, db, func(tx Execer) error {
+		if engine == EnginePostgres {
+			var missing bool
+			if err := tx.QueryRowContext(ctx, pgMissingUnaccent).Scan(&missing); err != nil {
+				return fmt.Errorf("migrate: look for the unaccent extension: %w", err)
+			}
+			if missing {
+				return fmt.Errorf("migrate: the PostgreSQL server lacks the unaccent extension (contrib), which full-text search needs: %w", errors.ErrUnsupported)
+			}
+		}
 		for _, stmt := range schema {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migrate: %w", err)
+				return fmt.Errorf("migrate: %w%s", err, assumedHint(db, known))
 			}
 		}
 		return nil
@@ -619,9 +892,11 @@ func Subtree(ctx context.Context, q Queryer, id string, depth, maxChildrenPerLev
 	if err != nil {
 		return nil, fmt.Errorf("read note %q: %w", id, err)
 	}
-	limit := maxChildrenPerLevel
+	limit := int64(maxChildrenPerLevel)
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		// No limit: LIMIT -1 is SQLite's, LIMIT ALL PostgreSQL's, this
+		// is both's.
+		limit = math.MaxInt64
 	}
 	if err := fillSubtree(ctx, q, root, depth, limit, map[string]bool{}); err != nil {
 		return nil, fmt.Errorf("subtree of note %q: %w", id, err)
@@ -631,7 +906,7 @@ func Subtree(ctx context.Context, q Queryer, id string, depth, maxChildrenPerLev
 
 // fillSubtree loads the children of node down to depth levels. onPath holds
 // the IDs of the ancestors of node in this walk, as a guard against cycles.
-func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth, limit int, onPath map[string]bool) error {
+func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth int, limit int64, onPath map[string]bool) error {
 	if node.ChildCount == 0 {
 		return nil
 	}
@@ -681,20 +956,43 @@ func fillSubtree(ctx context.Context, q Queryer, node *TreeNode, depth, limit in
 
 // Search runs a full-text search over the titles and contents of notes and
 // returns at most limit hits (<= 0: [DefaultSearchLimit], capped at
-// [MaxSearchLimit]), best first.
+// [MaxSearchLimit]), best first (ties by note ID).
 //
-// The query is split on white space and each word is matched literally (FTS5
-// operators and quotes in it have no special meaning), all words being
-// required; a word ending in '*' is a prefix search. So any user input is
-// safe to pass. If ancestorID is not empty only strict descendants of that
-// note are searched, and an error wrapping [ErrNotFound] is returned if it
-// does not exist. A query with no searchable word returns an error wrapping
-// [ErrInvalidArgument].
+// The query is split on white space and each word is matched literally
+// (search operators and quotes in it have no special meaning), all words
+// being required; case and diacritics are ignored; a word ending in '*' is a
+// prefix search. So any user input is safe to pass. A word holding
+// punctuation ("12-34", "main.go") matches its parts in a row. If ancestorID
+// is not empty only strict descendants of that note are searched, and an
+// error wrapping [ErrNotFound] is returned if it does not exist. A query with
+// no searchable word returns an error wrapping [ErrInvalidArgument].
 //
 // The content of protected notes is not indexed: they can only be found by
-// title, and their snippet is empty.
+// title, and their snippet is empty. Other snippets are a short extract of
+// the content (of the title when only the title matches) with the matched
+// words wrapped in **.
+//
+// On SQLite this is FTS5 (MATCH, snippet, ranking by bm25); on PostgreSQL
+// its own text search (to_tsquery, ts_headline, ranking by ts_rank). Both
+// find the same notes. The order of hits may differ, and so do snippets,
+// though both mark cut text with "…": FTS5 keeps HTML tags and trailing
+// punctuation; PostgreSQL drops them, picks a slightly different extract
+// (16 words, tags not counted), and highlights the parts of a match joined
+// by punctuation one by one ("**offline**-**sync**"), or not at all inside
+// an e-mail address, a file name or a dashed number (which its parser reads
+// as one token).
 func Search(ctx context.Context, q Queryer, query, ancestorID string, limit int) ([]SearchResult, error) {
-	match, err := ftsQuery(query)
+	engine, known, err := engineOf(q)
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", query, err)
+	}
+	dialect, match := sqliteSearch, ""
+	if engine == EnginePostgres {
+		dialect = pgSearch
+		match, err = tsQuery(query)
+	} else {
+		match, err = ftsQuery(query)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", query, err)
 	}
@@ -703,34 +1001,27 @@ func Search(ctx context.Context, q Queryer, query, ancestorID string, limit int)
 	}
 	limit = min(limit, MaxSearchLimit)
 
-	const cols = `SELECT notes_fts.noteId, n.title, n.isProtected,
-			CASE WHEN n.isProtected THEN '' ELSE snippet(notes_fts, -1, '**', '**', '…', 16) END
-		FROM notes_fts
-		JOIN notes n ON n.noteId = notes_fts.noteId AND n.isDeleted = 0`
-	var rows *sql.Rows
-	if ancestorID == "" {
-		rows, err = q.QueryContext(ctx, cols+`
-			WHERE notes_fts MATCH $1
-			ORDER BY notes_fts.rank LIMIT $2`, match, limit)
-	} else {
+	stmt, args := dialect.head+dialect.tail, []any{match, limit}
+	if ancestorID != "" {
 		if err := mustExist(ctx, q, ancestorID); err != nil {
 			return nil, fmt.Errorf("search under %q: %w", ancestorID, err)
 		}
-		rows, err = q.QueryContext(ctx, `
+		// The first term reads the ID from notes, not from $3, so that
+		// its type (and collation, on PostgreSQL) is the column's.
+		stmt = `
 			WITH RECURSIVE sub(id) AS (
-				SELECT $3
+				SELECT noteId FROM notes WHERE noteId = $3
 				UNION
 				SELECT b.noteId FROM branches b
 				JOIN sub ON b.parentNoteId = sub.id
 				WHERE b.isDeleted = 0
-			)
-			`+cols+`
-			WHERE notes_fts MATCH $1
-			  AND notes_fts.noteId IN (SELECT id FROM sub WHERE id <> $3)
-			ORDER BY notes_fts.rank LIMIT $2`, match, limit, ancestorID)
+			)` + dialect.head + `
+			  AND n.noteId IN (SELECT id FROM sub WHERE id <> $3)` + dialect.tail
+		args = append(args, ancestorID)
 	}
+	rows, err := q.QueryContext(ctx, stmt, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", query, err)
+		return nil, fmt.Errorf("search %q: %w%s", query, err, assumedHint(q, known))
 	}
 	defer func() { _ = rows.Close() }()
 	res := []SearchResult{}
@@ -742,9 +1033,69 @@ func Search(ctx context.Context, q Queryer, query, ancestorID string, limit int)
 		res = append(res, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("search %q: %w", query, err)
+		return nil, fmt.Errorf("search %q: %w%s", query, err, assumedHint(q, known))
 	}
 	return res, nil
+}
+
+// searchSQL is the statement of Search on one engine: head ends with the
+// WHERE clause, to which the ancestor filter is appended (AND ...), and tail
+// holds ORDER BY and LIMIT. $1 is the match expression (ftsQuery or
+// tsQuery), $2 the limit.
+type searchSQL struct{ head, tail string }
+
+var sqliteSearch = searchSQL{
+	head: `
+		SELECT n.noteId, n.title, n.isProtected,
+			CASE WHEN n.isProtected <> 0 THEN '' ELSE snippet(notes_fts, -1, '**', '**', '…', 16) END
+		FROM notes_fts
+		JOIN notes n ON n.noteId = notes_fts.noteId AND n.isDeleted = 0
+		WHERE notes_fts MATCH $1`,
+	tail: `
+		ORDER BY notes_fts.rank, n.noteId
+		LIMIT $2`,
+}
+
+// pgSearch picks the hits in a subquery (its WHERE clause ends head), then
+// makes the snippets of these hits only (ts_headline is costly), in three
+// steps joined laterally: src, the text to extract from (the content when it
+// matches, else the title; NULL for a protected note, hence no snippet); hl,
+// ts_headline's extract of it (one fragment of about 16 words, as FTS5's
+// snippet, with the white space left by dropped HTML tags collapsed); cut,
+// the words of src and of the extract, to tell whether the extract starts or
+// ends src, and mark it with "…" where it does not, as FTS5 does.
+var pgSearch = searchSQL{
+	head: `
+		SELECT hit.noteId, hit.title, hit.isProtected, COALESCE(
+			CASE WHEN starts_with(cut.text, cut.extract) THEN '' ELSE '…' END || hl.snippet ||
+			CASE WHEN right(cut.text, length(cut.extract)) = cut.extract THEN '' ELSE '…' END, '')
+		FROM (
+			SELECT n.noteId, n.title, n.isProtected, n.content,
+				ts_rank(n.fts, to_tsquery('notes_fts', $1)) AS rank
+			FROM notes n
+			WHERE n.isDeleted = 0 AND n.fts @@ to_tsquery('notes_fts', $1)`,
+	tail: `
+			ORDER BY rank DESC, n.noteId
+			LIMIT $2
+		) hit
+		CROSS JOIN LATERAL (SELECT CASE
+			WHEN hit.isProtected <> 0 THEN NULL
+			WHEN to_tsvector('notes_fts', ` + pgFTSText("hit.content") + `) @@ to_tsquery('notes_fts', $1) THEN hit.content
+			ELSE hit.title END AS text) src
+		CROSS JOIN LATERAL (SELECT btrim(regexp_replace(
+			ts_headline('notes_fts', src.text, to_tsquery('notes_fts', $1),
+				'StartSel=**, StopSel=**, MaxFragments=1, MaxWords=16, MinWords=8, ShortWord=0'),
+			'\s+', ' ', 'g')) AS snippet) hl
+		CROSS JOIN LATERAL (SELECT
+			` + pgWords(`regexp_replace(src.text, '<[^>]*>', ' ', 'g')`) + ` AS text,
+			` + pgWords(`replace(hl.snippet, '**', '')`) + ` AS extract) cut
+		ORDER BY hit.rank DESC, hit.noteId`,
+}
+
+// pgWords returns the SQL expression of the words of text expression x:
+// ASCII punctuation dropped, white space collapsed.
+func pgWords(x string) string {
+	return `btrim(regexp_replace(` + pgFTSText(x) + `, '\s+', ' ', 'g'))`
 }
 
 // ftsQuery turns free user input into a safe FTS5 MATCH expression: every
@@ -771,6 +1122,39 @@ func ftsQuery(query string) (string, error) {
 		return "", fmt.Errorf("no searchable word in query: %w", ErrInvalidArgument)
 	}
 	return strings.Join(terms, " "), nil
+}
+
+// tsQuery turns free user input into a safe PostgreSQL to_tsquery
+// expression, the counterpart of ftsQuery: every white-space separated word
+// becomes a quoted operand with its ASCII punctuation and control
+// characters turned into spaces (so no quote or backslash is left in it,
+// and PostgreSQL's parser splits it as it splits the indexed text, see
+// pgFTSText; several parts make a phrase, as in FTS5); a trailing '*'
+// becomes the prefix marker ":*". Words are ANDed.
+func tsQuery(query string) (string, error) {
+	var terms []string
+	for _, w := range strings.Fields(query) {
+		prefix := strings.HasSuffix(w, "*")
+		w = strings.TrimRight(w, "*")
+		if !hasWordChar(w) {
+			continue
+		}
+		w = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+			if r < 0x80 && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+				return ' '
+			}
+			return r
+		}, w)), " ")
+		t := "'" + w + "'"
+		if prefix {
+			t += ":*"
+		}
+		terms = append(terms, t)
+	}
+	if len(terms) == 0 {
+		return "", fmt.Errorf("no searchable word in query: %w", ErrInvalidArgument)
+	}
+	return strings.Join(terms, " & "), nil
 }
 
 // hasWordChar reports whether s holds a letter or digit (something the
@@ -1005,7 +1389,7 @@ func DeleteNote(ctx context.Context, db Execer, id string) ([]string, error) {
 			}
 			seen[cur] = true
 			kids, err := queryStrings(ctx, tx,
-				`SELECT noteId FROM branches WHERE parentNoteId = $1 AND isDeleted = 0`, cur)
+				`SELECT noteId FROM branches WHERE parentNoteId = $1 AND isDeleted = 0 ORDER BY position, branchId`, cur)
 			if err != nil {
 				return fmt.Errorf("delete note %q: %w", cur, err)
 			}
@@ -1257,12 +1641,34 @@ type txBeginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
+// pgWriteLock serializes the store's write transactions on PostgreSQL, as
+// SQLite's IMMEDIATE transactions do: a transaction-level advisory lock,
+// released when the transaction ends, on a key of the store's own.
+const pgWriteLock = `SELECT pg_advisory_xact_lock(hashtext('llmtool/examples/notes'))`
+
 // inTx runs fn in a new transaction if db can begin one, committing on
 // success and rolling back on error; otherwise (db is already a transaction)
-// it runs fn on db directly.
+// it runs fn on db directly. On PostgreSQL fn runs after pgWriteLock, in
+// the caller's transaction too.
 func inTx(ctx context.Context, db Execer, fn func(tx Execer) error) (err error) {
+	engine, _, err := engineOf(db)
+	if err != nil {
+		return err
+	}
+	lock := func(tx Execer) error {
+		if engine != EnginePostgres {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, pgWriteLock); err != nil {
+			return fmt.Errorf("take the store's write lock: %w", err)
+		}
+		return nil
+	}
 	b, ok := db.(txBeginner)
 	if !ok {
+		if err := lock(db); err != nil {
+			return err
+		}
 		return fn(db)
 	}
 	tx, err := b.BeginTx(ctx, nil)
@@ -1274,7 +1680,10 @@ func inTx(ctx context.Context, db Execer, fn func(tx Execer) error) (err error) 
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(tx); err != nil {
+	if err := lock(tx); err != nil {
+		return err
+	}
+	if err := fn(OnEngine(tx, engine)); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
