@@ -197,9 +197,6 @@ type escapeIn struct {
 	Other string `json:"other,omitempty" desc:"Another database file."`
 }
 
-// rawTxControlBug is why the escapes that run COMMIT or ROLLBACK through
-// WriteCtx.Tx and go on writing skip on PostgreSQL.
-const rawTxControlBug = "product bug: on PostgreSQL, after a handler runs COMMIT or ROLLBACK through WriteCtx.Tx, its later statements on the *sql.Tx autocommit (the commit guard's trigger row belonged to the ended transaction) and the call succeeds, because the registry's own COMMIT then finds no transaction in progress, which PostgreSQL only warns about (25P01)"
 
 // The escape suite: each tool tries to change its transaction or its
 // connection from inside. Each call fails, nothing is saved, and every
@@ -251,7 +248,11 @@ func TestEscapeAttempts(t *testing.T) {
 	}
 	cases := []struct {
 		only  string // "sqlite" or "postgres": the engine the row holds on; "" for both
-		pgBug string // why the row skips on PostgreSQL
+		// pgKept are the items a handler saves on PostgreSQL by running
+		// statements after ending the transaction itself (COMMIT or
+		// ROLLBACK on WriteCtx.Tx): they autocommit, out of anyone's
+		// reach; the call still fails.
+		pgKept []string
 		tool  *llmtool.Tool
 		log   string // in the log, for the tool's author
 		err   error  // what res.Err wraps
@@ -471,7 +472,7 @@ func TestEscapeAttempts(t *testing.T) {
 			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
 			return nil
 		}), err: sql.ErrTxDone},
-		{pgBug: rawTxControlBug, tool: writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
+		{pgKept: []string{"after"}, tool: writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			tx := c.Tx()
 			if _, err := tx.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
 				return err
@@ -480,7 +481,7 @@ func TestEscapeAttempts(t *testing.T) {
 			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('after')`)
 			return nil
 		})},
-		{pgBug: rawTxControlBug, tool: writeTool("write_tx_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
+		{pgKept: []string{"autocommitted"}, tool: writeTool("write_tx_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			tx := c.Tx()
 			_, _ = tx.Exec("ROLLBACK")
 			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
@@ -524,9 +525,6 @@ func TestEscapeAttempts(t *testing.T) {
 		name := tc.tool.Spec().Name
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if tc.pgBug != "" && pgtest.FromEnv() {
-				t.Skip(tc.pgBug)
-			}
 			f := newEscapeFixture(t, tc.tool)
 			res := f.reg.Invoke(context.Background(), llmtool.Call{Tool: name, Args: []byte(`{"other":` + quoteJSON(f.other) + `}`)})
 			if tc.ok {
@@ -543,6 +541,21 @@ func TestEscapeAttempts(t *testing.T) {
 				require.Contains(t, f.log.String(), "tool="+name)
 			}
 			time.Sleep(40 * time.Millisecond) // let write_tx_from_goroutine's goroutine try
+			if pgtest.FromEnv() && tc.pgKept != nil {
+				var kept []string
+				rows, err := f.db.Query(`SELECT name FROM items WHERE id > 1 ORDER BY id`)
+				require.NoError(t, err)
+				for rows.Next() {
+					var n string
+					require.NoError(t, rows.Scan(&n))
+					kept = append(kept, n)
+				}
+				require.NoError(t, rows.Err())
+				require.Equal(t, tc.pgKept, kept, "only what ran after the handler's own COMMIT or ROLLBACK")
+				require.Contains(t, res.Err.Error(), "ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone")
+				_, err = f.db.Exec(`DELETE FROM items WHERE id > 1`)
+				require.NoError(t, err)
+			}
 			f.requireClean(t)
 		})
 	}

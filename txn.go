@@ -315,34 +315,13 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared,
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	if t.spec.ReadOnly {
-		rt, err := r.tx.BeginRead(ctx)
-		if err != nil {
-			return nil, false, beginErr(ctx, err)
+		out, err = r.execRead(ctx, t, args, pa, res)
+		if err != nil && engine.StalePlan(err) && ctx.Err() == nil {
+			// PostgreSQL refused a statement prepared before a schema
+			// change; the driver has dropped it, so the call runs again.
+			out, err = r.execRead(ctx, t, args, pa, res)
 		}
-		// One allocation for the call's state and its context.
-		rc := &struct {
-			cs callState
-			c  ReadCtx
-		}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}}
-		cs, c := &rc.cs, &rc.c
-		*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
-		out, err = r.run(t, c, args)
-		if refused := cs.refusal(); refused != nil {
-			err = refused
-		} else if err == nil {
-			err = ctx.Err()
-		} else if readOnlyErr(err) {
-			err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
-		}
-		cs.finish()
-		if open := r.tx.EndRead(rt, cs.refusal() != nil); open > 0 {
-			r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		res.Content = cs.content
-		return out, false, nil
+		return out, false, err
 	}
 	for attempt := 1; ; attempt++ {
 		out, committed, retry, err := r.execWrite(ctx, t, args, pa, res, attempt)
@@ -359,6 +338,38 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared,
 		}
 		r.logger().Debug("llmtool: write retried after a serialization failure", "tool", t.spec.Name, "attempt", attempt, "err", err)
 	}
+}
+
+// execRead runs a read call in a read-only snapshot.
+func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, err error) {
+	rt, err := r.tx.BeginRead(ctx)
+	if err != nil {
+		return nil, beginErr(ctx, err)
+	}
+	// One allocation for the call's state and its context.
+	rc := &struct {
+		cs callState
+		c  ReadCtx
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}}
+	cs, c := &rc.cs, &rc.c
+	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
+	out, err = r.run(t, c, args)
+	if refused := cs.refusal(); refused != nil {
+		err = refused
+	} else if err == nil {
+		err = ctx.Err()
+	} else if readOnlyErr(err) {
+		err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
+	}
+	cs.finish()
+	if open := r.tx.EndRead(rt, cs.refusal() != nil); open > 0 {
+		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Content = cs.content
+	return out, nil
 }
 
 // maxAttempts bounds the runs of a write call (and of a scope setting's
@@ -406,12 +417,17 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
 			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)
 		}
-		retry = ctx.Err() == nil && cs.refusal() == nil && (engine.Retryable(err) || cs.retryable.Load())
+		retry = ctx.Err() == nil && cs.refusal() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
 		return nil, false, retry, err
 	}
-	allowErr := wt.Guard.Allow(ctx, tx)
+	if err := wt.Guard.Allow(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		if ctx.Err() != nil {
+			return nil, false, false, ctx.Err()
+		}
+		return nil, false, false, fmt.Errorf("%w (tool %s ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
+	}
 	if err := tx.Commit(); err != nil {
-		err = errors.Join(err, allowErr)
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
 		}

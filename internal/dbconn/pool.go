@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -259,7 +260,7 @@ func New(db *sql.DB, e engine.Engine) *Pool {
 // database/sql's per-transaction goroutine.
 type ReadTx struct {
 	rc *readConn
-	tx *sql.Tx // PostgreSQL: a REPEATABLE READ READ ONLY *sql.Tx
+	tx *txReads // PostgreSQL: a REPEATABLE READ READ ONLY *sql.Tx
 }
 
 func (r ReadTx) Querier() Querier {
@@ -269,12 +270,53 @@ func (r ReadTx) Querier() Querier {
 	return r.rc
 }
 
+// txReads is a read-only *sql.Tx that remembers the rows it lent, so
+// EndRead can tell how many the handler left open.
+type txReads struct {
+	tx   *sql.Tx
+	mu   sync.Mutex
+	lent []*sql.Rows
+}
+
+func (r *txReads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rows, err := r.tx.QueryContext(ctx, query, args...)
+	if rows != nil {
+		r.mu.Lock()
+		r.lent = append(r.lent, rows)
+		r.mu.Unlock()
+	}
+	return rows, err
+}
+
+func (r *txReads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return r.tx.QueryRowContext(ctx, query, args...)
+}
+
+// end closes the rows left open, rolls back, and returns how many were
+// open.
+func (r *txReads) end() (open int) {
+	r.mu.Lock()
+	for _, rows := range r.lent {
+		if _, err := rows.Columns(); err == nil {
+			open++
+		}
+		rows.Close()
+	}
+	r.lent = nil
+	r.mu.Unlock()
+	_ = r.tx.Rollback()
+	return open
+}
+
 // BeginRead starts a read-only transaction: a consistent snapshot in which
 // the database itself refuses writes.
 func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
 	if !t.sqlite {
 		tx, err := t.DB.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-		return ReadTx{tx: tx}, err
+		if err != nil {
+			return ReadTx{}, err
+		}
+		return ReadTx{tx: &txReads{tx: tx}}, nil
 	}
 	rc, err := t.readConn(ctx)
 	if err != nil {
@@ -353,8 +395,7 @@ func (rc *readConn) closeStmts() {
 // rows the handler left open (EndRead closed them).
 func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
 	if r.tx != nil {
-		_ = r.tx.Rollback()
-		return 0
+		return r.tx.end()
 	}
 	open = r.rc.closeLent()
 	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
@@ -531,9 +572,21 @@ func (g *CommitGuard) Allow(ctx context.Context, tx *sql.Tx) error {
 	if !g.postgres {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `WITH d AS (DELETE FROM `+GuardTable+` WHERE txid = txid_current()) SELECT set_config('llmtool.commit', 'allowed', true)`)
+	var mine int
+	var allowed string
+	err := tx.QueryRowContext(ctx, `WITH d AS (DELETE FROM `+GuardTable+` WHERE txid = txid_current() RETURNING 1)
+SELECT set_config('llmtool.commit', 'allowed', true), (SELECT count(*) FROM d)`).Scan(&allowed, &mine)
+	if err == nil && mine == 0 {
+		// The row went with the transaction the handler ended: whatever
+		// ran on the *sql.Tx since ran outside it.
+		err = ErrTxEnded
+	}
 	return err
 }
+
+// ErrTxEnded reports that the handler ended the registry's transaction
+// itself (a COMMIT or ROLLBACK run on the *sql.Tx it took).
+var ErrTxEnded = errors.New("the transaction the registry began is no longer open")
 
 // GuardTable holds a row per PostgreSQL transaction whose *sql.Tx a
 // handler took; its trigger fails their COMMIT unless the registry allowed

@@ -95,6 +95,14 @@ func Retryable(err error) bool {
 	return false
 }
 
+// StalePlan reports whether err is PostgreSQL refusing a statement the
+// driver prepared before a schema change altered its result (0A000,
+// "cached plan must not change result type"). The driver forgets the
+// statement, so running the transaction again succeeds.
+func StalePlan(err error) bool {
+	return sqlState(err) == "0A000" && strings.Contains(err.Error(), "cached plan must not change result type")
+}
+
 // Busy reports whether err is PostgreSQL giving up on contention: a write
 // still failing a serialization check or deadlocking after the registry's
 // retries (40001, 40P01), a lock or statement timeout (55P03, 57014 with a
