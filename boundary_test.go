@@ -197,7 +197,6 @@ type escapeIn struct {
 	Other string `json:"other,omitempty" desc:"Another database file."`
 }
 
-
 // The escape suite: each tool tries to change its transaction or its
 // connection from inside. Each call fails, nothing is saved, and every
 // connection is as the registry set it. Rows hold on both engines unless
@@ -247,16 +246,16 @@ func TestEscapeAttempts(t *testing.T) {
 		"CREATE TEMP TABLE scratch (x INTEGER)",
 	}
 	cases := []struct {
-		only  string // "sqlite" or "postgres": the engine the row holds on; "" for both
+		only string // "sqlite" or "postgres": the engine the row holds on; "" for both
 		// pgKept are the items a handler saves on PostgreSQL by running
 		// statements after ending the transaction itself (COMMIT or
 		// ROLLBACK on WriteCtx.Tx): they autocommit, out of anyone's
 		// reach; the call still fails.
 		pgKept []string
-		tool  *llmtool.Tool
-		log   string // in the log, for the tool's author
-		err   error  // what res.Err wraps
-		ok    bool   // the call succeeds
+		tool   *llmtool.Tool
+		log    string // in the log, for the tool's author
+		err    error  // what res.Err wraps
+		ok     bool   // the call succeeds
 	}{
 		// SQLite: pragmas, attached files, temp triggers.
 		{only: "sqlite", tool: readTool("read_pragma_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
