@@ -84,7 +84,9 @@ func connStateSQL() string {
 var (
 	readConnState = map[string]connState{
 		"sqlite":   {ReadOnly: 1, ForeignKeys: 1},
-		"postgres": {ReadOnly: 1, ForeignKeys: 1, Isolation: "repeatable read"},
+		// Session 1: the registry's own default_transaction_read_only
+		// on its reserved read connections (RESET when handed back).
+		"postgres": {ReadOnly: 1, ForeignKeys: 1, Session: 1, Isolation: "repeatable read"},
 	}
 	writeConnState = map[string]connState{
 		"sqlite":   {ForeignKeys: 1},
@@ -122,6 +124,16 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 		func(c *llmtool.WriteCtx, _ struct{}) (connState, error) {
 			return scanConnState(c.QueryRow(connStateSQL()))
 		})
+	// Two statements: on PostgreSQL every call of it runs in a snapshot,
+	// where read_state's run in autocommit after its first (one statement).
+	readStateSnapshot := llmtool.Read("read_state_snapshot", "Report the read connection's state in a snapshot.",
+		func(c *llmtool.ReadCtx, _ struct{}) (connState, error) {
+			var one int
+			if err := c.QueryRow(`SELECT 1`).Scan(&one); err != nil {
+				return connState{}, err
+			}
+			return scanConnState(c.QueryRow(connStateSQL()))
+		})
 	readInsert := llmtool.Read("read_insert", "Try to insert from a read tool.",
 		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
 			rows, err := c.Query(`INSERT INTO items (name) VALUES ('escaped') RETURNING id`)
@@ -133,7 +145,7 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 	f.reg = newRegistryOpts(t, f.db, &llmtool.Options{
 		Logger:         slog.New(slog.NewTextHandler(f.log, nil)),
 		ValidateOutput: true,
-	}, llmtool.DefineTools("escape", append(tools, readState, writeState, readInsert)...))
+	}, llmtool.DefineTools("escape", append(tools, readState, readStateSnapshot, writeState, readInsert)...))
 	return f
 }
 
@@ -143,10 +155,19 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 func (f *escapeFixture) requireClean(t *testing.T) {
 	t.Helper()
 	require.Equal(t, 1, countItems(t, f.db), "the database is unchanged")
-	for range 3 {
-		res := invoke(f.reg, "read_state", "")
+	for i := range 3 {
+		want := readConnState[testEngine()]
+		res := invoke(f.reg, "read_state_snapshot", "")
 		require.False(t, res.IsError, res.Text())
-		require.Equal(t, readConnState[testEngine()], decodeConnState(t, res.JSON), "a read call's connection")
+		require.Equal(t, want, decodeConnState(t, res.JSON), "a read call's connection, in a snapshot")
+		if pgtest.FromEnv() && i > 0 {
+			// One statement: after its first call it runs in autocommit,
+			// where one statement sees one snapshot.
+			want.Isolation = "read committed"
+		}
+		res = invoke(f.reg, "read_state", "")
+		require.False(t, res.IsError, res.Text())
+		require.Equal(t, want, decodeConnState(t, res.JSON), "a read call's connection")
 		res = invoke(f.reg, "write_state", "")
 		require.False(t, res.IsError, res.Text())
 		require.Equal(t, writeConnState[testEngine()], decodeConnState(t, res.JSON), "a write call's connection")

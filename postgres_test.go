@@ -262,3 +262,64 @@ func TestPostgresHandlerCannotCommit(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_commit_guard`).Scan(&guards))
 	require.Zero(t, guards, "the registry's commit takes the guard's row with it")
 }
+
+// TestPostgresOneStatementReads: a read tool whose first call ran one
+// statement runs later calls in autocommit on a read-only connection (one
+// round trip). When such a call runs a second statement after all, it
+// runs again in a snapshot, and so do the tool's calls from then on. Its
+// writes are refused by the server in either mode.
+func TestPostgresOneStatementReads(t *testing.T) {
+	t.Parallel()
+	db, _ := openPG(t)
+	var runs atomic.Int64
+	type in struct {
+		Twice bool `json:"twice,omitempty"`
+	}
+	type out struct {
+		Isolation []string `json:"isolation"`
+	}
+	probe := llmtool.Read("probe", "Report the isolation of each statement.", func(c *llmtool.ReadCtx, in in) (out, error) {
+		runs.Add(1)
+		var o out
+		n := 1
+		if in.Twice {
+			n = 2
+		}
+		for range n {
+			var iso string
+			if err := c.QueryRow(`SELECT current_setting('transaction_isolation')`).Scan(&iso); err != nil {
+				return o, err
+			}
+			o.Isolation = append(o.Isolation, iso)
+		}
+		return o, nil
+	})
+	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("probe", probe))
+	for _, tc := range []struct {
+		args string
+		want string
+		runs int64
+	}{
+		{`{}`, `{"isolation":["repeatable read"]}`, 1},                               // the first call: a snapshot, one statement seen
+		{`{}`, `{"isolation":["read committed"]}`, 1},                                // autocommit: one statement is one snapshot
+		{`{"twice":true}`, `{"isolation":["repeatable read","repeatable read"]}`, 2}, // a second statement: run again in a snapshot
+		{`{}`, `{"isolation":["repeatable read"]}`, 1},                               // and from then on
+	} {
+		before := runs.Load()
+		res := invoke(reg, "probe", tc.args)
+		require.False(t, res.IsError, res.Text())
+		require.JSONEq(t, tc.want, string(res.JSON), tc.args)
+		require.Equal(t, tc.runs, runs.Load()-before, "handler runs for %s", tc.args)
+	}
+
+	fresh := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("probe2", llmtool.Read("probe2", "Insert from a read tool.",
+		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+			_, err := c.Query(`INSERT INTO items (name) VALUES ('sneaky')`)
+			return struct{}{}, err
+		})))
+	for range 2 { // a snapshot, then autocommit
+		res := invoke(fresh, "probe2", `{}`)
+		require.EqualError(t, res.Err, "llmtool: tool probe2 is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")
+	}
+	require.Equal(t, 1, countItems(t, db))
+}

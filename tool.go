@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/llmtool/llmtool/internal/schema"
 	"github.com/llmtool/llmtool/internal/toolname"
@@ -46,6 +47,10 @@ type Tool struct {
 	run func(c *ReadCtx, args []byte) ([]byte, error)
 	// refs are In's ref-tagged fields, checked by the entity guards.
 	refs []schema.Ref
+	// reads is what the tool's read calls showed of their statements on
+	// PostgreSQL: readsUnknown, readsOne or readsMany (txn.go). Shared
+	// by the module copies of the tool.
+	reads *atomic.Int32
 }
 
 // Spec returns the tool's spec.
@@ -177,7 +182,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	if outT.Kind() != reflect.Struct && !(outT.Kind() == reflect.Map && outT.Key().Kind() == reflect.String) {
 		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
 	}
-	t := &Tool{spec: cfg.spec}
+	t := &Tool{spec: cfg.spec, reads: new(atomic.Int32)}
 	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)

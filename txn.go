@@ -80,6 +80,9 @@ type callState struct {
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
 	attempt     int             // the run of a write call: 1, more after retries
+	single      bool            // a read call in autocommit: one statement only (see readsOne)
+	statements  atomic.Int32    // statements a read call ran
+	second      atomic.Bool     // a single call tried a second statement
 
 	// ctxMu guards the call's Done channel and its first refusal.
 	ctxMu      sync.Mutex
@@ -87,6 +90,19 @@ type callState struct {
 	closed     bool
 	stopParent func() bool
 	refused    error
+}
+
+// count counts a read call's statement, and refuses a second one in a
+// call that runs as one statement (see readsOne).
+func (cs *callState) count() error {
+	if cs.wtx != nil {
+		return nil
+	}
+	if n := cs.statements.Add(1); cs.single && n > 1 {
+		cs.second.Store(true)
+		return errSecondStatement
+	}
+	return nil
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -114,6 +130,9 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 	defer c.call.mu.RUnlock()
 	query, err := c.call.check(query)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.call.count(); err != nil {
 		return nil, err
 	}
 	return c.q.QueryContext(ctx, query, args...)
@@ -148,6 +167,9 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	defer c.call.mu.RUnlock()
 	query, err := c.call.check(query)
 	if err != nil {
+		return c.call.reg.tx.ErrRow.Row(err)
+	}
+	if err := c.call.count(); err != nil {
 		return c.call.reg.tx.ErrRow.Row(err)
 	}
 	return c.q.QueryRowContext(ctx, query, args...)
@@ -315,11 +337,25 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared,
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	if t.spec.ReadOnly {
-		out, err = r.execRead(ctx, t, args, pa, res)
-		if err != nil && engine.StalePlan(err) && ctx.Err() == nil {
+		single := r.tx.Engine == engine.Postgres && t.reads.Load() == readsOne
+		out, statements, err := r.execRead(ctx, t, args, pa, res, single)
+		switch {
+		case single && errors.Is(err, errSecondStatement):
+			// The tool ran a second statement, which must see the first
+			// one's snapshot: run the call again in a snapshot, as from
+			// now on.
+			t.reads.Store(readsMany)
+			out, _, err = r.execRead(ctx, t, args, pa, res, false)
+		case err != nil && engine.StalePlan(err) && ctx.Err() == nil:
 			// PostgreSQL refused a statement prepared before a schema
 			// change; the driver has dropped it, so the call runs again.
-			out, err = r.execRead(ctx, t, args, pa, res)
+			out, _, err = r.execRead(ctx, t, args, pa, res, single)
+		case !single && r.tx.Engine == engine.Postgres && t.reads.Load() == readsUnknown:
+			if statements <= 1 {
+				t.reads.CompareAndSwap(readsUnknown, readsOne)
+			} else {
+				t.reads.Store(readsMany)
+			}
 		}
 		return out, false, err
 	}
@@ -340,17 +376,42 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared,
 	}
 }
 
-// execRead runs a read call in a read-only snapshot.
-func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, err error) {
-	rt, err := r.tx.BeginRead(ctx)
+// Read calls on PostgreSQL: what a tool's calls showed of their
+// statements (Tool.reads). A tool whose first call ran at most one
+// statement (guards and entity checks count) runs its later calls in
+// autocommit on a read-only connection: one statement sees one snapshot,
+// and the call costs one round trip rather than three (BEGIN, the query,
+// ROLLBACK). If such a call runs a second statement after all, the
+// statement fails with errSecondStatement, the call's result is dropped,
+// and the call runs again in a REPEATABLE READ snapshot, as the tool's
+// calls do from then on. Its handler then runs twice for that one call;
+// a read handler cannot change the database, so only what it does
+// elsewhere (a question to the user, a web request) happens twice, and
+// only when a handler that ran one statement on its first call runs more
+// on a later one.
+const (
+	readsUnknown int32 = iota
+	readsOne
+	readsMany
+)
+
+// errSecondStatement fails a second statement in a call that runs in
+// autocommit (see readsOne); the registry runs the call again.
+var errSecondStatement = errors.New("llmtool: a second statement in a call run as one statement; the call runs again in a snapshot")
+
+// execRead runs a read call in a read-only snapshot, or, with single, in
+// autocommit allowing one statement. It returns how many statements the
+// call ran.
+func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, single bool) (out []byte, statements int32, err error) {
+	rt, err := r.tx.BeginRead(ctx, single)
 	if err != nil {
-		return nil, beginErr(ctx, err)
+		return nil, 0, beginErr(ctx, err)
 	}
 	// One allocation for the call's state and its context.
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, single: single}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -365,11 +426,15 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	if open := r.tx.EndRead(rt, cs.refusal() != nil); open > 0 {
 		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
 	}
+	statements = cs.statements.Load()
+	if cs.second.Load() {
+		return nil, statements, errSecondStatement
+	}
 	if err != nil {
-		return nil, err
+		return nil, statements, err
 	}
 	res.Content = cs.content
-	return out, nil
+	return out, statements, nil
 }
 
 // maxAttempts bounds the runs of a write call (and of a scope setting's

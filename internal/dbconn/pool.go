@@ -6,10 +6,11 @@
 //
 // On SQLite, reads run on reserved query_only connections and writes are
 // serialized by a token, as SQLite allows one writer. On PostgreSQL, reads
-// run in REPEATABLE READ READ ONLY transactions (a snapshot the server
-// refuses to write in) and writes in SERIALIZABLE ones, concurrently, with
-// no process-wide token: the server decides, and the registry retries a
-// write that lost a serialization race.
+// run on reserved connections whose transactions are read-only by default
+// (default_transaction_read_only), in REPEATABLE READ transactions, or in
+// autocommit for a call known to run one statement; writes run in
+// SERIALIZABLE transactions, concurrently, with no process-wide token: the
+// server decides, and the registry retries a write that lost a race.
 package dbconn
 
 import (
@@ -63,6 +64,7 @@ type readConn struct {
 	conn            *sql.Conn
 	begin, rollback driver.StmtExecContext // prepared on the driver's connection
 	reserved        bool                   // stays query_only and goes back to t.idle
+	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -89,12 +91,12 @@ const maxCachedStmts = 64
 
 // stmt returns a prepared statement for query that no open result of the
 // current call is using, preparing it on first use, or nil: the connection
-// keeps no statements, or query is in use in this call (a nested query with
+// keeps no statements (PostgreSQL's driver keeps its own), or query is in use in this call (a nested query with
 // the same text), or it failed to prepare (running it unprepared reports
 // the error). A statement is free once the call that used it ended, because
 // EndRead closes every result a call left open.
 func (rc *readConn) stmt(ctx context.Context, query string) *cachedStmt {
-	if !rc.reserved {
+	if !rc.reserved || rc.pg {
 		return nil
 	}
 	s := rc.stmts[query]
@@ -260,67 +262,33 @@ func New(db *sql.DB, e engine.Engine) *Pool {
 // database/sql's per-transaction goroutine.
 type ReadTx struct {
 	rc *readConn
-	tx *txReads // PostgreSQL: a REPEATABLE READ READ ONLY *sql.Tx
+	// single: a PostgreSQL call that runs one statement, in autocommit
+	// on a connection whose transactions are read-only; no BEGIN and no
+	// ROLLBACK, since one statement sees one snapshot.
+	single bool
 }
 
-func (r ReadTx) Querier() Querier {
-	if r.tx != nil {
-		return r.tx
-	}
-	return r.rc
-}
-
-// txReads is a read-only *sql.Tx that remembers the rows it lent, so
-// EndRead can tell how many the handler left open.
-type txReads struct {
-	tx   *sql.Tx
-	mu   sync.Mutex
-	lent []*sql.Rows
-}
-
-func (r *txReads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	rows, err := r.tx.QueryContext(ctx, query, args...)
-	if rows != nil {
-		r.mu.Lock()
-		r.lent = append(r.lent, rows)
-		r.mu.Unlock()
-	}
-	return rows, err
-}
-
-func (r *txReads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return r.tx.QueryRowContext(ctx, query, args...)
-}
-
-// end closes the rows left open, rolls back, and returns how many were
-// open.
-func (r *txReads) end() (open int) {
-	r.mu.Lock()
-	for _, rows := range r.lent {
-		if _, err := rows.Columns(); err == nil {
-			open++
-		}
-		rows.Close()
-	}
-	r.lent = nil
-	r.mu.Unlock()
-	_ = r.tx.Rollback()
-	return open
-}
+func (r ReadTx) Querier() Querier { return r.rc }
 
 // BeginRead starts a read-only transaction: a consistent snapshot in which
-// the database itself refuses writes.
-func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
-	if !t.sqlite {
-		tx, err := t.DB.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-		if err != nil {
-			return ReadTx{}, err
-		}
-		return ReadTx{tx: &txReads{tx: tx}}, nil
-	}
+// the database itself refuses writes. On PostgreSQL, single asks for a
+// call that runs one statement: it runs in autocommit on the read-only
+// connection, which saves the BEGIN and ROLLBACK round trips; the caller
+// makes sure the call runs no second statement.
+func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 	rc, err := t.readConn(ctx)
 	if err != nil {
 		return ReadTx{}, err
+	}
+	if !t.sqlite {
+		if single {
+			return ReadTx{rc: rc, single: true}, nil
+		}
+		if _, err := rc.conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+			t.putConn(rc, true)
+			return ReadTx{}, err
+		}
+		return ReadTx{rc: rc}, nil
 	}
 	// A deferred BEGIN takes no lock and cannot wait, so it runs without
 	// the caller's context: under a cancellable context the driver would
@@ -341,7 +309,7 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 		return rc, nil
 	default:
 	}
-	rc := &readConn{}
+	rc := &readConn{pg: !t.sqlite}
 	if n := t.reserved.Add(1); int(n) <= cap(t.idle) {
 		rc.reserved = true
 	} else {
@@ -349,7 +317,7 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 	}
 	conn, err := t.DB.Conn(ctx)
 	if err == nil {
-		_, err = conn.ExecContext(ctx, "PRAGMA query_only = 1")
+		_, err = conn.ExecContext(ctx, t.readOnlyOn())
 		if err != nil {
 			conn.Close()
 		}
@@ -361,7 +329,7 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 		return nil, err
 	}
 	rc.conn = conn
-	if rc.reserved {
+	if rc.reserved && t.sqlite {
 		// Prepared once, reused by every call on this connection; if the
 		// driver cannot prepare them, plain statements do.
 		rc.begin, rc.rollback = rc.prepare(ctx, "BEGIN"), rc.prepare(ctx, "ROLLBACK")
@@ -394,10 +362,11 @@ func (rc *readConn) closeStmts() {
 // statement refused, is closed rather than reused. It returns how many
 // rows the handler left open (EndRead closed them).
 func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
-	if r.tx != nil {
-		return r.tx.end()
-	}
 	open = r.rc.closeLent()
+	if r.single {
+		t.putConn(r.rc, suspect)
+		return open
+	}
 	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
 	t.putConn(r.rc, err != nil || suspect)
 	return open
@@ -426,10 +395,28 @@ func (t *Pool) putConn(rc *readConn, failed bool) {
 // release hands a connection back to the database's pool, writable.
 func (t *Pool) release(rc *readConn, failed bool) {
 	rc.closeStmts()
-	if _, err := rc.conn.ExecContext(context.Background(), "PRAGMA query_only = 0"); err != nil || failed {
+	if _, err := rc.conn.ExecContext(context.Background(), t.readOnlyOff()); err != nil || failed {
 		_ = rc.conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 	rc.conn.Close()
+}
+
+// readOnlyOn is the statement that makes a connection read-only, and
+// readOnlyOff the one that undoes it: SQLite's query_only pragma, or
+// PostgreSQL's default for the session's transactions (RESET restores
+// what the host's DSN set).
+func (t *Pool) readOnlyOn() string {
+	if t.sqlite {
+		return "PRAGMA query_only = 1"
+	}
+	return "SET default_transaction_read_only = on"
+}
+
+func (t *Pool) readOnlyOff() string {
+	if t.sqlite {
+		return "PRAGMA query_only = 0"
+	}
+	return "RESET default_transaction_read_only"
 }
 
 // close hands the reserved connections back to the host's pool.
