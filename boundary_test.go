@@ -83,7 +83,7 @@ func connStateSQL() string {
 // call's, and one in the host's pool.
 var (
 	readConnState = map[string]connState{
-		"sqlite":   {ReadOnly: 1, ForeignKeys: 1},
+		"sqlite": {ReadOnly: 1, ForeignKeys: 1},
 		// Session 1: the registry's own default_transaction_read_only
 		// on its reserved read connections (RESET when handed back).
 		"postgres": {ReadOnly: 1, ForeignKeys: 1, Session: 1, Isolation: "repeatable read"},
