@@ -2,7 +2,6 @@ package llmtool
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -202,12 +201,6 @@ const (
 )
 
 var errNoDB = errors.New("llmtool: the registry has no database")
-
-// execQuerier runs statements on a *sql.DB or *sql.Tx.
-type execQuerier interface {
-	querier
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
 
 // readScope reads a scope's settings through q, or through the database
 // (creating the table if needed) when q is nil.
