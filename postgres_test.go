@@ -243,7 +243,7 @@ func TestPostgresHandlerCannotCommit(t *testing.T) {
 			return struct{}{}, err
 		}
 		if in.Commit {
-			return struct{}{}, tx.Commit()
+			return struct{}{}, tx.Commit() //llmtoolvet:ignore the test proves the commit guard fails this commit
 		}
 		return struct{}{}, nil
 	})
