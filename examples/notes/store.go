@@ -57,6 +57,15 @@
 //     [Migrate] and [Search] fail there with an error that says so (the
 //     other functions need no engine), and the advisory lock is not taken.
 //
+// That last case is an assumption rather than an error on purpose. llmtool's
+// contexts, the values tools pass, report their engine, so inside a tool
+// nothing is assumed; what is left is chiefly a caller's own *sql.Tx, whose
+// driver database/sql does not reveal, and the write functions are made to
+// run in such a transaction on either engine (they need the engine only for
+// the advisory lock). An error there would break those callers on SQLite and
+// PostgreSQL alike, for the sake of Migrate and Search, which already fail
+// on PostgreSQL with the hint above.
+//
 // The functions of this package do no policy checks (system notes, protected
 // notes, ...): callers are expected to enforce them. They only guard the
 // structural integrity of the store (existence of the notes involved, no
@@ -124,7 +133,9 @@ func (e onEngine) Engine() string { return e.engine }
 
 // engineOf tells the engine q runs on, without running a query (see
 // "Engines" in the package documentation). known is false when q cannot
-// tell and SQLite is assumed.
+// tell and SQLite is assumed (not an error: see there why). A value that
+// reports an engine other than the two, or a *sql.DB or *sql.Conn on
+// another driver, is an error.
 func engineOf(q Queryer) (engine string, known bool, err error) {
 	switch v := q.(type) {
 	case interface{ Engine() string }:

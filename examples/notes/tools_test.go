@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/examples/notes"
+	"github.com/llmtool/llmtool/internal/pgtest"
 	"github.com/llmtool/llmtool/lint"
 	"github.com/llmtool/llmtool/llmtooltest"
 )
@@ -34,6 +35,26 @@ func newHarness(t *testing.T, opts *llmtooltest.Options) *llmtooltest.Harness {
 	}
 	o.Schema = seed
 	return llmtooltest.New(t, &o, notes.Tools)
+}
+
+// TestHarnessEngine: the spec tests below run on the engine the
+// environment selects, PostgreSQL with LLMTOOL_TEST_ENGINE=postgres (and
+// LLMTOOL_TEST_POSTGRES), SQLite otherwise, never silently on the other one.
+func TestHarnessEngine(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	var version string
+	if pgtest.FromEnv() {
+		require.Equal(t, notes.EnginePostgres, h.Engine())
+		require.NoError(t, h.DB().QueryRowContext(t.Context(), `SELECT version()`).Scan(&version))
+		require.True(t, strings.HasPrefix(version, "PostgreSQL "), version)
+	} else {
+		require.Equal(t, notes.EngineSQLite, h.Engine())
+		require.NoError(t, h.DB().QueryRowContext(t.Context(), `SELECT sqlite_version()`).Scan(&version))
+	}
+	// The seeded store is there, with its engine's full-text index.
+	out := h.RequireOK(h.Call("search_notes", `{"query": "pancakes"}`))
+	require.Len(t, out["results"], 1)
 }
 
 // Messages of the entity guards, which every tool referencing a note gets.
@@ -80,6 +101,14 @@ func runSpecs(t *testing.T, tool string, specs []spec) {
 			}
 		})
 	}
+}
+
+// byEngine returns sqlite or postgres, the one for the engine h runs on.
+func byEngine(h *llmtooltest.Harness, sqlite, postgres string) string {
+	if h.Engine() == notes.EnginePostgres {
+		return postgres
+	}
+	return sqlite
 }
 
 // fromJSON unmarshals raw into a new T.
@@ -151,13 +180,19 @@ func TestSearchNotes(t *testing.T) {
 			out := fromJSON[notes.SearchNotesOut](t, h, raw)
 			require.Len(t, out.Results, 1)
 			require.Equal(t, "pancakes", out.Results[0].ID)
-			require.Equal(t, "Whisk 250 g **flour**, 2 eggs, 500 ml milk and a pinch of salt. Rest…", out.Results[0].Snippet)
+			// Snippets differ by engine (see notes.Search): each engine's
+			// exact output.
+			require.Equal(t, byEngine(h,
+				"Whisk 250 g **flour**, 2 eggs, 500 ml milk and a pinch of salt. Rest…",
+				"Whisk 250 g **flour**, 2 eggs, 500 ml milk and a pinch of salt. Rest the…"), out.Results[0].Snippet)
 		}},
 		{name: "snippet of HTML is plain text", args: `{"query": "index plugin"}`, check: func(t *testing.T, h *llmtooltest.Harness, _ map[string]any, raw []byte) {
 			out := fromJSON[notes.SearchNotesOut](t, h, raw)
 			require.Len(t, out.Results, 1)
 			require.Equal(t, "roadmap", out.Results[0].ID)
-			require.Equal(t, "…Migrate the search **index** to FTS5 Write the **plugin** API documentation", out.Results[0].Snippet)
+			require.Equal(t, byEngine(h,
+				"…Migrate the search **index** to FTS5 Write the **plugin** API documentation",
+				"…sync engine Migrate the search **index** to FTS5 Write the **plugin** API documentation"), out.Results[0].Snippet)
 		}},
 		{name: "limit", args: `{"query": "plugin", "limit": 1}`, check: func(t *testing.T, _ *llmtooltest.Harness, out map[string]any, _ []byte) {
 			require.Len(t, out["results"], 1)
