@@ -106,6 +106,8 @@ func TestRunUsage(t *testing.T) {
 		{args: []string{"-scope", ""}, code: 2, stderr: "notes-mcp: -scope must not be empty (run notes-mcp -h for help)\n"},
 		{args: []string{"-db", ""}, code: 2, stderr: "notes-mcp: -db must not be empty (run notes-mcp -h for help)\n"},
 		{args: []string{"-stdio", "-token", "x"}, code: 2, stderr: "notes-mcp: -addr and -token are for HTTP; leave them out with -stdio (run notes-mcp -h for help)\n"},
+		{args: []string{"-stdio", "-stateless"}, code: 2, stderr: "notes-mcp: -stateless is for HTTP; leave it out with -stdio (run notes-mcp -h for help)\n"},
+		{args: []string{"-h"}, code: 0, stdout: "  -stateless\n    \tserve streamable HTTP without sessions, for replicas behind a load balancer (HTTP only)\n"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

@@ -17,19 +17,33 @@
 // as desktop clients expect: standard output carries nothing but the
 // protocol, and logs go to standard error.
 //
+// -db also takes a PostgreSQL URL, postgres://user:password@host:port/dbname
+// (or postgresql://): the database must exist; notes-mcp creates its tables
+// and seeds it when it is empty, as it does a new SQLite file. There is no
+// file to keep the token in, so HTTP needs -token or NOTES_MCP_TOKEN. The
+// banner, the logs and the messages show the URL without its password.
+//
+// With -stateless it serves streamable HTTP without sessions, so that
+// several replicas on one PostgreSQL database can run behind a load
+// balancer, any of them serving any request. Every replica reads the write
+// setting on each listing and call, so a change made with the writes
+// command applies to all of them at once (without sessions, clients get no
+// notifications/tools/list_changed: they see it on their next listing).
+//
 // Write tools are off until they are enabled for the scope:
 //
-//	go run ./examples/notes-mcp writes on  [-db PATH] [-scope NAME]
-//	go run ./examples/notes-mcp writes off [-db PATH] [-scope NAME]
-//	go run ./examples/notes-mcp writes     [-db PATH] [-scope NAME]
+//	go run ./examples/notes-mcp writes on  [-db PATH|URL] [-scope NAME]
+//	go run ./examples/notes-mcp writes off [-db PATH|URL] [-scope NAME]
+//	go run ./examples/notes-mcp writes     [-db PATH|URL] [-scope NAME]
 //
 // A running server sees the change on its next listing or call and tells
 // its clients (notifications/tools/list_changed).
 //
 // Usage:
 //
-//	notes-mcp [-db PATH] [-addr HOST:PORT] [-stdio] [-scope NAME] [-token TOKEN]
-//	notes-mcp writes [on|off] [-db PATH] [-scope NAME]
+//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN]
+//	notes-mcp -stdio [-db PATH|URL] [-scope NAME]
+//	notes-mcp writes [on|off] [-db PATH|URL] [-scope NAME]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
 // usage error).
@@ -50,6 +64,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -175,6 +190,23 @@ Usage:
   notes-mcp [flags]                        serve streamable HTTP (or stdio with -stdio)
   notes-mcp writes [on|off] [-db] [-scope] show, enable or disable write tools
 
+The database (-db) is either
+  - a SQLite file, created and seeded if missing; the bearer token of HTTP
+    clients is kept next to it (FILE.token) unless -token or $NOTES_MCP_TOKEN
+    sets it; or
+  - a PostgreSQL URL, postgres://user:password@host:port/dbname (or
+    postgresql://): the database must exist, and is set up and seeded when
+    empty. HTTP then needs -token or $NOTES_MCP_TOKEN: there is no file to
+    keep a token in. Output and logs show the URL without its password.
+
+Several replicas behind a load balancer: start each with the same PostgreSQL
+-db and token, and -stateless. Stateless HTTP keeps no session, so any
+replica serves any request; clients get no tools/list_changed notifications
+and see changes on their next listing. Every server reads the write setting
+on each listing and call, so "notes-mcp writes on|off" takes effect on all
+replicas at once. Use -stateless only for HTTP, and only when requests may
+reach different processes; one server is better off without it.
+
 Flags:
 `
 
@@ -182,11 +214,12 @@ Flags:
 // stdio, until the client closes standard input).
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("notes-mcp", flag.ContinueOnError)
-	dbPath := fs.String("db", defaultDB, "the note database `file`, created and seeded if missing")
+	dbPath := fs.String("db", defaultDB, "the note database `file|URL`: a SQLite file, created and seeded if missing, or postgres://user:password@host:port/dbname")
 	addr := fs.String("addr", defaultAddr, "`host:port` to serve streamable HTTP on")
 	stdio := fs.Bool("stdio", false, "serve one client over stdin/stdout instead of HTTP")
+	stateless := fs.Bool("stateless", false, "serve streamable HTTP without sessions, for replicas behind a load balancer (HTTP only)")
 	scope := fs.String("scope", defaultScope, "the `name` of the scope whose settings decide which tools run")
-	token := fs.String("token", "", "the bearer `token` HTTP clients must send (default: $"+tokenEnv+", else one kept in DB.token)")
+	token := fs.String("token", "", "the bearer `token` HTTP clients must send (default: $"+tokenEnv+", else one kept in FILE.token; required with a PostgreSQL -db)")
 	if err := parseFlags(fs, args, stdout, serveUsage); err != nil {
 		return err
 	}
@@ -198,20 +231,30 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *stdio && (set["addr"] || set["token"]) {
 		return usageError("-addr and -token are for HTTP; leave them out with -stdio")
 	}
+	if *stdio && *stateless {
+		return usageError("-stateless is for HTTP; leave it out with -stdio")
+	}
 	if *scope == "" {
 		return usageError("-scope must not be empty")
 	}
+	if !*stdio {
+		if err := tokenNeeded(*token, *dbPath); err != nil {
+			return err
+		}
+	}
+	dbName := displayDB(*dbPath)
 
 	// Logs go to stderr, in both modes: with -stdio, stdout is the protocol.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{
 		Logger: logger,
-		// The writes command runs in another process: read the scope's
-		// setting on every listing and call (a primary-key lookup), so a
-		// change shows at once and clients get tools/list_changed.
+		// The writes command runs in another process, and replicas
+		// share a PostgreSQL database: read the scope's setting on every
+		// listing and call (a primary-key lookup), so a change shows at
+		// once on every server and clients get tools/list_changed.
 		ScopeCacheTTL: llmtool.NoScopeCache,
 		WritesOffAction: fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -scope %s`, then call the tool again.",
-			selfCommand(), shellQuote(*dbPath), shellQuote(*scope)),
+			selfCommand(), shellQuote(dbName), shellQuote(*scope)),
 	})
 	if err != nil {
 		return err
@@ -220,7 +263,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer reg.Close()
 	writes, err := reg.WritesEnabled(ctx, *scope)
 	if err != nil {
-		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, *dbPath, err)
+		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
 	}
 
 	owner := &llmtool.Principal{ID: "owner", Name: "Owner of the notes"}
@@ -236,7 +279,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		opts.Principal = owner
 		srv := mcpadapter.New(reg, &opts)
 		defer srv.Close()
-		logger.Info("notes-mcp: serving over stdio", "db", *dbPath, "scope", *scope, "writes", onOff(writes))
+		logger.Info("notes-mcp: serving over stdio", "db", dbName, "scope", *scope, "writes", onOff(writes))
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("stdio: %w", err)
 		}
@@ -262,7 +305,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fmt.Errorf("listen on %s: %w (choose another address with -addr)", *addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(endpoint, srv.Handler())
+	handler := srv.Handler()
+	if *stateless {
+		// No sessions: every POST stands alone, so a load balancer may
+		// send each request to any replica.
+		handler = srv.StatelessHandler()
+	}
+	mux.Handle(endpoint, handler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -275,6 +324,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		logger.Warn("notes-mcp: listening beyond loopback without TLS; put it behind an HTTPS proxy before exposing it", "addr", ln.Addr().String())
 	}
+	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "scope", *scope, "writes", onOff(writes), "stateless", *stateless)
 	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes})
 
 	errc := make(chan error, 1)
@@ -295,8 +345,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 const writesUsage = `notes-mcp writes shows, enables or disables the write tools of a scope.
 
 Usage:
-  notes-mcp writes [-db PATH] [-scope NAME]       show the setting
-  notes-mcp writes on|off [-db PATH] [-scope NAME] enable or disable write tools
+  notes-mcp writes [-db PATH|URL] [-scope NAME]        show the setting
+  notes-mcp writes on|off [-db PATH|URL] [-scope NAME] enable or disable write tools
+
+-db is the SQLite file or the PostgreSQL URL (postgres://user:password@host:port/dbname)
+the servers use. Every running server, each replica included, applies a change
+on its next listing or call.
 
 Flags:
 `
@@ -305,7 +359,7 @@ Flags:
 // The action may come before or after the flags.
 func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("notes-mcp writes", flag.ContinueOnError)
-	dbPath := fs.String("db", defaultDB, "the note database `file`")
+	dbPath := fs.String("db", defaultDB, "the note database `file|URL`: a SQLite file or postgres://user:password@host:port/dbname")
 	scope := fs.String("scope", defaultScope, "the `name` of the scope")
 	var action string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -341,30 +395,46 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	case "off":
 		err = reg.SetWrites(ctx, *scope, false)
 	}
+	dbName := displayDB(*dbPath)
 	if err != nil {
-		return fmt.Errorf("turn write tools %s for scope %q in %s: %w", action, *scope, *dbPath, err)
+		return fmt.Errorf("turn write tools %s for scope %q in %s: %w", action, *scope, dbName, err)
 	}
 	on, err := reg.WritesEnabled(ctx, *scope)
 	if err != nil {
-		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, *dbPath, err)
+		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
 	}
-	fmt.Fprintf(stdout, "Write tools are %s for scope %q in %s.\n", onOff(on), *scope, *dbPath)
+	fmt.Fprintf(stdout, "Write tools are %s for scope %q in %s.\n", onOff(on), *scope, dbName)
 	switch {
 	case action != "":
 		fmt.Fprintln(stdout, "Running servers apply the change on their next listing or call.")
 	case !on:
-		fmt.Fprintf(stdout, "Turn them on with: %s writes on -db %s -scope %s\n", selfCommand(), shellQuote(*dbPath), shellQuote(*scope))
+		fmt.Fprintf(stdout, "Turn them on with: %s writes on -db %s -scope %s\n", selfCommand(), shellQuote(dbName), shellQuote(*scope))
 	}
 	return nil
 }
 
 // openRegistry opens (creating and seeding it if needed) the note store and
-// a registry of the notes tools over it, configured by opts. The file must be a database or
-// not exist: notes.Open would otherwise be given a directory or a file of
-// another kind, and SQLite's own message for those is obscure.
+// a registry of the notes tools over it, configured by opts. path is a
+// PostgreSQL URL (see notes.IsPostgresURL) or a SQLite file. The file must
+// be a database or not exist: notes.Open would otherwise be given a
+// directory or a file of another kind, and SQLite's own message for those
+// is obscure.
 func openRegistry(ctx context.Context, path string, opts *llmtool.Options) (*sql.DB, *llmtool.Registry, error) {
 	if path == "" {
 		return nil, nil, usageError("-db must not be empty")
+	}
+	if notes.IsPostgresURL(path) {
+		// notes.Open's errors name the URL without its password.
+		db, err := notes.Open(ctx, path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (is the PostgreSQL server up, does the database exist, and may the user create tables in it?)", err)
+		}
+		reg, err := llmtool.NewRegistry(db, opts, notes.Tools)
+		if err != nil {
+			db.Close()
+			return nil, nil, fmt.Errorf("%s: %w", displayDB(path), err)
+		}
+		return db, reg, nil
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, nil, fmt.Errorf("open %s: it is a directory; give -db the path of a database file", path)
@@ -387,15 +457,29 @@ func openRegistry(ctx context.Context, path string, opts *llmtool.Options) (*sql
 	return db, reg, nil
 }
 
+// tokenNeeded returns a usage error when HTTP would have no token to
+// check: with a PostgreSQL database there is no file to keep one in, so
+// -token or the environment must give it.
+func tokenNeeded(flagValue, dbPath string) error {
+	if notes.IsPostgresURL(dbPath) && flagValue == "" && strings.TrimSpace(os.Getenv(tokenEnv)) == "" {
+		return usageError("a PostgreSQL -db needs the bearer token from -token or $%s; only a SQLite database has a file next to it to keep one in", tokenEnv)
+	}
+	return nil
+}
+
 // bearerToken returns the token HTTP clients must send and where it came
-// from: the -token flag, the environment, or the token file next to the
-// database, created with a random token the first time.
+// from: the -token flag, the environment, or (for a SQLite database) the
+// token file next to the database, created with a random token the first
+// time.
 func bearerToken(flagValue, dbPath string) (token, source string, err error) {
 	if flagValue != "" {
 		return flagValue, "from -token", nil
 	}
 	if v := strings.TrimSpace(os.Getenv(tokenEnv)); v != "" {
 		return v, "from $" + tokenEnv, nil
+	}
+	if err := tokenNeeded(flagValue, dbPath); err != nil {
+		return "", "", err
 	}
 	file := dbPath + ".token"
 	b, err := os.ReadFile(file)
@@ -425,11 +509,17 @@ type banner struct {
 	writes                  bool
 }
 
+// printBanner prints b. A PostgreSQL URL in b.db is shown without its
+// password, a SQLite file as given (and as an absolute path in the desktop
+// snippet).
 func printBanner(w io.Writer, b banner) {
-	abs, err := filepath.Abs(b.db)
-	if err != nil {
-		abs = b.db
+	abs := displayDB(b.db)
+	if !notes.IsPostgresURL(b.db) {
+		if a, err := filepath.Abs(b.db); err == nil {
+			abs = a
+		}
 	}
+	b.db = displayDB(b.db)
 	fmt.Fprintf(w, "notes-mcp serves the notes in %s (scope %q).\n\n", b.db, b.scope)
 	fmt.Fprintf(w, "  MCP endpoint:  %s\n", b.url)
 	fmt.Fprintf(w, "  Bearer token:  %s  (%s)\n\n", b.token, b.tokenSource)
@@ -450,10 +540,16 @@ func printBanner(w io.Writer, b banner) {
 		Command string   `json:"command"`
 		Args    []string `json:"args"`
 	}
-	snippet, _ := json.MarshalIndent(map[string]map[string]stdioServer{
+	// Not json.MarshalIndent, which would write the & of a URL's query
+	// as \u0026.
+	var snippet strings.Builder
+	enc := json.NewEncoder(&snippet)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	_ = enc.Encode(map[string]map[string]stdioServer{
 		"mcpServers": {"notes": {Command: cmd, Args: []string{"-stdio", "-db", abs, "-scope", b.scope}}},
-	}, "  ", "  ")
-	fmt.Fprintf(w, "  %s\n\nPress Ctrl+C to stop.\n", snippet)
+	})
+	fmt.Fprintf(w, "  %s\n\nPress Ctrl+C to stop.\n", strings.TrimSuffix(snippet.String(), "\n"))
 }
 
 // selfBinary returns the absolute path of this program, and whether it is a
@@ -493,6 +589,27 @@ func underTemp(path string) bool {
 	}
 	rel, err := filepath.Rel(tmp, path)
 	return err == nil && !strings.HasPrefix(rel, "..") && strings.Contains(rel, "go-build")
+}
+
+// displayDB returns how output and logs name the database at path: a
+// SQLite file as given; a PostgreSQL URL without its password (in the
+// user part or a password parameter), which shows as xxxxx.
+func displayDB(path string) string {
+	if !notes.IsPostgresURL(path) {
+		return path
+	}
+	u, err := url.Parse(path)
+	if err != nil {
+		// notes.Open reports what is wrong with it; show nothing of it
+		// but its scheme.
+		scheme, _, _ := strings.Cut(path, "://")
+		return scheme + "://(malformed URL)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.
