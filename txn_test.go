@@ -269,14 +269,14 @@ func TestResultsLeftOpenAreClosed(t *testing.T) {
 					return o, err
 				}
 				rows, err := c.Query(`SELECT name FROM items`) // left open on purpose
-				left <- rows //llmtoolvet:ignore the test checks after the call that the registry closed these rows
+				left <- rows                                   //llmtoolvet:ignore the test checks after the call that the registry closed these rows
 				return o, err
 			}
 			rows, err := c.Query(`SELECT name FROM items`) // left open on purpose
 			if err != nil {
 				return o, err
 			}
-			left <- rows //llmtoolvet:ignore the test checks after the call that the registry closed these rows
+			left <- rows                                             //llmtoolvet:ignore the test checks after the call that the registry closed these rows
 			_ = c.QueryRow(`SELECT name FROM items WHERE id = ?`, 1) // never scanned
 			return o, c.QueryRow(`SELECT count(*) FROM items`).Scan(&o.N)
 		})
