@@ -323,3 +323,82 @@ func TestPostgresOneStatementReads(t *testing.T) {
 	}
 	require.Equal(t, 1, countItems(t, db))
 }
+
+// TestPostgresRestartUnderLoad: four clients keep calling while the
+// server is stopped and started again. Every answer is a result or the
+// "cannot be reached" sentence, every acknowledged write is in the table
+// exactly once, no write is there twice, and calls work again after the
+// restart without restarting the registry.
+func TestPostgresRestartUnderLoad(t *testing.T) {
+	t.Parallel()
+	cluster := pgtest.StartCluster(t)
+	db, err := sql.Open("pgx", cluster.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO items (name) VALUES ('apple')`)
+	require.NoError(t, err)
+	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
+
+	var (
+		stop        atomic.Bool
+		mu          sync.Mutex
+		acked       []string
+		ok, refused atomic.Int64
+		wg          sync.WaitGroup
+	)
+	unreachable := func(tool string) string {
+		return "The database cannot be reached right now, so " + tool + " could not finish. Try again in a few seconds; if it keeps failing, tell the user the database is down."
+	}
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				name := fmt.Sprintf("w%d-%d", w, i)
+				for _, call := range [][2]string{{"add_item", `{"name":"` + name + `"}`}, {"get_item", `{"id":1}`}} {
+					res := invoke(reg, call[0], call[1])
+					switch {
+					case !res.IsError:
+						ok.Add(1)
+						if call[0] == "add_item" {
+							mu.Lock()
+							acked = append(acked, name)
+							mu.Unlock()
+						}
+					case res.Text() == unreachable(call[0]):
+						refused.Add(1)
+					default:
+						t.Errorf("%s: unexpected answer: %s (%v)", call[0], res.Text(), res.Err)
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	cluster.Stop()
+	time.Sleep(500 * time.Millisecond)
+	cluster.Start()
+	require.Eventually(t, func() bool { return !invoke(reg, "get_item", `{"id":1}`).IsError }, 30*time.Second, 100*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	require.Positive(t, refused.Load(), "some calls met the stopped server")
+
+	count := map[string]int{}
+	rows, err := db.Query(`SELECT name FROM items WHERE name <> 'apple'`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		count[n]++
+	}
+	require.NoError(t, rows.Err())
+	for n, c := range count {
+		require.Equal(t, 1, c, "%s saved once", n)
+	}
+	for _, n := range acked {
+		require.Equal(t, 1, count[n], "acknowledged %s is saved", n)
+	}
+	t.Logf("%d results, %d answered 'cannot be reached', %d acknowledged writes, %d rows", ok.Load(), refused.Load(), len(acked), len(count))
+}

@@ -423,7 +423,10 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 		err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
 	}
 	cs.finish()
-	if open := r.tx.EndRead(rt, cs.refusal() != nil); open > 0 {
+	// A connection that failed (the server went away) is closed rather
+	// than kept for the next read.
+	broken := err != nil && engine.Unavailable(err)
+	if open := r.tx.EndRead(rt, cs.refusal() != nil || broken); open > 0 {
 		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
 	}
 	statements = cs.statements.Load()
