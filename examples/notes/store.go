@@ -401,6 +401,13 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		u.RawQuery, u.Fragment = "", ""
 		name = fmt.Sprintf("%q", u.Redacted())
 		db, err = sql.Open("pgx", path)
+		if err == nil {
+			// database/sql keeps two idle connections by default: under
+			// load a server would open a PostgreSQL session for most
+			// calls. Keep enough for the registry's reserved reads and
+			// a burst of concurrent writes.
+			db.SetMaxIdleConns(16)
+		}
 	} else {
 		if strings.ContainsRune(path, '?') {
 			return nil, fmt.Errorf("open note store %s: path must not contain '?': %w", name, ErrInvalidArgument)
