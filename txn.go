@@ -328,8 +328,23 @@ func (r *Registry) Close() error {
 	return nil
 }
 
-// exec runs a prepared call in its transaction.
+// exec runs a prepared call in its transaction. A call that failed on a
+// broken connection learns whether the database still answers, so the
+// model hears "cannot be reached" only when it does not.
 func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, committed bool, err error) {
+	out, committed, err = r.execCall(ctx, t, args, pa, res)
+	if err != nil && engine.BrokenConn(err) && !engine.Unavailable(err) && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if perr := r.tx.DB.PingContext(pctx); perr != nil {
+			err = fmt.Errorf("%w; the database does not answer: %w", err, perr)
+		}
+		cancel()
+	}
+	return out, committed, err
+}
+
+// execCall is exec without the diagnosis.
+func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, committed bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -425,7 +440,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	cs.finish()
 	// A connection that failed (the server went away) is closed rather
 	// than kept for the next read.
-	broken := err != nil && engine.Unavailable(err)
+	broken := err != nil && (engine.Unavailable(err) || engine.BrokenConn(err))
 	if open := r.tx.EndRead(rt, cs.refusal() != nil || broken); open > 0 {
 		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
 	}

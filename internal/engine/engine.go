@@ -119,6 +119,14 @@ func Busy(err error) bool {
 // DiskFull reports whether err is PostgreSQL out of disk space (53100).
 func DiskFull(err error) bool { return sqlState(err) == "53100" }
 
+// BrokenConn reports whether err says the connection under a statement is
+// unusable (driver.ErrBadConn, sql.ErrConnDone): the server went away, or
+// the driver refused a connection still busy with an open result. Only a
+// ping tells which.
+func BrokenConn(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
+}
+
 // ReadOnlyViolation reports whether err is PostgreSQL refusing a write in
 // a read-only transaction (25006).
 func ReadOnlyViolation(err error) bool { return sqlState(err) == "25006" }
@@ -138,8 +146,7 @@ func Unavailable(err error) bool {
 	case st != "":
 		return false
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}
 	var op *net.OpError

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -99,4 +100,12 @@ func TestErrorClasses(t *testing.T) {
 		require.Equal(t, tc.full, engine.DiskFull(tc.err), tc.name)
 	}
 	require.False(t, engine.Unavailable(nil))
+}
+
+func TestBrokenConn(t *testing.T) {
+	t.Parallel()
+	require.True(t, engine.BrokenConn(fmt.Errorf("query: %w", driver.ErrBadConn)))
+	require.True(t, engine.BrokenConn(fmt.Errorf("query: %w", sql.ErrConnDone)))
+	require.False(t, engine.BrokenConn(errors.New("driver: bad connection, said as text")))
+	require.False(t, engine.Unavailable(driver.ErrBadConn), "a busy connection is not a server that went away: only a ping tells")
 }
