@@ -29,24 +29,21 @@ func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
 	return e, migrate.Apply(ctx, db, e, "llmtool", coreMigrations)
 }
 
+const createScopeTable = `CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
+	scope TEXT NOT NULL,
+	tool TEXT NOT NULL DEFAULT '',
+	enabled INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (scope, tool)
+)`
+
 // coreMigrations are the versions of llmtool's own tables: the scope
 // settings (1), their version counter (2), PostgreSQL's commit guard (3).
 // Append a step to change them; never edit a released one.
 var coreMigrations = []migrate.Step{{
-	SQLite: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
-	scope TEXT NOT NULL,
-	tool TEXT NOT NULL DEFAULT '',
-	enabled INTEGER NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (scope, tool)
-)`},
-	Postgres: []string{`CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
-	scope TEXT NOT NULL,
-	tool TEXT NOT NULL DEFAULT '',
-	enabled INTEGER NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (scope, tool)
-)`},
+	// Created on first use before versions existed, hence IF NOT EXISTS.
+	SQLite:   []string{createScopeTable},
+	Postgres: []string{createScopeTable},
 }, {
 	SQLite: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
 		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},

@@ -191,19 +191,27 @@ func TestPostgresEngine(t *testing.T) {
 	require.EqualError(t, err, `llmtool: unknown engine "mysql": llmtool runs on "sqlite" and "postgres"`)
 }
 
-// TestPostgresServerGoesAway: calls made while the server is down get a
-// clear sentence (and nothing half-written); once it is back, calls work
-// again without restarting anything.
-func TestPostgresServerGoesAway(t *testing.T) {
-	t.Parallel()
+// clusterRegistry starts a private cluster (which the test may stop and
+// start) whose items table holds "apple", and a registry over it.
+func clusterRegistry(t *testing.T) (*pgtest.Cluster, *sql.DB, *llmtool.Registry) {
+	t.Helper()
 	cluster := pgtest.StartCluster(t)
 	db, err := sql.Open("pgx", cluster.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
-	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
-	require.False(t, invoke(reg, "add_item", `{"name":"apple"}`).IsError)
+	_, err = db.Exec(`INSERT INTO items (name) VALUES ('apple')`)
+	require.NoError(t, err)
+	return cluster, db, newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
+}
+
+// TestPostgresServerGoesAway: calls made while the server is down get a
+// clear sentence (and nothing half-written); once it is back, calls work
+// again without restarting anything.
+func TestPostgresServerGoesAway(t *testing.T) {
+	t.Parallel()
+	cluster, db, reg := clusterRegistry(t)
 
 	cluster.Stop()
 	for _, call := range [][2]string{{"add_item", `{"name":"pear"}`}, {"get_item", `{"id":1}`}} {
@@ -331,15 +339,7 @@ func TestPostgresOneStatementReads(t *testing.T) {
 // restart without restarting the registry.
 func TestPostgresRestartUnderLoad(t *testing.T) {
 	t.Parallel()
-	cluster := pgtest.StartCluster(t)
-	db, err := sql.Open("pgx", cluster.DSN)
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	_, err = db.Exec(`CREATE TABLE items (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
-	require.NoError(t, err)
-	_, err = db.Exec(`INSERT INTO items (name) VALUES ('apple')`)
-	require.NoError(t, err)
-	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
+	cluster, db, reg := clusterRegistry(t)
 
 	var (
 		stop        atomic.Bool
