@@ -112,7 +112,7 @@ func baselineTxRead(b *testing.B, ctx context.Context, db *sql.DB) {
 }
 
 // baselineInsert is what a write tool replaces: BEGIN IMMEDIATE (OpenSQLite
-// sets _txlock=immediate), INSERT, COMMIT, encode the row.
+// sets _txlock=immediate), INSERT ... RETURNING id, COMMIT, encode the row.
 func baselineInsert(b *testing.B, ctx context.Context, db *sql.DB) {
 	var in AddItemIn
 	if err := json.Unmarshal(insertArgs, &in); err != nil {
@@ -122,11 +122,11 @@ func baselineInsert(b *testing.B, ctx context.Context, db *sql.DB) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO items (name, qty) VALUES (?, ?)`, in.Name, in.Qty)
-	if err != nil {
+	// The same statement as add_item's.
+	var id int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO items (name, qty) VALUES (?, ?) RETURNING id`, in.Name, in.Qty).Scan(&id); err != nil {
 		b.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
