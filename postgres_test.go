@@ -3,13 +3,16 @@ package llmtool_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
@@ -401,4 +404,33 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		require.Equal(t, 1, count[n], "acknowledged %s is saved", n)
 	}
 	t.Logf("%d results, %d answered 'cannot be reached', %d acknowledged writes, %d rows", ok.Load(), refused.Load(), len(acked), len(count))
+}
+
+// wrappedDriver hides the SQLite driver's type behind another, as a
+// tracing or metrics wrapper does.
+type wrappedDriver struct{ driver.Driver }
+
+func init() { sql.Register("llmtool-test-wrapped-sqlite", wrappedDriver{(&sqlite.Driver{})}) }
+
+// TestWrappedDriverKeepsReadOnly: the engine is asked of the database, not
+// guessed from the driver's type, so a SQLite driver behind a wrapper is
+// still SQLite, and a read tool's write is still refused.
+func TestWrappedDriverKeepsReadOnly(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "wrapped.db")
+	db, err := sql.Open("llmtool-test-wrapped-sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_txlock=immediate")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	sneaky := llmtool.Read("sneaky", "Try to write from a read tool.", func(c *llmtool.ReadCtx, _ struct{}) (map[string]string, error) {
+		_, err := c.Query(`INSERT INTO items (name) VALUES ('x')`)
+		return map[string]string{"engine": c.Engine()}, err
+	})
+	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("w", sneaky))
+	res := invoke(reg, "sneaky", `{}`)
+	require.EqualError(t, res.Err, "llmtool: tool sneaky is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: attempt to write a readonly database (8)")
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM items`).Scan(&n))
+	require.Zero(t, n)
 }
