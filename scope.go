@@ -110,6 +110,11 @@ func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
 // made the change, after the change is visible to List; keep it short (the
 // MCP adapter sends notifications/tools/list_changed). cancel unregisters
 // fn.
+//
+// The first Subscribe starts one goroutine that reads the settings'
+// version every ScopeCacheTTL (2 seconds by default), so changes other
+// processes or replicas make reach fn within that bound, in that
+// goroutine; Close stops it.
 func (r *Registry) Subscribe(fn func(scope string)) (cancel func()) {
 	p := &r.pol
 	p.subMu.Lock()

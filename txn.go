@@ -314,7 +314,8 @@ func OpenSQLite(driverName, path string) (*sql.DB, error) {
 }
 
 // Close hands the read connections the registry reserved back to the
-// database's pool, in their normal writable state. It does not close the
+// database's pool, in their normal writable state, and stops watching for
+// other processes' scope changes (see Subscribe). It does not close the
 // database, which belongs to the host. Calls made after Close still work,
 // without reserved connections.
 func (r *Registry) Close() error {
