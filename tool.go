@@ -17,8 +17,7 @@ type Spec struct {
 	Name         string          // unique name, valid for MCP, OpenAI, Anthropic and Gemini
 	Description  string          // always sent to the model: keep it short
 	Module       string          // the module that registered the tool
-	Title        string          // display title (MCP "title"): the FriendlyName
-	FriendlyName string          // imperative label for chat UIs, such as "Create note"
+	FriendlyName string          // the label people see, such as "Create note": MCP "title", chat progress
 	Category     string          // man catalog group; "General" if unset
 	Summary      string          // one line for the man catalog
 	ManPage      string          // long documentation shown by "man <tool>"
@@ -196,7 +195,6 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	t.spec.OutputSchema = t.out.JSON()
 	t.spec.Params = t.in.Root().Params()
 	t.refs = schema.Refs(name, t.in.Root(), inT)
-	t.spec.Title = t.spec.FriendlyName
 	t.run = func(c *ReadCtx, args []byte) ([]byte, error) {
 		var in In
 		if err := c.call.decodeIn(args, &in); err != nil {

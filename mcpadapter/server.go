@@ -286,11 +286,11 @@ func (s *Server) register(specs []*llmtool.Spec) {
 func convertSpec(sp *llmtool.Spec) mcp.Tool {
 	t := mcp.Tool{
 		Name:           sp.Name,
-		Title:          sp.Title,
+		Title:          sp.FriendlyName,
 		Description:    sp.Description,
 		RawInputSchema: sp.InputSchema,
 		Annotations: mcp.ToolAnnotation{
-			Title:           sp.Title,
+			Title:           sp.FriendlyName,
 			ReadOnlyHint:    mcp.ToBoolPtr(sp.ReadOnly),
 			DestructiveHint: mcp.ToBoolPtr(sp.Destructive),
 			IdempotentHint:  mcp.ToBoolPtr(sp.Idempotent),
