@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -222,7 +223,10 @@ func TestPostgresEndToEnd(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.DSN(t)
 		s := pgServeHTTP(t, bin, pgEnv(), "-db", dsn, "-addr", "127.0.0.1:0", "-stateless", "-token", "SECRET")
-		require.Contains(t, s.stderr.String(), `db=`+dsn+` scope=default writes=off stateless=true`)
+		// The log line may follow the banner the start waited for.
+		require.Eventually(t, func() bool {
+			return strings.Contains(s.stderr.String(), `db=`+dsn+` scope=default writes=off stateless=true`)
+		}, 5*time.Second, 10*time.Millisecond, s.stderr.String())
 
 		// No session: the server hands out no session ID, and a request
 		// that never initialized is served.
@@ -302,7 +306,10 @@ func TestPostgresEndToEnd(t *testing.T) {
 		require.NotContains(t, s.banner, password)
 		require.Contains(t, s.banner, `"-db",`+"\n"+`          "`+shown+`",`, "the desktop snippet names the URL, not a file")
 		require.NotContains(t, s.stderr.String(), password)
-		require.Contains(t, s.stderr.String(), `db=`+shown+` scope=default writes=off stateless=true`)
+		// The log line may follow the banner the start waited for.
+		require.Eventually(t, func() bool {
+			return strings.Contains(s.stderr.String(), `db=`+shown+` scope=default writes=off stateless=true`)
+		}, 5*time.Second, 10*time.Millisecond, s.stderr.String())
 	})
 
 	t.Run("writes", func(t *testing.T) {
