@@ -151,6 +151,7 @@ func KindOf(err error) Kind {
 }
 
 // ErrUnknownTool is wrapped by the result of a call to a tool the registry
+// does not know, and of a read of a resource or a rendering of a prompt it
 // does not know. MCP servers answer such a call with a protocol error.
 var ErrUnknownTool = errors.New("llmtool: unknown tool")
 

@@ -92,6 +92,14 @@ type Entity struct {
 	// such as "Call search_notes to find the note's ID.". The default
 	// asks for the ID of an existing entity.
 	NotFoundNext string
+	// Complete returns IDs of existing entities that start with prefix, at
+	// most limit of them, for a client completing a resource template
+	// variable or a prompt argument that references this kind
+	// (Registry.Complete). Optional: without it such values do not
+	// complete. It runs in a read snapshot as the caller's principal; the
+	// registry drops the IDs of protected entities and of those MayRead
+	// refuses, so it need not filter them itself.
+	Complete func(c *ReadCtx, prefix string, limit int) ([]string, error)
 }
 
 func (e *Entity) noun() string {

@@ -27,6 +27,25 @@ type Call struct {
 	// {} all mean no arguments; an object sent as a JSON-encoded string is
 	// accepted.
 	Args json.RawMessage
+	// Resource, set instead of Tool, reads the resource at this URI (see
+	// Resource): the registry finds the resource whose URI or URI template
+	// matches and calls it with the template's variables as arguments.
+	// Args is not used.
+	Resource string
+	// Prompt, set instead of Tool, renders the named prompt (see Prompt)
+	// with Args.
+	Prompt string
+}
+
+// target returns the name and the kind of definition the call is for.
+func (c *Call) target() (string, toolKind) {
+	switch {
+	case c.Resource != "":
+		return c.Resource, kindResource
+	case c.Prompt != "":
+		return c.Prompt, kindPrompt
+	}
+	return c.Tool, kindTool
 }
 
 // Result is the outcome of a call, ready for an adapter to send.
@@ -41,8 +60,11 @@ type Result struct {
 	// errors).
 	Err error
 	// Content holds the parts of a rich result, when the tool's Out is
-	// Rich; nil otherwise. JSON holds the same parts.
+	// Rich (and of a resource); nil otherwise. JSON holds the same parts.
 	Content []Content
+	// Messages holds a rendered prompt's messages (Call.Prompt); nil
+	// otherwise. JSON holds them too, as {"messages": [...]}.
+	Messages []Message
 
 	msg string // the rendered error message
 }
@@ -379,7 +401,7 @@ func (r *Registry) allSpecs() *[]*Spec {
 	specs := make([]*Spec, 0, len(r.order))
 	for _, builtin := range []bool{false, true} {
 		for _, e := range r.order {
-			if e.enabled.Load() && e.builtin == builtin {
+			if e.enabled.Load() && e.builtin == builtin && e.tool.kind == kindTool {
 				specs = append(specs, &e.tool.spec)
 			}
 		}
@@ -389,9 +411,10 @@ func (r *Registry) allSpecs() *[]*Spec {
 	return &specs
 }
 
-// Specs returns the specs of every registered tool, switched on or off and
-// whatever any scope allows, in registration order, after running pending
-// loaders. It is for start-up checks (lint, a chat adapter's provider
+// Specs returns the specs of every registered tool, resource and prompt,
+// switched on or off and whatever any scope allows, in registration order,
+// after running pending loaders (Spec.URI marks a resource, Spec.Prompt a
+// prompt). It is for start-up checks (lint, a chat adapter's provider
 // check) that must see tools no scope has enabled yet; listings for a model
 // use List.
 func (r *Registry) Specs(ctx context.Context) ([]*Spec, error) {
@@ -467,42 +490,6 @@ func (r *Registry) lateUse(tool, op string) {
 	r.logger().Error("llmtool: transaction used after its handler returned", "tool", tool, "op", op)
 }
 
-func (r *Registry) find(ctx context.Context, name string) (*entry, error) {
-	r.mu.RLock()
-	e := r.tools[name]
-	r.mu.RUnlock()
-	if e != nil {
-		return e, nil
-	}
-	err := r.resolve(ctx)
-	r.mu.RLock()
-	e = r.tools[name]
-	r.mu.RUnlock()
-	if e != nil {
-		return e, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return nil, r.unknown(ctx, name)
-}
-
-// unknown reports a name the registry does not know, suggesting the
-// closest names among the tools the caller's scope may call.
-func (r *Registry) unknown(ctx context.Context, name string) error {
-	specs, _ := r.List(ctx)
-	names := make([]string, 0, len(specs))
-	for _, s := range specs {
-		names = append(names, s.Name)
-	}
-	msg := fmt.Sprintf("Unknown tool %q.", name)
-	next := "Call one of the tools you were given."
-	if near := closest(name, names, 3); len(near) > 0 {
-		next = "Did you mean " + quoteOr(near) + "?"
-	}
-	return &Error{Kind: KindNotFound, Message: msg, NextAction: next, err: ErrUnknownTool}
-}
-
 // Invoke runs one call: find the tool, check it is switched on, decode and
 // validate the arguments (applying defaults), begin a read or write
 // transaction, run the guards and the handler (recovering panics), encode
@@ -521,7 +508,17 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		module    string
 		attempts  int
 	)
-	e, err := r.find(ctx, call.Tool)
+	name, kind := call.target()
+	var e *entry
+	var err error
+	if kind == kindResource {
+		e, call.Args, err = r.findResource(ctx, call.Resource) // resource.go
+	} else {
+		e, err = r.findKind(ctx, name, kind)
+	}
+	if e != nil {
+		name = e.tool.spec.Name
+	}
 	if err == nil {
 		t := e.tool
 		module, write = t.spec.Module, !t.spec.ReadOnly
@@ -541,11 +538,17 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 			attempts = pa.attempts
 		}
 	}
+	if err == nil && kind == kindPrompt {
+		var po promptOut
+		if err = json.Unmarshal(res.JSON, &po); err == nil {
+			res.Messages = po.Messages
+		}
+	}
 	if err != nil {
-		res = r.failure(call.Tool, err)
+		res = r.failure(name, err)
 	}
 	r.audit(ctx, audit.Record{
-		Time: start, Tool: call.Tool, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
 		Outcome: outcome(err, refused), Duration: time.Since(start), Write: write, Committed: committed,
 		Attempts: attempts,
 	})

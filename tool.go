@@ -29,6 +29,8 @@ type Spec struct {
 	InputSchema  json.RawMessage // JSON Schema 2020-12 of the arguments
 	OutputSchema json.RawMessage // JSON Schema 2020-12 of the result
 	Params       []Param         // top-level arguments in declaration order
+	URI          string          // a resource's URI or URI template (Resource); "" for tools and prompts
+	Prompt       bool            // a prompt (Prompt), rendered rather than called
 }
 
 // Param is one top-level argument of a tool, as the man catalog and the
@@ -50,6 +52,29 @@ type Tool struct {
 	// PostgreSQL: readsUnknown, readsOne or readsMany (txn.go). Shared
 	// by the module copies of the tool.
 	reads *atomic.Int32
+	kind  toolKind     // a tool, a resource or a prompt
+	tmpl  *uriTemplate // a resource's URI template
+}
+
+// toolKind says what a *Tool defines: a tool the model calls, a resource a
+// client reads (Resource) or a prompt a person picks (Prompt). All three
+// run through Invoke alike.
+type toolKind uint8
+
+const (
+	kindTool toolKind = iota
+	kindResource
+	kindPrompt
+)
+
+func (k toolKind) String() string {
+	switch k {
+	case kindResource:
+		return "resource"
+	case kindPrompt:
+		return "prompt"
+	}
+	return "tool"
 }
 
 // Spec returns the tool's spec.
