@@ -124,6 +124,7 @@ type Server struct {
 	closeOnce sync.Once
 
 	unsubscribe func()
+	extras      extras // resources and prompts registered with mcp-go (resources.go)
 }
 
 // toolEntry is a spec converted once into its MCP form.
@@ -158,6 +159,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithToolFilter(s.filter),
 		server.WithPaginationLimit(cfg.pageSize),
 	}
+	sopts = append(sopts, s.extraOptions(hooks)...)
 	if cfg.instructions != "" {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}

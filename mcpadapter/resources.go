@@ -1,0 +1,222 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/llmtool/llmtool"
+)
+
+// Resources, resource templates and prompts are the registry's
+// (llmtool.Resource, llmtool.Prompt), registered with mcp-go before the
+// first request that concerns them, so lazily loaded modules and stateless
+// replicas that never listed them serve them too. Listings are filtered to
+// what the caller may use (Registry.Resources, Registry.Prompts); a read or
+// a prompts/get goes through Registry.Invoke, which applies the policy and
+// the entity checks, and completion/complete through Registry.Complete.
+
+// extras is what the adapter registered with mcp-go, by name.
+type extras struct {
+	mu   sync.Mutex
+	seen map[string]*llmtool.Spec
+}
+
+// extraOptions returns the mcp-go options that serve resources, prompts and
+// completions.
+func (s *Server) extraOptions(hooks *server.Hooks) []server.ServerOption {
+	hooks.AddBeforeAny(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any) {
+		switch method {
+		case mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodResourcesRead,
+			mcp.MethodPromptsList, mcp.MethodPromptsGet, mcp.MethodCompletionComplete:
+			s.syncExtras(ctx)
+		}
+	})
+	hooks.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+		allowed := s.allowed(ctx, s.reg.Resources)
+		res.Resources = keep(res.Resources, func(r mcp.Resource) bool { return allowed[r.Name] })
+	})
+	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+		allowed := s.allowed(ctx, s.reg.Resources)
+		res.ResourceTemplates = keep(res.ResourceTemplates, func(r mcp.ResourceTemplate) bool { return allowed[r.Name] })
+	})
+	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
+		allowed := s.allowed(ctx, s.reg.Prompts)
+		res.Prompts = keep(res.Prompts, func(p mcp.Prompt) bool { return allowed[p.Name] })
+	})
+	return []server.ServerOption{
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{s}),
+		server.WithResourceCompletionProvider(completer{s}),
+	}
+}
+
+// allowed returns the names list gives ctx's caller.
+func (s *Server) allowed(ctx context.Context, list func(context.Context) ([]*llmtool.Spec, error)) map[string]bool {
+	specs, err := list(s.callContext(ctx))
+	if err != nil {
+		s.cfg.logger.Warn("mcpadapter: listing resources or prompts", "err", err)
+	}
+	names := make(map[string]bool, len(specs))
+	for _, sp := range specs {
+		names[sp.Name] = true
+	}
+	return names
+}
+
+func keep[T any](list []T, ok func(T) bool) []T {
+	out := list[:0]
+	for _, x := range list {
+		if ok(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// syncExtras registers with mcp-go the resources and prompts it does not
+// have yet.
+func (s *Server) syncExtras(ctx context.Context) {
+	specs, err := s.reg.Specs(s.callContext(ctx))
+	if err != nil {
+		s.cfg.logger.Warn("mcpadapter: loading modules", "err", err)
+	}
+	s.extras.mu.Lock()
+	defer s.extras.mu.Unlock()
+	if s.extras.seen == nil {
+		s.extras.seen = make(map[string]*llmtool.Spec)
+	}
+	var (
+		fixed     []server.ServerResource
+		templates []server.ServerResourceTemplate
+		prompts   []server.ServerPrompt
+	)
+	for _, sp := range specs {
+		if (sp.URI == "" && !sp.Prompt) || s.extras.seen[sp.Name] == sp {
+			continue
+		}
+		s.extras.seen[sp.Name] = sp
+		switch {
+		case sp.Prompt:
+			prompts = append(prompts, server.ServerPrompt{Prompt: convertPrompt(sp), Handler: s.getPrompt(sp.Name)})
+		case len(sp.Params) == 0 || !isTemplate(sp.URI):
+			r := mcp.NewResource(sp.URI, sp.Name, mcp.WithResourceDescription(sp.Description))
+			r.Title = sp.FriendlyName
+			fixed = append(fixed, server.ServerResource{Resource: r, Handler: s.readResource})
+		default:
+			t := mcp.NewResourceTemplate(sp.URI, sp.Name, mcp.WithTemplateDescription(sp.Description))
+			t.Title = sp.FriendlyName
+			templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(s.readResource)})
+		}
+	}
+	if len(fixed) > 0 {
+		s.mcp.AddResources(fixed...)
+	}
+	if len(templates) > 0 {
+		s.mcp.AddResourceTemplates(templates...)
+	}
+	if len(prompts) > 0 {
+		s.mcp.AddPrompts(prompts...)
+	}
+}
+
+func isTemplate(uri string) bool {
+	for _, c := range uri {
+		if c == '{' {
+			return true
+		}
+	}
+	return false
+}
+
+func convertPrompt(sp *llmtool.Spec) mcp.Prompt {
+	p := mcp.Prompt{Name: sp.Name, Title: sp.FriendlyName, Description: sp.Description}
+	for _, a := range sp.Params {
+		p.Arguments = append(p.Arguments, mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+	}
+	return p
+}
+
+// readResource serves resources/read through Registry.Invoke. A refusal
+// (a missing, protected or unreadable entity, the policy) is the
+// registry's sentence as the request's error.
+func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	res := s.reg.Invoke(s.callContext(ctx), llmtool.Call{Resource: uri})
+	if res.IsError {
+		return nil, errors.New(res.Text())
+	}
+	out := make([]mcp.ResourceContents, 0, len(res.Content))
+	for _, c := range res.Content {
+		u, mt := c.URI, c.MIMEType
+		if u == "" {
+			u = uri
+		}
+		if c.Data != nil {
+			out = append(out, mcp.BlobResourceContents{URI: u, MIMEType: mt, Blob: base64.StdEncoding.EncodeToString(c.Data)})
+			continue
+		}
+		if mt == "" {
+			mt = "text/plain"
+		}
+		out = append(out, mcp.TextResourceContents{URI: u, MIMEType: mt, Text: c.Text})
+	}
+	return out, nil
+}
+
+// getPrompt serves prompts/get of one prompt through Registry.Invoke.
+func (s *Server) getPrompt(name string) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		args, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		res := s.reg.Invoke(s.callContext(ctx), llmtool.Call{Prompt: name, Args: args})
+		if res.IsError {
+			return nil, errors.New(res.Text())
+		}
+		out := &mcp.GetPromptResult{Messages: make([]mcp.PromptMessage, 0, len(res.Messages))}
+		if sp, ok := s.reg.Tool(ctx, name); ok {
+			out.Description = sp.Description
+		}
+		for _, m := range res.Messages {
+			out.Messages = append(out.Messages, mcp.PromptMessage{Role: mcp.Role(m.Role), Content: contentBlock(m.Content)})
+		}
+		return out, nil
+	}
+}
+
+// completer answers completion/complete through Registry.Complete.
+type completer struct{ s *Server }
+
+func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	return c.complete(ctx, name, arg)
+}
+
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	specs, err := c.s.reg.Resources(c.s.callContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range specs {
+		if sp.URI == uri {
+			return c.complete(ctx, sp.Name, arg)
+		}
+	}
+	return &mcp.Completion{Values: []string{}}, nil
+}
+
+func (c completer) complete(ctx context.Context, name string, arg mcp.CompleteArgument) (*mcp.Completion, error) {
+	values, err := c.s.reg.Complete(c.s.callContext(ctx), name, arg.Name, arg.Value)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.Completion{Values: values}, nil
+}
