@@ -1,0 +1,199 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/mcpadapter"
+)
+
+// docKind is the entity kind of the resource fixture: document 2 is
+// protected.
+var docKind = &llmtool.Entity{
+	Kind: "doc",
+	Noun: "document",
+	Exists: func(c *llmtool.ReadCtx, id string) (bool, error) {
+		var n int
+		err := c.QueryRow(`SELECT count(*) FROM docs WHERE id = ?`, id).Scan(&n)
+		return n > 0, err
+	},
+	Protected: func(c *llmtool.ReadCtx, id string) (bool, error) {
+		var p bool
+		err := c.QueryRow(`SELECT protected FROM docs WHERE id = ?`, id).Scan(&p)
+		return p, err
+	},
+	Complete: func(c *llmtool.ReadCtx, prefix string, limit int) ([]string, error) {
+		rows, err := c.Query(`SELECT id FROM docs WHERE id LIKE ? || '%' ORDER BY id LIMIT ?`, prefix, limit)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, rows.Err()
+	},
+	NotFoundNext: "List the documents to find an ID.",
+}
+
+type docRef struct {
+	DocID string `json:"docId" ref:"doc" desc:"ID of the document."`
+}
+
+var (
+	docResource = llmtool.Resource("doc", "doc://{docId}", "A document's body.",
+		func(c *llmtool.ReadCtx, in docRef) (llmtool.Rich, error) {
+			var body string
+			err := c.QueryRow(`SELECT body FROM docs WHERE id = ?`, in.DocID).Scan(&body)
+			return llmtool.Rich{Content: []llmtool.Content{llmtool.TextContent(body)}}, err
+		}, llmtool.FriendlyName("Document"))
+	indexResource = llmtool.Resource("index", "doc://index", "Every document's ID.",
+		func(*llmtool.ReadCtx, struct{}) (llmtool.Rich, error) {
+			return llmtool.Rich{Content: []llmtool.Content{{Type: "text", Text: `["1","2","10"]`, MIMEType: "application/json"}}}, nil
+		})
+	reviewPrompt = llmtool.Prompt("review_doc", "Ask for a review of a document.",
+		func(c *llmtool.ReadCtx, in docRef) ([]llmtool.Message, error) {
+			var body string
+			if err := c.QueryRow(`SELECT body FROM docs WHERE id = ?`, in.DocID).Scan(&body); err != nil {
+				return nil, err
+			}
+			return []llmtool.Message{{Role: "user", Content: llmtool.TextContent("Review this: " + body)}}, nil
+		}, llmtool.FriendlyName("Review document"))
+)
+
+// newDocFixture serves the resource fixture with opts.
+func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
+	t.Helper()
+	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "docs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec(`CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT NOT NULL, protected INTEGER NOT NULL DEFAULT 0);
+		INSERT INTO docs VALUES ('1', 'First', 0), ('2', 'Secret', 1), ('10', 'Tenth', 0)`)
+	require.NoError(t, err)
+	o := llmtool.Options{Logger: slog.New(slog.DiscardHandler)}
+	if opts != nil {
+		o = *opts
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt).WithEntities(docKind))
+	require.NoError(t, err)
+	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { srv.Close() })
+	return &fixture{db: db, reg: reg, srv: srv}
+}
+
+func TestResources(t *testing.T) {
+	for _, cn := range connectors {
+		t.Run(cn.name, func(t *testing.T) {
+			if cn.parallel {
+				t.Parallel()
+			}
+			c := cn.connect(t, newDocFixture(t, nil))
+			ctx := context.Background()
+
+			list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+			require.NoError(t, err)
+			require.Len(t, list.Resources, 1)
+			require.Equal(t, "doc://index", list.Resources[0].URI)
+			require.Equal(t, "Every document's ID.", list.Resources[0].Description)
+
+			tmpls, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+			require.NoError(t, err)
+			require.Len(t, tmpls.ResourceTemplates, 1)
+			require.Equal(t, "doc://{docId}", tmpls.ResourceTemplates[0].URITemplate.Raw())
+			require.Equal(t, "Document", tmpls.ResourceTemplates[0].Title)
+
+			read := func(uri string) (string, string, error) {
+				res, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+				if err != nil {
+					return "", "", err
+				}
+				require.Len(t, res.Contents, 1)
+				tc, ok := res.Contents[0].(mcp.TextResourceContents)
+				require.True(t, ok, "%T", res.Contents[0])
+				require.Equal(t, uri, tc.URI)
+				return tc.Text, tc.MIMEType, nil
+			}
+			body, mt, err := read("doc://10")
+			require.NoError(t, err)
+			require.Equal(t, "Tenth", body)
+			require.Equal(t, "text/plain", mt)
+			body, mt, err = read("doc://index")
+			require.NoError(t, err)
+			require.Equal(t, `["1","2","10"]`, body)
+			require.Equal(t, "application/json", mt)
+
+			for _, tt := range []struct{ uri, want string }{
+				{"doc://2", `Document "2" (docId) is protected; tools may neither read nor change it. Work with another document, or ask the user to remove the protection.`},
+				{"doc://9", `Document "9" (docId) does not exist. List the documents to find an ID.`},
+				{"other://1", `resource not found`},
+			} {
+				_, _, err := read(tt.uri)
+				require.Error(t, err, tt.uri)
+				require.Contains(t, err.Error(), tt.want)
+			}
+
+			prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+			require.NoError(t, err)
+			require.Len(t, prompts.Prompts, 1)
+			require.Equal(t, mcp.Prompt{Name: "review_doc", Title: "Review document", Description: "Ask for a review of a document.",
+				Arguments: []mcp.PromptArgument{{Name: "docId", Description: "ID of the document.", Required: true}}}, prompts.Prompts[0])
+			got, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "review_doc", Arguments: map[string]string{"docId": "1"}}})
+			require.NoError(t, err)
+			require.Equal(t, []mcp.PromptMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: "Review this: First"}}}, got.Messages)
+			_, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "review_doc", Arguments: map[string]string{"docId": "2"}}})
+			require.ErrorContains(t, err, `Document "2" (docId) is protected`)
+
+			complete := func(ref any, arg, value string) []string {
+				res, err := c.Complete(ctx, mcp.CompleteRequest{Params: mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteArgument{Name: arg, Value: value}}})
+				require.NoError(t, err)
+				return res.Completion.Values
+			}
+			tmplRef := mcp.ResourceReference{Type: "ref/resource", URI: "doc://{docId}"}
+			require.Equal(t, []string{"1", "10"}, complete(tmplRef, "docId", "1"))
+			require.Equal(t, []string{"1", "10"}, complete(tmplRef, "docId", ""), "the protected document is left out")
+			require.Equal(t, []string{"10"}, complete(mcp.PromptReference{Type: "ref/prompt", Name: "review_doc"}, "docId", "10"))
+		})
+	}
+}
+
+// TestResourcesPolicy shows listings and reads refused by Options.Authorize
+// with its own sentence.
+func TestResourcesPolicy(t *testing.T) {
+	t.Parallel()
+	f := newDocFixture(t, &llmtool.Options{Authorize: func(_ context.Context, _ *llmtool.Principal, s *llmtool.Spec) error {
+		if s.Name == "doc" || s.Prompt {
+			return &llmtool.Error{Kind: llmtool.KindDenied, Message: fmt.Sprintf("Only editors may use %s.", s.Name), NextAction: "Ask an editor."}
+		}
+		return nil
+	}})
+	c := httpClient(t, f)
+	ctx := context.Background()
+	tmpls, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	require.NoError(t, err)
+	require.Empty(t, tmpls.ResourceTemplates)
+	prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, prompts.Prompts)
+	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.Resources, 1)
+
+	_, err = c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "doc://1"}})
+	require.ErrorContains(t, err, "Only editors may use doc. Ask an editor.")
+	_, err = c.Complete(ctx, mcp.CompleteRequest{Params: mcp.CompleteParams{
+		Ref: mcp.PromptReference{Type: "ref/prompt", Name: "review_doc"}, Argument: mcp.CompleteArgument{Name: "docId", Value: "1"}}})
+	require.ErrorContains(t, err, "Only editors may use review_doc.")
+}
