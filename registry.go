@@ -95,6 +95,7 @@ type Registry struct {
 
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
 	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
+	watchers watchers                              // OnResourceChange functions (changes.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
 }
@@ -286,6 +287,9 @@ func (r *Registry) addLocked(m *Module) error {
 		return err
 	}
 	if err := r.checkRefsLocked(m); err != nil {
+		return err
+	}
+	if err := r.checkChangesLocked(m); err != nil {
 		return err
 	}
 	_ = r.declareLocked(m, true)
@@ -536,6 +540,9 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 			pa := prepared{fill: fill, argv: argv}
 			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &pa, &res)
 			attempts = pa.attempts
+			if committed && len(t.changes) > 0 {
+				r.changed(t, args, res.JSON) // changes.go
+			}
 		}
 	}
 	if err == nil && kind == kindPrompt {

@@ -110,6 +110,7 @@ func param(t *Tool, name string) *Param {
 // uriTemplate is a URI template of RFC 6570's first level: literal text and
 // {variables}, each matching one non-empty path segment.
 type uriTemplate struct {
+	raw  string
 	vars []string
 	re   *regexp.Regexp
 }
@@ -127,7 +128,7 @@ func parseTemplate(uri string) (*uriTemplate, error) {
 	if err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("%q is not an absolute URI (or URI template): give it a scheme, as in \"note://{noteId}\"", uri)
 	}
-	t := &uriTemplate{}
+	t := &uriTemplate{raw: uri}
 	var re strings.Builder
 	re.WriteString("^")
 	last := 0
@@ -204,4 +205,27 @@ func (r *Registry) listKind(ctx context.Context, kind toolKind) ([]*Spec, error)
 		return []*Spec{}, err
 	}
 	return r.visible(ctx, nil, &specs), err
+}
+
+// fill expands the template with the first string value each variable has
+// in the maps given, escaping it; ok is false when a variable has none.
+func (t *uriTemplate) fill(values ...map[string]any) (uri string, ok bool) {
+	if len(t.vars) == 0 {
+		return t.raw, true
+	}
+	uri = t.raw
+	for _, v := range t.vars {
+		var s string
+		for _, m := range values {
+			if x, isString := m[v].(string); isString && x != "" {
+				s = x
+				break
+			}
+		}
+		if s == "" {
+			return "", false
+		}
+		uri = strings.Replace(uri, "{"+v+"}", url.PathEscape(s), 1)
+	}
+	return uri, true
 }

@@ -243,3 +243,59 @@ func TestResourceDefinitionPanics(t *testing.T) {
 		})
 	}
 }
+
+type RetitleIn struct {
+	NoteID string `json:"noteId" ref:"note" desc:"ID of the note."`
+	Title  string `json:"title" desc:"The new title."`
+}
+
+type NewNoteOut struct {
+	NoteID string `json:"noteId"`
+}
+
+var retitle = llmtool.Write("retitle_note", "Retitle a note.",
+	func(c *llmtool.WriteCtx, in RetitleIn) (struct{}, error) {
+		_, err := c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, in.NoteID)
+		return struct{}{}, err
+	}, llmtool.Changes("note", "about"))
+
+var addNote = llmtool.Write("add_note", "Add a note.",
+	func(c *llmtool.WriteCtx, in struct {
+		Title string `json:"title" desc:"The title."`
+	}) (NewNoteOut, error) {
+		_, err := c.Exec(`INSERT INTO notes (id, title, owner) VALUES ('n9', ?, 'alice')`, in.Title)
+		return NewNoteOut{NoteID: "n9"}, err
+	}, llmtool.Changes("note"))
+
+var failing = llmtool.Write("failing_retitle", "Retitle, then fail.",
+	func(c *llmtool.WriteCtx, in RetitleIn) (struct{}, error) {
+		return struct{}{}, llmtool.Conflict("Not now.")
+	}, llmtool.Changes("note"))
+
+func TestResourceChanges(t *testing.T) {
+	t.Parallel()
+	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("notes", getNote, noteResource, aboutResource, retitle, addNote, failing).WithEntities(completingNote))
+	ctx := alice(context.Background())
+	require.NoError(t, reg.SetWrites(ctx, "", true))
+	var got []string
+	cancel := reg.OnResourceChange(func(uri string) { got = append(got, uri) })
+
+	for _, c := range []llmtool.Call{
+		{Tool: "retitle_note", Args: []byte(`{"noteId":"n1","title":"Groceries"}`)},
+		{Tool: "add_note", Args: []byte(`{"title":"New"}`)},
+		{Tool: "failing_retitle", Args: []byte(`{"noteId":"n1","title":"X"}`)},
+		{Tool: "retitle_note", Args: []byte(`{"noteId":"zz","title":"X"}`)},
+	} {
+		reg.Invoke(ctx, c)
+	}
+	require.Equal(t, []string{"note://n1", "notes://about", "note://n9"}, got, "committed calls only, arguments then results")
+	cancel()
+	reg.Invoke(ctx, llmtool.Call{Tool: "retitle_note", Args: []byte(`{"noteId":"n1","title":"Again"}`)})
+	require.Len(t, got, 3)
+
+	_, err := llmtool.NewRegistry(openNotes(t), nil, llmtool.DefineTools("w", retitle).WithEntities(noteKind))
+	require.EqualError(t, err, `llmtool: tool "retitle_note" of module "w" declares Changes("note"), but no registered module defines a resource of that name; define it with llmtool.Resource, or register its module first`)
+	require.PanicsWithValue(t, `llmtool: tool "r": a Read tool changes no resource; Changes is for Write tools`, func() {
+		llmtool.Read("r", "d", func(*llmtool.ReadCtx, struct{}) (struct{}, error) { return struct{}{}, nil }, llmtool.Changes("note"))
+	})
+}

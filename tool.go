@@ -52,8 +52,9 @@ type Tool struct {
 	// PostgreSQL: readsUnknown, readsOne or readsMany (txn.go). Shared
 	// by the module copies of the tool.
 	reads *atomic.Int32
-	kind  toolKind     // a tool, a resource or a prompt
-	tmpl  *uriTemplate // a resource's URI template
+	kind    toolKind     // a tool, a resource or a prompt
+	tmpl    *uriTemplate // a resource's URI template
+	changes []string     // the resources a write tool changes (Changes)
 }
 
 // toolKind says what a *Tool defines: a tool the model calls, a resource a
@@ -84,6 +85,7 @@ func (t *Tool) Spec() *Spec { return &t.spec }
 type Option func(*toolConfig)
 
 type toolConfig struct {
+	changes     []string
 	spec        Spec
 	guards      []any
 	inputSchema json.RawMessage // supplied with InputSchema
@@ -206,7 +208,10 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	if outT.Kind() != reflect.Struct && !(outT.Kind() == reflect.Map && outT.Key().Kind() == reflect.String) {
 		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
 	}
-	t := &Tool{spec: cfg.spec, reads: new(atomic.Int32)}
+	if read && len(cfg.changes) > 0 {
+		panic(fmt.Sprintf("llmtool: tool %q: a Read tool changes no resource; Changes is for Write tools", name))
+	}
+	t := &Tool{spec: cfg.spec, reads: new(atomic.Int32), changes: cfg.changes}
 	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)
