@@ -58,8 +58,7 @@ type emptyOut struct {
 	Short    zeroIfShort                     `json:"short,omitzero"`
 	Long     zeroIfShort                     `json:"long,omitzero"`
 	Skipped  []int                           `json:"-"`
-	hidden   []int                           //nolint:unused // unexported: never encoded
-	Dash     []int                           `json:"-,"`
+	hidden   []int                           // unexported: never encoded, never filled
 	Deep     map[string]map[int]*[]emptyLeaf `json:"deep"`
 }
 
@@ -87,7 +86,7 @@ func TestEmptyNils(t *testing.T) {
 		{"zero", emptyOut{},
 			`{"extra":[],"mid":{"leaf":{"tags":[]},"leaves":[],"ptr":null,"byKey":{},"pair":[{"tags":[]},{"tags":[]}]},` +
 				`"mids":[],"nullable":null,"present":null,"ptrMap":null,"bytes":"","grid":[],"lists":{},"any":null,"raw":null,` +
-				`"when":"0001-01-01T00:00:00Z","omit":{},"-":[],"deep":{}}`},
+				`"when":"0001-01-01T00:00:00Z","omit":{},"deep":{}}`},
 		{"nested", emptyOut{
 			emptyEmbedded: emptyEmbedded{Extra: []int{1}},
 			Mid:           emptyMid{Leaves: shared, Ptr: &emptyLeaf{}, ByKey: map[string]emptyLeaf{"k": {}}},
@@ -109,7 +108,7 @@ func TestEmptyNils(t *testing.T) {
 				`"nullable":null,"present":[],"ptrMap":{},"bytes":"aGk=","grid":[[],[1]],"lists":{"a":[],"b":[2]},"any":null,"raw":null,` +
 				`"when":"0001-01-01T00:00:00Z","omit":{"zeroLeaf":{"tags":[]},` +
 				`"ptrEmpty":{"leaf":{"tags":[]},"leaves":[],"ptr":null,"byKey":{},"pair":[{"tags":[]},{"tags":[]}]},"full":[3]},` +
-				`"long":{"list":[],"n":2},"-":[],"deep":{"x":{"1":[{"tags":[]},{"tags":["a"]}],"2":null},"y":{}}}`},
+				`"long":{"list":[],"n":2},"deep":{"x":{"1":[{"tags":[]},{"tags":["a"]}],"2":null},"y":{}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +116,8 @@ func TestEmptyNils(t *testing.T) {
 			before := marshalJSON(t, tt.in)
 			got := fix(tt.in)
 			require.Equal(t, tt.want, marshalJSON(t, got))
+			require.Nil(t, got.(emptyOut).hidden)
+			require.Nil(t, got.(emptyOut).Skipped)
 			require.Equal(t, before, marshalJSON(t, tt.in), "the handler's value is not written to")
 			require.Equal(t, tt.want, marshalJSON(t, fix(got)), "idempotent")
 		})
