@@ -13,6 +13,9 @@
 //	var getNote = llmtool.Read("get_note", "Read a note's title and content.",
 //		func(c *llmtool.ReadCtx, in GetNoteIn) (NoteOut, error) { ... })
 //
+// In a result, a nil slice or map is encoded as [] or {}, as the output
+// schema declares; a pointer to one (*[]T) is the list that can be null.
+//
 // Tools ship in modules ([DefineTools]), the unit a third party writes.
 //
 // # Read and write

@@ -77,7 +77,7 @@ func TestSchemaInference(t *testing.T) {
 	}`, string(richTool.Spec().InputSchema))
 	require.JSONEq(t, `{
 	  "type": "object",
-	  "properties": {"items": {"type": ["array", "null"], "items": {
+	  "properties": {"items": {"type": "array", "items": {
 	    "type": "object",
 	    "properties": {
 	      "name": {"type": "string", "description": "Lower-case tag, e.g. a,b.", "pattern": "^[a-z]{1,8}(,[a-z]+)*$"},

@@ -217,6 +217,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)
 	}
 	t.out = schema.Infer(name, "Out", outT)
+	emptyNils := schema.EmptyNils(outT) // nil slices and maps as [] and {}; nil if Out has none
 	t.spec.Rich = outT == reflect.TypeFor[Rich]()
 	if t.out.Root().HasProp("error") {
 		panic(fmt.Sprintf("llmtool: tool %q: Out has a property named \"error\", which is reserved for failed calls; rename it", name))
@@ -242,7 +243,11 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		if err != nil {
 			return nil, err
 		}
-		b, err := encodeOut(out)
+		var v any = out
+		if emptyNils != nil {
+			v = emptyNils(v)
+		}
+		b, err := encodeOut(v)
 		if err == nil && c.call.tool.spec.Rich {
 			c.call.content = any(out).(Rich).Content
 		}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -55,6 +56,47 @@ func BenchmarkValidate(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := c.schema.compiled.Validate(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEmptyNils measures what EmptyNils adds to encoding a result of
+// 20 items with a list each: a walk that finds nothing to fix ("set"), and
+// one that copies to fix every item ("nil"), against json.Marshal alone:
+//
+//	go test -run '^$' -bench '^BenchmarkEmptyNils$' -benchmem -count 6 .
+func BenchmarkEmptyNils(b *testing.B) {
+	type item struct {
+		ID   int      `json:"id"`
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}
+	type out struct {
+		Items []item `json:"items"`
+	}
+	fix := EmptyNils(reflect.TypeFor[out]())
+	set, unset := out{}, out{}
+	for i := range 20 {
+		set.Items = append(set.Items, item{ID: i, Name: "item", Tags: []string{"a"}})
+		unset.Items = append(unset.Items, item{ID: i, Name: "item"})
+	}
+	for _, c := range []struct {
+		name string
+		v    any
+	}{{"set", set}, {"nil", unset}} {
+		b.Run(c.name+"/marshal", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := json.Marshal(c.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/emptynils+marshal", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := json.Marshal(fix(c.v)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -86,10 +86,9 @@ func (r *reflector) node(t reflect.Type, path string) *schemaNode {
 			return n
 		}
 		r.stack = append(r.stack, t)
+		// Not nullable in outputs either: results are encoded with nil
+		// slices as [] (EmptyNils). A *[]T field is the nullable list.
 		n := newNode("array")
-		if r.output && t.Kind() == reflect.Slice {
-			n.types = append(n.types, "null") // a nil slice encodes as null
-		}
 		n.items = r.node(t.Elem(), path+"[]")
 		r.stack = r.stack[:len(r.stack)-1]
 		return n
@@ -103,10 +102,7 @@ func (r *reflector) node(t reflect.Type, path string) *schemaNode {
 			}
 		}
 		r.stack = append(r.stack, t)
-		n := newNode("object")
-		if r.output {
-			n.types = append(n.types, "null") // a nil map encodes as null
-		}
+		n := newNode("object") // a nil map is encoded as {} (EmptyNils)
 		n.additional = r.node(t.Elem(), path+"[key]")
 		r.stack = r.stack[:len(r.stack)-1]
 		return n
