@@ -21,10 +21,12 @@ import (
 // a prompts/get goes through Registry.Invoke, which applies the policy and
 // the entity checks, and completion/complete through Registry.Complete.
 
-// extras is what the adapter registered with mcp-go, by name.
+// extras is what the adapter registered with mcp-go, by name, and the
+// resources each session subscribed to.
 type extras struct {
 	mu   sync.Mutex
 	seen map[string]*llmtool.Spec
+	subs map[string]map[string]bool // session ID → subscribed URIs
 }
 
 // extraOptions returns the mcp-go options that serve resources, prompts and
@@ -48,6 +50,17 @@ func (s *Server) extraOptions(hooks *server.Hooks) []server.ServerOption {
 	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
 		allowed := s.allowed(ctx, s.reg.Prompts)
 		res.Prompts = keep(res.Prompts, func(p mcp.Prompt) bool { return allowed[p.Name] })
+	})
+	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		s.subscribe(ctx, req.Params.URI, true)
+	})
+	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		s.subscribe(ctx, req.Params.URI, false)
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		s.extras.mu.Lock()
+		delete(s.extras.subs, cs.SessionID())
+		s.extras.mu.Unlock()
 	})
 	return []server.ServerOption{
 		server.WithResourceCapabilities(true, true),
@@ -219,4 +232,46 @@ func (c completer) complete(ctx context.Context, name string, arg mcp.CompleteAr
 		return nil, err
 	}
 	return &mcp.Completion{Values: values}, nil
+}
+
+// subscribe records (or, with on false, drops) the session's subscription
+// to uri.
+func (s *Server) subscribe(ctx context.Context, uri string, on bool) {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil || cs.SessionID() == "" {
+		return
+	}
+	id := cs.SessionID()
+	s.extras.mu.Lock()
+	defer s.extras.mu.Unlock()
+	if s.extras.subs == nil {
+		s.extras.subs = make(map[string]map[string]bool)
+	}
+	if !on {
+		delete(s.extras.subs[id], uri)
+		return
+	}
+	if s.extras.subs[id] == nil {
+		s.extras.subs[id] = make(map[string]bool)
+	}
+	s.extras.subs[id][uri] = true
+}
+
+// resourceChanged sends notifications/resources/updated to the sessions
+// subscribed to uri: the registry reports the URIs its write tools changed
+// (llmtool.Changes).
+func (s *Server) resourceChanged(uri string) {
+	s.extras.mu.Lock()
+	var ids []string
+	for id, uris := range s.extras.subs {
+		if uris[uri] {
+			ids = append(ids, id)
+		}
+	}
+	s.extras.mu.Unlock()
+	for _, id := range ids {
+		if err := s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}); err != nil {
+			s.cfg.logger.Debug("mcpadapter: resources/updated not delivered", "session", id, "err", err)
+		}
+	}
 }

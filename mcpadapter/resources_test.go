@@ -73,6 +73,17 @@ var (
 		}, llmtool.FriendlyName("Review document"))
 )
 
+type editIn struct {
+	DocID string `json:"docId" ref:"doc" desc:"ID of the document."`
+	Body  string `json:"body" desc:"The new body."`
+}
+
+var editDoc = llmtool.Write("edit_doc", "Replace a document's body.",
+	func(c *llmtool.WriteCtx, in editIn) (struct{}, error) {
+		_, err := c.Exec(`UPDATE docs SET body = ? WHERE id = ?`, in.Body, in.DocID)
+		return struct{}{}, err
+	}, llmtool.Changes("doc"))
+
 // newDocFixture serves the resource fixture with opts.
 func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	t.Helper()
@@ -87,8 +98,9 @@ func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 		o = *opts
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt).WithEntities(docKind))
+	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt, editDoc).WithEntities(docKind))
 	require.NoError(t, err)
+	require.NoError(t, reg.SetWrites(context.Background(), "", true))
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })
 	return &fixture{db: db, reg: reg, srv: srv}
@@ -196,4 +208,33 @@ func TestResourcesPolicy(t *testing.T) {
 	_, err = c.Complete(ctx, mcp.CompleteRequest{Params: mcp.CompleteParams{
 		Ref: mcp.PromptReference{Type: "ref/prompt", Name: "review_doc"}, Argument: mcp.CompleteArgument{Name: "docId", Value: "1"}}})
 	require.ErrorContains(t, err, "Only editors may use review_doc.")
+}
+
+// TestResourceSubscriptions shows a write tool that declares Changes
+// notifying the sessions subscribed to the URI it changed, and only them.
+func TestResourceSubscriptions(t *testing.T) {
+	for _, cn := range connectors {
+		if cn.name == "inprocess" {
+			continue // the in-process client has no notification stream for resources
+		}
+		t.Run(cn.name, func(t *testing.T) {
+			if cn.parallel {
+				t.Parallel()
+			}
+			c := cn.connect(t, newDocFixture(t, nil))
+			ctx := context.Background()
+			notes := collect(c)
+			require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "doc://1"}}))
+			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "10", "body": "x"}).IsError)
+			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "1", "body": "Changed"}).IsError)
+			n := notes.next(t, "notifications/resources/updated")
+			require.Equal(t, "doc://1", n.Params.AdditionalFields["uri"])
+			require.NoError(t, c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "doc://1"}}))
+			require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "doc://10"}}))
+			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "1", "body": "Again"}).IsError)
+			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "10", "body": "y"}).IsError)
+			n = notes.next(t, "notifications/resources/updated")
+			require.Equal(t, "doc://10", n.Params.AdditionalFields["uri"], "no update for doc://1 after unsubscribing")
+		})
+	}
 }

@@ -164,7 +164,8 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}
 	s.mcp = server.NewMCPServer(cfg.name, cfg.version, sopts...)
-	s.unsubscribe = reg.Subscribe(s.scopeChanged)
+	unsubscribe, unwatch := reg.Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
+	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
 }
 
