@@ -18,6 +18,19 @@
 //
 // Tools ship in modules ([DefineTools]), the unit a third party writes.
 //
+// # Resources and prompts
+//
+// A module ships resources and prompts beside its tools, defined the same
+// way. A [Resource] is data a client reads by URI, fixed ("notes://recent")
+// or a template over In's fields ("note://{noteId}"); a [Prompt] is a
+// message template a person picks, rendered from typed arguments into
+// [Message] values. Both run through [Registry.Invoke] ([Call].Resource,
+// [Call].Prompt) as read tools do: in a snapshot, with the entity checks and
+// the policy, so a protected note is refused as a resource exactly as by
+// get_note. [Registry.Complete] completes their arguments from enums and
+// from [Entity].Complete; a write tool that declares [Changes] reports the
+// resources it changed to [Registry.OnResourceChange].
+//
 // # Read and write
 //
 // The handler's parameter type is the mark. A [*ReadCtx] can Query in a
