@@ -55,6 +55,10 @@
 //	                            enum:"a,b,c" allows the one value "a,b,c"
 //	loader                      every loader resolved
 //
+// Resources and prompts (llmtool.Resource, llmtool.Prompt) are linted like
+// tools, except for summary and man-examples: the man catalog lists tools
+// only.
+//
 // # By design
 //
 // Friendly names from a host's per-locale message catalog do not count:
@@ -248,7 +252,9 @@ func (l *linter) tool(s *llmtool.Spec) {
 	if n := approxTokens(s.Description); n > l.budget {
 		l.add(name, RuleLeanDescription, "description is about %d tokens, over the budget of %d; keep one or two sentences and move details to the man page", n, l.budget)
 	}
-	if strings.TrimSpace(s.Summary) == "" {
+	// The man catalog lists tools, not resources and prompts.
+	catalogued := s.URI == "" && !s.Prompt
+	if catalogued && strings.TrimSpace(s.Summary) == "" {
 		l.add(name, RuleSummary, "no summary for the man catalog; add llmtool.Summary(\"...\") with one short line")
 	}
 	if !s.ReadOnly {
@@ -259,7 +265,9 @@ func (l *linter) tool(s *llmtool.Spec) {
 			l.add(name, RuleFriendlyName, "friendly name %q %s; use the imperative, such as %q", friendly, why, imperativeExample(name))
 		}
 	}
-	if strings.TrimSpace(s.ManPage) == "" {
+	if !catalogued {
+		// no man page needed
+	} else if strings.TrimSpace(s.ManPage) == "" {
 		l.add(name, RuleManExamples, "no man page; add llmtool.ManPage with an EXAMPLES section")
 	} else if !hasExamples(s.ManPage) {
 		l.add(name, RuleManExamples, "man page has no EXAMPLES section; add a line EXAMPLES followed by example calls")

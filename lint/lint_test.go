@@ -313,3 +313,23 @@ func TestSuppliedSchema(t *testing.T) {
 		`find_person: parameter work.city has no description; add a desc tag [param-description]`,
 	}, got)
 }
+
+// Resources and prompts are linted like tools, but need no summary or man
+// page: the man catalog lists tools only.
+func TestResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
+	type docIn struct {
+		ID string `json:"id"`
+	}
+	res := llmtool.Resource("Doc", "doc://{id}", "A document.", func(*llmtool.ReadCtx, docIn) (llmtool.Rich, error) { return llmtool.Rich{}, nil })
+	prompt := llmtool.Prompt("review_doc", "Review a document.", func(*llmtool.ReadCtx, docIn) ([]llmtool.Message, error) { return nil, nil })
+	mods := []*llmtool.Module{llmtool.DefineTools("m", res, prompt)}
+	for rule, want := range map[string][]string{
+		lint.RuleSummary:          nil,
+		lint.RuleManExamples:      nil,
+		lint.RuleName:             {`Doc: name "Doc" is not lower_snake_case of at most 64 characters; rename it, such as "doc" [name]`},
+		lint.RuleParamDescription: {"Doc: parameter id has no description; add a desc tag [param-description]", "review_doc: parameter id has no description; add a desc tag [param-description]"},
+	} {
+		require.Equal(t, want, lintFindings(t, rule, mods, nil, nil), rule)
+	}
+}
