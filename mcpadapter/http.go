@@ -244,7 +244,7 @@ func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, msg *wire
 		h.mcp.ServeHTTP(w, r)
 		return
 	}
-	notes := &callNotes{}
+	notes := newStreamNotes()
 	h.mcp.ServeHTTP(&noteWriter{ResponseWriter: w, notes: notes}, r.WithContext(withNotes(r.Context(), notes)))
 }
 

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -38,6 +40,14 @@ type callNotes struct {
 	mu      sync.Mutex
 	unknown map[string]string // request ID (JSON) → the registry's sentence
 	missing map[string]string // request ID (JSON) → the capability not declared
+
+	// Over mcp-go's HTTP transport, the SSE events written and the
+	// notifications the call's handler sent, so that the handler returns
+	// only when its notifications are on the wire (see awaitEvents).
+	stream  bool // the answer goes through a noteWriter
+	sent    atomic.Int32
+	written atomic.Int32
+	wrote   chan struct{} // signalled at each event written
 }
 
 type notesKey struct{}
@@ -163,7 +173,15 @@ func (w *noteWriter) WriteHeader(status int) {
 
 func (w *noteWriter) Write(p []byte) (int, error) {
 	if !w.held {
-		return w.ResponseWriter.Write(p)
+		n, err := w.ResponseWriter.Write(p)
+		if bytes.HasPrefix(p, []byte("event: ")) || bytes.HasPrefix(p, []byte("id: ")) {
+			w.notes.written.Add(1)
+			select {
+			case w.notes.wrote <- struct{}{}:
+			default:
+			}
+		}
+		return n, err
 	}
 	w.held = false
 	out, status := w.notes.rewrite(p)
@@ -207,4 +225,32 @@ func (w lineNoteWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// newStreamNotes returns the notes of an HTTP request that mcp-go's
+// transport answers.
+func newStreamNotes() *callNotes {
+	return &callNotes{stream: true, wrote: make(chan struct{}, 1)}
+}
+
+// awaitEvents waits, at most a second, until the notifications a call sent
+// are written on its response stream. mcp-go's transport writes them from
+// a goroutine of its own, and drops one it took off the session's channel
+// but had not written when the call's response came (a race in mcp-go
+// v1.2.1): the last progress notification of a call would often be lost.
+func (n *callNotes) awaitEvents(ctx context.Context) {
+	if n == nil || !n.stream {
+		return
+	}
+	deadline := time.NewTimer(time.Second)
+	defer deadline.Stop()
+	for n.written.Load() < n.sent.Load() {
+		select {
+		case <-n.wrote:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }

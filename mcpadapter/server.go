@@ -336,7 +336,9 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			p.token = m.ProgressToken
 		}
 		w := &capWatch{Asker: p}
-		ctx = ask.With(callinfo.WithReporter(ctx, p), w) // p reports progress and logs, and asks the client
+		notes := notesFrom(mctx)
+		// p reports progress and logs, and asks the client
+		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)
@@ -346,19 +348,41 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			args = b
 		}
 		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
+		notes.awaitEvents(ctx)
 		if capability := w.missing(); capability != "" && res.IsError && errors.Is(res.Err, ask.ErrUnsupported) {
 			// Revision 2026-07-28: a request that needs a capability its
 			// _meta does not declare is refused with -32021, which
 			// callNotes writes in place of mcp-go's internal error.
-			if v, ok := s.calls.Load(mctx); ok {
-				if n := notesFrom(mctx); n != nil {
-					n.noteMissing(v.(*callMark).id, capability)
-					return nil, errors.New(res.Text())
-				}
+			if v, ok := s.calls.Load(mctx); ok && notes != nil {
+				notes.noteMissing(v.(*callMark).id, capability)
+				return nil, errors.New(res.Text())
 			}
 		}
 		return callResult(res, rich), nil
 	}
+}
+
+// countingReporter counts the notifications a call sends, for
+// callNotes.awaitEvents.
+type countingReporter struct {
+	*peer
+	notes *callNotes
+}
+
+// Progress sends notifications/progress (see peer.Progress).
+func (r *countingReporter) Progress(ctx context.Context, done, total float64, message string) {
+	if r.notes != nil && r.token != nil {
+		r.notes.sent.Add(1)
+	}
+	r.peer.Progress(ctx, done, total, message)
+}
+
+// Log sends notifications/message (see peer.Log).
+func (r *countingReporter) Log(ctx context.Context, level slog.Level, message string) {
+	if r.notes != nil && mcpLevel(level).ShouldSendTo(r.s.logLevel(ctx)) {
+		r.notes.sent.Add(1)
+	}
+	r.peer.Log(ctx, level, message)
 }
 
 // capWatch notes which capability a modern request (protocol revision
