@@ -238,9 +238,10 @@ func (h *httpHandler) dispatch(w http.ResponseWriter, r *http.Request, body []by
 }
 
 // serveMCP has mcp-go serve a request; the answer to a tools/call gets the
-// adapter's notes (see callNotes).
+// adapter's notes (see callNotes), and a tools/call or subscriptions/listen
+// returns only when its notifications are on the wire.
 func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, msg *wireMessage) {
-	if msg == nil || msg.method != string(mcp.MethodToolsCall) {
+	if msg == nil || (msg.method != string(mcp.MethodToolsCall) && msg.method != string(mcp.MethodSubscriptionsListen)) {
 		h.mcp.ServeHTTP(w, r)
 		return
 	}

@@ -13,9 +13,14 @@
 //     image, audio, embedded resources);
 //   - a failed call returns isError with the message the model should read,
 //     the same text the chat adapter sends;
-//   - a tool the caller may not call (unknown, switched off, not enabled for
-//     the scope) is a JSON-RPC invalid-params error (-32602), as the MCP
-//     specification prescribes for unknown tools.
+//   - a tool the caller may not call (switched off, write tools off for
+//     the scope, refused by Options.Authorize or by an entity's
+//     permission) returns isError with the registry's sentence, such as
+//     how to enable writes; it is not listed, but a call reaches
+//     Registry.Invoke, on every transport and revision;
+//   - a tool the registry does not know is a JSON-RPC invalid-params error
+//     (-32602), as the MCP specification prescribes, whose message is the
+//     registry's sentence ("Unknown tool ... Did you mean ...?").
 //
 // Handlers report progress and log lines with ReadCtx.Progress and
 // ReadCtx.Log (notifications/progress when the client sent a progress token,
@@ -61,8 +66,26 @@
 // initialize a new session; the memory of an ended session is released,
 // in the adapter and in mcp-go.
 //
-// The adapter speaks the session-oriented protocol revisions, 2024-11-05
-// through 2025-11-25.
+// # Protocol revisions
+//
+// The adapter speaks the session-oriented revisions 2024-11-05 through
+// 2025-11-25 and the stateless core of 2026-07-28, from the same handlers
+// (Handler, StatelessHandler, ServeStdio): the client's revision decides,
+// per request. A request of 2026-07-28 (its Mcp-Protocol-Version header or
+// its _meta says so) has no session: it is authenticated, scoped, bounded
+// and checked against DNS rebinding like any other, then served by
+// mcp-go's implementation of the revision: server/discover instead of
+// initialize, the Mcp-Protocol-Version, Mcp-Method and Mcp-Name header
+// rules (-32020, 400), client capabilities, identity and log level in
+// each request's _meta (no log notifications without a level), resultType
+// and caching hints on results, subscriptions/listen, and 404 with -32601
+// for the methods the revision removed (initialize, ping,
+// logging/setLevel, resources/subscribe). A batch, GET or DELETE of
+// 2026-07-28 is refused (400, 405). A tool that asks the client for a
+// completion or for input under 2026-07-28 without the client declaring
+// sampling or elicitation in _meta gets a
+// MissingRequiredClientCapabilityError (-32021, HTTP 400) naming the
+// capability.
 //
 // # Configuration
 //
@@ -151,6 +174,15 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	hooks.AddAfterSetLevel(s.afterSetLevel)
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.syncListed(ctx) })
 	hooks.AddBeforeCallTool(s.beforeCall)
+	// A subscriptions/listen stream (revision 2026-07-28) that nothing
+	// was subscribed on ends at once: its acknowledgement must be on the
+	// wire before its response (see callNotes.awaitEvents).
+	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		if n := notesFrom(ctx); n != nil {
+			n.sent.Add(1)
+			n.awaitEvents(ctx)
+		}
+	})
 	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.calls.Delete(ctx) })
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
 		if method == mcp.MethodToolsCall {
