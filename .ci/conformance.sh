@@ -10,29 +10,38 @@
 # loopback host (127.0.0.1, localhost or [::1]): dns-rebinding-protection
 # fails for any other host.
 #
-# With no SCENARIO arguments the default list below is run, one CLI process per
-# scenario. Prints one PASS/FAIL line per scenario, then exactly
+# With no SCENARIO arguments, each protocol revision's requirement set runs
+# (`conformance server --requirements REV`, one CLI process per revision):
+# exactly the server scenarios that revision requires, at its wire. The CLI
+# also runs scenarios it reports as "Not scored" (extensions, pending
+# scenarios); they are printed but never fail this script. With SCENARIO
+# arguments, each named scenario runs at every revision it applies to
+# (`--scenario S --spec-version REV`), and every one of them counts.
+#
+# Prints one PASS/FAIL line per scenario and revision, then exactly
 #   conformance: N passed, M failed
 # as the last line. Exit status: 0 if every failed scenario is listed in the
 # baseline file, 1 if any other scenario failed, 2 on usage/setup errors.
 #
 # Baseline: .ci/conformance-baseline.txt next to this script (override with
-# CONFORMANCE_BASELINE), one scenario name per line, '#' starts a comment.
+# CONFORMANCE_BASELINE), one scenario name per line, or REVISION:SCENARIO
+# for one revision only; '#' starts a comment.
 #
-# A scenario passes when the CLI exits 0 and printed its result summary; the
-# CLI exits non-zero only for checks with status FAILURE (WARNING and INFO
-# checks do not fail a scenario).
+# A scenario fails when one of its checks has status FAILURE (WARNING, INFO
+# and SKIPPED checks do not fail it), or when it recorded no checks.
 #
 # Environment (all optional):
-#   CONFORMANCE_TIMEOUT   seconds per scenario before it is killed (default 90)
+#   CONFORMANCE_REQUIREMENTS  revisions to run (default "2025-11-25 2026-07-28")
+#   CONFORMANCE_TIMEOUT   seconds per requirement set, or per scenario, before
+#                         it is killed (default 900 per set, 90 per scenario)
 #   CONFORMANCE_STRICT=1  also fail a scenario that produced WARNING checks
-#   CONFORMANCE_VERBOSE=1 print the full CLI output of every scenario
+#   CONFORMANCE_VERBOSE=1 print the CLI output
 #   CONFORMANCE_WAIT      seconds to wait for URL to answer HTTP first (default 15)
-#   CONFORMANCE_SCENARIOS space-separated scenario list (instead of the default)
 #   CONFORMANCE_OUT       directory for logs and checks.json (default: temp dir,
 #                         removed at exit)
 #   CONFORMANCE_CACHE     install dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/llmtool-ci/conformance)
-#   CONFORMANCE_VERSION   @modelcontextprotocol/conformance version (default 0.1.16)
+#   CONFORMANCE_VERSION   @modelcontextprotocol/conformance version (default
+#                         0.2.0-alpha.12, the newest 0.2.x on npm)
 #   CONFORMANCE_SDK_VERSION  @modelcontextprotocol/sdk version (default 1.32.2)
 #   CONFORMANCE_NODE_VERSION node-linux-<arch> version (default 22.23.5)
 
@@ -40,38 +49,15 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-CONFORMANCE_VERSION="${CONFORMANCE_VERSION:-0.1.16}"
+CONFORMANCE_VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
 CONFORMANCE_SDK_VERSION="${CONFORMANCE_SDK_VERSION:-1.32.2}"
 CONFORMANCE_NODE_VERSION="${CONFORMANCE_NODE_VERSION:-22.23.5}"
-CONFORMANCE_TIMEOUT="${CONFORMANCE_TIMEOUT:-90}"
+CONFORMANCE_REQUIREMENTS="${CONFORMANCE_REQUIREMENTS:-2025-11-25 2026-07-28}"
 CONFORMANCE_STRICT="${CONFORMANCE_STRICT:-0}"
 CONFORMANCE_VERBOSE="${CONFORMANCE_VERBOSE:-0}"
 CONFORMANCE_WAIT="${CONFORMANCE_WAIT:-15}"
 CONFORMANCE_BASELINE="${CONFORMANCE_BASELINE:-$SCRIPT_DIR/conformance-baseline.txt}"
 CACHE_DIR="${CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/llmtool-ci/conformance}"
-
-DEFAULT_SCENARIOS=(
-  server-initialize
-  ping
-  logging-set-level
-  tools-list
-  tools-call-simple-text
-  tools-call-image
-  tools-call-audio
-  tools-call-embedded-resource
-  tools-call-mixed-content
-  tools-call-with-logging
-  tools-call-error
-  tools-call-with-progress
-  tools-call-sampling
-  tools-call-elicitation
-  json-schema-2020-12
-  elicitation-sep1034-defaults
-  elicitation-sep1330-enums
-  dns-rebinding-protection
-  server-sse-polling
-  server-sse-multiple-streams
-)
 
 log() { printf '%s\n' "$*"; }
 die() { printf 'conformance.sh: %s\n' "$*" >&2; exit 2; }
@@ -89,15 +75,14 @@ case "$URL" in
   http://*|https://*) ;;
   *) die "URL must start with http:// or https:// (got '$URL')" ;;
 esac
-
-if [ $# -gt 0 ]; then
-  SCENARIOS=("$@")
-elif [ -n "${CONFORMANCE_SCENARIOS:-}" ]; then
-  read -r -a SCENARIOS <<<"$CONFORMANCE_SCENARIOS"
+SCENARIOS=("$@")
+read -r -a REVISIONS <<<"$CONFORMANCE_REQUIREMENTS"
+[ "${#REVISIONS[@]}" -gt 0 ] || die "CONFORMANCE_REQUIREMENTS names no revision"
+if [ "${#SCENARIOS[@]}" -gt 0 ]; then
+  CONFORMANCE_TIMEOUT="${CONFORMANCE_TIMEOUT:-90}"
 else
-  SCENARIOS=("${DEFAULT_SCENARIOS[@]}")
+  CONFORMANCE_TIMEOUT="${CONFORMANCE_TIMEOUT:-900}"
 fi
-[ "${#SCENARIOS[@]}" -gt 0 ] || die "no scenarios to run"
 
 for n in "$CONFORMANCE_TIMEOUT" "$CONFORMANCE_WAIT"; do
   case "$n" in ''|*[!0-9]*) die "CONFORMANCE_TIMEOUT/CONFORMANCE_WAIT must be whole seconds (got '$n')" ;; esac
@@ -172,12 +157,18 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$node_major" -ge 22 ] || die "node on PATH is $(node --version), need >= 22"
 export NO_COLOR=1 FORCE_COLOR=0
 
-# Known scenario names, to catch typos in the list or the baseline.
-KNOWN_SCENARIOS="$(node "$CLI_JS" list --server 2>/dev/null | sed -n 's/^  - \([^ ]*\).*/\1/p')"
-[ -n "$KNOWN_SCENARIOS" ] || die "could not list scenarios with $CLI_JS"
-for s in "${SCENARIOS[@]}"; do
+# Known scenario names and the revisions each applies to, to catch typos in
+# the arguments or the baseline.
+SCENARIO_LIST="$(node "$CLI_JS" list --server 2>/dev/null | sed -n 's/^  - \([^ ]*\) \[\(.*\)\]$/\1 \2/p')"
+[ -n "$SCENARIO_LIST" ] || die "could not list scenarios with $CLI_JS"
+KNOWN_SCENARIOS="$(cut -d' ' -f1 <<<"$SCENARIO_LIST")"
+for s in ${SCENARIOS[@]+"${SCENARIOS[@]}"}; do
   grep -qxF -- "$s" <<<"$KNOWN_SCENARIOS" ||
     die "unknown server scenario '$s' (conformance $CONFORMANCE_VERSION has: $(tr '\n' ' ' <<<"$KNOWN_SCENARIOS"))"
+done
+for rev in "${REVISIONS[@]}"; do
+  node "$CLI_JS" list --requirements "$rev" >/dev/null 2>&1 ||
+    die "conformance $CONFORMANCE_VERSION has no requirement set for revision '$rev'"
 done
 
 # --------------------------------------------------------------- baseline ---
@@ -190,13 +181,16 @@ if [ -f "$CONFORMANCE_BASELINE" ]; then
     [ -n "$line" ] && BASELINE+=("$line")
   done <"$CONFORMANCE_BASELINE"
 fi
+# in_baseline REVISION SCENARIO
 in_baseline() {
   local b
-  for b in ${BASELINE[@]+"${BASELINE[@]}"}; do [ "$b" = "$1" ] && return 0; done
+  for b in ${BASELINE[@]+"${BASELINE[@]}"}; do
+    [ "$b" = "$2" ] || [ "$b" = "$1:$2" ] && return 0
+  done
   return 1
 }
 for b in ${BASELINE[@]+"${BASELINE[@]}"}; do
-  grep -qxF -- "$b" <<<"$KNOWN_SCENARIOS" ||
+  grep -qxF -- "${b#*:}" <<<"$KNOWN_SCENARIOS" ||
     log "conformance: note: baseline entry '$b' is not a known server scenario"
 done
 
@@ -230,17 +224,28 @@ if [ "$CONFORMANCE_WAIT" -gt 0 ]; then
   fi
 fi
 
-# Summarise a checks.json: prints "S F W I" then one line per FAILURE/WARNING.
+# Summarise a run's results: for each checks.json under a directory, one line
+#   SCENARIO OK FAILED WARNINGS INFO
+# then the FAILURE and WARNING checks of that scenario, indented.
 # shellcheck disable=SC2016 # JavaScript, not shell
 SUMMARISE_JS='
-const fs = require("fs");
-const checks = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-const n = (s) => checks.filter((c) => c.status === s).length;
-console.log([n("SUCCESS"), n("FAILURE"), n("WARNING"), n("INFO")].join(" "));
-for (const c of checks) {
-  if (c.status !== "FAILURE" && c.status !== "WARNING") continue;
-  const msg = String(c.errorMessage || c.description || "").replace(/\s+/g, " ").slice(0, 300);
-  console.log(`      ${c.status} ${c.id}: ${msg}`);
+const fs = require("fs"), path = require("path");
+const root = process.argv[1], names = process.argv[2].split("\n").filter(Boolean);
+// Longest name first: "resources-read-text" must not be taken for a shorter one.
+names.sort((a, b) => b.length - a.length);
+for (const d of fs.readdirSync(root).sort()) {
+  const f = path.join(root, d, "checks.json");
+  if (!fs.existsSync(f)) continue;
+  const scenario = names.find((n) => d.startsWith("server-" + n + "-") || d === n);
+  if (!scenario) continue;
+  const checks = JSON.parse(fs.readFileSync(f, "utf8"));
+  const n = (s) => checks.filter((c) => c.status === s).length;
+  console.log([scenario, n("SUCCESS"), n("FAILURE"), n("WARNING"), n("INFO")].join(" "));
+  for (const c of checks) {
+    if (c.status !== "FAILURE" && c.status !== "WARNING") continue;
+    const msg = String(c.errorMessage || c.description || "").replace(/\s+/g, " ").slice(0, 300);
+    console.log(`      ${c.status} ${c.id}: ${msg}`);
+  }
 }'
 
 passed=0
@@ -249,72 +254,96 @@ FAILED_UNEXPECTED=()
 FAILED_BASELINE=()
 PASSED_BASELINE=()
 
-log "conformance: $CONFORMANCE_VERSION (node $(node --version)) against $URL, ${#SCENARIOS[@]} scenario(s), timeout ${CONFORMANCE_TIMEOUT}s each"
-for s in "${SCENARIOS[@]}"; do
-  sdir="$OUT_DIR/$s"
-  rm -rf "$sdir"
-  mkdir -p "$sdir"
-  slog="$sdir/output.log"
-  start=$(date +%s)
-  set +e
-  timeout --kill-after=10 "$CONFORMANCE_TIMEOUT" \
-    node "$CLI_JS" server --url "$URL" --scenario "$s" --output-dir "$sdir" \
-    </dev/null >"$slog" 2>&1
-  rc=$?
-  set -e
-  secs=$(( $(date +%s) - start ))
-  # The CLI colours its output regardless of NO_COLOR; strip escapes.
-  sed -i 's/\x1b\[[0-9;]*m//g' "$slog"
-
-  checks_json="$(find "$sdir" -name checks.json -type f 2>/dev/null | head -n 1 || true)"
-  counts=""
-  details=""
-  if [ -n "$checks_json" ]; then
-    summary="$(node -e "$SUMMARISE_JS" "$checks_json" 2>/dev/null || true)"
-    counts="$(head -n 1 <<<"$summary")"
-    details="$(tail -n +2 <<<"$summary")"
+# verdict REVISION SCENARIO OK FAILED WARNINGS INFO DETAILS: prints and counts
+# one scenario's result.
+verdict() {
+  local rev="$1" s="$2" ok="$3" bad="$4" warn="$5" inf="$6" details="$7" v=PASS reason=""
+  if [ "$bad" != 0 ]; then
+    v=FAIL; reason="$bad failed check(s)"
+  elif [ "$ok" = 0 ] && [ "$warn" = 0 ] && [ "$inf" = 0 ]; then
+    v=FAIL; reason="no checks recorded"
+  elif [ "$CONFORMANCE_STRICT" = "1" ] && [ "$warn" != 0 ]; then
+    v=FAIL; reason="strict: $warn warning(s)"
   fi
-  summary_line="$(grep -E '^Passed: [0-9]+/[0-9]+, [0-9]+ failed, [0-9]+ warnings' "$slog" | tail -n 1 || true)"
-  n_ok="" n_fail="" n_warn="" n_info=""
-  [ -n "$counts" ] && read -r n_ok n_fail n_warn n_info <<<"$counts"
-
-  verdict=PASS
-  reason=""
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    verdict=FAIL; reason="timed out after ${CONFORMANCE_TIMEOUT}s"
-  elif [ "$rc" -ne 0 ]; then
-    verdict=FAIL; reason="exit $rc"
-  elif [ -z "$summary_line" ]; then
-    verdict=FAIL; reason="no result summary from the CLI"
-  elif [ "$CONFORMANCE_STRICT" = "1" ] && [ "${n_warn:-0}" != "0" ]; then
-    verdict=FAIL; reason="strict: $n_warn warning(s)"
-  fi
-
-  if [ -n "$counts" ]; then
-    info="checks: ${n_ok} ok, ${n_fail} failed, ${n_warn} warnings, ${n_info} info; ${secs}s"
-  else
-    info="no checks recorded; ${secs}s"
-  fi
-  if [ "$verdict" = PASS ]; then
+  local info="checks: $ok ok, $bad failed, $warn warnings, $inf info"
+  if [ "$v" = PASS ]; then
     passed=$((passed + 1))
-    tag=""
-    if in_baseline "$s"; then PASSED_BASELINE+=("$s"); tag=" (listed in baseline)"; fi
-    log "PASS $s ($info)$tag"
+    local tag=""
+    if in_baseline "$rev" "$s"; then PASSED_BASELINE+=("$rev:$s"); tag=" (listed in baseline)"; fi
+    log "PASS $rev $s ($info)$tag"
   else
     failed=$((failed + 1))
-    if in_baseline "$s"; then
-      FAILED_BASELINE+=("$s")
-      log "FAIL $s ($reason; $info) [expected: in baseline]"
+    if in_baseline "$rev" "$s"; then
+      FAILED_BASELINE+=("$rev:$s")
+      log "FAIL $rev $s ($reason; $info) [expected: in baseline]"
     else
-      FAILED_UNEXPECTED+=("$s")
-      log "FAIL $s ($reason; $info)"
+      FAILED_UNEXPECTED+=("$rev:$s")
+      log "FAIL $rev $s ($reason; $info)"
     fi
   fi
-  if [ -n "$details" ]; then
-    printf '%s\n' "$details"
+  [ -z "$details" ] || printf '%s\n' "$details"
+}
+
+# report REVISION DIR SCORED: the verdicts of the scenarios in SCORED (one
+# name a line) whose results are under DIR; a scored scenario without
+# results fails.
+report() {
+  local rev="$1" dir="$2" scored="$3" summary s line ok bad warn inf details
+  summary="$(node -e "$SUMMARISE_JS" "$dir" "$KNOWN_SCENARIOS" 2>/dev/null || true)"
+  while IFS= read -r s; do
+    [ -n "$s" ] || continue
+    line="$(grep -E "^$s [0-9]+ [0-9]+ [0-9]+ [0-9]+$" <<<"$summary" | head -n 1 || true)"
+    if [ -z "$line" ]; then
+      verdict "$rev" "$s" 0 0 0 0 ""
+      continue
+    fi
+    read -r _ ok bad warn inf <<<"$line"
+    details="$(awk -v s="$s" '$0 ~ "^[^ ]" { on = ($1 == s) } on && /^      / { print }' <<<"$summary")"
+    verdict "$rev" "$s" "$ok" "$bad" "$warn" "$inf" "$details"
+  done <<<"$scored"
+}
+
+log "conformance: $CONFORMANCE_VERSION (node $(node --version)) against $URL, revisions ${REVISIONS[*]}"
+for rev in "${REVISIONS[@]}"; do
+  rdir="$OUT_DIR/$rev"
+  rm -rf "$rdir"
+  mkdir -p "$rdir"
+  if [ "${#SCENARIOS[@]}" -eq 0 ]; then
+    # The revision's requirement set, in one CLI process.
+    scored="$(node "$CLI_JS" list --requirements "$rev" 2>/dev/null |
+      sed -n '/^Server scenarios/,/^$/s/^  - \([^ ]*\)$/\1/p')"
+    start=$(date +%s)
+    set +e
+    timeout --kill-after=10 "$CONFORMANCE_TIMEOUT" \
+      node "$CLI_JS" server --url "$URL" --requirements "$rev" --output-dir "$rdir" \
+      </dev/null >"$rdir/output.log" 2>&1
+    rc=$?
+    set -e
+    sed -i 's/\x1b\[[0-9;]*m//g' "$rdir/output.log"
+    log "conformance: revision $rev: $(wc -l <<<"$scored") scored scenario(s), CLI exit $rc, $(( $(date +%s) - start ))s"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      log "conformance: revision $rev timed out after ${CONFORMANCE_TIMEOUT}s"
+    fi
+    report "$rev" "$rdir" "$scored"
+    notscored="$(sed -n '/^Not scored for/,$p' "$rdir/output.log" | sed -n 's/^  \([^ ]*\) \([^ ]*\) (\(.*\))$/\2 (\3, \1)/p' | tr '\n' ' ')"
+    [ -z "$notscored" ] || log "conformance: revision $rev, not scored: $notscored"
+  else
+    for s in "${SCENARIOS[@]}"; do
+      revs="$(grep -E "^$s " <<<"$SCENARIO_LIST" | cut -d' ' -f2- | tr ',' ' ')"
+      case " $revs " in *" $rev "*) ;; *) continue ;; esac
+      sdir="$rdir/$s"
+      mkdir -p "$sdir"
+      set +e
+      timeout --kill-after=10 "$CONFORMANCE_TIMEOUT" \
+        node "$CLI_JS" server --url "$URL" --scenario "$s" --spec-version "$rev" --output-dir "$sdir" \
+        </dev/null >"$sdir/output.log" 2>&1
+      set -e
+      sed -i 's/\x1b\[[0-9;]*m//g' "$sdir/output.log"
+      report "$rev" "$sdir" "$s"
+    done
   fi
-  if [ "$verdict" = FAIL ] && [ -z "$checks_json" ] || [ "$CONFORMANCE_VERBOSE" = "1" ]; then
-    sed 's/^/      | /' "$slog" | tail -n 40
+  if [ "$CONFORMANCE_VERBOSE" = "1" ]; then
+    find "$rdir" -name output.log -exec sed 's/^/      | /' {} \;
   fi
 done
 

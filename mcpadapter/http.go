@@ -160,6 +160,18 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			msg = &m
 		}
 	}
+	// Protocol revision 2026-07-28 and later have no sessions, no batches
+	// and no server-to-client requests: mcp-go serves such a request
+	// alone, checking its headers and _meta, and answers a GET or DELETE
+	// with 405.
+	if isModern(r, body) {
+		if batch != nil {
+			writeError(w, http.StatusBadRequest, "Batch requests are not supported in protocol revision "+mcp.ProtocolVersion20260728+"; send one JSON-RPC message per request.")
+			return
+		}
+		h.serveMCP(w, r, msg)
+		return
+	}
 	initialize := msg != nil && msg.method == string(mcp.MethodInitialize)
 
 	var info *sessionInfo
@@ -218,7 +230,41 @@ func (h *httpHandler) dispatch(w http.ResponseWriter, r *http.Request, body []by
 	if body != nil && h.serveCall(w, r, body) {
 		return
 	}
-	h.mcp.ServeHTTP(w, r)
+	var msg *wireMessage
+	if m, bad := checkMessage(body); body != nil && bad == nil {
+		msg = &m
+	}
+	h.serveMCP(w, r, msg)
+}
+
+// serveMCP has mcp-go serve a request; the answer to a tools/call gets the
+// adapter's notes (see callNotes), and a tools/call or subscriptions/listen
+// returns only when its notifications are on the wire.
+func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, msg *wireMessage) {
+	if msg == nil || (msg.method != string(mcp.MethodToolsCall) && msg.method != string(mcp.MethodSubscriptionsListen)) {
+		h.mcp.ServeHTTP(w, r)
+		return
+	}
+	notes := newStreamNotes()
+	h.mcp.ServeHTTP(&noteWriter{ResponseWriter: w, notes: notes}, r.WithContext(withNotes(r.Context(), notes)))
+}
+
+// isModern reports whether a request belongs to protocol revision
+// 2026-07-28 or later: its Mcp-Protocol-Version header or its body's
+// _meta says so, as mcp-go decides.
+func isModern(r *http.Request, body []byte) bool {
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		return true
+	}
+	if len(body) == 0 || !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) {
+		return false
+	}
+	var m struct {
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(body, &m) == nil && mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion())
 }
 
 // session returns the session a request names, or answers 404 Not Found

@@ -334,8 +334,9 @@ func TestHTTPScopes(t *testing.T) {
 
 	res := call(t, red, "create_note", map[string]any{"title": "Red note"})
 	require.False(t, res.IsError)
-	_, err := blue.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "Blue note"}}})
-	require.ErrorIs(t, err, mcp.ErrInvalidParams)
+	res = call(t, blue, "create_note", map[string]any{"title": "Blue note"})
+	require.True(t, res.IsError)
+	require.Equal(t, `Tool "create_note" changes data, and write tools are off in scope "blue". Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
 	require.Equal(t, 2, f.noteCount(t))
 
 	// A change for every scope reaches blue too; it is blue's first

@@ -109,10 +109,18 @@ func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek
 func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.ClientSession, body []byte) {
 	cs := &callSession{ClientSession: base, h: h,
 		notes: make(chan mcp.JSONRPCNotification, 256), reqs: make(chan mcp.JSONRPCRequest)}
-	ctx := h.s.mcp.WithContext(r.Context(), cs)
+	notes := &callNotes{}
+	ctx := h.s.mcp.WithContext(withNotes(r.Context(), notes), cs)
 	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
-	done := make(chan mcp.JSONRPCMessage, 1)
-	go func() { done <- h.s.mcp.HandleMessage(ctx, body) }()
+	done := make(chan json.RawMessage, 1)
+	go func() {
+		b, err := json.Marshal(h.s.mcp.HandleMessage(ctx, body))
+		if err != nil {
+			b = (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
+		}
+		b, _ = notes.rewrite(b)
+		done <- b
+	}()
 
 	sw := &sseWriter{w: w}
 	drain := func() {
@@ -140,7 +148,7 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
-			_ = json.NewEncoder(w).Encode(resp)
+			_, _ = w.Write(append(resp, '\n'))
 			return
 		}
 	}

@@ -13,9 +13,14 @@
 //     image, audio, embedded resources);
 //   - a failed call returns isError with the message the model should read,
 //     the same text the chat adapter sends;
-//   - a tool the caller may not call (unknown, switched off, not enabled for
-//     the scope) is a JSON-RPC invalid-params error (-32602), as the MCP
-//     specification prescribes for unknown tools.
+//   - a tool the caller may not call (switched off, write tools off for
+//     the scope, refused by Options.Authorize or by an entity's
+//     permission) returns isError with the registry's sentence, such as
+//     how to enable writes; it is not listed, but a call reaches
+//     Registry.Invoke, on every transport and revision;
+//   - a tool the registry does not know is a JSON-RPC invalid-params error
+//     (-32602), as the MCP specification prescribes, whose message is the
+//     registry's sentence ("Unknown tool ... Did you mean ...?").
 //
 // Handlers report progress and log lines with ReadCtx.Progress and
 // ReadCtx.Log (notifications/progress when the client sent a progress token,
@@ -61,8 +66,26 @@
 // initialize a new session; the memory of an ended session is released,
 // in the adapter and in mcp-go.
 //
-// The adapter speaks the session-oriented protocol revisions, 2024-11-05
-// through 2025-11-25.
+// # Protocol revisions
+//
+// The adapter speaks the session-oriented revisions 2024-11-05 through
+// 2025-11-25 and the stateless core of 2026-07-28, from the same handlers
+// (Handler, StatelessHandler, ServeStdio): the client's revision decides,
+// per request. A request of 2026-07-28 (its Mcp-Protocol-Version header or
+// its _meta says so) has no session: it is authenticated, scoped, bounded
+// and checked against DNS rebinding like any other, then served by
+// mcp-go's implementation of the revision: server/discover instead of
+// initialize, the Mcp-Protocol-Version, Mcp-Method and Mcp-Name header
+// rules (-32020, 400), client capabilities, identity and log level in
+// each request's _meta (no log notifications without a level), resultType
+// and caching hints on results, subscriptions/listen, and 404 with -32601
+// for the methods the revision removed (initialize, ping,
+// logging/setLevel, resources/subscribe). A batch, GET or DELETE of
+// 2026-07-28 is refused (400, 405). A tool that asks the client for a
+// completion or for input under 2026-07-28 without the client declaring
+// sampling or elicitation in _meta gets a
+// MissingRequiredClientCapabilityError (-32021, HTTP 400) naming the
+// capability.
 //
 // # Configuration
 //
@@ -77,6 +100,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -91,9 +115,11 @@ import (
 )
 
 // protocolVersions returns the revisions the adapter serves, newest first:
-// those with sessions, server-to-client requests and logging/setLevel.
+// the stateless core of 2026-07-28, and those with sessions,
+// server-to-client requests and logging/setLevel.
 func protocolVersions() []string {
 	return []string{
+		mcp.ProtocolVersion20260728,
 		mcp.ProtocolVersion20251125,
 		mcp.ProtocolVersion20250618,
 		mcp.ProtocolVersion20250326,
@@ -115,6 +141,7 @@ type Server struct {
 	sessions sync.Map // session ID → *sessionInfo
 	levels   sync.Map // session ID → mcp.LoggingLevel from logging/setLevel
 	pending  sync.Map // request ID → *clientRequest sent during HTTP calls
+	calls    sync.Map // context.Context of a tools/call being served → *callMark
 	nextID   atomic.Int64
 
 	counts    sessionCounts    // open sessions, for the limits
@@ -148,6 +175,21 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	hooks.AddAfterSetLevel(s.afterSetLevel)
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.syncListed(ctx) })
 	hooks.AddBeforeCallTool(s.beforeCall)
+	// A subscriptions/listen stream (revision 2026-07-28) that nothing
+	// was subscribed on ends at once: its acknowledgement must be on the
+	// wire before its response (see callNotes.awaitEvents).
+	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		if n := notesFrom(ctx); n != nil {
+			n.sent.Add(1)
+			n.awaitEvents(ctx)
+		}
+	})
+	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.calls.Delete(ctx) })
+	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
+		if method == mcp.MethodToolsCall {
+			s.calls.Delete(ctx)
+		}
+	})
 
 	sopts := []server.ServerOption{
 		// listChanged is advertised by afterInitialize and sent per scope by
@@ -193,20 +235,19 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 
 // filter keeps the tools the caller's scope and principal may call. mcp-go
 // runs it on every listing (all registered tools, sorted by name) and on
-// every call (the one tool named), so a hidden tool is also uncallable and
-// its call gets the protocol's invalid-params error.
+// every call (the one tool named). A call that beforeCall marked passes:
+// Registry.Invoke decides it, so a tool the caller may not call answers
+// with the registry's sentence (how to enable writes, say), not with
+// mcp-go's "tool not found".
 func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	if len(tools) == 1 {
+		if v, ok := s.calls.Load(ctx); ok && v.(*callMark).name == tools[0].Name {
+			return tools
+		}
+	}
 	specs, err := s.reg.List(s.callContext(ctx))
 	if err != nil {
 		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
-	}
-	if len(tools) == 1 {
-		for _, sp := range specs {
-			if sp.Name == tools[0].Name {
-				return tools
-			}
-		}
-		return nil
 	}
 	allowed := make(map[string]bool, len(specs))
 	for _, sp := range specs {
@@ -228,30 +269,40 @@ func (s *Server) syncListed(ctx context.Context) {
 	s.register(specs)
 }
 
+// callMark is what beforeCall learned of a tools/call, for the filter and
+// the handler that see the same context.
+type callMark struct {
+	name string
+	id   any // the JSON-RPC request ID
+}
+
 // beforeCall runs before mcp-go looks the called tool up. It registers the
 // tool with mcp-go if the registry knows it and no listing has registered
-// it yet (a stateless replica is called without ever having been listed).
-// A call mcp-go is about to refuse (an unknown tool, or one the filter
-// hides) still goes through Registry.Invoke, which refuses it too, so that
-// every call has its audit record.
-func (s *Server) beforeCall(ctx context.Context, _ any, req *mcp.CallToolRequest) {
-	ctx = s.callContext(ctx)
+// it yet (a stateless replica is called without ever having been listed),
+// and marks the call so that the filter lets it reach the handler and
+// Registry.Invoke, which refuses a tool the caller may not call with its
+// own sentence. A tool the registry does not know still goes through
+// Registry.Invoke, so that every call has its audit record, and mcp-go's
+// invalid-params error for it carries the registry's sentence (see
+// callNotes).
+func (s *Server) beforeCall(ctx context.Context, id any, req *mcp.CallToolRequest) {
+	cctx := s.callContext(ctx)
 	name := req.Params.Name
+	spec, known := s.reg.Tool(cctx, name)
+	if !known {
+		res := s.reg.Invoke(cctx, llmtool.Call{Tool: name, Args: req.Params.RawArguments})
+		if n := notesFrom(ctx); n != nil {
+			n.noteUnknown(id, res.Text())
+		}
+		return
+	}
 	s.mu.RLock()
 	_, ok := s.tools[name]
 	s.mu.RUnlock()
 	if !ok {
-		if spec, known := s.reg.Tool(ctx, name); known {
-			s.register([]*llmtool.Spec{spec})
-		}
+		s.register([]*llmtool.Spec{spec})
 	}
-	specs, _ := s.reg.List(ctx)
-	for _, sp := range specs {
-		if sp.Name == name {
-			return
-		}
-	}
-	s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: req.Params.RawArguments})
+	s.calls.Store(ctx, &callMark{name: name, id: id})
 }
 
 // register converts and registers the specs mcp-go does not have yet.
@@ -313,12 +364,16 @@ func convertSpec(sp *llmtool.Spec) mcp.Tool {
 func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	name, rich := e.spec.Name, e.spec.Rich
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mctx := ctx // mcp-go's, which the call's mark is keyed by
 		ctx = s.callContext(ctx)
 		p := &peer{s: s, tool: name}
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
-		ctx = ask.With(callinfo.WithReporter(ctx, p), p) // p reports progress and logs, and asks the client
+		w := &capWatch{Asker: p}
+		notes := notesFrom(mctx)
+		// p reports progress and logs, and asks the client
+		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)
@@ -328,8 +383,90 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			args = b
 		}
 		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
+		notes.awaitEvents(ctx)
+		if capability := w.missing(); capability != "" && res.IsError && errors.Is(res.Err, ask.ErrUnsupported) {
+			// Revision 2026-07-28: a request that needs a capability its
+			// _meta does not declare is refused with -32021, which
+			// callNotes writes in place of mcp-go's internal error.
+			if v, ok := s.calls.Load(mctx); ok && notes != nil {
+				notes.noteMissing(v.(*callMark).id, capability)
+				return nil, errors.New(res.Text())
+			}
+		}
 		return callResult(res, rich), nil
 	}
+}
+
+// countingReporter counts the notifications a call sends, for
+// callNotes.awaitEvents.
+type countingReporter struct {
+	*peer
+	notes *callNotes
+}
+
+// Progress sends notifications/progress (see peer.Progress).
+func (r *countingReporter) Progress(ctx context.Context, done, total float64, message string) {
+	if r.notes != nil && r.token != nil {
+		r.notes.sent.Add(1)
+	}
+	r.peer.Progress(ctx, done, total, message)
+}
+
+// Log sends notifications/message (see peer.Log).
+func (r *countingReporter) Log(ctx context.Context, level slog.Level, message string) {
+	if r.notes != nil && mcpLevel(level).ShouldSendTo(r.s.logLevel(ctx)) {
+		r.notes.sent.Add(1)
+	}
+	r.peer.Log(ctx, level, message)
+}
+
+// capWatch notes which capability a modern request (protocol revision
+// 2026-07-28) lacked when asking the client failed for want of it.
+type capWatch struct {
+	ask.Asker
+	mu  sync.Mutex
+	cap string
+}
+
+func (w *capWatch) note(ctx context.Context, capability string, err error) {
+	if err == nil || !errors.Is(err, ask.ErrUnsupported) || !server.IsModernRequest(ctx) {
+		return
+	}
+	if caps, known := clientCaps(ctx); known && capabilityMissing(caps, capability) {
+		w.mu.Lock()
+		w.cap = capability
+		w.mu.Unlock()
+	}
+}
+
+func (w *capWatch) missing() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cap
+}
+
+func capabilityMissing(caps mcp.ClientCapabilities, capability string) bool {
+	switch capability {
+	case "sampling":
+		return caps.Sampling == nil
+	case "elicitation":
+		return caps.Elicitation == nil
+	}
+	return false
+}
+
+// Sample asks the client for a completion.
+func (w *capWatch) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
+	res, err := w.Asker.Sample(ctx, req)
+	w.note(ctx, "sampling", err)
+	return res, err
+}
+
+// Elicit asks the client's user for input.
+func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
+	res, err := w.Asker.Elicit(ctx, req)
+	w.note(ctx, "elicitation", err)
+	return res, err
 }
 
 // callResult renders a registry result as an MCP tool result.
@@ -424,9 +561,14 @@ func (s *Server) afterSetLevel(ctx context.Context, _ any, req *mcp.SetLevelRequ
 	}
 }
 
-// logLevel returns the minimum level of log notifications for the session
-// in ctx: the one it set with logging/setLevel, or the configured default.
+// logLevel returns the minimum level of log notifications for the request
+// in ctx: under protocol revision 2026-07-28 the one its _meta names (none
+// without one: the request then gets no log notifications), otherwise the
+// one the session set with logging/setLevel, or the configured default.
 func (s *Server) logLevel(ctx context.Context) mcp.LoggingLevel {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel
+	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		if v, ok := s.levels.Load(cs.SessionID()); ok {
 			return v.(mcp.LoggingLevel)

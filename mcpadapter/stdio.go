@@ -17,11 +17,12 @@ import (
 // mcp-go keeps one stdio session per process, so run at most one
 // ServeStdio at a time in a process.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	ctx = s.callContext(ctx)
+	notes := &callNotes{}
+	ctx = withNotes(s.callContext(ctx), notes)
 	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
 	ss := server.NewStdioServer(s.mcp)
 	ss.SetErrorLogger(log.New(slogWriter{s}, "", 0))
-	return ss.Listen(ctx, in, out)
+	return ss.Listen(ctx, in, lineNoteWriter{out: out, notes: notes})
 }
 
 // slogWriter forwards mcp-go's log.Logger lines to the adapter's logger.

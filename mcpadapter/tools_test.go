@@ -136,16 +136,21 @@ func TestTools(t *testing.T) {
 
 			t.Run("unknown tool", func(t *testing.T) {
 				audits := f.audits()
-				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "no_such_tool"}})
+				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_nite"}})
 				require.ErrorIs(t, err, mcp.ErrInvalidParams)
-				require.Equal(t, []string{"no_such_tool not_found"}, audits())
+				if conn.name == "inprocess" { // no transport to write the registry's sentence
+					require.EqualError(t, err, "invalid params: tool 'get_nite' not found: tool not found")
+				} else {
+					require.EqualError(t, err, `invalid params: Unknown tool "get_nite". Did you mean "get_note"?`)
+				}
+				require.Equal(t, []string{"get_nite not_found"}, audits())
 			})
 
 			t.Run("write refused while the scope's writes are off", func(t *testing.T) {
 				audits := f.audits()
-				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "No"}}})
-				require.ErrorIs(t, err, mcp.ErrInvalidParams)
-				require.EqualError(t, err, "invalid params: tool 'create_note' not found: tool not found")
+				res := call(t, c, "create_note", map[string]any{"title": "No"})
+				require.True(t, res.IsError)
+				require.Equal(t, `Tool "create_note" changes data, and write tools are off in the default scope. Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
 				require.Equal(t, 1, f.noteCount(t))
 				require.Equal(t, []string{"create_note " + audit.OutcomeRefused}, audits())
 			})
@@ -250,8 +255,9 @@ func TestTools(t *testing.T) {
 				require.NoError(t, f.reg.SetEnabled("web_lookup", false))
 				notes.next(t, string(mcp.MethodNotificationToolsListChanged))
 				require.NotContains(t, toolNames(t, c), "web_lookup")
-				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "web_lookup"}})
-				require.ErrorIs(t, err, mcp.ErrInvalidParams)
+				res := call(t, c, "web_lookup", nil)
+				require.True(t, res.IsError)
+				require.Equal(t, `Tool "web_lookup" is switched off. Use another tool, or ask the user to have an administrator enable it.`, text(t, res))
 			})
 		})
 	}

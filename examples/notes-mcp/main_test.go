@@ -183,12 +183,10 @@ func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struc
 	require.Equal(t, `Note "secret" (noteId) is protected; tools may neither read nor change it. Work with another note, or ask the user to remove the protection.`,
 		callError(t, c, "get_note_content", map[string]any{"noteId": "secret"}))
 
-	// A write tool is neither listed nor callable.
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "create_note"
-	req.Params.Arguments = map[string]any{"parentNoteId": "root", "title": "Refused"}
-	_, err := c.CallTool(t.Context(), req)
-	require.ErrorContains(t, err, "create_note", "create_note while write tools are off")
+	// A write tool is not listed, and its call is refused with the
+	// registry's sentence, which says how to enable writes.
+	refusal := callError(t, c, "create_note", map[string]any{"parentNoteId": "root", "title": "Refused"})
+	require.True(t, strings.HasPrefix(refusal, writesOffRefusal("create_note")), refusal)
 
 	// Enable write tools with the command, as a user would.
 	stdout, stderr, code := runBinary(t, bin, "writes", "on", "-db", db)

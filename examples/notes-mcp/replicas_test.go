@@ -50,11 +50,19 @@ func busySentence(tool string) string {
 	return "The database is busy, so " + tool + " could not finish and changed nothing. Try again in a few seconds; if it is still busy, tell the user."
 }
 
-// hiddenToolError is what the MCP client reports for a call to a tool the
-// caller may not call: the write tools while writes are off are neither
-// listed nor callable, a JSON-RPC invalid-params error (-32602).
-func hiddenToolError(tool string) string {
-	return "invalid params: tool '" + tool + "' not found: tool not found"
+// writesOffRefusal starts the result of a call to a write tool while the
+// scope's writes are off: not listed, but callable, and refused with the
+// registry's sentence, which goes on with the command that enables writes.
+func writesOffRefusal(tool string) string {
+	return `Tool "` + tool + `" changes data, and write tools are off in scope "default". Ask the user to enable write tools with ` + "`"
+}
+
+// refusedText returns the text of a refused call's result.
+func refusedText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.True(t, res.IsError)
+	require.Len(t, res.Content, 1)
+	return res.Content[0].(mcp.TextContent).Text
 }
 
 // replicaProc is one notes-mcp process serving stateless HTTP.
@@ -542,9 +550,9 @@ func TestReplicas(t *testing.T) {
 			req.Params.Arguments = map[string]any{"parentNoteId": "root", "title": title}
 			res, err := c.CallTool(t.Context(), req)
 			offCalls++
-			if err != nil {
-				require.ErrorIs(t, err, mcp.ErrInvalidParams)
-				require.EqualError(t, err, hiddenToolError("create_note"), "replica %d", i)
+			require.NoError(t, err)
+			if res.IsError {
+				require.True(t, strings.HasPrefix(refusedText(t, res), writesOffRefusal("create_note")), "replica %d: %s", i, refusedText(t, res))
 				offRefused++
 				t.Logf("replica %d refuses writes %v after writes off (%d writes acknowledged before)", i, time.Since(off).Round(time.Millisecond), try)
 				break
@@ -553,17 +561,18 @@ func TestReplicas(t *testing.T) {
 			lateAcked = append(lateAcked, title)
 			require.Less(t, time.Since(off), writesOffBound, "replica %d still writes", i)
 		}
-		// Every write tool is refused, each with the error of a tool that
-		// is not there, and only the read tools are listed; reads go on.
+		// Every write tool is refused, each with the registry's sentence,
+		// and only the read tools are listed; reads go on.
 		for _, tool := range writeTools {
 			req := mcp.CallToolRequest{}
 			req.Params.Name = tool
 			req.Params.Arguments = map[string]any{"noteId": hot[0], "parentNoteId": "root", "title": "late",
 				"content": "<p>late</p>", "name": "late", "oldText": "hot", "newText": "late", "attributeId": "x"}
-			_, err := c.CallTool(t.Context(), req)
+			res, err := c.CallTool(t.Context(), req)
+			require.NoError(t, err)
 			offCalls++
 			offRefused++
-			require.EqualError(t, err, hiddenToolError(tool), "replica %d", i)
+			require.True(t, strings.HasPrefix(refusedText(t, res), writesOffRefusal(tool)), "replica %d: %s", i, refusedText(t, res))
 		}
 		require.Equal(t, readTools, listTools(t, c), "replica %d lists the read tools only", i)
 		require.Equal(t, "Hot 1", callOK(t, c, "get_note", map[string]any{"noteId": hot[0]})["title"], "replica %d still reads", i)
