@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"net/http/httptest"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -106,8 +110,31 @@ func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	return &fixture{db: db, reg: reg, srv: srv}
 }
 
+// modernClient connects to f's HTTP handler under revision 2026-07-28
+// (mcp-go's client default): no session, server/discover.
+func modernClient(t *testing.T, f *fixture) *client.Client {
+	t.Helper()
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	c := client.NewClient(tr)
+	ctx := context.Background()
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { c.Close() })
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}})
+	require.NoError(t, err)
+	require.Equal(t, mcp.ProtocolVersion20260728, c.ProtocolVersion())
+	return c
+}
+
 func TestResources(t *testing.T) {
-	for _, cn := range connectors {
+	all := append(connectors[:len(connectors):len(connectors)], struct {
+		name     string
+		parallel bool
+		connect  func(t *testing.T, f *fixture) *client.Client
+	}{"http-2026-07-28", true, modernClient})
+	for _, cn := range all {
 		t.Run(cn.name, func(t *testing.T) {
 			if cn.parallel {
 				t.Parallel()
