@@ -287,7 +287,7 @@ func TestHTTPWire(t *testing.T) {
 	c.initialize(t)
 
 	names, tools := byName(t, c.listAll(t, 4))
-	require.Equal(t, []string{"ask_model", "ask_name", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"}, names)
+	require.Equal(t, []string{"ask_model", "ask_name", "ask_twice", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"}, names)
 	spec, ok := f.reg.Tool(context.Background(), "get_note")
 	require.True(t, ok)
 	get := tools["get_note"]
@@ -299,7 +299,7 @@ func TestHTTPWire(t *testing.T) {
 
 	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
 	names, tools = byName(t, c.listAll(t, 4))
-	require.Len(t, names, 13)
+	require.Len(t, names, 15)
 	require.JSONEq(t, `{"title":"Delete note","readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`, string(tools["delete_note"]["annotations"]))
 	require.JSONEq(t, `{"title":"Create note","readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false}`, string(tools["create_note"]["annotations"]))
 }

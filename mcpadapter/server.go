@@ -77,6 +77,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -90,10 +91,10 @@ import (
 	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
-// protocolVersions returns the revisions the adapter serves, newest first:
-// those with sessions, server-to-client requests and logging/setLevel.
+// protocolVersions returns the revisions the adapter serves, newest first.
 func protocolVersions() []string {
 	return []string{
+		mcp.ProtocolVersion20260728,
 		mcp.ProtocolVersion20251125,
 		mcp.ProtocolVersion20250618,
 		mcp.ProtocolVersion20250326,
@@ -116,6 +117,7 @@ type Server struct {
 	levels   sync.Map // session ID → mcp.LoggingLevel from logging/setLevel
 	pending  sync.Map // request ID → *clientRequest sent during HTTP calls
 	nextID   atomic.Int64
+	spent    spentStates // requestStates already used (mrtr.go)
 
 	counts    sessionCounts    // open sessions, for the limits
 	now       func() time.Time // the clock of idle timeouts
@@ -306,16 +308,15 @@ func convertSpec(sp *llmtool.Spec) mcp.Tool {
 }
 
 // handler returns the mcp-go handler of one tool: every call goes through
-// Registry.Invoke.
+// Registry.Invoke. A call whose handler asked the client (ask.Elicit,
+// ask.Sample, ask.Roots) and had no answer yet ends with an input-required
+// result (mrtr.go); a retry brings the answers and a requestState, which
+// is verified first: a refused one is a JSON-RPC error, and the tool does
+// not run.
 func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	name, rich := e.spec.Name, e.spec.Rich
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = s.callContext(ctx)
-		p := &peer{s: s, tool: name}
-		if m := req.Params.Meta; m != nil {
-			p.token = m.ProgressToken
-		}
-		ctx = ask.With(callinfo.WithReporter(ctx, p), p) // p reports progress and logs, and asks the client
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)
@@ -324,7 +325,23 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			}
 			args = b
 		}
+		var st *roundState
+		if rs := req.Params.RequestState; rs != "" {
+			var err error
+			if st, err = s.open(ctx, rs, name, args); err != nil {
+				s.cfg.logger.Info("mcpadapter: requestState refused", "tool", name, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
+				return nil, err
+			}
+		}
+		p := &peer{s: s, tool: name, round: newRound(st, req.Params.InputResponses)}
+		if m := req.Params.Meta; m != nil {
+			p.token = m.ProgressToken
+		}
+		ctx = ask.With(callinfo.WithReporter(ctx, p), p) // p reports progress and logs, and asks the client
 		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
+		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
+			return s.inputRequired(ctx, name, args, p.round)
+		}
 		return callResult(res, rich), nil
 	}
 }
