@@ -252,3 +252,71 @@ func TestRequestStateRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestInputRequiredReplicas runs the rounds of a call on alternating
+// stateless replicas: with a shared Options.RequestStateKey the retry is
+// accepted wherever it lands; with keys of their own it is refused.
+func TestInputRequiredReplicas(t *testing.T) {
+	t.Parallel()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	for _, tc := range []struct {
+		name      string
+		keys      [2][]byte
+		wantError string
+	}{
+		{name: "shared key", keys: [2][]byte{key, key}},
+		{name: "keys of their own", keys: [2][]byte{key, []byte("fedcba9876543210fedcba9876543210")},
+			wantError: "The requestState is not one this server issued, or it was changed on the way"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, &mcpadapter.Options{RequestStateKey: tc.keys[0]})
+			require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+			other := mcpadapter.New(f.reg, &mcpadapter.Options{RequestStateKey: tc.keys[1], Logger: slog.New(slog.DiscardHandler)})
+			t.Cleanup(func() { other.Close() })
+			replicas := []http.Handler{f.srv.StatelessHandler(), other.StatelessHandler()}
+			var mu sync.Mutex
+			next := 0
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				h := replicas[next%2]
+				next++
+				mu.Unlock()
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(ts.Close)
+			c := modernClient(t, ts.URL, "ada-token", &retries{}, nil) // no Authenticator: the token is ignored
+			before := f.noteCount(t)
+			// discover went to one replica; the call to the other, the
+			// retry back to the first.
+			res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ask_in_write"}})
+			if tc.wantError != "" {
+				require.ErrorContains(t, err, tc.wantError)
+				require.Equal(t, before, f.noteCount(t))
+				return
+			}
+			require.NoError(t, err)
+			require.False(t, res.IsError, text(t, res))
+			require.Equal(t, before+1, f.noteCount(t))
+		})
+	}
+}
+
+// TestAskStatelessLegacy: a stateless request of a revision before
+// 2026-07-28 has no session to send the client requests on, so asking is
+// unsupported, as it always was there.
+func TestAskStatelessLegacy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ts := httptest.NewServer(f.srv.StatelessHandler())
+	t.Cleanup(ts.Close)
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	c := client.NewClient(tr, clientOptions()...)
+	start(t, c)
+	res := call(t, c, "ask_name", nil)
+	require.False(t, res.IsError, text(t, res))
+	var out answerOut
+	require.NoError(t, json.Unmarshal([]byte(structured(t, res)), &out))
+	require.Equal(t, "llmtool: tool ask_name: elicitation: the client did not declare the elicitation capability: ask: the client cannot answer this request", out.Refusal)
+}
