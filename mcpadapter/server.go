@@ -19,9 +19,37 @@
 //
 // Handlers report progress and log lines with ReadCtx.Progress and
 // ReadCtx.Log (notifications/progress when the client sent a progress token,
-// notifications/message honouring logging/setLevel), and a read tool can ask
-// the client for a completion or for user input with ask.Sample and
-// ask.Elicit.
+// notifications/message at or above the level the client asked for: with
+// logging/setLevel, or at 2026-07-28 in each request's _meta, without
+// which a request gets no log notifications), and a tool can ask the client
+// for a completion, for user input or for its roots with ask.Sample,
+// ask.Elicit and ask.Roots.
+//
+// # Asking the client
+//
+// The adapter asks by running the handler again (an ask.Rerunner; see
+// package ask for what a handler sees). A run that asks something not yet
+// answered fails, so its transaction rolls back, and the call ends with an
+// input-required result (SEP-2322, protocol revision 2026-07-28): the
+// requests, under their keys, and a requestState. The client answers and
+// calls again with inputResponses and the requestState; the handler runs
+// again, in a new transaction, and gets the answers. Clients of earlier
+// revisions are asked within the one tools/call: mcp-go sends them
+// elicitation/create, sampling/createMessage and roots/list requests and
+// runs the handler again with their answers. No transaction is open while
+// a person answers, so write tools may ask too. A request the client did
+// not declare the capability for (in initialize, or at 2026-07-28 in the
+// request's _meta) gets ask.ErrUnsupported instead.
+//
+// The requestState carries the answers of the earlier rounds. It is signed
+// with HMAC-SHA256 (Options.RequestStateKey) and bound to the tool, the
+// arguments, the principal and the scope; it expires after
+// Options.RequestStateTTL, and each one is good for one retry. A retry
+// whose state fails any of this gets a JSON-RPC error (-32603, as mcp-go
+// reports handler errors) with a sentence saying why and to call again
+// without requestState, and the tool does not run. A retry without
+// requestState is a first round: its inputResponses answer the requests
+// of the first run by key.
 //
 // The HTTP handlers authenticate every request with the Authenticator, pick
 // the scope with the ScopeFunc, refuse DNS-rebinding requests on loopback
@@ -62,7 +90,7 @@
 // in the adapter and in mcp-go.
 //
 // The adapter speaks the session-oriented protocol revisions, 2024-11-05
-// through 2025-11-25.
+// through 2025-11-25, and 2026-07-28.
 //
 // # Configuration
 //
