@@ -27,6 +27,7 @@ import (
 // can change the client's retries: the tools/call requests that carry a
 // requestState.
 type retries struct {
+	next   http.RoundTripper // nil: a transport of its own
 	mu     sync.Mutex
 	change func(params map[string]any, h http.Header) // may be nil
 	twice  bool                                       // send each retry twice, and answer with the second response
@@ -34,8 +35,16 @@ type retries struct {
 }
 
 func (rt *retries) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.mu.Lock()
+	if rt.next == nil {
+		// Not http.DefaultTransport, whose idle connections other tests'
+		// clients close when they end.
+		rt.next = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	next := rt.next
+	rt.mu.Unlock()
 	if r.Body == nil || r.Method != http.MethodPost {
-		return http.DefaultTransport.RoundTrip(r)
+		return next.RoundTrip(r)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -61,7 +70,7 @@ func (rt *retries) RoundTrip(r *http.Request) (*http.Response, error) {
 	send := func() (*http.Response, error) {
 		req := r.Clone(r.Context())
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		return http.DefaultTransport.RoundTrip(req)
+		return next.RoundTrip(req)
 	}
 	if retry && twice {
 		first, err := send()
@@ -310,7 +319,8 @@ func TestAskStatelessLegacy(t *testing.T) {
 	f := newFixture(t, nil)
 	ts := httptest.NewServer(f.srv.StatelessHandler())
 	t.Cleanup(ts.Close)
-	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
+		transport.WithHTTPBasicClient(&http.Client{Transport: &retries{}}))
 	require.NoError(t, err)
 	c := client.NewClient(tr, clientOptions()...)
 	start(t, c)
