@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
 // auditSinks is a registry's sink list, with the transactional ones apart.
@@ -68,6 +69,9 @@ func outcome(err error, refused bool) string {
 	var p *panicError
 	if errors.As(err, &p) {
 		return audit.OutcomePanic
+	}
+	if errors.Is(err, callinfo.ErrInputRequired) {
+		return audit.OutcomeInputRequired
 	}
 	return KindOf(err).String()
 }

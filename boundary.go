@@ -51,6 +51,24 @@ func (cs *callState) refuse(err error) {
 	cs.ctxMu.Unlock()
 }
 
+// fail records the call's first failure (callinfo.Info.Fail): like a
+// refusal, it fails the call whatever the handler returns, but the
+// connection is sound and goes back to the pool.
+func (cs *callState) fail(err error) {
+	cs.ctxMu.Lock()
+	if cs.failed == nil {
+		cs.failed = err
+	}
+	cs.ctxMu.Unlock()
+}
+
+// failure returns the call's first failure, or nil.
+func (cs *callState) failure() error {
+	cs.ctxMu.Lock()
+	defer cs.ctxMu.Unlock()
+	return cs.failed
+}
+
 // refusal returns the call's first refusal, or nil.
 func (cs *callState) refusal() error {
 	cs.ctxMu.Lock()
@@ -77,9 +95,11 @@ func (c *ReadCtx) Value(key any) any {
 
 // info describes the call to llmtool's own packages (package ask).
 func (c *ReadCtx) info() callinfo.Info {
-	in := callinfo.Info{Tool: c.call.tool.spec.Name, Write: c.write != nil}
+	in := callinfo.Info{Tool: c.call.tool.spec.Name, Write: c.write != nil, Run: c.call}
 	if c.call.done.Load() {
 		in.Late = c.late
+	} else {
+		in.Fail = c.call.fail
 	}
 	return in
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/toolname"
@@ -567,6 +568,8 @@ func (r *Registry) failure(tool string, err error) Result {
 		var p *panicError
 		if errors.As(err, &p) {
 			r.logger().Error("llmtool: tool panicked", "tool", tool, "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+		} else if errors.Is(err, callinfo.ErrInputRequired) {
+			r.logger().Debug("llmtool: tool asked its client for input", "tool", tool, "err", err)
 		} else {
 			r.logger().Error("llmtool: tool failed", "tool", tool, "err", err)
 		}

@@ -84,12 +84,14 @@ type callState struct {
 	statements  atomic.Int32    // statements a read call ran
 	second      atomic.Bool     // a single call tried a second statement
 
-	// ctxMu guards the call's Done channel and its first refusal.
+	// ctxMu guards the call's Done channel, its first refusal and its
+	// first failure.
 	ctxMu      sync.Mutex
 	doneCh     chan struct{}
 	closed     bool
 	stopParent func() bool
 	refused    error
+	failed     error // set through callinfo.Info.Fail: the call fails whatever the handler returns
 }
 
 // count counts a read call's statement, and refuses a second one in a
@@ -433,6 +435,8 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	out, err = r.run(t, c, args)
 	if refused := cs.refusal(); refused != nil {
 		err = refused
+	} else if failed := cs.failure(); failed != nil {
+		err = failed
 	} else if err == nil {
 		err = ctx.Err()
 	} else if readOnlyErr(err) {
@@ -495,6 +499,8 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	out, err = r.run(t, &w.ReadCtx, args)
 	if refused := cs.refusal(); refused != nil {
 		err = refused
+	} else if failed := cs.failure(); failed != nil {
+		err = failed
 	} else if err == nil {
 		err = ctx.Err() // cancelled while the handler ran: roll back
 	}
@@ -503,7 +509,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
 			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)
 		}
-		retry = ctx.Err() == nil && cs.refusal() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
+		retry = ctx.Err() == nil && cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
 		return nil, false, retry, err
 	}
 	if err := wt.Guard.Allow(ctx, tx); err != nil {

@@ -109,3 +109,51 @@ func ExampleElicit() {
 	fmt.Println(string(res.JSON))
 	// Output: {"text":"Hello, Ada"}
 }
+
+// rerunner answers nothing yet: every question ends the run.
+type rerunner struct{ echo }
+
+func (rerunner) Reruns() bool { return true }
+
+func (rerunner) Elicit(context.Context, ask.ElicitRequest) (ask.ElicitResult, error) {
+	return ask.ElicitResult{}, fmt.Errorf("asked: %w", ask.ErrInputRequired)
+}
+
+// TestRerunner: a write tool may ask through a Rerunner, and a run that
+// asked fails, whatever the handler returns, so nothing it wrote commits.
+func TestRerunner(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t,
+		llmtool.Write("swallow", "Write, ask, and ignore the error.", func(c *llmtool.WriteCtx, _ struct{}) (answer, error) {
+			if _, err := c.Exec("CREATE TABLE IF NOT EXISTS t (x)"); err != nil {
+				return answer{}, err
+			}
+			if _, err := c.Exec("INSERT INTO t VALUES (1)"); err != nil {
+				return answer{}, err
+			}
+			_, err := ask.Elicit(&c.ReadCtx, ask.ElicitRequest{Message: "Sure?"})
+			return answer{Text: fmt.Sprint(err)}, nil
+		}),
+		llmtool.Read("count", "Count the rows.", func(c *llmtool.ReadCtx, _ struct{}) (answer, error) {
+			var n int
+			err := c.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 't'").Scan(&n)
+			return answer{Text: fmt.Sprint(n)}, err
+		}),
+	)
+	ctx := ask.With(context.Background(), rerunner{})
+	res := reg.Invoke(ctx, llmtool.Call{Tool: "swallow"})
+	require.True(t, res.IsError)
+	require.ErrorIs(t, res.Err, ask.ErrInputRequired)
+	require.EqualError(t, res.Err, "llmtool: tool swallow: elicitation: asked: ask: the call ends here and runs again once the client answered")
+	res = reg.Invoke(ctx, llmtool.Call{Tool: "count"})
+	require.JSONEq(t, `{"text":"0"}`, string(res.JSON), "the run that asked committed")
+
+	// A Sample that succeeds in a write tool: a Rerunner is not refused.
+	reg = newRegistry(t, llmtool.Write("sample_in_write", "Ask the model inside a write.", func(c *llmtool.WriteCtx, _ struct{}) (answer, error) {
+		res, err := ask.Sample(&c.ReadCtx, ask.SampleRequest{Messages: []ask.SampleMessage{{Role: "user", Content: llmtool.TextContent("hi")}}})
+		return answer{Text: res.Content.Text}, err
+	}))
+	res = reg.Invoke(ctx, llmtool.Call{Tool: "sample_in_write"})
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"text":"re: hi"}`, string(res.JSON))
+}

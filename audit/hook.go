@@ -14,7 +14,7 @@ type Record struct {
 	Module    string        // the module of the tool, "" if unknown
 	Principal string        // principal ID, "" if none
 	Scope     string        // the call's scope
-	Outcome   string        // OutcomeOK, OutcomeRefused, OutcomePanic or an error kind such as "not_found"
+	Outcome   string        // OutcomeOK, OutcomeRefused, OutcomePanic, OutcomeInputRequired or an error kind such as "not_found"
 	Duration  time.Duration // from the start of Invoke to the record
 	Write     bool          // a write tool
 	Committed bool          // its transaction committed
@@ -34,6 +34,10 @@ const (
 	OutcomeRefused = "refused"
 	// OutcomePanic is a call whose handler panicked.
 	OutcomePanic = "panic"
+	// OutcomeInputRequired is a call that ended to ask its client for
+	// input (ask.ErrInputRequired): it changed nothing, and the client's
+	// retry with the answers is a call of its own.
+	OutcomeInputRequired = "input_required"
 )
 
 // Sink receives the audit record of every call. Audit runs

@@ -57,6 +57,21 @@ type sampleOut struct {
 	Refusal string `json:"refusal,omitempty"`
 }
 
+type twiceOut struct {
+	Name   string `json:"name"`
+	Colour string `json:"colour"`
+}
+
+// answerName returns the name of an accepted elicitation's answer.
+func answerName(res ask.ElicitResult) (string, error) {
+	var v struct{ Name string }
+	if res.Action != ask.Accept {
+		return "", llmtool.Conflict("The user answered %s.", res.Action)
+	}
+	err := json.Unmarshal(res.Content, &v)
+	return v.Name, err
+}
+
 type whoOut struct {
 	Principal string `json:"principal"`
 	Scope     string `json:"scope"`
@@ -135,14 +150,54 @@ var (
 			return sampleOut{Reply: res.Content.Text, Model: res.Model}, nil
 		})
 
-	askInWrite = llmtool.Write("ask_in_write", "Ask the user while holding the write transaction.",
-		func(c *llmtool.WriteCtx, in struct{}) (answerOut, error) {
-			_, err := ask.Elicit(&c.ReadCtx, ask.ElicitRequest{Message: "Sure?", Schema: json.RawMessage(nameSchema)})
-			_, serr := ask.Sample(&c.ReadCtx, ask.SampleRequest{Messages: []ask.SampleMessage{{Role: "user", Content: llmtool.TextContent("hi")}}})
-			if !errors.Is(err, ask.ErrInWrite) || !errors.Is(serr, ask.ErrInWrite) {
-				return answerOut{}, errors.New("asking was not refused")
+	// askInWrite inserts a note, then asks for its title: the insert of
+	// the run that asks rolls back, and the run with the answer commits.
+	askInWrite = llmtool.Write("ask_in_write", "Ask the user for a title, and create a note with it.",
+		func(c *llmtool.WriteCtx, in struct{}) (noteOut, error) {
+			out := noteOut{Body: "asked"}
+			if err := c.QueryRow("INSERT INTO notes (title, body) VALUES ('', ?) RETURNING id", out.Body).Scan(&out.ID); err != nil {
+				return out, err
 			}
-			return answerOut{Refusal: err.Error()}, nil
+			res, err := ask.Elicit(&c.ReadCtx, ask.ElicitRequest{Key: "title", Message: "Title of the new note?", Schema: json.RawMessage(nameSchema)})
+			if err != nil {
+				return out, err
+			}
+			if out.Title, err = answerName(res); err != nil {
+				return out, err
+			}
+			_, err = c.Exec("UPDATE notes SET title = ? WHERE id = ?", out.Title, out.ID)
+			return out, err
+		})
+
+	// swallowAsk inserts a note and ignores the error of its question: the
+	// run that asks still commits nothing.
+	swallowAsk = llmtool.Write("swallow_ask", "Insert a note, then ask and ignore the error.",
+		func(c *llmtool.WriteCtx, in struct{}) (statusOut, error) {
+			if _, err := c.Exec("INSERT INTO notes (title, body) VALUES ('swallowed', '')"); err != nil {
+				return statusOut{}, err
+			}
+			res, _ := ask.Elicit(&c.ReadCtx, ask.ElicitRequest{Message: "Anything?", Schema: json.RawMessage(nameSchema)})
+			return statusOut{Status: "done " + res.Action}, nil
+		})
+
+	// askTwice asks for a name, then for a colour in a question that
+	// uses the name: two rounds.
+	askTwice = llmtool.Read("ask_twice", "Ask the user for a name, then for a colour.",
+		func(c *llmtool.ReadCtx, in struct{}) (twiceOut, error) {
+			var out twiceOut
+			name, err := ask.Elicit(c, ask.ElicitRequest{Key: "name", Message: "Who are you?", Schema: json.RawMessage(nameSchema)})
+			if err != nil {
+				return out, err
+			}
+			if out.Name, err = answerName(name); err != nil {
+				return out, err
+			}
+			colour, err := ask.Elicit(c, ask.ElicitRequest{Message: "Favourite colour, " + out.Name + "?", Schema: json.RawMessage(nameSchema)})
+			if err != nil {
+				return out, err
+			}
+			out.Colour, err = answerName(colour)
+			return out, err
 		})
 
 	picture = llmtool.Read("picture", "Return a picture, a sound and a resource.",
@@ -166,7 +221,7 @@ var (
 		})
 
 	testTools = llmtool.DefineTools("notes", getNote, createNote, deleteNote, webLookup, crash, crashWrite,
-		slowCount, askName, askModel, askInWrite, picture, whoami)
+		slowCount, askName, askModel, askInWrite, swallowAsk, askTwice, picture, whoami)
 )
 
 // fixture is a registry over a fresh SQLite file and an adapter serving it.

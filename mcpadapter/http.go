@@ -59,9 +59,12 @@ func (s *Server) Handler() http.Handler { return s.httpHandler(false) }
 
 // StatelessHandler returns the streamable HTTP transport without sessions:
 // every POST stands alone, so any replica can serve any request. There is
-// no GET stream, so no tools/list_changed notifications, and no sampling or
-// elicitation; progress and log notifications still reach the client on
-// the call's own response stream.
+// no GET stream, so no tools/list_changed notifications, and clients of
+// revisions before 2026-07-28 cannot be asked (ask.Sample, ask.Elicit and
+// ask.Roots return ask.ErrUnsupported); at 2026-07-28 they are asked with
+// input-required results, whose retry any replica with the same
+// Options.RequestStateKey accepts. Progress and log notifications reach the
+// client on the call's own response stream.
 func (s *Server) StatelessHandler() http.Handler { return s.httpHandler(true) }
 
 func (s *Server) httpHandler(stateless bool) http.Handler {

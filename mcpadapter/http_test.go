@@ -30,6 +30,12 @@ var tokens = map[string]*llmtool.Principal{
 
 // authOptions authenticate with tokens and take the scope from the
 // X-Workspace header.
+// rawHTTP sends the tests' hand-made requests. It is not
+// http.DefaultClient: httptest.Server.Close closes the idle connections of
+// http.DefaultTransport, which breaks a parallel test's request that is
+// about to reuse one ("CloseIdleConnections called").
+var rawHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 func authOptions() *mcpadapter.Options {
 	return &mcpadapter.Options{
 		Authenticator: mcpadapter.BearerAuth(func(_ context.Context, token string) (*llmtool.Principal, error) {
@@ -72,7 +78,7 @@ func (c *rpc) post(t *testing.T, body string) (*http.Response, string) {
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rawHTTP.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -287,7 +293,7 @@ func TestHTTPWire(t *testing.T) {
 	c.initialize(t)
 
 	names, tools := byName(t, c.listAll(t, 4))
-	require.Equal(t, []string{"ask_model", "ask_name", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"}, names)
+	require.Equal(t, []string{"ask_model", "ask_name", "ask_twice", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"}, names)
 	spec, ok := f.reg.Tool(context.Background(), "get_note")
 	require.True(t, ok)
 	get := tools["get_note"]
@@ -299,7 +305,7 @@ func TestHTTPWire(t *testing.T) {
 
 	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
 	names, tools = byName(t, c.listAll(t, 4))
-	require.Len(t, names, 13)
+	require.Len(t, names, 15)
 	require.JSONEq(t, `{"title":"Delete note","readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`, string(tools["delete_note"]["annotations"]))
 	require.JSONEq(t, `{"title":"Create note","readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false}`, string(tools["create_note"]["annotations"]))
 }
@@ -386,7 +392,7 @@ func TestStatelessReplicas(t *testing.T) {
 	req, err := http.NewRequest(http.MethodGet, ts.URL, nil)
 	require.NoError(t, err)
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rawHTTP.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)

@@ -260,6 +260,19 @@ func (c *callSession) RequestElicitation(ctx context.Context, req mcp.Elicitatio
 	return &res, nil
 }
 
+// ListRoots implements server.SessionWithRoots on the call's stream.
+func (c *callSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	raw, err := c.request(ctx, mcp.MethodListRoots, nil)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ListRootsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decoding the roots: %w", err)
+	}
+	return &res, nil
+}
+
 // The client's session keeps its log level, client info and protocol
 // version; the call session forwards to it.
 

@@ -56,7 +56,7 @@ func TestRevisions(t *testing.T) {
 				require.Equal(t, rev.want, init.ProtocolVersion)
 				require.Equal(t, "llmtool", init.ServerInfo.Name)
 
-				require.Equal(t, []string{"ask_model", "ask_name", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"},
+				require.Equal(t, []string{"ask_model", "ask_name", "ask_twice", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"},
 					toolNames(t, c), "the listing holds what the scope may call: no write tools")
 
 				res := call(t, c, "whoami", nil)

@@ -2,6 +2,8 @@ package mcpadapter
 
 import (
 	"cmp"
+	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -116,6 +118,22 @@ type Options struct {
 	// Logger receives the adapter's own diagnostics. Default (nil):
 	// slog.Default().
 	Logger *slog.Logger
+
+	// RequestStateKey signs the requestState of input-required results
+	// (HMAC-SHA256): the state a client echoes when it calls again with
+	// the answers to a tool's ask.Elicit, ask.Sample or ask.Roots, which
+	// carries the answers of the earlier rounds. Replicas behind a load
+	// balancer need the same key, so that a retry reaching another replica
+	// is accepted; use 32 random bytes, kept secret. New panics on a key
+	// shorter than 16 bytes. Default (nil): 32 random bytes per Server, so
+	// a state is good only on the process that issued it, and not after a
+	// restart.
+	RequestStateKey []byte
+
+	// RequestStateTTL is how long a requestState is accepted after the
+	// result that carried it: the time a person has to answer. Default (0
+	// or less): DefaultRequestStateTTL.
+	RequestStateTTL time.Duration
 }
 
 // config is Options with the defaults applied, fixed at New.
@@ -134,6 +152,8 @@ type config struct {
 	logLevel      mcp.LoggingLevel
 	logger        *slog.Logger
 	heartbeat     time.Duration
+	stateKey      []byte
+	stateTTL      time.Duration
 
 	maxSessions     int
 	maxPerPrincipal int
@@ -161,6 +181,8 @@ func newConfig(o *Options) config {
 		logLevel:     mcpLevel(o.LogLevel),
 		logger:       o.Logger,
 		heartbeat:    max(o.HeartbeatInterval, 0),
+		stateKey:     slices.Clone(o.RequestStateKey),
+		stateTTL:     positiveOr(o.RequestStateTTL, DefaultRequestStateTTL),
 
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
@@ -168,6 +190,13 @@ func newConfig(o *Options) config {
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
+	}
+	switch n := len(c.stateKey); {
+	case n == 0:
+		c.stateKey = make([]byte, 32)
+		_, _ = rand.Read(c.stateKey) // crypto/rand.Read never fails
+	case n < 16:
+		panic(fmt.Sprintf("mcpadapter: Options.RequestStateKey has %d bytes; use at least 16 (32 random bytes are best)", n))
 	}
 	return c
 }

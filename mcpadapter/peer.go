@@ -11,16 +11,16 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
-	"github.com/llmtool/llmtool/ask"
 )
 
 // peer is the client of one tool call, as the handler sees it: the
 // callinfo.Reporter for its progress and log lines and the ask.Asker for
-// its sampling and elicitation requests.
+// its sampling, elicitation and roots requests (see mrtr.go).
 type peer struct {
 	s     *Server
 	tool  string
 	token mcp.ProgressToken // nil when the client asked for no progress
+	round *round            // the answers the call brought, and what its run asks
 }
 
 // Progress sends notifications/progress, if the client sent a progress
@@ -41,10 +41,20 @@ func (p *peer) Progress(ctx context.Context, done, total float64, message string
 	}
 }
 
-// Log sends notifications/message if the session's level lets it through.
+// Log sends notifications/message if the level the client asked for lets
+// it through: under 2026-07-28 the request's own (its _meta's
+// io.modelcontextprotocol/logLevel; none asked, none sent), before it the
+// session's (logging/setLevel, or Options.LogLevel).
 func (p *peer) Log(ctx context.Context, level slog.Level, message string) {
 	lvl := mcpLevel(level)
-	if !lvl.ShouldSendTo(p.s.logLevel(ctx)) {
+	least := p.s.logLevel(ctx)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		if info.LogLevel == "" {
+			return
+		}
+		least = info.LogLevel
+	}
+	if !lvl.ShouldSendTo(least) {
 		return
 	}
 	params := map[string]any{"level": string(lvl), "logger": p.tool, "data": message}
@@ -60,67 +70,6 @@ func clientCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
 		return cs.GetClientCapabilities(), true
 	}
 	return mcp.ClientCapabilities{}, false
-}
-
-// Sample sends sampling/createMessage to the client and waits for its
-// answer.
-func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
-	if caps, known := clientCaps(ctx); known && caps.Sampling == nil {
-		return ask.SampleResult{}, fmt.Errorf("the client did not declare the sampling capability: %w", ask.ErrUnsupported)
-	}
-	msgs := make([]mcp.SamplingMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: samplingContent(m.Content)}
-	}
-	params := mcp.CreateMessageParams{
-		Messages:     msgs,
-		SystemPrompt: req.SystemPrompt,
-		MaxTokens:    req.MaxTokens,
-		Temperature:  req.Temperature,
-	}
-	if len(req.ModelHints) > 0 {
-		params.ModelPreferences = &mcp.ModelPreferences{}
-		for _, h := range req.ModelHints {
-			params.ModelPreferences.Hints = append(params.ModelPreferences.Hints, mcp.ModelHint{Name: h})
-		}
-	}
-	//lint:ignore SA1019 sampling is part of every revision served (2024-11-05 to 2025-11-25); ask.Sample is how a read handler uses it
-	res, err := p.s.mcp.RequestSampling(ctx, mcp.CreateMessageRequest{
-		Request:             mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)},
-		CreateMessageParams: params,
-	})
-	if err != nil {
-		return ask.SampleResult{}, err
-	}
-	content, err := fromSamplingContent(res.Content)
-	if err != nil {
-		return ask.SampleResult{}, err
-	}
-	return ask.SampleResult{Role: string(res.Role), Content: content, Model: res.Model, StopReason: res.StopReason}, nil
-}
-
-// Elicit sends elicitation/create to the client and waits for the user's
-// answer.
-func (p *peer) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
-	if caps, known := clientCaps(ctx); known && caps.Elicitation == nil {
-		return ask.ElicitResult{}, fmt.Errorf("the client did not declare the elicitation capability: %w", ask.ErrUnsupported)
-	}
-	res, err := p.s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{
-		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
-		Params:  mcp.ElicitationParams{Message: req.Message, RequestedSchema: req.Schema},
-	})
-	if err != nil {
-		return ask.ElicitResult{}, err
-	}
-	out := ask.ElicitResult{Action: string(res.Action)}
-	if res.Action == mcp.ElicitationResponseActionAccept && res.Content != nil {
-		b, err := json.Marshal(res.Content)
-		if err != nil {
-			return ask.ElicitResult{}, fmt.Errorf("decoding the answer: %w", err)
-		}
-		out.Content = b
-	}
-	return out, nil
 }
 
 // samplingContent converts a part of a sampling message.

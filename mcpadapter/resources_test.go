@@ -110,9 +110,9 @@ func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	return &fixture{db: db, reg: reg, srv: srv}
 }
 
-// modernClient connects to f's HTTP handler under revision 2026-07-28
+// modernFixtureClient connects to f's HTTP handler under revision 2026-07-28
 // (mcp-go's client default): no session, server/discover.
-func modernClient(t *testing.T, f *fixture) *client.Client {
+func modernFixtureClient(t *testing.T, f *fixture) *client.Client {
 	t.Helper()
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
@@ -133,7 +133,7 @@ func TestResources(t *testing.T) {
 		name     string
 		parallel bool
 		connect  func(t *testing.T, f *fixture) *client.Client
-	}{"http-2026-07-28", true, modernClient})
+	}{"http-2026-07-28", true, modernFixtureClient})
 	for _, cn := range all {
 		t.Run(cn.name, func(t *testing.T) {
 			if cn.parallel {

@@ -24,9 +24,37 @@
 //
 // Handlers report progress and log lines with ReadCtx.Progress and
 // ReadCtx.Log (notifications/progress when the client sent a progress token,
-// notifications/message honouring logging/setLevel), and a read tool can ask
-// the client for a completion or for user input with ask.Sample and
-// ask.Elicit.
+// notifications/message at or above the level the client asked for: with
+// logging/setLevel, or at 2026-07-28 in each request's _meta, without
+// which a request gets no log notifications), and a tool can ask the client
+// for a completion, for user input or for its roots with ask.Sample,
+// ask.Elicit and ask.Roots.
+//
+// # Asking the client
+//
+// The adapter asks by running the handler again (an ask.Rerunner; see
+// package ask for what a handler sees). A run that asks something not yet
+// answered fails, so its transaction rolls back, and the call ends with an
+// input-required result (SEP-2322, protocol revision 2026-07-28): the
+// requests, under their keys, and a requestState. The client answers and
+// calls again with inputResponses and the requestState; the handler runs
+// again, in a new transaction, and gets the answers. Clients of earlier
+// revisions are asked within the one tools/call: mcp-go sends them
+// elicitation/create, sampling/createMessage and roots/list requests and
+// runs the handler again with their answers. No transaction is open while
+// a person answers, so write tools may ask too. A request the client did
+// not declare the capability for (in initialize, or at 2026-07-28 in the
+// request's _meta) gets ask.ErrUnsupported instead.
+//
+// The requestState carries the answers of the earlier rounds. It is signed
+// with HMAC-SHA256 (Options.RequestStateKey) and bound to the tool, the
+// arguments, the principal and the scope; it expires after
+// Options.RequestStateTTL, and each one is good for one retry. A retry
+// whose state fails any of this gets a JSON-RPC error (-32603, as mcp-go
+// reports handler errors) with a sentence saying why and to call again
+// without requestState, and the tool does not run. A retry without
+// requestState is a first round: its inputResponses answer the requests
+// of the first run by key.
 //
 // The HTTP handlers authenticate every request with the Authenticator, pick
 // the scope with the ScopeFunc, refuse DNS-rebinding requests on loopback
@@ -143,6 +171,7 @@ type Server struct {
 	pending  sync.Map // request ID → *clientRequest sent during HTTP calls
 	calls    sync.Map // context.Context of a tools/call being served → *callMark
 	nextID   atomic.Int64
+	spent    spentStates // requestStates already used (mrtr.go)
 
 	counts    sessionCounts    // open sessions, for the limits
 	now       func() time.Time // the clock of idle timeouts
@@ -360,20 +389,17 @@ func convertSpec(sp *llmtool.Spec) mcp.Tool {
 }
 
 // handler returns the mcp-go handler of one tool: every call goes through
-// Registry.Invoke.
+// Registry.Invoke. A call whose handler asked the client (ask.Elicit,
+// ask.Sample, ask.Roots) and had no answer yet ends with an input-required
+// result (mrtr.go); a retry brings the answers and a requestState, which
+// is verified first: a refused one is a JSON-RPC error, and the tool does
+// not run.
 func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	name, rich := e.spec.Name, e.spec.Rich
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		mctx := ctx // mcp-go's, which the call's mark is keyed by
 		ctx = s.callContext(ctx)
-		p := &peer{s: s, tool: name}
-		if m := req.Params.Meta; m != nil {
-			p.token = m.ProgressToken
-		}
-		w := &capWatch{Asker: p}
 		notes := notesFrom(mctx)
-		// p reports progress and logs, and asks the client
-		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
 			b, err := json.Marshal(req.Params.Arguments)
@@ -382,8 +408,26 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			}
 			args = b
 		}
+		var st *roundState
+		if rs := req.Params.RequestState; rs != "" {
+			var err error
+			if st, err = s.open(ctx, rs, name, args); err != nil {
+				s.cfg.logger.Info("mcpadapter: requestState refused", "tool", name, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
+				return nil, err
+			}
+		}
+		p := &peer{s: s, tool: name, round: newRound(st, req.Params.InputResponses)}
+		if m := req.Params.Meta; m != nil {
+			p.token = m.ProgressToken
+		}
+		w := &capWatch{peer: p}
+		// p reports progress and logs, and asks the client
+		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
 		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
 		notes.awaitEvents(ctx)
+		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
+			return s.inputRequired(ctx, name, args, p.round)
+		}
 		if capability := w.missing(); capability != "" && res.IsError && errors.Is(res.Err, ask.ErrUnsupported) {
 			// Revision 2026-07-28: a request that needs a capability its
 			// _meta does not declare is refused with -32021, which
@@ -423,7 +467,7 @@ func (r *countingReporter) Log(ctx context.Context, level slog.Level, message st
 // capWatch notes which capability a modern request (protocol revision
 // 2026-07-28) lacked when asking the client failed for want of it.
 type capWatch struct {
-	ask.Asker
+	*peer
 	mu  sync.Mutex
 	cap string
 }
@@ -457,14 +501,14 @@ func capabilityMissing(caps mcp.ClientCapabilities, capability string) bool {
 
 // Sample asks the client for a completion.
 func (w *capWatch) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
-	res, err := w.Asker.Sample(ctx, req)
+	res, err := w.peer.Sample(ctx, req)
 	w.note(ctx, "sampling", err)
 	return res, err
 }
 
 // Elicit asks the client's user for input.
 func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
-	res, err := w.Asker.Elicit(ctx, req)
+	res, err := w.peer.Elicit(ctx, req)
 	w.note(ctx, "elicitation", err)
 	return res, err
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
@@ -64,8 +63,8 @@ func toolNames(t *testing.T, c *client.Client) []string {
 // read, errors, a panic, writes refused and then enabled, rich content,
 // progress and log notifications, sampling and elicitation.
 func TestTools(t *testing.T) {
-	reads := []string{"ask_model", "ask_name", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"}
-	writes := []string{"ask_in_write", "create_note", "crash_write", "delete_note"}
+	reads := []string{"ask_model", "ask_name", "ask_twice", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"}
+	writes := []string{"ask_in_write", "create_note", "crash_write", "delete_note", "swallow_ask"}
 	all := append(append([]string(nil), reads...), writes...)
 	sort.Strings(all)
 
@@ -242,12 +241,28 @@ func TestTools(t *testing.T) {
 				require.JSONEq(t, `{"action":"accept","answer":{"name":"Ada (asked: Who are you?)"}}`, structured(t, res))
 			})
 
-			t.Run("sampling and elicitation refused in a write tool", func(t *testing.T) {
+			t.Run("elicitation in a write tool", func(t *testing.T) {
+				// mcp-go sends elicitation/create (this client is at
+				// 2025-11-25) and runs the handler again with the answer:
+				// one note, committed by the second run.
+				audits := f.audits()
+				before := f.noteCount(t)
 				res := call(t, c, "ask_in_write", nil)
 				require.False(t, res.IsError, text(t, res))
-				var out struct{ Refusal string }
+				var out noteOut
 				require.NoError(t, json.Unmarshal([]byte(structured(t, res)), &out))
-				require.Equal(t, "llmtool: tool ask_in_write: Elicit inside a write tool would hold the database's only writer while the client answers; ask from a read tool first, then call the write tool with the answer: "+ask.ErrInWrite.Error(), out.Refusal)
+				require.Equal(t, "Ada (asked: Title of the new note?)", out.Title)
+				require.Equal(t, before+1, f.noteCount(t))
+				var title string
+				require.NoError(t, f.db.QueryRow("SELECT title FROM notes WHERE id = ?", out.ID).Scan(&title))
+				require.Equal(t, out.Title, title)
+				require.Equal(t, []string{"ask_in_write input_required", "ask_in_write ok"}, audits())
+			})
+
+			t.Run("two rounds", func(t *testing.T) {
+				res := call(t, c, "ask_twice", nil)
+				require.False(t, res.IsError, text(t, res))
+				require.JSONEq(t, `{"name":"Ada (asked: Who are you?)","colour":"Ada (asked: Favourite colour, Ada (asked: Who are you?)?)"}`, structured(t, res))
 			})
 
 			t.Run("list_changed after the kill switch", func(t *testing.T) {

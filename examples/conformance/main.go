@@ -55,7 +55,7 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: logger}, fixtures, resources, stateless)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: logger}, fixtures, resources, stateless, inputRequired)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package callinfo
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 )
 
@@ -19,7 +20,20 @@ type Info struct {
 	// by the registry) and returns the error to give; nil while the
 	// handler runs.
 	Late func(op string) error
+	// Fail makes err the call's outcome, whatever the handler returns
+	// afterwards: the transaction rolls back and nothing commits. An Asker
+	// that answers by running the handler again calls it with an error
+	// wrapping ErrInputRequired. Nil after the handler returned.
+	Fail func(err error)
+	// Run is distinct for each run of the handler (the registry may run a
+	// handler again within one call, on a fresh transaction), so an Asker
+	// that numbers its requests starts again when it changes.
+	Run any
 }
+
+// ErrInputRequired is ask.ErrInputRequired, here so that the registry can
+// tell a call that ended to ask its client from one that failed.
+var ErrInputRequired = errors.New("ask: the call ends here and runs again once the client answered")
 
 // Reporter receives a handler's progress and log messages for the client.
 // Adapters set one per call with WithReporter: MCP turns them into

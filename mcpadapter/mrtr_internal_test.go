@@ -1,0 +1,87 @@
+package mcpadapter
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool/ask"
+)
+
+// TestRoundAnswers checks which answers a run gets: by key and by the
+// request's content with a state, by key alone on a first round sent
+// without one; an answer that does not decode is asked again.
+func TestRoundAnswers(t *testing.T) {
+	t.Parallel()
+	elicit := func(msg string) mcp.InputRequest {
+		return mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: msg})
+	}
+	digestOf := func(req mcp.InputRequest) string {
+		b, err := json.Marshal(req)
+		require.NoError(t, err)
+		return digest(b)
+	}
+	responses := func(raw string) mcp.InputResponses {
+		var r mcp.InputResponses
+		require.NoError(t, json.Unmarshal([]byte(raw), &r))
+		return r
+	}
+	accepted := `{"confirm":{"action":"accept","content":{"ok":true}}}`
+	for _, tc := range []struct {
+		name      string
+		state     *roundState
+		responses string
+		ask       string // the message the run asks
+		answered  bool
+	}{
+		{name: "answer to the question asked", ask: "Sure?", answered: true, responses: accepted,
+			state: &roundState{Asked: []question{{Key: "confirm", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Sure?"))}}}},
+		{name: "the question changed since", ask: "Delete 3 notes?", responses: accepted,
+			state: &roundState{Asked: []question{{Key: "confirm", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Delete 2 notes?"))}}}},
+		{name: "a key the state did not ask", ask: "Sure?", responses: accepted,
+			state: &roundState{Asked: []question{{Key: "other", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Sure?"))}}}},
+		{name: "an earlier round's answer", ask: "Sure?", answered: true,
+			state: &roundState{Answers: []answer{{Key: "confirm", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Sure?")), Value: json.RawMessage(`{"action":"accept","content":{"ok":true}}`)}}}},
+		{name: "first round without a state", ask: "Sure?", responses: accepted, answered: true},
+		{name: "an answer that is not one", ask: "Sure?", responses: `{"confirm":12345}`},
+		{name: "no answer", ask: "Sure?", responses: `{"wrong_key":{"action":"accept","content":{}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRound(tc.state, responses(cmp.Or(tc.responses, `{}`)))
+			var got ask.ElicitResult
+			err := r.ask(context.Background(), "confirm", elicit(tc.ask), func(raw json.RawMessage) error {
+				var v struct {
+					Action  string          `json:"action"`
+					Content json.RawMessage `json:"content"`
+				}
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return err
+				}
+				if v.Action == "" {
+					return errors.New("no action")
+				}
+				got = ask.ElicitResult{Action: v.Action, Content: v.Content}
+				return nil
+			})
+			asked, used := r.pending()
+			if tc.answered {
+				require.NoError(t, err)
+				require.Equal(t, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"ok":true}`)}, got)
+				require.Empty(t, asked)
+				require.Len(t, used, 1)
+				require.Equal(t, digestOf(elicit(tc.ask)), used[0].Digest, "the answer is kept for the question asked")
+				return
+			}
+			require.ErrorIs(t, err, ask.ErrInputRequired)
+			require.Len(t, asked, 1)
+			require.Equal(t, "confirm", asked[0].Key)
+			require.Empty(t, used)
+		})
+	}
+}
