@@ -56,6 +56,8 @@
 // An unknown tool, malformed arguments, a refused or failing call: each is
 // a result with {"error": "..."} for the model to correct, never a Go error.
 // Dispatch returns an error only when the turn itself cannot be read.
+// Prompt, whose caller is the person who picked the prompt rather than a
+// model, returns the registry's refusal as its error.
 package chatadapter
 
 import (
