@@ -41,11 +41,23 @@
 // asked for before it, writes commit in the model's order, and the results,
 // returned in the model's order, are the same on every run.
 //
+// # Prompts
+//
+// The prompts a module defines (llmtool.Prompt) are for the person, not
+// the model: a host's chat lists those the scope may use with
+// Registry.Prompts, and Prompt renders the one picked into the provider's
+// message shape, to start the conversation with:
+//
+//	prompts, err := a.Registry().Prompts(ctx) // name, friendly name, arguments
+//	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
+//
 // # Errors
 //
 // An unknown tool, malformed arguments, a refused or failing call: each is
 // a result with {"error": "..."} for the model to correct, never a Go error.
 // Dispatch returns an error only when the turn itself cannot be read.
+// Prompt, whose caller is the person who picked the prompt rather than a
+// model, returns the registry's refusal as its error.
 package chatadapter
 
 import (

@@ -35,7 +35,17 @@ var greet = llmtool.Read("greet", "Greet someone.",
 		return GreetOut{Greeting: g[:len(g)-1]}, nil
 	}, llmtool.FriendlyName("Greet"))
 
-var greetings = llmtool.DefineTools("greetings", greet)
+type CardIn struct {
+	Name string `json:"name" desc:"Who the card is for."`
+}
+
+// greetingCard is a prompt: a person picks it in the host's chat.
+var greetingCard = llmtool.Prompt("greeting_card", "Ask for a greeting card.",
+	func(_ *llmtool.ReadCtx, in CardIn) ([]llmtool.Message, error) {
+		return []llmtool.Message{{Role: "user", Content: llmtool.TextContent("Write a short greeting card for " + in.Name + ".")}}, nil
+	}, llmtool.FriendlyName("Greeting card"))
+
+var greetings = llmtool.DefineTools("greetings", greet, greetingCard)
 
 // exampleRegistry opens a registry over a fresh SQLite file.
 func exampleRegistry() (*llmtool.Registry, func()) {
@@ -127,6 +137,39 @@ func ExampleAdapter_Dispatch() {
 	}
 	// Output:
 	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada! Hello, Ada!\"}"}],"is_error":false},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"{\"error\":\"Unknown tool \\\"great\\\". Did you mean \\\"greet\\\"?\"}"}],"is_error":true}]}
+}
+
+// A host's chat offers the prompts Registry.Prompts lists for the scope;
+// the one a person picks starts the conversation, in the provider's shape.
+func ExampleAdapter_Prompt() {
+	reg, done := exampleRegistry()
+	defer done()
+	a := chatadapter.New(reg, nil)
+	ctx := context.Background()
+
+	prompts, err := a.Registry().Prompts(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range prompts {
+		fmt.Printf("%s (%s), argument %s\n", p.FriendlyName, p.Name, p.Params[0].Name)
+	}
+
+	for _, shape := range []chatadapter.Shape{chatadapter.OpenAIChat, chatadapter.Anthropic, chatadapter.Gemini} {
+		msgs, err := a.Prompt(ctx, shape, "greeting_card", json.RawMessage(`{"name":"Ada"}`))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(msgs[0]))
+	}
+	_, err = a.Prompt(ctx, chatadapter.OpenAIChat, "greeting_card", nil)
+	fmt.Println(err)
+	// Output:
+	// Greeting card (greeting_card), argument name
+	// {"role":"user","content":"Write a short greeting card for Ada."}
+	// {"role":"user","content":[{"type":"text","text":"Write a short greeting card for Ada."}]}
+	// {"role":"user","parts":[{"text":"Write a short greeting card for Ada."}]}
+	// Error: /name: missing required parameter "name". Send "name" as a string (Who the card is for).
 }
 
 // Run talks to any OpenAI-compatible server; here an httptest server

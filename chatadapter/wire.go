@@ -229,7 +229,7 @@ func Render(shape Shape, outcomes []Outcome) []json.RawMessage {
 		for i, o := range outcomes {
 			var output any = textOf(o.Result, shape)
 			if rich(o.Result) {
-				output = responsesParts(o.Result.Content)
+				output = responsesParts(o.Result.Content, inResults)
 			}
 			msgs[i] = appendOrdered(nil, object{
 				{"type", json.RawMessage(`"function_call_output"`)},
@@ -245,7 +245,7 @@ func Render(shape Shape, outcomes []Outcome) []json.RawMessage {
 			// too, but the Go SDK's type has no such variant).
 			var content any = []any{textPart("text", textOf(o.Result, shape))}
 			if rich(o.Result) {
-				content = anthropicParts(o.Result.Content)
+				content = anthropicParts(o.Result.Content, inResults)
 			}
 			blocks[i] = object{
 				{"type", json.RawMessage(`"tool_result"`)},
@@ -264,7 +264,7 @@ func Render(shape Shape, outcomes []Outcome) []json.RawMessage {
 			}
 			fr = append(fr, member{"name", o.Call.Name})
 			if rich(o.Result) {
-				fr = append(fr, member{"response", object{{"output", richText(o.Result.Content, shape)}}})
+				fr = append(fr, member{"response", object{{"output", richText(o.Result.Content, shape, inResults)}}})
 				if media := geminiParts(o.Result.Content); len(media) > 0 {
 					fr = append(fr, member{"parts", media})
 				}
@@ -291,14 +291,16 @@ func resultJSON(r llmtool.Result) []byte {
 // textOf is a result as one string: its JSON, or a rich result's text.
 func textOf(r llmtool.Result, shape Shape) string {
 	if rich(r) {
-		return richText(r.Content, shape)
+		return richText(r.Content, shape, inResults)
 	}
 	return string(resultJSON(r))
 }
 
 // richText renders parts as text: text parts as they are, text resources
-// under their URI, other parts as a placeholder line that names them.
-func richText(parts []llmtool.Content, shape Shape) string {
+// under their URI, other parts as a placeholder line that names them and
+// says the provider takes no such content where they are (inResults, or a
+// role's messages for prompts).
+func richText(parts []llmtool.Content, shape Shape, where string) string {
 	var b strings.Builder
 	for i, p := range parts {
 		if i > 0 {
@@ -315,13 +317,16 @@ func richText(parts []llmtool.Content, shape Shape) string {
 			b.WriteString("]\n")
 			b.WriteString(p.Text)
 		default:
-			b.WriteString(placeholder(p, shape))
+			b.WriteString(placeholder(p, shape, where))
 		}
 	}
 	return b.String()
 }
 
-func placeholder(p llmtool.Content, shape Shape) string {
+// inResults is where tool results' parts go, for placeholder.
+const inResults = "tool results"
+
+func placeholder(p llmtool.Content, shape Shape, where string) string {
 	what := p.Type
 	if p.URI != "" {
 		what += " " + p.URI
@@ -333,7 +338,7 @@ func placeholder(p llmtool.Content, shape Shape) string {
 	if shape == Gemini && p.Data != nil {
 		return fmt.Sprintf("[%s (%s, %d bytes) attached]", what, mime, len(p.Data))
 	}
-	return fmt.Sprintf("[%s (%s, %d bytes) not shown: %s takes no such content in tool results]", what, mime, len(p.Data), shape.wire())
+	return fmt.Sprintf("[%s (%s, %d bytes) not shown: %s takes no such content in %s]", what, mime, len(p.Data), shape.wire(), where)
 }
 
 func dataURL(p llmtool.Content) string {
@@ -344,8 +349,9 @@ func textPart(typ, text string) object {
 	return object{{"type", json.RawMessage(appendString(nil, typ))}, {"text", text}}
 }
 
-// responsesParts renders parts as a function_call_output's output list.
-func responsesParts(parts []llmtool.Content) []any {
+// responsesParts renders parts as a function_call_output's output list
+// (where is inResults), or a user message's content list.
+func responsesParts(parts []llmtool.Content, where string) []any {
 	out := make([]any, 0, len(parts))
 	for _, p := range parts {
 		switch {
@@ -354,7 +360,7 @@ func responsesParts(parts []llmtool.Content) []any {
 		case p.Data != nil && p.MIMEType == "application/pdf":
 			out = append(out, object{{"type", json.RawMessage(`"input_file"`)}, {"filename", fileName(p)}, {"file_data", dataURL(p)}})
 		default:
-			out = append(out, textPart("input_text", richText([]llmtool.Content{p}, OpenAIResponses)))
+			out = append(out, textPart("input_text", richText([]llmtool.Content{p}, OpenAIResponses, where)))
 		}
 	}
 	return out
@@ -369,8 +375,9 @@ func fileName(p llmtool.Content) string {
 
 var anthropicImages = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
-// anthropicParts renders parts as a tool_result's content blocks.
-func anthropicParts(parts []llmtool.Content) []any {
+// anthropicParts renders parts as a tool_result's content blocks (where is
+// inResults), or a user message's.
+func anthropicParts(parts []llmtool.Content, where string) []any {
 	out := make([]any, 0, len(parts))
 	for _, p := range parts {
 		src := func() object {
@@ -382,7 +389,7 @@ func anthropicParts(parts []llmtool.Content) []any {
 		case p.Data != nil && p.MIMEType == "application/pdf":
 			out = append(out, object{{"type", json.RawMessage(`"document"`)}, {"source", src()}})
 		default:
-			out = append(out, textPart("text", richText([]llmtool.Content{p}, Anthropic)))
+			out = append(out, textPart("text", richText([]llmtool.Content{p}, Anthropic, where)))
 		}
 	}
 	return out

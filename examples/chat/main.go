@@ -20,6 +20,12 @@
 // call on standard error, such as "Create note… done"; the answers go to
 // standard output.
 //
+// With -prompt the conversation starts from one of the notes module's
+// prompts, rendered by chatadapter.Adapter.Prompt, its arguments given as
+// -arg name=value; a question, if any, follows it:
+//
+//	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run ./examples/chat -prompt summarize_note -arg noteId=roadmap
+//
 // It opens notes.db in the current directory (creating and seeding it the
 // first time). Write tools are off until enabled for the scope: -writes
 // enables them, persistently, as "go run ./examples/notes-mcp writes on"
@@ -27,7 +33,7 @@
 //
 // Usage:
 //
-//	chat [-db PATH] [-scope NAME] [-writes] [-steps N] [-strict] [-locale TAG] [QUESTION ...]
+//	chat [-db PATH] [-scope NAME] [-writes] [-steps N] [-strict] [-locale TAG] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
 // usage error or a missing environment variable).
@@ -83,7 +89,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
 	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs)")
 	locale := fs.String("locale", "en", "language of the tool progress lines")
+	prompt := fs.String("prompt", "", "start the conversation from the prompt `NAME`, such as summarize_note")
+	promptArgs := promptArgs{}
+	fs.Var(promptArgs, "arg", "an argument of -prompt, as `NAME=VALUE` (repeat for more)")
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if len(promptArgs) > 0 && *prompt == "" {
+		fmt.Fprintln(stderr, "chat: -arg is for -prompt; name the prompt with -prompt")
 		return exitUsage
 	}
 
@@ -107,15 +120,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 
-	if err := chat(ctx, ep, *dbPath, *scope, *writes, *steps, *strict, *locale, fs.Args(), stdin, stdout, stderr); err != nil {
+	start := startPrompt{name: *prompt, args: promptArgs}
+	if err := chat(ctx, ep, *dbPath, *scope, *writes, *steps, *strict, *locale, start, fs.Args(), stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "chat: %v\n", oneLine(err))
 		return exitError
 	}
 	return exitOK
 }
 
+// promptArgs are the -arg flags: a prompt's arguments by name.
+type promptArgs map[string]string
+
+func (p promptArgs) String() string { return "" }
+
+func (p promptArgs) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", s)
+	}
+	p[name] = value
+	return nil
+}
+
+// startPrompt is the prompt the conversation starts from (-prompt, -arg);
+// name is "" for none.
+type startPrompt struct {
+	name string
+	args promptArgs
+}
+
 func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, writes bool, steps int, strict bool, locale string,
-	question []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	start startPrompt, question []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	db, err := notes.Open(ctx, dbPath)
 	if err != nil {
 		return err
@@ -142,8 +177,8 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 	opts := &chatadapter.RunOptions{MaxSteps: steps, Strict: strict}
 
 	messages := []json.RawMessage{chatadapter.SystemMessage(systemPrompt)}
-	ask := func(q string) error {
-		tr, err := chatadapter.Run(ctx, a, ep, append(messages, chatadapter.UserMessage(q)), opts)
+	send := func(add ...json.RawMessage) error {
+		tr, err := chatadapter.Run(ctx, a, ep, append(messages, add...), opts)
 		if err != nil {
 			return err
 		}
@@ -151,7 +186,19 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 		fmt.Fprintln(stdout, tr.Answer)
 		return nil
 	}
-	if len(question) > 0 {
+	ask := func(q string) error { return send(chatadapter.UserMessage(q)) }
+	if start.name != "" {
+		msgs, err := startMessages(ctx, a, start)
+		if err != nil {
+			return err
+		}
+		if len(question) > 0 {
+			return send(append(msgs, chatadapter.UserMessage(strings.Join(question, " ")))...)
+		}
+		if err := send(msgs...); err != nil {
+			return err
+		}
+	} else if len(question) > 0 {
 		return ask(strings.Join(question, " "))
 	}
 	in := bufio.NewScanner(stdin)
@@ -168,6 +215,28 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 		return err
 	}
 	return nil
+}
+
+// startMessages renders the prompt the conversation starts from, in the
+// shape chatadapter.Run sends. An unknown name gets the list of prompts.
+func startMessages(ctx context.Context, a *chatadapter.Adapter, start startPrompt) ([]json.RawMessage, error) {
+	args, err := json.Marshal(start.args)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := a.Prompt(ctx, chatadapter.OpenAIChat, start.name, args)
+	if errors.Is(err, llmtool.ErrUnknownTool) {
+		prompts, _ := a.Registry().Prompts(ctx)
+		names := make([]string, len(prompts))
+		for i, p := range prompts {
+			names[i] = p.Name
+		}
+		return nil, fmt.Errorf("no prompt is named %q; -prompt takes %s", start.name, strings.Join(names, ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prompt %s: %w", start.name, err)
+	}
+	return msgs, nil
 }
 
 // oneLine keeps an error message on one line.

@@ -152,6 +152,7 @@ func TestChatStdin(t *testing.T) {
 func TestChatErrors(t *testing.T) {
 	t.Parallel()
 	m := newFakeModel(t) // answers every request with a 500
+	model := map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}
 	tests := []struct {
 		name   string
 		args   []string
@@ -169,6 +170,16 @@ func TestChatErrors(t *testing.T) {
 			"flag provided but not defined: -nope\n"},
 		{"server error", []string{"Hi"}, map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}, exitError,
 			"chat: chatadapter: POST " + m.srv.URL + `/v1/chat/completions: 500 Internal Server Error: {"error":{"message":"no more replies"}}` + "\n"},
+		{"protected note in a prompt", []string{"-prompt", "summarize_note", "-arg", "noteId=secret"}, model, exitError,
+			`chat: prompt summarize_note: Note "secret" (noteId) is protected; tools may neither read nor change it. Work with another note, or ask the user to remove the protection.` + "\n"},
+		{"unknown prompt", []string{"-prompt", "nope"}, model, exitError,
+			`chat: no prompt is named "nope"; -prompt takes summarize_note` + "\n"},
+		{"prompt without its argument", []string{"-prompt", "summarize_note"}, model, exitError,
+			`chat: prompt summarize_note: Error: /noteId: missing required parameter "noteId". Send "noteId" as a string (ID of the note).` + "\n"},
+		{"-arg without -prompt", []string{"-arg", "noteId=roadmap"}, model, exitUsage,
+			"chat: -arg is for -prompt; name the prompt with -prompt\n"},
+		{"bad -arg", []string{"-prompt", "summarize_note", "-arg", "roadmap"}, model, exitUsage,
+			`invalid value "roadmap" for flag -arg: "roadmap" is not NAME=VALUE` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,11 +189,60 @@ func TestChatErrors(t *testing.T) {
 			code := run(context.Background(), args, env(tt.vars), strings.NewReader(""), &stdout, &stderr)
 			require.Equal(t, tt.code, code)
 			got := stderr.String()
-			if tt.code == exitUsage && strings.HasPrefix(tt.stderr, "flag") {
+			if tt.code == exitUsage && (strings.HasPrefix(tt.stderr, "flag") || strings.HasPrefix(tt.stderr, "invalid value")) {
 				got, _, _ = strings.Cut(got, "Usage of chat:") // the flag package adds the usage
 			}
 			require.Equal(t, tt.stderr, got)
 			require.Empty(t, stdout.String())
+		})
+	}
+}
+
+// -prompt starts the conversation from a prompt of the notes module, a
+// question on the command line following it; without one, standard input
+// goes on with the conversation.
+func TestChatPrompt(t *testing.T) {
+	t.Parallel()
+	const summarize = `{"role":"user","content":"Summarize the note \"Pancakes\" (ID pancakes) in at most three sentences.\nIts content (text/html) follows between the lines.\n---\n` +
+		`<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of salt. Rest the batter for 30 minutes, then fry thin pancakes in a hot buttered pan.</p>\n---"}`
+	tests := []struct {
+		name     string
+		question []string
+		stdin    string
+		answers  []string
+		want     [][]string // the messages after the system message, per request
+	}{
+		{name: "prompt alone", answers: []string{"Thin pancakes."},
+			want: [][]string{{summarize}}},
+		{name: "prompt and question", question: []string{"In", "French."}, answers: []string{"Des crêpes."},
+			want: [][]string{{summarize, `{"role":"user","content":"In French."}`}}},
+		{name: "prompt, then standard input", stdin: "Shorter?\n", answers: []string{"Thin pancakes.", "Pancakes."},
+			want: [][]string{{summarize}, {summarize, `{"role":"assistant","content":"Thin pancakes."}`, `{"role":"user","content":"Shorter?"}`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			replies := make([]string, len(tt.answers))
+			for i, a := range tt.answers {
+				replies[i] = answer(a)
+			}
+			m := newFakeModel(t, replies...)
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"-db", filepath.Join(t.TempDir(), "notes.db"), "-prompt", "summarize_note", "-arg", "noteId=pancakes"}, tt.question...)
+			code := run(context.Background(), args,
+				env(map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}),
+				strings.NewReader(tt.stdin), &stdout, &stderr)
+			require.Equal(t, exitOK, code, stderr.String())
+			require.Equal(t, strings.Join(tt.answers, "\n")+"\n", stdout.String())
+			require.Empty(t, stderr.String())
+			require.Len(t, m.requests, len(tt.want))
+			for i, want := range tt.want {
+				var got []string
+				for _, msg := range m.requests[i][1:] {
+					got = append(got, string(msg))
+				}
+				require.Equal(t, want, got, "request %d", i)
+			}
 		})
 	}
 }

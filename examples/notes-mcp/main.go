@@ -13,6 +13,11 @@
 // so it stays the same across restarts; -token or NOTES_MCP_TOKEN override
 // it.
 //
+// Besides the tools, clients get the module's resource template
+// note://{noteId} (a note's content, with its MIME type), the prompt
+// summarize_note, and completion of note IDs for both; protected notes are
+// refused and never completed.
+//
 // With -stdio it serves one client over standard input and output instead,
 // as desktop clients expect: standard output carries nothing but the
 // protocol, and logs go to standard error.

@@ -265,3 +265,29 @@ EXAMPLES
 
 SEE ALSO
     get_attributes, set_attribute`
+
+const manNoteResource = `NOTES
+    A resource for MCP clients, read by URI rather than called: its text
+    is the note's whole content with the note's MIME type (text/html for
+    text notes). Missing, deleted and protected notes are refused as
+    get_note refuses them. Clients complete {noteId} from the note IDs,
+    protected notes left out.
+
+EXAMPLES
+    note://roadmap
+        The HTML content of the note "roadmap".
+
+SEE ALSO
+    get_note_content`
+
+const manSummarizeNote = `NOTES
+    A prompt for a person to pick: one user message that asks for a
+    summary and quotes the note's title and content, so the model needs
+    no tool call. Protected notes are refused as get_note refuses them.
+
+EXAMPLES
+    {"noteId": "pancakes"}
+        Asks for a summary of the note "Pancakes", its content quoted.
+
+SEE ALSO
+    get_note_content`

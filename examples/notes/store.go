@@ -80,9 +80,11 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"modernc.org/sqlite"             // registers the "sqlite" database/sql driver
@@ -1239,6 +1241,63 @@ func Attribute(ctx context.Context, q Queryer, noteID, name string) (*NoteAttrib
 		return nil, fmt.Errorf("read attribute %q of note %q: %w", name, noteID, err)
 	}
 	return a, nil
+}
+
+// IDsWithPrefix returns the IDs of live notes that start with prefix, in
+// byte order, at most limit of them (none for limit <= 0), for completing
+// a note ID a person types. The comparison is exact: case matters, and
+// '%' and '_' are ordinary characters. Protected and system notes are
+// listed like any other; callers filter them.
+//
+// The query is a range over the primary key (prefix <= noteId < the
+// prefix with its last character incremented), the same SQL on both
+// engines: SQLite's BINARY collation and PostgreSQL's "C" collation of
+// noteId (see [Migrate]) both compare bytes, so the range holds exactly the
+// IDs with the prefix.
+func IDsWithPrefix(ctx context.Context, q Queryer, prefix string, limit int) ([]string, error) {
+	if limit <= 0 {
+		return []string{}, nil
+	}
+	var (
+		ids []string
+		err error
+	)
+	if end, ok := prefixEnd(prefix); ok {
+		ids, err = queryStrings(ctx, q, `
+			SELECT noteId FROM notes WHERE noteId >= $1 AND noteId < $2 AND isDeleted = 0
+			ORDER BY noteId LIMIT $3`, prefix, end, limit)
+	} else {
+		// No upper bound: the empty prefix, or one ending in the last
+		// code point. Filter the tail here.
+		ids, err = queryStrings(ctx, q, `
+			SELECT noteId FROM notes WHERE noteId >= $1 AND isDeleted = 0
+			ORDER BY noteId LIMIT $2`, prefix, limit)
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !strings.HasPrefix(id, prefix) })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list note IDs starting with %q: %w", prefix, err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+// prefixEnd returns the least string above every string that starts with
+// prefix, in byte order: prefix with its last code point incremented
+// (skipping the surrogates, which UTF-8 cannot encode). ok is false for
+// the empty prefix and for one that ends in utf8.MaxRune or is not valid
+// UTF-8.
+func prefixEnd(prefix string) (end string, ok bool) {
+	r, size := utf8.DecodeLastRuneInString(prefix)
+	if size == 0 || r == utf8.RuneError || r == utf8.MaxRune || !utf8.ValidString(prefix) {
+		return "", false
+	}
+	r++
+	if r >= 0xD800 && r <= 0xDFFF {
+		r = 0xE000
+	}
+	return prefix[:len(prefix)-size] + string(r), true
 }
 
 // Revisions returns the saved revisions of a note, newest first. It returns

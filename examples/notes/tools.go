@@ -13,8 +13,9 @@ import (
 )
 
 // Tools is the notes tool module: seventeen tools that search, read and
-// edit the note store, plus the "note" entity kind their inputs reference.
-// Register it with one line:
+// edit the note store, the resource note://{noteId} (a note's content),
+// the prompt summarize_note, and the "note" entity kind their inputs
+// reference, whose IDs complete in MCP clients. Register it with one line:
 //
 //	reg, err := llmtool.NewRegistry(db, nil, notes.Tools)
 //
@@ -30,6 +31,7 @@ var Tools = llmtool.DefineTools("notes",
 	createNote, renameNote, setNoteContent, appendToNote, editNoteContent,
 	deleteNote, moveNote, cloneNote,
 	setAttribute, deleteAttribute,
+	noteResource, summarizeNote,
 ).WithEntities(noteEntity())
 
 // noteEntity returns the declaration of the "note" entity kind that the
@@ -49,6 +51,12 @@ func noteEntity() *llmtool.Entity {
 			return IsProtected(c, c, id)
 		},
 		NotFoundNext: "Call search_notes or get_child_notes to find the note's ID.",
+		// Completion of note IDs in MCP clients (the note resource's
+		// {noteId}, summarize_note's noteId): the registry drops protected
+		// notes from what this returns.
+		Complete: func(c *llmtool.ReadCtx, prefix string, limit int) ([]string, error) {
+			return IDsWithPrefix(c, c, prefix, limit)
+		},
 	}
 }
 
@@ -759,3 +767,56 @@ var deleteAttribute = llmtool.Write("delete_attribute", "Remove a label or relat
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("Remove a label or relation"),
 	llmtool.FriendlyName("Delete attribute"), llmtool.Destructive(), llmtool.ManPage(manDeleteAttribute))
+
+// ---------------------------------------------------------------------------
+// The note resource and the summarize_note prompt
+
+// NoteIn is the input of the note resource and of summarize_note: the note
+// the URI (note://{noteId}) or the prompt's argument names.
+type NoteIn struct {
+	NoteID string `json:"noteId" ref:"note" desc:"ID of the note."`
+}
+
+// noteResource serves a note's content to MCP clients as a resource, with
+// the note's MIME type (text/html for text notes). It runs as get_note
+// does, so a missing, deleted or protected note is refused with the same
+// sentence.
+var noteResource = llmtool.Resource("note", "note://{noteId}", "A note's content, with its MIME type.",
+	func(c *llmtool.ReadCtx, in NoteIn) (llmtool.Rich, error) {
+		var mime, content string
+		if err := c.QueryRow(`SELECT mime, content FROM notes WHERE noteId = $1 AND isDeleted = 0`, in.NoteID).Scan(&mime, &content); err != nil {
+			return llmtool.Rich{}, fmt.Errorf("read note %q: %w", in.NoteID, err)
+		}
+		return llmtool.Rich{Content: []llmtool.Content{{Type: "text", Text: content, MIMEType: mime}}}, nil
+	},
+	llmtool.Category(catReading), llmtool.Summary("A note's content"),
+	llmtool.FriendlyName("Note"), llmtool.ManPage(manNoteResource))
+
+// summarizeNote is a prompt a person picks in an MCP client (or a host's
+// chat offers): it asks the model to summarize a note, quoting the note's
+// title and content so that no tool call is needed.
+var summarizeNote = llmtool.Prompt("summarize_note", "Ask for a short summary of a note.",
+	func(c *llmtool.ReadCtx, in NoteIn) ([]llmtool.Message, error) {
+		var title, mime, content string
+		if err := c.QueryRow(`SELECT title, mime, content FROM notes WHERE noteId = $1 AND isDeleted = 0`, in.NoteID).Scan(&title, &mime, &content); err != nil {
+			return nil, fmt.Errorf("read note %q: %w", in.NoteID, err)
+		}
+		return []llmtool.Message{{Role: "user", Content: llmtool.TextContent(summarizeText(in.NoteID, title, mime, content))}}, nil
+	},
+	llmtool.Category(catReading), llmtool.Summary("Summarize a note"),
+	llmtool.FriendlyName("Summarize note"), llmtool.ManPage(manSummarizeNote))
+
+// summarizeText is the message of summarize_note.
+func summarizeText(id, title, mime, content string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summarize the note %q (ID %s) in at most three sentences.\n", title, id)
+	if strings.TrimSpace(content) == "" {
+		b.WriteString("The note is empty; say so.")
+		return b.String()
+	}
+	if mime == "" {
+		mime = "no MIME type"
+	}
+	fmt.Fprintf(&b, "Its content (%s) follows between the lines.\n---\n%s\n---", mime, content)
+	return b.String()
+}
