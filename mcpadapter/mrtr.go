@@ -326,6 +326,16 @@ func (r *round) pending() ([]pendingRequest, []answer) {
 // inputRequired renders the last run's requests as an input-required
 // result with the state of the next round.
 func (s *Server) inputRequired(ctx context.Context, tool string, args json.RawMessage, r *round) (*mcp.CallToolResult, error) {
+	b, err := s.inputRequests(ctx, tool, args, r)
+	if err != nil {
+		return nil, err
+	}
+	return b.ToolResult(), nil
+}
+
+// inputRequests builds the requests of r's round and the sealed state of
+// the call named target (a tool's name, or a prompt's as "prompt:" name).
+func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMessage, r *round) (*server.InputRequestBuilder, error) {
 	asked, used := r.pending()
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
@@ -357,7 +367,7 @@ func (s *Server) inputRequired(ctx context.Context, tool string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return b.RequestState(state).ToolResult(), nil
+	return b.RequestState(state), nil
 }
 
 // requestCaps returns the capabilities the client declared for this

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // Resources, resource templates and prompts are the registry's
@@ -191,7 +192,26 @@ func (s *Server) getPrompt(name string) server.PromptHandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		res := s.reg.Invoke(s.callContext(ctx), llmtool.Call{Prompt: name, Args: args})
+		// A prompt may ask the client too (ask.Elicit): the rendering ends
+		// with an input-required result and runs again with the answers,
+		// its state bound to the prompt as a tool call's is to the tool.
+		target := "prompt:" + name
+		ctx = s.callContext(ctx)
+		var st *roundState
+		if rs := req.Params.RequestState; rs != "" {
+			if st, err = s.open(ctx, rs, target, args); err != nil {
+				return nil, err
+			}
+		}
+		p := &peer{s: s, tool: name, round: newRound(st, req.Params.InputResponses)}
+		res := s.reg.Invoke(ask.With(ctx, p), llmtool.Call{Prompt: name, Args: args})
+		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
+			b, err := s.inputRequests(ctx, target, args, p.round)
+			if err != nil {
+				return nil, err
+			}
+			return b.PromptResult(), nil
+		}
 		if res.IsError {
 			return nil, errors.New(res.Text())
 		}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // The resources and prompts of the conformance suite's scenarios, each an
@@ -77,4 +79,27 @@ var imagePrompt = llmtool.Prompt("test_prompt_with_image", "A prompt that includ
 
 // resources is the module of the resource and prompt fixtures.
 var resources = llmtool.DefineTools("resources", staticText, staticBinary, watched, template,
-	simplePrompt, argsPrompt, embedPrompt, imagePrompt)
+	simplePrompt, argsPrompt, embedPrompt, imagePrompt, contextPrompt)
+
+// contextPrompt asks the user, through an input-required result, what
+// context the prompt should use, then renders with the answer.
+var contextPrompt = llmtool.Prompt("test_input_required_result_prompt", "A prompt that asks the user for context first.",
+	func(c *llmtool.ReadCtx, _ none) ([]llmtool.Message, error) {
+		res, err := ask.Elicit(c, ask.ElicitRequest{
+			Key:     "user_context",
+			Message: "What context should the prompt use?",
+			Schema:  json.RawMessage(`{"type":"object","properties":{"context":{"type":"string"}},"required":["context"]}`),
+		})
+		if err != nil {
+			return nil, err
+		}
+		var answer struct {
+			Context string `json:"context"`
+		}
+		if res.Action == ask.Accept {
+			if err := json.Unmarshal(res.Content, &answer); err != nil {
+				return nil, err
+			}
+		}
+		return []llmtool.Message{user(llmtool.TextContent("Use this context: " + answer.Context))}, nil
+	})

@@ -17,9 +17,9 @@ import (
 )
 
 // protocolVersions are the MCP revisions TestResourcesAndPrompts runs at,
-// each over every transport. A revision the transport learns is one more
-// line here (mcp.ProtocolVersion20260728).
+// each over every transport.
 var protocolVersions = []string{
+	mcp.ProtocolVersion20260728,
 	mcp.ProtocolVersion20251125,
 }
 
