@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -88,6 +89,16 @@ var editDoc = llmtool.Write("edit_doc", "Replace a document's body.",
 		return struct{}{}, err
 	}, llmtool.Changes("doc"))
 
+// topicPrompt asks the user for a topic before it renders.
+var topicPrompt = llmtool.Prompt("pick_topic", "Ask the user for a topic, then write about it.",
+	func(c *llmtool.ReadCtx, _ struct{}) ([]llmtool.Message, error) {
+		res, err := ask.Elicit(c, ask.ElicitRequest{Message: "Which topic?"})
+		if err != nil {
+			return nil, err
+		}
+		return []llmtool.Message{{Role: "user", Content: llmtool.TextContent("Write about " + string(res.Content))}}, nil
+	})
+
 // newDocFixture serves the resource fixture with opts.
 func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	t.Helper()
@@ -102,7 +113,7 @@ func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 		o = *opts
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt, editDoc).WithEntities(docKind))
+	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt, topicPrompt, editDoc).WithEntities(docKind))
 	require.NoError(t, err)
 	require.NoError(t, reg.SetWrites(context.Background(), "", true))
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
@@ -118,7 +129,7 @@ func modernFixtureClient(t *testing.T, f *fixture) *client.Client {
 	t.Cleanup(ts.Close)
 	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
-	c := client.NewClient(tr)
+	c := client.NewClient(tr, client.WithElicitationHandler(handlers{}))
 	ctx := context.Background()
 	require.NoError(t, c.Start(ctx))
 	t.Cleanup(func() { c.Close() })
@@ -186,12 +197,17 @@ func TestResources(t *testing.T) {
 
 			prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
 			require.NoError(t, err)
-			require.Len(t, prompts.Prompts, 1)
+			require.Len(t, prompts.Prompts, 2)
 			require.Equal(t, mcp.Prompt{Name: "review_doc", Title: "Review document", Description: "Ask for a review of a document.",
-				Arguments: []mcp.PromptArgument{{Name: "docId", Description: "ID of the document.", Required: true}}}, prompts.Prompts[0])
+				Arguments: []mcp.PromptArgument{{Name: "docId", Description: "ID of the document.", Required: true}}}, prompts.Prompts[1])
 			got, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "review_doc", Arguments: map[string]string{"docId": "1"}}})
 			require.NoError(t, err)
 			require.Equal(t, []mcp.PromptMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: "Review this: First"}}}, got.Messages)
+			// A prompt that asks: an input-required result under
+			// 2026-07-28, elicitation/create within the request before.
+			got, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "pick_topic"}})
+			require.NoError(t, err)
+			require.Equal(t, []mcp.PromptMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: `Write about {"name":"Ada (asked: Which topic?)"}`}}}, got.Messages)
 			_, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "review_doc", Arguments: map[string]string{"docId": "2"}}})
 			require.ErrorContains(t, err, `Document "2" (docId) is protected`)
 
