@@ -15,6 +15,10 @@
 //		...
 //	}
 //
+// Resources and prompts (llmtool.Resource, llmtool.Prompt) are read and
+// rendered with Harness.Invoke, whose llmtool.Call names the URI or the
+// prompt.
+//
 // Every call is checked, whatever the test asserts:
 //
 //   - no goroutine started during the call is still running once it
@@ -383,6 +387,21 @@ func (h *Harness) CallContext(ctx context.Context, name string, args any) Result
 		h.t.Fatalf("llmtooltest: tool %s: arguments: %v", name, err)
 		return Result{Tool: name}
 	}
+	return h.Invoke(ctx, llmtool.Call{Tool: name, Args: raw})
+}
+
+// Invoke is CallContext for any call: a tool's, a resource read
+// (Call.Resource, the URI) or a prompt's rendering (Call.Prompt). It runs
+// the same checks; Result.Tool names the tool, the URI or the prompt.
+func (h *Harness) Invoke(ctx context.Context, call llmtool.Call) Result {
+	h.t.Helper()
+	name := call.Tool
+	switch {
+	case call.Resource != "":
+		name = call.Resource
+	case call.Prompt != "":
+		name = call.Prompt
+	}
 	h.mu.Lock()
 	h.calls++
 	label := fmt.Sprintf("%p#%d", h, h.calls)
@@ -390,7 +409,7 @@ func (h *Harness) CallContext(ctx context.Context, name string, args any) Result
 
 	var res llmtool.Result
 	pprof.Do(ctx, pprof.Labels(pprofLabel, label), func(ctx context.Context) {
-		res = h.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: raw})
+		res = h.reg.Invoke(ctx, call)
 	})
 
 	if leaks, n := h.leaked(label); n > 0 {

@@ -251,6 +251,18 @@ func brokenModule(release <-chan struct{}, wrote chan<- error) *llmtool.Module {
 			func(c *llmtool.ReadCtx, _ struct{}) (Status, error) { return Status{Status: "bogus"}, nil }),
 		llmtool.Read("bad_count", "Answer a number as a string.",
 			func(c *llmtool.ReadCtx, _ struct{}) (Counted, error) { return Counted{N: 1}, nil }),
+		llmtool.Resource("leaky_page", "leak://{id}", "A resource that leaks a goroutine.",
+			func(c *llmtool.ReadCtx, in struct {
+				ID string `json:"id"`
+			}) (llmtool.Rich, error) {
+				go func() { <-release }()
+				return llmtool.Rich{Content: []llmtool.Content{llmtool.TextContent(in.ID)}}, nil
+			}),
+		llmtool.Prompt("leaky_prompt", "A prompt that leaks a goroutine.",
+			func(c *llmtool.ReadCtx, _ struct{}) ([]llmtool.Message, error) {
+				go func() { <-release }()
+				return []llmtool.Message{{Role: "user", Content: llmtool.TextContent("hi")}}, nil
+			}),
 	)
 }
 
@@ -286,6 +298,23 @@ func TestHarnessCatches(t *testing.T) {
 				h.RequireOK(h.Call("late_write", nil))
 			},
 			wantErrs: []string{"llmtooltest: 1 use of a handler's ctx or transaction after the handler returned by late_write (Exec), seen after "},
+		},
+		{
+			name: "resource leaks a goroutine",
+			body: func(t *testing.T, h *llmtooltest.Harness) {
+				res := h.RequireOK(h.Invoke(h.Context(), llmtool.Call{Resource: "leak://7"}))
+				require.Equal(t, map[string]any{"content": []any{map[string]any{"type": "text", "text": "7"}}}, res)
+			},
+			opts:     llmtooltest.Options{LeakGrace: llmtooltest.NoLeakGrace},
+			wantErrs: []string{"llmtooltest: tool leak://7: 1 goroutine started during the call is still running 0s after it returned"},
+		},
+		{
+			name: "prompt leaks a goroutine",
+			body: func(t *testing.T, h *llmtooltest.Harness) {
+				h.RequireOK(h.Invoke(h.Context(), llmtool.Call{Prompt: "leaky_prompt"}))
+			},
+			opts:     llmtooltest.Options{LeakGrace: llmtooltest.NoLeakGrace},
+			wantErrs: []string{"llmtooltest: tool leaky_prompt: 1 goroutine started during the call is still running 0s after it returned"},
 		},
 		{
 			name: "output outside its enum",
