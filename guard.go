@@ -98,7 +98,9 @@ type Entity struct {
 	// (Registry.Complete). Optional: without it such values do not
 	// complete. It runs in a read snapshot as the caller's principal; the
 	// registry drops the IDs of protected entities and of those MayRead
-	// refuses, so it need not filter them itself.
+	// refuses, so it need not filter them itself (a Complete that leaves
+	// out protected entities in its query keeps the list full: the
+	// registry asks for limit IDs and drops, it does not ask again).
 	Complete func(c *ReadCtx, prefix string, limit int) ([]string, error)
 }
 
