@@ -265,19 +265,33 @@ func TestResourceSubscriptions(t *testing.T) {
 				t.Parallel()
 			}
 			c := cn.connect(t, newDocFixture(t, nil))
-			ctx := context.Background()
 			notes := collect(c)
-			require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "doc://1"}}))
+			subscribe(t, c, "doc://1", true)
 			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "10", "body": "x"}).IsError)
 			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "1", "body": "Changed"}).IsError)
 			n := notes.next(t, "notifications/resources/updated")
 			require.Equal(t, "doc://1", n.Params.AdditionalFields["uri"])
-			require.NoError(t, c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "doc://1"}}))
-			require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "doc://10"}}))
+			subscribe(t, c, "doc://1", false)
+			subscribe(t, c, "doc://10", true)
 			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "1", "body": "Again"}).IsError)
 			require.False(t, call(t, c, "edit_doc", map[string]any{"docId": "10", "body": "y"}).IsError)
 			n = notes.next(t, "notifications/resources/updated")
 			require.Equal(t, "doc://10", n.Params.AdditionalFields["uri"], "no update for doc://1 after unsubscribing")
 		})
 	}
+}
+
+// subscribe sends resources/subscribe (on) or resources/unsubscribe: the
+// requests of revisions up to 2025-11-25, which 2026-07-28 replaced with
+// subscriptions/listen.
+func subscribe(t *testing.T, c *client.Client, uri string, on bool) {
+	t.Helper()
+	ctx := context.Background()
+	if on {
+		//lint:ignore SA1019 resources/subscribe is the request of the revisions this test serves (2025-11-25 and before)
+		require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}))
+		return
+	}
+	//lint:ignore SA1019 resources/unsubscribe is the request of the revisions this test serves (2025-11-25 and before)
+	require.NoError(t, c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}}))
 }
