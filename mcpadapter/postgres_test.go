@@ -121,8 +121,9 @@ func TestPostgresStatelessReplicas(t *testing.T) {
 	require.NoError(t, replicas[2].reg.SetWrites(context.Background(), "team", false))
 	time.Sleep(ttl + 100*time.Millisecond) // the bound: one ScopeCacheTTL
 	for range 6 {
-		_, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "late"}}})
-		require.ErrorIs(t, err, mcp.ErrInvalidParams, "every replica refuses writes now")
+		res := call(t, c, "create_note", map[string]any{"title": "late"})
+		require.True(t, res.IsError, "every replica refuses writes now")
+		require.Equal(t, `Tool "create_note" changes data, and write tools are off in scope "team". Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
 	}
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
 	require.Equal(t, 7, n)
