@@ -181,6 +181,9 @@ type Server struct {
 
 	unsubscribe func()
 	extras      extras // resources and prompts registered with mcp-go (resources.go)
+
+	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
+	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
 }
 
 // toolEntry is a spec converted once into its MCP form.
@@ -196,6 +199,9 @@ type toolEntry struct {
 func New(reg *llmtool.Registry, opts *Options) *Server {
 	cfg := newConfig(opts)
 	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry), now: time.Now, closed: make(chan struct{})}
+	if cfg.replayEvents > 0 {
+		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
+	}
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(s.onRegister)
@@ -439,78 +445,6 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		}
 		return callResult(res, rich), nil
 	}
-}
-
-// countingReporter counts the notifications a call sends, for
-// callNotes.awaitEvents.
-type countingReporter struct {
-	*peer
-	notes *callNotes
-}
-
-// Progress sends notifications/progress (see peer.Progress).
-func (r *countingReporter) Progress(ctx context.Context, done, total float64, message string) {
-	if r.notes != nil && r.token != nil {
-		r.notes.sent.Add(1)
-	}
-	r.peer.Progress(ctx, done, total, message)
-}
-
-// Log sends notifications/message (see peer.Log).
-func (r *countingReporter) Log(ctx context.Context, level slog.Level, message string) {
-	if r.notes != nil && mcpLevel(level).ShouldSendTo(r.s.logLevel(ctx)) {
-		r.notes.sent.Add(1)
-	}
-	r.peer.Log(ctx, level, message)
-}
-
-// capWatch notes which capability a modern request (protocol revision
-// 2026-07-28) lacked when asking the client failed for want of it.
-type capWatch struct {
-	*peer
-	mu  sync.Mutex
-	cap string
-}
-
-func (w *capWatch) note(ctx context.Context, capability string, err error) {
-	if err == nil || !errors.Is(err, ask.ErrUnsupported) || !server.IsModernRequest(ctx) {
-		return
-	}
-	if caps, known := clientCaps(ctx); known && capabilityMissing(caps, capability) {
-		w.mu.Lock()
-		w.cap = capability
-		w.mu.Unlock()
-	}
-}
-
-func (w *capWatch) missing() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.cap
-}
-
-func capabilityMissing(caps mcp.ClientCapabilities, capability string) bool {
-	switch capability {
-	case "sampling":
-		return caps.Sampling == nil
-	case "elicitation":
-		return caps.Elicitation == nil
-	}
-	return false
-}
-
-// Sample asks the client for a completion.
-func (w *capWatch) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
-	res, err := w.peer.Sample(ctx, req)
-	w.note(ctx, "sampling", err)
-	return res, err
-}
-
-// Elicit asks the client's user for input.
-func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
-	res, err := w.peer.Elicit(ctx, req)
-	w.note(ctx, "elicitation", err)
-	return res, err
 }
 
 // callResult renders a registry result as an MCP tool result.
