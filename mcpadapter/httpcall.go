@@ -121,6 +121,7 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	}
 	cs := &callSession{ClientSession: base, h: h,
 		notes: make(chan mcp.JSONRPCNotification, 256), reqs: make(chan mcp.JSONRPCRequest)}
+	st.queue = cs.notes
 	notes := &callNotes{}
 	ctx, cancel := h.streamContext(r, st)
 	ctx = h.s.mcp.WithContext(withNotes(context.WithValue(ctx, streamKey{}, st), notes), cs)
@@ -137,11 +138,18 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	go func() {
 		defer cancel()
 		defer h.s.streams.Delete(st.id)
+		note := func(n mcp.JSONRPCNotification) {
+			if n.Method == closeMarker {
+				st.closeConn()
+				return
+			}
+			st.deliver(n, false)
+		}
 		drain := func() {
 			for {
 				select {
 				case n := <-cs.notes:
-					st.deliver(n, false)
+					note(n)
 				default:
 					return
 				}
@@ -150,7 +158,7 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 		for {
 			select {
 			case n := <-cs.notes:
-				st.deliver(n, false)
+				note(n)
 			case req := <-cs.reqs:
 				drain() // the handler's notifications before the request go first
 				st.deliver(req, false)

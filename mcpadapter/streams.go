@@ -36,6 +36,8 @@ type callStream struct {
 	id      string // the stream's ID in the store
 	polling bool   // revision 2025-11-25: a priming event opens it, and the server may close its connection
 
+	queue chan<- mcp.JSONRPCNotification // the call's notifications, in order
+
 	mu    sync.Mutex
 	conn  *streamConn // where events are written; nil while none is attached
 	ended bool        // the response is recorded
@@ -58,32 +60,53 @@ type streamKey struct{}
 
 // CloseStream closes the HTTP connection of the response stream of the
 // tools/call in ctx (a handler's *llmtool.ReadCtx or *llmtool.WriteCtx),
-// without ending the stream or the call, and reports whether it did. The
-// client reconnects with a GET carrying Last-Event-ID, as the streamable
-// HTTP transport of revision 2025-11-25 has it (SEP-1699), and gets the
-// events it missed, then the rest of the call and its result. A server
-// closes a long call's connection so as not to hold it open, such as
-// behind proxies that end long requests.
+// after the notifications the call sent so far, without ending the stream
+// or the call, and reports whether it will. The client reconnects with a
+// GET carrying Last-Event-ID, as the streamable HTTP transport of revision
+// 2025-11-25 has it (SEP-1699), and gets the events it missed, then the
+// rest of the call and its result. A server closes a long call's
+// connection so as not to hold it open, such as behind proxies that end
+// long requests.
 //
 // It does nothing, and reports false, outside such a stream: in a call
 // of an earlier revision (whose clients were sent no priming event to
-// resume from), of 2026-07-28, over stdio or StatelessHandler, or with
-// Options.ReplayEvents negative.
+// resume from), of 2026-07-28, over stdio or StatelessHandler, with
+// Options.ReplayEvents negative, or when the connection is already gone.
 func CloseStream(ctx context.Context) bool {
 	st, _ := ctx.Value(streamKey{}).(*callStream)
 	if st == nil || !st.polling {
 		return false
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	c := st.conn
-	if c == nil || st.ended {
+	open := st.conn != nil && !st.ended
+	st.mu.Unlock()
+	if !open {
 		return false
 	}
-	c.sw.retry()
-	c.close()
-	st.conn = nil
-	return true
+	// The pump closes the connection when it meets this in the call's
+	// queue, after what the handler sent before.
+	select {
+	case st.queue <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// closeMarker is the method of the marker CloseStream queues; it never
+// reaches the wire.
+const closeMarker = "llmtool/close-connection"
+
+// closeConn writes the reconnection delay and closes the attached
+// connection, leaving the stream open.
+func (st *callStream) closeConn() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if c := st.conn; c != nil && !st.ended {
+		c.sw.retry()
+		c.close()
+		st.conn = nil
+	}
 }
 
 // prime records and writes the priming event: an ID and no data, which
