@@ -1,6 +1,8 @@
 package mcpadapter_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -319,4 +321,54 @@ func TestStreamRevisions(t *testing.T) {
 			}, got)
 		})
 	}
+}
+
+// nextEvent reads one event block from an SSE stream.
+func nextEvent(t *testing.T, r *bufio.Reader) sseEvent {
+	t.Helper()
+	var block []string
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		line = strings.TrimRight(line, "\n")
+		if line == "" && len(block) > 0 {
+			return parseSSE(t, strings.Join(block, "\n"))[0]
+		}
+		if line != "" {
+			block = append(block, line)
+		}
+	}
+}
+
+// TestStreamResumeGET checks that the session's GET stream, which mcp-go
+// writes, is resumable from the same store: a notification sent while no
+// GET stream is open arrives when the client resumes with Last-Event-ID.
+func TestStreamResumeGET(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	c := openSession(t, ts.URL, "2025-11-25")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := rawHTTP.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	ev := nextEvent(t, bufio.NewReader(resp.Body))
+	require.Equal(t, "notifications/tools/list_changed ", describe(t, ev))
+	require.NotEmpty(t, ev.ID)
+	cancel()
+	resp.Body.Close()
+
+	require.NoError(t, f.reg.SetWrites(context.Background(), "", false))
+	get := c.resume(t, ev.ID)
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	again := nextEvent(t, bufio.NewReader(get.Body))
+	require.Equal(t, "notifications/tools/list_changed ", describe(t, again))
+	require.Equal(t, seq(t, ev.ID)+1, seq(t, again.ID))
 }
