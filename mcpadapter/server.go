@@ -184,6 +184,7 @@ type Server struct {
 
 	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
 	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
+	listens sync.Map    // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
 }
 
 // toolEntry is a spec converted once into its MCP form.
@@ -237,6 +238,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithPaginationLimit(cfg.pageSize),
 	}
 	sopts = append(sopts, s.extraOptions(hooks)...)
+	s.listenOptions(hooks)
 	if cfg.instructions != "" {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}
@@ -498,6 +500,7 @@ func (s *Server) scopeChanged(scope string) {
 		}
 		return true
 	})
+	s.notifyListens(scope)
 }
 
 // onRegister records mcp-go's session: in the entry the session table made
