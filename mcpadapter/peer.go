@@ -191,3 +191,24 @@ func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.Elici
 	w.note(ctx, "elicitation", err)
 	return res, err
 }
+
+// mcpLevel maps a slog level to the nearest syslog level MCP uses.
+func mcpLevel(l slog.Level) mcp.LoggingLevel {
+	switch {
+	case l < slog.LevelInfo:
+		return mcp.LoggingLevelDebug
+	case l < slog.LevelInfo+2:
+		return mcp.LoggingLevelInfo
+	case l < slog.LevelWarn:
+		return mcp.LoggingLevelNotice
+	case l < slog.LevelError:
+		return mcp.LoggingLevelWarning
+	case l < slog.LevelError+4:
+		return mcp.LoggingLevelError
+	case l < slog.LevelError+8:
+		return mcp.LoggingLevelCritical
+	case l < slog.LevelError+12:
+		return mcp.LoggingLevelAlert
+	}
+	return mcp.LoggingLevelEmergency
+}

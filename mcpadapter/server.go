@@ -62,6 +62,24 @@
 // scope's callable tools changed, sessions of that scope receive
 // notifications/tools/list_changed.
 //
+// # Streams
+//
+// In the revisions that have resumability (2025-03-26 through 2025-11-25)
+// every SSE event of a session carries an ID, and an event store keeps the
+// recent events of each stream (Options.ReplayEvents, Options.ReplayAge): a
+// GET with Last-Event-ID gets the events after it on its stream, then the
+// rest of the stream, a tools/call's result included; an ID whose
+// following events are no longer kept, or that names no event of the
+// session, gets 400 with a JSON-RPC error saying so. At 2025-11-25 a
+// call's stream opens with a priming event (an ID, a retry field, no
+// data), and a tool may close its connection with CloseStream while it
+// runs on (SEP-1699). A call on a resumable stream does not end when its
+// connection does; notifications/cancelled or the session's end stops it.
+// Under 2026-07-28 notifications go on subscriptions/listen streams only,
+// as their filters ask: tools/list_changed for the stream's scope,
+// prompts/list_changed and resources/list_changed when the registry's
+// modules change, resources/updated for the subscribed URIs (listen.go).
+//
 // # Messages on the HTTP wire
 //
 // A body that is not a valid JSON-RPC message gets 400 Bad Request and an
@@ -129,7 +147,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -563,25 +580,4 @@ func principalID(p *llmtool.Principal) string {
 		return ""
 	}
 	return p.ID
-}
-
-// mcpLevel maps a slog level to the nearest syslog level MCP uses.
-func mcpLevel(l slog.Level) mcp.LoggingLevel {
-	switch {
-	case l < slog.LevelInfo:
-		return mcp.LoggingLevelDebug
-	case l < slog.LevelInfo+2:
-		return mcp.LoggingLevelInfo
-	case l < slog.LevelWarn:
-		return mcp.LoggingLevelNotice
-	case l < slog.LevelError:
-		return mcp.LoggingLevelWarning
-	case l < slog.LevelError+4:
-		return mcp.LoggingLevelError
-	case l < slog.LevelError+8:
-		return mcp.LoggingLevelCritical
-	case l < slog.LevelError+12:
-		return mcp.LoggingLevelAlert
-	}
-	return mcp.LoggingLevelEmergency
 }
