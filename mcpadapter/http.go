@@ -82,6 +82,9 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 		if s.cfg.heartbeat > 0 {
 			opts = append(opts, server.WithHeartbeatInterval(s.cfg.heartbeat))
 		}
+		if s.events != nil {
+			opts = append(opts, server.WithEventStore(s.events))
+		}
 	}
 	h.mcp = server.NewStreamableHTTPServer(s.mcp, opts...)
 	return h
@@ -222,6 +225,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if _, ok := s.sessions.Load(slot.id); !ok {
 			h.dropMCP(slot.id) // ended before mcp-go registered it
 		}
+	case r.Method == http.MethodGet && info != nil && s.events != nil && r.Header.Get("Last-Event-ID") != "":
+		h.serveResume(w, r, info.id, r.Header.Get("Last-Event-ID"))
 	default:
 		h.dispatch(w, r, body)
 	}

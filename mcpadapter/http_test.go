@@ -412,6 +412,9 @@ func TestHTTPCallStream(t *testing.T) {
 	var methods []string
 	for _, ev := range strings.Split(strings.TrimSpace(body), "\n\n") {
 		data := ev[strings.Index(ev, "data: ")+len("data: "):]
+		if data == "" {
+			continue // the priming event (streams_test.go)
+		}
 		var msg struct {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`

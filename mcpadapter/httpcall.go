@@ -105,12 +105,26 @@ func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek
 	return true
 }
 
-// call runs a tools/call with a call session and streams what it sends.
+// call runs a tools/call with a call session and streams what it sends
+// (see callStream). On a resumable stream of revision 2025-11-25 a priming
+// event opens the response, so the client can resume before any message.
 func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.ClientSession, body []byte) {
+	rev := ""
+	if v, ok := base.(server.SessionWithProtocolVersion); ok {
+		rev = v.ProtocolVersion()
+	}
+	st := h.newCallStream(base.SessionID(), rev)
+	conn := newStreamConn(w)
+	st.conn = conn
+	if st.polling {
+		st.prime()
+	}
 	cs := &callSession{ClientSession: base, h: h,
 		notes: make(chan mcp.JSONRPCNotification, 256), reqs: make(chan mcp.JSONRPCRequest)}
+	st.queue = cs.notes
 	notes := &callNotes{}
-	ctx := h.s.mcp.WithContext(withNotes(r.Context(), notes), cs)
+	ctx, cancel := h.streamContext(r, st)
+	ctx = h.s.mcp.WithContext(withNotes(context.WithValue(ctx, streamKey{}, st), notes), cs)
 	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
 	done := make(chan json.RawMessage, 1)
 	go func() {
@@ -121,36 +135,44 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 		b, _ = notes.rewrite(b)
 		done <- b
 	}()
-
-	sw := &sseWriter{w: w}
-	drain := func() {
+	go func() {
+		defer cancel()
+		defer h.s.streams.Delete(st.id)
+		note := func(n mcp.JSONRPCNotification) {
+			if n.Method == closeMarker {
+				st.closeConn()
+				return
+			}
+			st.deliver(n, false)
+		}
+		drain := func() {
+			for {
+				select {
+				case n := <-cs.notes:
+					note(n)
+				default:
+					return
+				}
+			}
+		}
 		for {
 			select {
 			case n := <-cs.notes:
-				sw.event(n)
-			default:
+				note(n)
+			case req := <-cs.reqs:
+				drain() // the handler's notifications before the request go first
+				st.deliver(req, false)
+			case resp := <-done:
+				drain()
+				st.deliver(resp, true)
 				return
 			}
 		}
-	}
-	for {
-		select {
-		case n := <-cs.notes:
-			sw.event(n)
-		case req := <-cs.reqs:
-			drain() // the handler's notifications before the request go first
-			sw.event(req)
-		case resp := <-done:
-			drain()
-			if sw.started {
-				sw.event(resp)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(append(resp, '\n'))
-			return
-		}
+	}()
+	select {
+	case <-conn.gone: // the response was written, or the stream moved or closed
+	case <-r.Context().Done():
+		st.detach(conn)
 	}
 }
 
@@ -171,27 +193,59 @@ type sseWriter struct {
 	broken  bool
 }
 
-func (s *sseWriter) event(msg any) {
+// start writes the headers of an SSE response, once.
+func (s *sseWriter) start() {
+	if s.started {
+		return
+	}
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	s.w.WriteHeader(http.StatusOK)
+	s.started = true
+}
+
+// event writes one message, with its ID when it has one.
+func (s *sseWriter) event(id string, data []byte) {
 	if s.broken {
 		return
 	}
-	data, err := json.Marshal(msg)
-	if err != nil {
+	s.start()
+	if id != "" {
+		s.write("id: %s\n", id)
+	}
+	s.write("event: message\ndata: %s\n\n", data)
+	s.flush()
+}
+
+// prime writes the priming event: an ID, the reconnection delay and empty
+// data.
+func (s *sseWriter) prime(id string) {
+	s.start()
+	s.write("id: %s\nretry: %d\ndata: \n\n", id, streamRetry.Milliseconds())
+	s.flush()
+}
+
+// retry writes the reconnection delay, before the server closes the
+// connection of a stream that goes on.
+func (s *sseWriter) retry() {
+	s.start()
+	s.write("retry: %d\n\n", streamRetry.Milliseconds())
+	s.flush()
+}
+
+func (s *sseWriter) write(format string, args ...any) {
+	if s.broken {
 		return
 	}
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
-	}
-	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data); err != nil {
+	if _, err := fmt.Fprintf(s.w, format, args...); err != nil {
 		s.broken = true
-		return
 	}
-	if f, ok := s.w.(http.Flusher); ok {
+}
+
+func (s *sseWriter) flush() {
+	if f, ok := s.w.(http.Flusher); ok && !s.broken {
 		f.Flush()
 	}
 }

@@ -48,6 +48,8 @@ type callNotes struct {
 	sent    atomic.Int32
 	written atomic.Int32
 	wrote   chan struct{} // signalled at each event written
+
+	listen *listenInfo // the subscriptions/listen stream of this request (listen.go)
 }
 
 type notesKey struct{}
@@ -173,7 +175,13 @@ func (w *noteWriter) WriteHeader(status int) {
 
 func (w *noteWriter) Write(p []byte) (int, error) {
 	if !w.held {
-		n, err := w.ResponseWriter.Write(p)
+		out := p
+		if w.notes.listen != nil {
+			out = w.notes.listenAck(p) // the acknowledgement as the client's filter has it
+		}
+		if _, err := w.ResponseWriter.Write(out); err != nil {
+			return 0, err
+		}
 		if bytes.HasPrefix(p, []byte("event: ")) || bytes.HasPrefix(p, []byte("id: ")) {
 			w.notes.written.Add(1)
 			select {
@@ -181,7 +189,7 @@ func (w *noteWriter) Write(p []byte) (int, error) {
 			default:
 			}
 		}
-		return n, err
+		return len(p), nil
 	}
 	w.held = false
 	out, status := w.notes.rewrite(p)

@@ -130,6 +130,21 @@ type Options struct {
 	// restart.
 	RequestStateKey []byte
 
+	// ReplayEvents bounds the events Handler keeps per SSE stream for
+	// clients that reconnect with the Last-Event-ID header, in the protocol
+	// revisions that have resumability (2025-03-26 through 2025-11-25):
+	// every event then carries an ID, and a GET with Last-Event-ID gets
+	// the events after it on its stream, then the rest of the stream. A
+	// Last-Event-ID whose following events are no longer kept gets 400 Bad
+	// Request. Default (0): DefaultReplayEvents. Negative: events carry no
+	// IDs and streams are not resumable.
+	ReplayEvents int
+
+	// ReplayAge bounds how long Handler keeps an SSE event for clients
+	// that reconnect with Last-Event-ID. Default (0 or less):
+	// DefaultReplayAge.
+	ReplayAge time.Duration
+
 	// RequestStateTTL is how long a requestState is accepted after the
 	// result that carried it: the time a person has to answer. Default (0
 	// or less): DefaultRequestStateTTL.
@@ -154,6 +169,8 @@ type config struct {
 	heartbeat     time.Duration
 	stateKey      []byte
 	stateTTL      time.Duration
+	replayEvents  int // negative: streams are not resumable
+	replayAge     time.Duration
 
 	maxSessions     int
 	maxPerPrincipal int
@@ -183,10 +200,15 @@ func newConfig(o *Options) config {
 		heartbeat:    max(o.HeartbeatInterval, 0),
 		stateKey:     slices.Clone(o.RequestStateKey),
 		stateTTL:     positiveOr(o.RequestStateTTL, DefaultRequestStateTTL),
+		replayEvents: o.ReplayEvents,
+		replayAge:    positiveOr(o.ReplayAge, DefaultReplayAge),
 
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
 		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
+	}
+	if c.replayEvents == 0 {
+		c.replayEvents = DefaultReplayEvents
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()

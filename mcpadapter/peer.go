@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // peer is the client of one tool call, as the handler sees it: the
@@ -115,4 +118,97 @@ func fromSamplingContent(v any) (llmtool.Content, error) {
 		return llmtool.Content{Type: part.Type, Data: data, MIMEType: part.MIMEType}, nil
 	}
 	return llmtool.TextContent(part.Text), nil
+}
+
+// countingReporter counts the notifications a call sends, for
+// callNotes.awaitEvents.
+type countingReporter struct {
+	*peer
+	notes *callNotes
+}
+
+// Progress sends notifications/progress (see peer.Progress).
+func (r *countingReporter) Progress(ctx context.Context, done, total float64, message string) {
+	if r.notes != nil && r.token != nil {
+		r.notes.sent.Add(1)
+	}
+	r.peer.Progress(ctx, done, total, message)
+}
+
+// Log sends notifications/message (see peer.Log).
+func (r *countingReporter) Log(ctx context.Context, level slog.Level, message string) {
+	if r.notes != nil && mcpLevel(level).ShouldSendTo(r.s.logLevel(ctx)) {
+		r.notes.sent.Add(1)
+	}
+	r.peer.Log(ctx, level, message)
+}
+
+// capWatch notes which capability a modern request (protocol revision
+// 2026-07-28) lacked when asking the client failed for want of it.
+type capWatch struct {
+	*peer
+	mu  sync.Mutex
+	cap string
+}
+
+func (w *capWatch) note(ctx context.Context, capability string, err error) {
+	if err == nil || !errors.Is(err, ask.ErrUnsupported) || !server.IsModernRequest(ctx) {
+		return
+	}
+	if caps, known := clientCaps(ctx); known && capabilityMissing(caps, capability) {
+		w.mu.Lock()
+		w.cap = capability
+		w.mu.Unlock()
+	}
+}
+
+func (w *capWatch) missing() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cap
+}
+
+func capabilityMissing(caps mcp.ClientCapabilities, capability string) bool {
+	switch capability {
+	case "sampling":
+		return caps.Sampling == nil
+	case "elicitation":
+		return caps.Elicitation == nil
+	}
+	return false
+}
+
+// Sample asks the client for a completion.
+func (w *capWatch) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
+	res, err := w.peer.Sample(ctx, req)
+	w.note(ctx, "sampling", err)
+	return res, err
+}
+
+// Elicit asks the client's user for input.
+func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
+	res, err := w.peer.Elicit(ctx, req)
+	w.note(ctx, "elicitation", err)
+	return res, err
+}
+
+// mcpLevel maps a slog level to the nearest syslog level MCP uses.
+func mcpLevel(l slog.Level) mcp.LoggingLevel {
+	switch {
+	case l < slog.LevelInfo:
+		return mcp.LoggingLevelDebug
+	case l < slog.LevelInfo+2:
+		return mcp.LoggingLevelInfo
+	case l < slog.LevelWarn:
+		return mcp.LoggingLevelNotice
+	case l < slog.LevelError:
+		return mcp.LoggingLevelWarning
+	case l < slog.LevelError+4:
+		return mcp.LoggingLevelError
+	case l < slog.LevelError+8:
+		return mcp.LoggingLevelCritical
+	case l < slog.LevelError+12:
+		return mcp.LoggingLevelAlert
+	}
+	return mcp.LoggingLevelEmergency
 }

@@ -289,6 +289,7 @@ func (s *Server) resourceChanged(uri string) {
 		}
 	}
 	s.extras.mu.Unlock()
+	s.listenResourceChanged(uri)
 	for _, id := range ids {
 		if err := s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}); err != nil {
 			s.cfg.logger.Debug("mcpadapter: resources/updated not delivered", "session", id, "err", err)

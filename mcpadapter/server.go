@@ -62,6 +62,24 @@
 // scope's callable tools changed, sessions of that scope receive
 // notifications/tools/list_changed.
 //
+// # Streams
+//
+// In the revisions that have resumability (2025-03-26 through 2025-11-25)
+// every SSE event of a session carries an ID, and an event store keeps the
+// recent events of each stream (Options.ReplayEvents, Options.ReplayAge): a
+// GET with Last-Event-ID gets the events after it on its stream, then the
+// rest of the stream, a tools/call's result included; an ID whose
+// following events are no longer kept, or that names no event of the
+// session, gets 400 with a JSON-RPC error saying so. At 2025-11-25 a
+// call's stream opens with a priming event (an ID, a retry field, no
+// data), and a tool may close its connection with CloseStream while it
+// runs on (SEP-1699). A call on a resumable stream does not end when its
+// connection does; notifications/cancelled or the session's end stops it.
+// Under 2026-07-28 notifications go on subscriptions/listen streams only,
+// as their filters ask: tools/list_changed for the stream's scope,
+// prompts/list_changed and resources/list_changed when the registry's
+// modules change, resources/updated for the subscribed URIs (listen.go).
+//
 // # Messages on the HTTP wire
 //
 // A body that is not a valid JSON-RPC message gets 400 Bad Request and an
@@ -129,7 +147,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,6 +198,10 @@ type Server struct {
 
 	unsubscribe func()
 	extras      extras // resources and prompts registered with mcp-go (resources.go)
+
+	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
+	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
+	listens sync.Map    // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
 }
 
 // toolEntry is a spec converted once into its MCP form.
@@ -196,6 +217,9 @@ type toolEntry struct {
 func New(reg *llmtool.Registry, opts *Options) *Server {
 	cfg := newConfig(opts)
 	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry), now: time.Now, closed: make(chan struct{})}
+	if cfg.replayEvents > 0 {
+		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
+	}
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(s.onRegister)
@@ -231,6 +255,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithPaginationLimit(cfg.pageSize),
 	}
 	sopts = append(sopts, s.extraOptions(hooks)...)
+	s.listenOptions(hooks)
 	if cfg.instructions != "" {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}
@@ -441,78 +466,6 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	}
 }
 
-// countingReporter counts the notifications a call sends, for
-// callNotes.awaitEvents.
-type countingReporter struct {
-	*peer
-	notes *callNotes
-}
-
-// Progress sends notifications/progress (see peer.Progress).
-func (r *countingReporter) Progress(ctx context.Context, done, total float64, message string) {
-	if r.notes != nil && r.token != nil {
-		r.notes.sent.Add(1)
-	}
-	r.peer.Progress(ctx, done, total, message)
-}
-
-// Log sends notifications/message (see peer.Log).
-func (r *countingReporter) Log(ctx context.Context, level slog.Level, message string) {
-	if r.notes != nil && mcpLevel(level).ShouldSendTo(r.s.logLevel(ctx)) {
-		r.notes.sent.Add(1)
-	}
-	r.peer.Log(ctx, level, message)
-}
-
-// capWatch notes which capability a modern request (protocol revision
-// 2026-07-28) lacked when asking the client failed for want of it.
-type capWatch struct {
-	*peer
-	mu  sync.Mutex
-	cap string
-}
-
-func (w *capWatch) note(ctx context.Context, capability string, err error) {
-	if err == nil || !errors.Is(err, ask.ErrUnsupported) || !server.IsModernRequest(ctx) {
-		return
-	}
-	if caps, known := clientCaps(ctx); known && capabilityMissing(caps, capability) {
-		w.mu.Lock()
-		w.cap = capability
-		w.mu.Unlock()
-	}
-}
-
-func (w *capWatch) missing() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.cap
-}
-
-func capabilityMissing(caps mcp.ClientCapabilities, capability string) bool {
-	switch capability {
-	case "sampling":
-		return caps.Sampling == nil
-	case "elicitation":
-		return caps.Elicitation == nil
-	}
-	return false
-}
-
-// Sample asks the client for a completion.
-func (w *capWatch) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
-	res, err := w.peer.Sample(ctx, req)
-	w.note(ctx, "sampling", err)
-	return res, err
-}
-
-// Elicit asks the client's user for input.
-func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
-	res, err := w.peer.Elicit(ctx, req)
-	w.note(ctx, "elicitation", err)
-	return res, err
-}
-
 // callResult renders a registry result as an MCP tool result.
 func callResult(res llmtool.Result, rich bool) *mcp.CallToolResult {
 	if res.IsError {
@@ -564,6 +517,7 @@ func (s *Server) scopeChanged(scope string) {
 		}
 		return true
 	})
+	s.notifyListens(scope)
 }
 
 // onRegister records mcp-go's session: in the entry the session table made
@@ -626,25 +580,4 @@ func principalID(p *llmtool.Principal) string {
 		return ""
 	}
 	return p.ID
-}
-
-// mcpLevel maps a slog level to the nearest syslog level MCP uses.
-func mcpLevel(l slog.Level) mcp.LoggingLevel {
-	switch {
-	case l < slog.LevelInfo:
-		return mcp.LoggingLevelDebug
-	case l < slog.LevelInfo+2:
-		return mcp.LoggingLevelInfo
-	case l < slog.LevelWarn:
-		return mcp.LoggingLevelNotice
-	case l < slog.LevelError:
-		return mcp.LoggingLevelWarning
-	case l < slog.LevelError+4:
-		return mcp.LoggingLevelError
-	case l < slog.LevelError+8:
-		return mcp.LoggingLevelCritical
-	case l < slog.LevelError+12:
-		return mcp.LoggingLevelAlert
-	}
-	return mcp.LoggingLevelEmergency
 }

@@ -56,6 +56,34 @@ type sessionInfo struct {
 
 	mu      sync.Mutex
 	session server.ClientSession // mcp-go's session, once registered
+	ended   context.Context      // done when the session ends (made on demand)
+	end     context.CancelFunc
+	over    bool // the session ended
+}
+
+// endedContext returns a context that is done when the session ends: the
+// calls of its resumable streams, which outlive their connections, end
+// with it.
+func (i *sessionInfo) endedContext() context.Context {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.ended == nil {
+		i.ended, i.end = context.WithCancel(context.Background())
+		if i.over {
+			i.end()
+		}
+	}
+	return i.ended
+}
+
+// markEnded ends the context of endedContext.
+func (i *sessionInfo) markEnded() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.over = true
+	if i.end != nil {
+		i.end()
+	}
 }
 
 func (i *sessionInfo) clientSession() server.ClientSession {
@@ -136,6 +164,7 @@ func (s *Server) removeSession(id string) bool {
 		return false
 	}
 	s.levels.Delete(id)
+	v.(*sessionInfo).markEnded()
 	if info := v.(*sessionInfo); info.counted {
 		s.counts.mu.Lock()
 		s.count(info.principal, -1)

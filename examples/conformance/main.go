@@ -55,10 +55,11 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: logger}, fixtures, resources, stateless, inputRequired)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: logger}, fixtures, resources, stateless, inputRequired, listen)
 	if err != nil {
 		return err
 	}
+	registry = reg
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Name: "llmtool-conformance", Version: "0.1.0", Logger: logger})
 	defer srv.Close()
 
