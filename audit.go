@@ -115,6 +115,9 @@ func (r *Registry) auditTx(c *ReadCtx) error {
 	s := &c.call.tool.spec
 	rec := audit.Record{Time: start, Tool: s.Name, Module: s.Module, Principal: principalID(c), Scope: ScopeFrom(c),
 		Outcome: audit.OutcomeOK, Duration: time.Since(start), Write: true, Committed: true, Attempts: c.call.attempt}
+	if p := c.call.preview; p != nil && p.mode == previewApprove {
+		rec.Approval = "approved" // the row commits only if the preview matches
+	}
 	for _, t := range as.tx {
 		if err := t.AuditTx(c.parent, c.tx, rec); err != nil {
 			return fmt.Errorf("llmtool: audit record in the call's transaction: %w", err)

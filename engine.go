@@ -38,7 +38,8 @@ const createScopeTable = `CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
 )`
 
 // coreMigrations are the versions of llmtool's own tables: the scope
-// settings (1), their version counter (2), PostgreSQL's commit guard (3).
+// settings (1), their version counter (2), PostgreSQL's commit guard (3),
+// the used approval tokens (4).
 // Append a step to change them; never edit a released one.
 var coreMigrations = []migrate.Step{{
 	// Created on first use before versions existed, hence IF NOT EXISTS.
@@ -51,4 +52,11 @@ var coreMigrations = []migrate.Step{{
 		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
 }, {
 	Postgres: dbconn.GuardMigration,
+}, {
+	SQLite:   []string{createApprovalsTable},
+	Postgres: []string{createApprovalsTable},
 }}
+
+// createApprovalsTable holds the nonces of used approval tokens
+// (approval.go).
+const createApprovalsTable = `CREATE TABLE ` + approvalsTable + ` (nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL)`

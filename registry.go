@@ -36,6 +36,15 @@ type Call struct {
 	// Prompt, set instead of Tool, renders the named prompt (see Prompt)
 	// with Args.
 	Prompt string
+	// DryRun runs a write tool's call in its transaction and rolls it
+	// back: the Result carries the Preview of what it would change (and
+	// JSON {"dryRun": true, "result": ..., "changes": [...]}). Nothing is
+	// saved, whatever the tool.
+	DryRun bool
+	// Approval answers the ApprovalRequest an earlier call with the same
+	// tool and arguments returned: the call runs again and commits only if
+	// its preview is the one approved; a denial saves nothing.
+	Approval *Approval
 }
 
 // target returns the name and the kind of definition the call is for.
@@ -66,6 +75,14 @@ type Result struct {
 	// Messages holds a rendered prompt's messages (Call.Prompt); nil
 	// otherwise. JSON holds them too, as {"messages": [...]}.
 	Messages []Message
+	// Preview is what a dry run (Call.DryRun) or a call needing approval
+	// would change; nil otherwise.
+	Preview *Preview
+	// Approval asks a person to approve the change Preview shows, when the
+	// call needs approval (first, or again because the data changed since
+	// the approval): the call failed with ErrApprovalRequired and nothing
+	// was saved. Send Approval.Token back in Call.Approval.
+	Approval *ApprovalRequest
 
 	msg string // the rendered error message
 }
@@ -97,6 +114,7 @@ type Registry struct {
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
 	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
 	watchers watchers                              // OnResourceChange functions (changes.go)
+	approve  approvals                             // the approval tokens' key and lifetime (approval.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
 }
@@ -177,6 +195,15 @@ type Options struct {
 	// <tool> again.".
 	WritesOffAction string
 
+	// ApprovalKey signs approval tokens (HMAC-SHA256); replicas that
+	// serve one another's approvals need the same key. Default: 32 random
+	// bytes per registry, so an approval is honoured only by the process
+	// that asked for it.
+	ApprovalKey []byte
+	// ApprovalTTL is how long a person has to approve a previewed change.
+	// Default: 15 minutes.
+	ApprovalTTL time.Duration
+
 	// ValidateOutput checks every successful result against the tool's
 	// output schema; a mismatch becomes an internal error. Test harnesses
 	// turn it on; it costs a decode per call.
@@ -243,6 +270,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 	if opts != nil {
 		r.configure(opts)
 	}
+	r.approve.init(opts)
 	for _, m := range modules {
 		if m == nil {
 			continue // Add reports it
@@ -512,6 +540,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		refused   bool
 		module    string
 		attempts  int
+		preview   *previewState
 	)
 	name, kind := call.target()
 	var e *entry
@@ -538,9 +567,15 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 			args, fill, argv, err = t.prepare(call.Args)
 		}
 		if err == nil {
-			pa := prepared{fill: fill, argv: argv}
+			preview, err = r.prepareApproval(ctx, t, &call, args) // approval.go
+		}
+		if err == nil {
+			pa := prepared{fill: fill, argv: argv, preview: preview}
 			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &pa, &res)
 			attempts = pa.attempts
+			if err == nil && preview != nil {
+				err = r.previewResult(ctx, t, args, preview, &res)
+			}
 			if committed && len(t.changes) > 0 {
 				r.changed(t, args, res.JSON) // changes.go
 			}
@@ -553,12 +588,14 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		}
 	}
 	if err != nil {
+		approval, pv := res.Approval, res.Preview
 		res = r.failure(name, err)
+		res.Approval, res.Preview = approval, pv
 	}
 	r.audit(ctx, audit.Record{
 		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
 		Outcome: outcome(err, refused), Duration: time.Since(start), Write: write, Committed: committed,
-		Attempts: attempts,
+		Attempts: attempts, Approval: approvalOutcome(previewModeOf(preview), err),
 	})
 	return res
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,9 +70,12 @@ func (r *Registry) ResetScopeTool(ctx context.Context, scope, tool string) error
 // per-tool override.
 type ScopeSetting struct {
 	Scope   string
-	Tool    string // "" for the scope's write switch
-	Enabled bool
-	Updated time.Time
+	Tool    string // "" for the scope's write switch (or, with Approval, its destructive tools)
+	Enabled bool   // on; for an approval setting, approval is required
+	// Approval marks an approval setting (SetApproval) rather than a
+	// switch.
+	Approval bool
+	Updated  time.Time
 }
 
 // ScopeSettings lists every stored setting, ordered by scope and tool.
@@ -93,6 +97,7 @@ func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
 		if err := rows.Scan(&s.Scope, &s.Tool, &s.Enabled, &at); err != nil {
 			return nil, fmt.Errorf("llmtool: read scope settings: %w", err)
 		}
+		s.Tool, s.Approval = strings.CutPrefix(s.Tool, approvalKey)
 		s.Updated, _ = time.Parse(time.RFC3339Nano, at)
 		out = append(out, s)
 	}
@@ -185,11 +190,15 @@ type policy struct {
 // scopeState is a scope's settings as read at a time. It is immutable once
 // stored.
 type scopeState struct {
-	writes bool
-	tools  map[string]bool // per-tool overrides
-	at     time.Time
+	writes             bool
+	tools              map[string]bool // per-tool overrides
+	approveDestructive bool            // SetApproval(scope, "", true)
+	approvals          map[string]bool // per-tool approval settings (SetApproval)
+	at                 time.Time
 }
 
+// same reports whether the two states let the same tools be called (what
+// subscribers are told about).
 func (s *scopeState) same(o *scopeState) bool {
 	return s.writes == o.writes && maps.Equal(s.tools, o.tools)
 }
@@ -231,6 +240,17 @@ func (r *Registry) readScope(ctx context.Context, q querier, scope string) (*sco
 		}
 		if tool == "" {
 			st.writes = on
+			continue
+		}
+		if name, ok := strings.CutPrefix(tool, approvalKey); ok {
+			if name == "" {
+				st.approveDestructive = on
+				continue
+			}
+			if st.approvals == nil {
+				st.approvals = make(map[string]bool)
+			}
+			st.approvals[name] = on
 			continue
 		}
 		if st.tools == nil {

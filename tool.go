@@ -31,6 +31,10 @@ type Spec struct {
 	Params       []Param         // top-level arguments in declaration order
 	URI          string          // a resource's URI or URI template (Resource); "" for tools and prompts
 	Prompt       bool            // a prompt (Prompt), rendered rather than called
+	// NeedsApproval marks a write tool whose calls a person approves
+	// before they commit (NeedsApproval); a scope may require approval of
+	// more (Registry.SetApproval).
+	NeedsApproval bool
 }
 
 // Param is one top-level argument of a tool, as the man catalog and the
@@ -207,6 +211,9 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	}
 	if outT.Kind() != reflect.Struct && !(outT.Kind() == reflect.Map && outT.Key().Kind() == reflect.String) {
 		panic(fmt.Sprintf("llmtool: tool %q: Out type %s must be a struct (or a map with string keys), since results are JSON objects; wrap it, as in struct{ Items []T `json:\"items\"` }", name, outT))
+	}
+	if read && cfg.spec.NeedsApproval {
+		panic(fmt.Sprintf("llmtool: tool %q: a Read tool changes nothing to approve; NeedsApproval is for Write tools", name))
 	}
 	if read && len(cfg.changes) > 0 {
 		panic(fmt.Sprintf("llmtool: tool %q: a Read tool changes no resource; Changes is for Write tools", name))

@@ -74,6 +74,8 @@ type callState struct {
 	done        atomic.Bool
 	afterCommit []func()
 	content     []Content       // parts of a Rich result
+	preview     *previewState   // counts changed rows when the call previews (approval.go)
+	summary     string          // WriteCtx.Describe
 	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	argv        map[string]any  // the decoded arguments, when In is flat
 	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
@@ -226,6 +228,11 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 	if err != nil && engine.Retryable(err) {
 		c.call.retryable.Store(true)
 	}
+	if err == nil && c.call.preview != nil {
+		if n, nerr := res.RowsAffected(); nerr == nil {
+			c.call.preview.record(c.call.reg.tx.Dialect, query, n)
+		}
+	}
 	return res, err
 }
 
@@ -268,6 +275,7 @@ func (c *WriteCtx) AfterCommit(f func()) {
 // prepared is what argument preparation hands to the call, and what the
 // call hands back for its audit record.
 type prepared struct {
+	preview  *previewState // a dry run or an approval (approval.go); nil for a plain call
 	fill     uint64
 	argv     map[string]any
 	attempts int // runs of a write call's handler (more than one after retries)
@@ -486,7 +494,10 @@ func retryPause(ctx context.Context, attempt int) error {
 // PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
 // handler may run again on a fresh transaction.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, attempt: attempt}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, attempt: attempt, preview: pa.preview}
+	if cs.preview != nil {
+		cs.preview.reset() // a run again starts counting afresh
+	}
 	wt, err := r.tx.BeginWrite(ctx)
 	if err != nil {
 		return nil, false, false, beginErr(ctx, err)
@@ -511,6 +522,16 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		}
 		retry = ctx.Err() == nil && cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
 		return nil, false, retry, err
+	}
+	if cs.preview != nil {
+		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, tx)
+		if !commit {
+			_ = tx.Rollback()
+			if err == nil {
+				res.Content = cs.content
+			}
+			return out, false, false, err
+		}
 	}
 	if err := wt.Guard.Allow(ctx, tx); err != nil {
 		_ = tx.Rollback()

@@ -67,6 +67,9 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 	if rec.Attempts > 1 {
 		attrs = append(attrs, slog.Int("attempts", rec.Attempts))
 	}
+	if rec.Approval != "" {
+		attrs = append(attrs, slog.String("approval", rec.Approval))
+	}
 	l.LogAttrs(ctx, slog.LevelInfo, "llmtool call", attrs...)
 }
 
@@ -76,8 +79,10 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 // refusals and failed calls go to the other sinks.
 //
 // The table's columns are at (RFC 3339 UTC text), tool, module, principal,
-// scope, outcome, duration_us, committed (1) and attempts (the runs of the
-// handler; more than 1 after PostgreSQL asked for a retry).
+// scope, outcome, duration_us, committed (1), attempts (the runs of the
+// handler; more than 1 after PostgreSQL asked for a retry) and approval
+// ("approved" for a change a person approved, "" for one without
+// approval).
 type Table struct {
 	name   string
 	insert string
@@ -109,7 +114,7 @@ func NewTable(ctx context.Context, db *sql.DB, name string) (*Table, error) {
 		return nil, err
 	}
 	return &Table{name: name,
-		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`}, nil
+		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed, attempts, approval) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`}, nil
 }
 
 // tableMigrations are the versions of an audit table. Append a step to
@@ -128,9 +133,11 @@ func tableMigrations(name string) []migrate.Step {
 )`
 	}
 	attempts := `ALTER TABLE ` + name + ` ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1`
+	approval := `ALTER TABLE ` + name + ` ADD COLUMN approval TEXT NOT NULL DEFAULT ''`
 	return []migrate.Step{
 		{SQLite: []string{create("INTEGER")}, Postgres: []string{create("BIGINT")}},
 		{SQLite: []string{attempts}, Postgres: []string{attempts}},
+		{SQLite: []string{approval}, Postgres: []string{approval}},
 	}
 }
 
@@ -148,6 +155,6 @@ func (t *Table) AuditTx(ctx context.Context, tx *sql.Tx, rec Record) error {
 		committed = 1
 	}
 	_, err := tx.ExecContext(ctx, t.insert, rec.Time.UTC().Format(time.RFC3339Nano), rec.Tool, rec.Module,
-		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1))
+		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1), rec.Approval)
 	return err
 }

@@ -23,6 +23,13 @@ type Record struct {
 	// and the registry ran it again on a fresh transaction. 0 for a read
 	// call or a call that did not run.
 	Attempts int
+	// Approval is the call's approval step, "" for a call without one:
+	// "requested" (it needed a person's approval and saved nothing),
+	// "approved" (approved, and the commit matched the approved preview),
+	// "changed" (approved, but the data had changed: nothing saved, a new
+	// request), "denied", "refused" (an expired, used or foreign token),
+	// or "dry_run". Principal is who asked, approved or denied.
+	Approval string
 }
 
 // Outcomes of Record besides the error kinds (llmtool.Kind.String).

@@ -158,3 +158,21 @@ func Unavailable(err error) bool {
 		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "broken pipe") ||
 		strings.Contains(msg, "the database system is shutting down") || strings.Contains(msg, "the database system is starting up")
 }
+
+// UniqueViolation reports whether err is a unique or primary-key
+// constraint failing: PostgreSQL's 23505, or SQLite's
+// SQLITE_CONSTRAINT_UNIQUE (2067) or SQLITE_CONSTRAINT_PRIMARYKEY (1555)
+// from a driver that reports SQLite's extended result code.
+func UniqueViolation(err error) bool {
+	if sqlState(err) == "23505" {
+		return true
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() {
+		case 2067, 1555:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,455 @@
+package llmtool
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
+)
+
+// Approval that spans the transaction. A write tool that needs approval
+// (NeedsApproval, or SetApproval for a scope) does not commit on its first
+// call: the registry runs it in its transaction, records a Preview of what
+// it changed, rolls back and answers with an ApprovalRequest. The person
+// decides with no transaction open and no lock held; the call then runs
+// again with Call.Approval and commits only if its preview is the one the
+// person approved. A dry run (Call.DryRun) gives the same preview for any
+// write tool, and always rolls back.
+
+// NeedsApproval marks a write tool whose calls a person approves before
+// they commit; see Call.Approval. A scope can require approval of more
+// tools with Registry.SetApproval. NeedsApproval on a Read tool panics.
+func NeedsApproval() Option { return func(c *toolConfig) { c.spec.NeedsApproval = true } }
+
+// Preview is what a write call would change: its result, the rows it
+// inserted, updated and deleted per table (as its statements reported
+// them: the tables the statements name, not rows changed by triggers or
+// cascades), and the one line the tool wrote about it (WriteCtx.Describe).
+type Preview struct {
+	Result  json.RawMessage `json:"result"`
+	Changes []TableChange   `json:"changes"`
+	Summary string          `json:"summary,omitempty"`
+}
+
+// TableChange counts the rows a write changed in one table.
+type TableChange struct {
+	Table    string `json:"table"`
+	Inserted int64  `json:"inserted"`
+	Updated  int64  `json:"updated"`
+	Deleted  int64  `json:"deleted"`
+}
+
+// String describes the preview in one line for a person: the tool's
+// summary if it wrote one, then the rows changed per table.
+func (p *Preview) String() string {
+	var parts []string
+	for _, c := range p.Changes {
+		var n []string
+		for _, x := range []struct {
+			n    int64
+			verb string
+		}{{c.Inserted, "inserted"}, {c.Updated, "updated"}, {c.Deleted, "deleted"}} {
+			if x.n > 0 {
+				n = append(n, fmt.Sprintf("%d %s", x.n, x.verb))
+			}
+		}
+		if len(n) > 0 {
+			parts = append(parts, c.Table+": "+strings.Join(n, ", "))
+		}
+	}
+	changes := "no rows changed"
+	if len(parts) > 0 {
+		changes = strings.Join(parts, "; ")
+	}
+	if p.Summary != "" {
+		return p.Summary + " (" + changes + ")"
+	}
+	return changes
+}
+
+// ApprovalRequest asks a person to approve the change a call previewed.
+// Show the Preview; send the Token back in Call.Approval with the
+// person's answer, before Expires.
+type ApprovalRequest struct {
+	Preview Preview
+	Token   string
+	Expires time.Time
+}
+
+// Approval is a person's answer to an ApprovalRequest, sent with the same
+// call (tool and arguments) in Call.Approval by the same principal in the
+// same scope. The token is single-use.
+type Approval struct {
+	Token    string
+	Approved bool // false: the person denied the change
+}
+
+// ErrApprovalRequired is wrapped by the result of a call that needs a
+// person's approval first, or again because the data changed since the
+// preview was approved: nothing was saved, and Result.Approval asks.
+var ErrApprovalRequired = errors.New("llmtool: approval required")
+
+// ErrApprovalRefused is wrapped by the result of a call whose approval was
+// denied, or whose token is expired, used, forged or for another call,
+// principal or scope: nothing was saved.
+var ErrApprovalRefused = errors.New("llmtool: approval refused")
+
+// Describe sets the one-line description of the call's change that a
+// person approving it reads (Preview.Summary), such as
+// `Delete note "Plans" and its 3 child notes.`
+func (c *WriteCtx) Describe(format string, args ...any) {
+	if c.call.done.Load() {
+		_ = c.late("Describe")
+		return
+	}
+	c.call.summary = fmt.Sprintf(format, args...)
+}
+
+// defaultApprovalTTL is how long an approval request stays valid unless
+// Options.ApprovalTTL says otherwise.
+const defaultApprovalTTL = 15 * time.Minute
+
+// approvalsTable holds the used tokens' nonces: one row per approved
+// commit, written in its transaction, so a token commits once across
+// replicas.
+const approvalsTable = "llmtool_approvals"
+
+// previewMode is how a write call treats its transaction at the end.
+type previewMode uint8
+
+const (
+	previewNone    previewMode = iota
+	previewDryRun              // roll back and answer with the preview
+	previewRequest             // roll back and answer with an approval request
+	previewApprove             // commit only if the preview's digest is want
+)
+
+// previewState is a write call's preview bookkeeping.
+type previewState struct {
+	mode  previewMode
+	want  string // previewApprove: the approved preview's digest
+	nonce string // previewApprove: the token's nonce, recorded as used
+
+	mu      sync.Mutex
+	changes map[string]*TableChange
+	order   []string
+	preview *Preview // built at the end of the run
+}
+
+// record counts a statement's changed rows.
+func (p *previewState) record(d sqlcheck.Dialect, query string, rows int64) {
+	kind, table := sqlcheck.Target(d, query)
+	if kind == "" || rows <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changes == nil {
+		p.changes = make(map[string]*TableChange)
+	}
+	c := p.changes[table]
+	if c == nil {
+		c = &TableChange{Table: table}
+		p.changes[table] = c
+		p.order = append(p.order, table)
+	}
+	switch kind {
+	case "insert":
+		c.Inserted += rows
+	case "update":
+		c.Updated += rows
+	case "delete":
+		c.Deleted += rows
+	}
+}
+
+// build returns the run's preview: out, the changes in the order the
+// tables were first changed, summary.
+func (p *previewState) build(out []byte, summary string) *Preview {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pv := &Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]TableChange, 0, len(p.order)), Summary: summary}
+	for _, t := range p.order {
+		pv.Changes = append(pv.Changes, *p.changes[t])
+	}
+	return pv
+}
+
+// reset forgets a run's changes, for a run again (a retry).
+func (p *previewState) reset() {
+	p.mu.Lock()
+	p.changes, p.order, p.preview = nil, nil, nil
+	p.mu.Unlock()
+}
+
+// digest is the preview's fingerprint: what an approval approves.
+func (pv *Preview) digest() string {
+	b, _ := json.Marshal(pv)
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// approvalClaims are what a token binds.
+type approvalClaims struct {
+	Tool      string `json:"t"`
+	Args      string `json:"a"` // digest of the canonical arguments
+	Principal string `json:"p"`
+	Scope     string `json:"s"`
+	Preview   string `json:"d"` // digest of the approved preview
+	Expires   int64  `json:"e"`
+	Nonce     string `json:"n"`
+}
+
+// approvals is a registry's approval configuration.
+type approvals struct {
+	key []byte
+	ttl time.Duration
+	now func() time.Time
+}
+
+func (a *approvals) init(o *Options) {
+	if o == nil {
+		o = &Options{}
+	}
+	a.key = o.ApprovalKey
+	if len(a.key) == 0 {
+		a.key = make([]byte, 32)
+		_, _ = rand.Read(a.key)
+	}
+	a.ttl = o.ApprovalTTL
+	if a.ttl <= 0 {
+		a.ttl = defaultApprovalTTL
+	}
+	a.now = time.Now
+}
+
+func (a *approvals) mac(body string) string {
+	h := hmac.New(sha256.New, a.key)
+	h.Write([]byte(body))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// seal makes the token approving pv for this call.
+func (a *approvals) seal(ctx context.Context, tool string, args []byte, pv *Preview) (string, time.Time) {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	exp := a.now().Add(a.ttl)
+	c := approvalClaims{Tool: tool, Args: argsDigest(args), Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Preview: pv.digest(), Expires: exp.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
+	b, _ := json.Marshal(c)
+	body := base64.RawURLEncoding.EncodeToString(b)
+	return body + "." + a.mac(body), exp
+}
+
+// open checks a token against this call and returns its claims, or the
+// refusal a person and the model read.
+func (a *approvals) open(ctx context.Context, tool string, args []byte, token string) (*approvalClaims, error) {
+	body, sig, ok := strings.Cut(token, ".")
+	var c approvalClaims
+	if !ok || !hmac.Equal([]byte(sig), []byte(a.mac(body))) {
+		return nil, refusedApproval("The approval token is not one this server issued for this change.")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return nil, refusedApproval("The approval token is not one this server issued for this change.")
+	}
+	switch {
+	case c.Tool != tool:
+		return nil, refusedApproval(fmt.Sprintf("The approval was given for tool %s, not %s.", c.Tool, tool))
+	case c.Args != argsDigest(args):
+		return nil, refusedApproval("The approval was given for other arguments.")
+	case c.Principal != principalID(ctx):
+		return nil, refusedApproval("The approval was given to another user.")
+	case c.Scope != ScopeFrom(ctx):
+		return nil, refusedApproval("The approval was given in another scope.")
+	case a.now().Unix() > c.Expires:
+		return nil, refusedApproval(fmt.Sprintf("The approval expired at %s.", time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)))
+	}
+	return &c, nil
+}
+
+func refusedApproval(msg string) *Error {
+	return &Error{Kind: KindDenied, Message: msg + " Nothing was saved.",
+		NextAction: "Call the tool again to get a new preview for the user to approve.", err: ErrApprovalRefused}
+}
+
+// argsDigest fingerprints arguments independently of key order and
+// spacing.
+func argsDigest(args []byte) string {
+	var v any
+	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &v) != nil {
+		v = map[string]any{}
+	}
+	b, _ := json.Marshal(v) // map keys sorted
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// needsApproval reports whether a call of t in ctx's scope needs approval:
+// the tool says so, or the scope's settings do (SetApproval).
+func (r *Registry) needsApproval(ctx context.Context, t *Tool) bool {
+	if t.spec.ReadOnly {
+		return false
+	}
+	st := r.scopeSettings(ctx, nil, ScopeFrom(ctx))
+	if on, ok := st.approvals[t.spec.Name]; ok {
+		return on
+	}
+	if t.spec.NeedsApproval {
+		return true
+	}
+	return t.spec.Destructive && st.approveDestructive
+}
+
+// SetApproval requires (on) or stops requiring a person's approval in
+// scope, persistently: for the named tool, or with tool "" for every
+// Destructive tool of the scope. A tool's own setting wins over the
+// scope's rule for destructive tools, which wins over NeedsApproval. The
+// settings live beside the scope's other settings (ScopeSettings lists
+// them with Approval set).
+func (r *Registry) SetApproval(ctx context.Context, scope, tool string, on bool) error {
+	return r.setScope(ctx, scope, approvalKey+tool, &on)
+}
+
+// approvalKey prefixes the tool column of an approval setting; tool names
+// cannot contain ':', so the two kinds never meet.
+const approvalKey = "approval:"
+
+// approvalOutcome is the call's approval step, for the audit record.
+func approvalOutcome(mode previewMode, err error) string {
+	switch {
+	case mode == previewDryRun:
+		return "dry_run"
+	case errors.Is(err, ErrApprovalRefused):
+		if errors.Is(err, errDenied) {
+			return "denied"
+		}
+		return "refused"
+	case mode == previewRequest && errors.Is(err, ErrApprovalRequired):
+		return "requested"
+	case mode == previewApprove && errors.Is(err, ErrApprovalRequired):
+		return "changed"
+	case mode == previewApprove && err == nil:
+		return "approved"
+	}
+	return ""
+}
+
+var errDenied = errors.New("denied by the user")
+
+// prepareApproval sets up the call's preview state from the call and the
+// policy, or returns the refusal of a bad or denied approval.
+func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, args []byte) (*previewState, error) {
+	if t.spec.ReadOnly {
+		if call.Approval != nil {
+			return nil, refusedApproval(fmt.Sprintf("Tool %s reads only, so there is nothing to approve.", t.spec.Name))
+		}
+		return nil, nil
+	}
+	switch {
+	case call.Approval != nil:
+		c, err := r.approve.open(ctx, t.spec.Name, args, call.Approval.Token)
+		if err != nil {
+			return nil, err
+		}
+		if !call.Approval.Approved {
+			if err := r.spendApproval(ctx, c.Nonce); err != nil {
+				return nil, err
+			}
+			return nil, &Error{Kind: KindDenied, Message: "The user denied this change. Nothing was saved.",
+				NextAction: "Ask the user what to do instead.", err: fmt.Errorf("%w: %w", ErrApprovalRefused, errDenied)}
+		}
+		return &previewState{mode: previewApprove, want: c.Preview, nonce: c.Nonce}, nil
+	case call.DryRun:
+		return &previewState{mode: previewDryRun}, nil
+	case r.needsApproval(ctx, t):
+		return &previewState{mode: previewRequest}, nil
+	}
+	return nil, nil
+}
+
+// spendApproval records a denied token as used, so it cannot approve later.
+func (r *Registry) spendApproval(ctx context.Context, nonce string) error {
+	if r.tx.DB == nil {
+		return errNoDB
+	}
+	_, err := r.tx.DB.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, nonce, time.Now().UTC().Format(time.RFC3339Nano))
+	if err != nil && engine.UniqueViolation(err) {
+		return refusedApproval("This approval was already used.")
+	}
+	return err
+}
+
+// finishPreview ends a write run that previews, before its commit: it
+// returns commit true when the run may commit (an approved preview that
+// matches, its token recorded as used in tx), or the error that ends it.
+func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byte, summary string, tx *sql.Tx) (commit bool, err error) {
+	pv := p.build(out, summary)
+	p.preview = pv
+	switch p.mode {
+	case previewDryRun, previewRequest:
+		return false, nil
+	}
+	if pv.digest() != p.want {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, p.nonce, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		if engine.UniqueViolation(err) {
+			return false, refusedApproval("This approval was already used.")
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// previewResult completes a previewing call's Result: the dry run's
+// preview, or an approval request (first, or again because the data
+// changed) and the error that says so.
+func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *previewState, res *Result) error {
+	pv := p.preview
+	if pv == nil {
+		return nil
+	}
+	switch p.mode {
+	case previewDryRun:
+		res.Preview = pv
+		b, err := json.Marshal(struct {
+			DryRun bool `json:"dryRun"`
+			*Preview
+		}{true, pv})
+		res.JSON = b
+		return err
+	case previewApprove:
+		if pv.digest() == p.want {
+			return nil
+		}
+	}
+	token, exp := r.approve.seal(ctx, t.spec.Name, args, pv)
+	res.Preview = pv
+	res.Approval = &ApprovalRequest{Preview: *pv, Token: token, Expires: exp}
+	msg := "This change needs the user's approval: " + pv.String() + "."
+	if p.mode == previewApprove {
+		msg = "The data changed since the user approved this change, so nothing was saved. The change is now: " + pv.String() + "."
+	}
+	return &Error{Kind: KindDenied, Message: msg, NextAction: "Nothing was saved yet; ask the user to approve it.", err: ErrApprovalRequired}
+}
+
+
+func previewModeOf(p *previewState) previewMode {
+	if p == nil {
+		return previewNone
+	}
+	return p.mode
+}

@@ -1,0 +1,250 @@
+package llmtool_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
+)
+
+type DeleteIn struct {
+	NoteID string `json:"noteId" ref:"note" desc:"ID of the note to delete."`
+}
+
+type DeleteOut struct {
+	Deleted string `json:"deleted"`
+	Title   string `json:"title"`
+}
+
+// deleteNote deletes a note and its children, and describes it.
+var deleteNote = llmtool.Write("delete_note", "Delete a note and its children.",
+	func(c *llmtool.WriteCtx, in DeleteIn) (DeleteOut, error) {
+		var title string
+		if err := c.QueryRow(`SELECT title FROM notes WHERE id = ?`, in.NoteID).Scan(&title); err != nil {
+			return DeleteOut{}, err
+		}
+		res, err := c.Exec(`DELETE FROM notes WHERE parent = ?`, in.NoteID)
+		if err != nil {
+			return DeleteOut{}, err
+		}
+		children, _ := res.RowsAffected()
+		if _, err := c.Exec(`DELETE FROM notes WHERE id = ?`, in.NoteID); err != nil {
+			return DeleteOut{}, err
+		}
+		c.Describe("Delete note %q and its %d child notes.", title, children)
+		return DeleteOut{Deleted: in.NoteID, Title: title}, nil
+	}, llmtool.NeedsApproval(), llmtool.Destructive())
+
+var renameNote = llmtool.Write("rename_note", "Rename a note.",
+	func(c *llmtool.WriteCtx, in RenameNoteIn) (NoteOut, error) {
+		_, err := c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, in.NoteID)
+		return NoteOut{ID: in.NoteID, Title: in.Title}, err
+	})
+
+var purgeNote = llmtool.Write("purge_note", "Delete a note, destructively.",
+	func(c *llmtool.WriteCtx, in DeleteIn) (struct{}, error) {
+		_, err := c.Exec(`DELETE FROM notes WHERE id = ?`, in.NoteID)
+		return struct{}{}, err
+	}, llmtool.Destructive())
+
+type approvalFixture struct {
+	reg   *llmtool.Registry
+	db    *sql.DB
+	mu    sync.Mutex
+	audit []string
+}
+
+func newApprovalFixture(t *testing.T) *approvalFixture {
+	t.Helper()
+	f := &approvalFixture{db: openNotes(t)}
+	_, err := f.db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c1', 'Milk', 'alice', 'n1'), ('c2', 'Eggs', 'alice', 'n1')`)
+	require.NoError(t, err)
+	f.reg, _ = newRegOpts(t, f.db, &llmtool.Options{Audit: []audit.Sink{audit.Func(func(_ context.Context, r audit.Record) {
+		f.mu.Lock()
+		f.audit = append(f.audit, r.Tool+" "+r.Outcome+" "+r.Approval)
+		f.mu.Unlock()
+	})}}, llmtool.DefineTools("notes", getNote, deleteNote, renameNote, purgeNote).WithEntities(noteKind))
+	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	return f
+}
+
+func (f *approvalFixture) audits() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.audit
+	f.audit = nil
+	return out
+}
+
+const deleteN1 = `{"noteId":"n1"}`
+
+func TestApproval(t *testing.T) {
+	t.Parallel()
+	ctx := alice(context.Background())
+	call := func(f *approvalFixture, args string, a *llmtool.Approval) llmtool.Result {
+		return f.reg.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(args), Approval: a})
+	}
+	wantPreview := llmtool.Preview{Result: json.RawMessage(`{"deleted":"n1","title":"Shopping"}`),
+		Changes: []llmtool.TableChange{{Table: "notes", Deleted: 3}}, Summary: `Delete note "Shopping" and its 2 child notes.`}
+
+	t.Run("request, then approve and commit", func(t *testing.T) {
+		t.Parallel()
+		f := newApprovalFixture(t)
+		before := noteTitles(t, f.db)
+		res := call(f, deleteN1, nil)
+		require.True(t, res.IsError)
+		require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired)
+		require.Equal(t, `This change needs the user's approval: Delete note "Shopping" and its 2 child notes. (notes: 3 deleted). Nothing was saved yet; ask the user to approve it.`, res.Text())
+		require.NotNil(t, res.Approval)
+		require.Equal(t, wantPreview, res.Approval.Preview)
+		require.Equal(t, before, noteTitles(t, f.db), "a request saves nothing")
+
+		ok := call(f, deleteN1, &llmtool.Approval{Token: res.Approval.Token, Approved: true})
+		require.False(t, ok.IsError, ok.Text())
+		require.JSONEq(t, `{"deleted":"n1","title":"Shopping"}`, string(ok.JSON))
+		require.NotContains(t, string(ok.JSON), `"error"`)
+		require.Equal(t, []string{"n2: Diary", "n3: Plans", "root: Root"}, noteTitles(t, f.db))
+		require.Equal(t, []string{"delete_note denied requested", "delete_note ok approved"}, f.audits())
+
+		again := call(f, deleteN1, &llmtool.Approval{Token: res.Approval.Token, Approved: true})
+		require.Equal(t, `Note "n1" (noteId) does not exist. Call search_notes to find the note's ID.`, again.Text(), "the guards run first")
+	})
+
+	t.Run("replayed after the change it approved", func(t *testing.T) {
+		t.Parallel()
+		f := newApprovalFixture(t)
+		res := f.reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: []byte(`{"noteId":"n1","title":"X"}`), DryRun: true})
+		require.False(t, res.IsError)
+		req := call(f, `{"noteId":"c1"}`, nil)
+		tok := req.Approval.Token
+		require.False(t, call(f, `{"noteId":"c1"}`, &llmtool.Approval{Token: tok, Approved: true}).IsError)
+		_, err := f.db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c1', 'Milk', 'alice', 'n1')`)
+		require.NoError(t, err)
+		replay := call(f, `{"noteId":"c1"}`, &llmtool.Approval{Token: tok, Approved: true})
+		require.ErrorIs(t, replay.Err, llmtool.ErrApprovalRefused)
+		require.Equal(t, `This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, replay.Text())
+		require.Contains(t, noteTitles(t, f.db), "c1: Milk", "the replay saved nothing")
+	})
+
+	t.Run("deny", func(t *testing.T) {
+		t.Parallel()
+		f := newApprovalFixture(t)
+		before := noteTitles(t, f.db)
+		req := call(f, deleteN1, nil)
+		no := call(f, deleteN1, &llmtool.Approval{Token: req.Approval.Token, Approved: false})
+		require.ErrorIs(t, no.Err, llmtool.ErrApprovalRefused)
+		require.Equal(t, `The user denied this change. Nothing was saved. Ask the user what to do instead.`, no.Text())
+		yes := call(f, deleteN1, &llmtool.Approval{Token: req.Approval.Token, Approved: true})
+		require.Equal(t, `This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, yes.Text(), "a denied token cannot approve later")
+		require.Equal(t, before, noteTitles(t, f.db))
+		require.Equal(t, []string{"delete_note denied requested", "delete_note denied denied", "delete_note denied refused"}, f.audits())
+	})
+
+	t.Run("data changed between preview and approval", func(t *testing.T) {
+		t.Parallel()
+		f := newApprovalFixture(t)
+		req := call(f, deleteN1, nil)
+		_, err := f.db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c3', 'Bread', 'alice', 'n1')`)
+		require.NoError(t, err)
+		before := noteTitles(t, f.db)
+		res := call(f, deleteN1, &llmtool.Approval{Token: req.Approval.Token, Approved: true})
+		require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired)
+		require.Equal(t, `The data changed since the user approved this change, so nothing was saved. The change is now: Delete note "Shopping" and its 3 child notes. (notes: 4 deleted). Nothing was saved yet; ask the user to approve it.`, res.Text())
+		require.Equal(t, before, noteTitles(t, f.db))
+		require.NotEqual(t, req.Approval.Token, res.Approval.Token)
+		require.False(t, call(f, deleteN1, &llmtool.Approval{Token: res.Approval.Token, Approved: true}).IsError, "the new preview can be approved")
+		require.Equal(t, []string{"delete_note denied requested", "delete_note denied changed", "delete_note ok approved"}, f.audits())
+	})
+
+	t.Run("tokens for something else", func(t *testing.T) {
+		t.Parallel()
+		f := newApprovalFixture(t)
+		req := call(f, deleteN1, nil)
+		tok := req.Approval.Token
+		body, sig, _ := strings.Cut(tok, ".")
+		tests := []struct {
+			name string
+			ctx  context.Context
+			tool string
+			args string
+			tok  string
+			want string
+		}{
+			{"forged signature", ctx, "delete_note", deleteN1, body + "." + strings.Repeat("A", len(sig)), "The approval token is not one this server issued for this change."},
+			{"not a token", ctx, "delete_note", deleteN1, "yes", "The approval token is not one this server issued for this change."},
+			{"other arguments", ctx, "delete_note", `{"noteId":"c1"}`, tok, "The approval was given for other arguments."},
+			{"other tool", ctx, "purge_note", deleteN1, tok, "The approval was given for tool delete_note, not purge_note."},
+			{"other principal", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"}), "delete_note", `{"noteId":"n3"}`, tok, "The approval was given for other arguments."},
+			{"other principal, same call", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice2"}), "delete_note", deleteN1, tok, "The approval was given to another user."},
+			{"other scope", llmtool.WithScope(ctx, "team"), "delete_note", deleteN1, tok, "The approval was given in another scope."},
+		}
+		before := noteTitles(t, f.db)
+		for _, tt := range tests {
+			res := f.reg.Invoke(tt.ctx, llmtool.Call{Tool: tt.tool, Args: []byte(tt.args), Approval: &llmtool.Approval{Token: tt.tok, Approved: true}})
+			require.ErrorIs(t, res.Err, llmtool.ErrApprovalRefused, tt.name)
+			require.Equal(t, tt.want+" Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text(), tt.name)
+		}
+		require.Equal(t, before, noteTitles(t, f.db))
+		require.False(t, call(f, deleteN1, &llmtool.Approval{Token: tok, Approved: true}).IsError, "the refusals did not use the token")
+	})
+}
+
+func TestDryRun(t *testing.T) {
+	t.Parallel()
+	f := newApprovalFixture(t)
+	ctx := alice(context.Background())
+	before := noteTitles(t, f.db)
+	res := f.reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: []byte(`{"noteId":"n1","title":"Groceries"}`), DryRun: true})
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"dryRun":true,"result":{"id":"n1","title":"Groceries"},"changes":[{"table":"notes","inserted":0,"updated":1,"deleted":0}]}`, string(res.JSON))
+	require.Equal(t, &llmtool.Preview{Result: json.RawMessage(`{"id":"n1","title":"Groceries"}`), Changes: []llmtool.TableChange{{Table: "notes", Updated: 1}}}, res.Preview)
+	require.Nil(t, res.Approval)
+	require.Equal(t, before, noteTitles(t, f.db))
+
+	// A tool needing approval dry-runs without asking.
+	res = f.reg.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(deleteN1), DryRun: true})
+	require.False(t, res.IsError, res.Text())
+	require.Nil(t, res.Approval)
+	require.Equal(t, int64(3), res.Preview.Changes[0].Deleted)
+	require.Equal(t, before, noteTitles(t, f.db))
+	require.Equal(t, []string{"rename_note ok dry_run", "delete_note ok dry_run"}, f.audits())
+
+	// Read tools have nothing to approve.
+	res = f.reg.Invoke(ctx, llmtool.Call{Tool: "get_note", Args: []byte(`{"noteId":"n1"}`), Approval: &llmtool.Approval{Token: "x", Approved: true}})
+	require.Equal(t, "Tool get_note reads only, so there is nothing to approve. Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text())
+}
+
+func TestSetApproval(t *testing.T) {
+	t.Parallel()
+	f := newApprovalFixture(t)
+	ctx := alice(context.Background())
+	needs := func(tool, args string) bool {
+		res := f.reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), DryRun: false})
+		return res.Approval != nil
+	}
+	require.False(t, needs("purge_note", `{"noteId":"c1"}`), "destructive, but the scope asks for nothing yet")
+	require.NoError(t, f.reg.SetApproval(context.Background(), "", "", true))
+	require.True(t, needs("purge_note", `{"noteId":"c2"}`), "the scope's rule for destructive tools")
+	require.False(t, needs("rename_note", `{"noteId":"n1","title":"A"}`), "not destructive")
+	require.NoError(t, f.reg.SetApproval(context.Background(), "", "rename_note", true))
+	require.True(t, needs("rename_note", `{"noteId":"n1","title":"B"}`))
+	require.NoError(t, f.reg.SetApproval(context.Background(), "", "delete_note", false))
+	require.False(t, needs("delete_note", `{"noteId":"n3"}`), "the tool's setting wins over NeedsApproval")
+
+	settings, err := f.reg.ScopeSettings(context.Background())
+	require.NoError(t, err)
+	var got []string
+	for _, s := range settings {
+		if s.Approval {
+			got = append(got, s.Tool+"="+map[bool]string{true: "on", false: "off"}[s.Enabled])
+		}
+	}
+	require.Equal(t, []string{"=on", "delete_note=off", "rename_note=on"}, got)
+}
