@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -119,9 +120,8 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	if st.polling {
 		st.prime()
 	}
-	cs := &callSession{ClientSession: base, h: h,
-		notes: make(chan mcp.JSONRPCNotification, 256), reqs: make(chan mcp.JSONRPCRequest)}
-	st.queue = cs.notes
+	cs := &callSession{ClientSession: base, h: h, reqs: make(chan mcp.JSONRPCRequest), ready: make(chan struct{})}
+	st.queue = cs.NotificationChannel
 	notes := &callNotes{}
 	ctx, cancel := h.streamContext(r, st)
 	ctx = h.s.mcp.WithContext(withNotes(context.WithValue(ctx, streamKey{}, st), notes), cs)
@@ -145,10 +145,20 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 			}
 			st.deliver(n, false)
 		}
+		var notes <-chan mcp.JSONRPCNotification // nil until the handler sends one
+		ready := cs.ready
 		drain := func() {
+			if notes == nil {
+				select {
+				case <-ready: // made before what the handler did last
+					notes = cs.notes
+				default:
+					return
+				}
+			}
 			for {
 				select {
-				case n := <-cs.notes:
+				case n := <-notes:
 					note(n)
 				default:
 					return
@@ -157,7 +167,9 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 		}
 		for {
 			select {
-			case n := <-cs.notes:
+			case <-ready:
+				notes, ready = cs.notes, nil
+			case n := <-notes:
 				note(n)
 			case req := <-cs.reqs:
 				drain() // the handler's notifications before the request go first
@@ -254,14 +266,30 @@ func (s *sseWriter) flush() {
 // session, with the call's response stream for notifications and requests.
 type callSession struct {
 	server.ClientSession
-	h     *httpHandler
-	notes chan mcp.JSONRPCNotification // for the response stream
-	reqs  chan mcp.JSONRPCRequest      // for the response stream, after the notes before them
+	h    *httpHandler
+	reqs chan mcp.JSONRPCRequest // for the response stream, after the notes before them
+
+	// The notifications for the response stream, made by the first
+	// NotificationChannel: most calls send none, and a buffer of 256 is
+	// 12 KB to clear. ready is closed once notes is set.
+	once  sync.Once
+	notes chan mcp.JSONRPCNotification
+	ready chan struct{}
 }
+
+// notesBuffer is how many notifications a call's stream holds before
+// mcp-go drops more (as it does on its own streams).
+const notesBuffer = 256
 
 // NotificationChannel returns the call's own stream. mcp-go sends without
 // blocking and drops what does not fit, as it does on its own streams.
-func (c *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+func (c *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	c.once.Do(func() {
+		c.notes = make(chan mcp.JSONRPCNotification, notesBuffer)
+		close(c.ready)
+	})
+	return c.notes
+}
 
 // request sends a request to the client on the call's stream and waits for
 // the response, which the client POSTs.

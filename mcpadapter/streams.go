@@ -36,7 +36,7 @@ type callStream struct {
 	id      string // the stream's ID in the store
 	polling bool   // revision 2025-11-25: a priming event opens it, and the server may close its connection
 
-	queue chan<- mcp.JSONRPCNotification // the call's notifications, in order
+	queue func() chan<- mcp.JSONRPCNotification // the call's notifications, in order
 
 	mu    sync.Mutex
 	conn  *streamConn // where events are written; nil while none is attached
@@ -86,7 +86,7 @@ func CloseStream(ctx context.Context) bool {
 	// The pump closes the connection when it meets this in the call's
 	// queue, after what the handler sent before.
 	select {
-	case st.queue <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
+	case st.queue() <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
 		return true
 	case <-ctx.Done():
 		return false
