@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -118,7 +119,9 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	conn := newStreamConn(w)
 	st.conn = conn
 	if st.polling {
-		st.prime()
+		st.mu.Lock()
+		st.primer = time.AfterFunc(streamRetry, st.prime)
+		st.mu.Unlock()
 	}
 	cs := &callSession{ClientSession: base, h: h, reqs: make(chan mcp.JSONRPCRequest), ready: make(chan struct{})}
 	st.queue = cs.NotificationChannel
