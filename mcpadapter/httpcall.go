@@ -138,56 +138,84 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 		b, _ = notes.rewrite(b)
 		done <- b
 	}()
-	go func() {
-		defer cancel()
-		defer h.s.streams.Delete(st.id)
-		note := func(n mcp.JSONRPCNotification) {
-			if n.Method == closeMarker {
-				st.closeConn()
-				return
-			}
-			st.deliver(n, false)
-		}
-		var notes <-chan mcp.JSONRPCNotification // nil until the handler sends one
-		ready := cs.ready
-		drain := func() {
-			if notes == nil {
-				select {
-				case <-ready: // made before what the handler did last
-					notes = cs.notes
-				default:
-					return
-				}
-			}
-			for {
-				select {
-				case n := <-notes:
-					note(n)
-				default:
-					return
-				}
-			}
-		}
-		for {
-			select {
-			case <-ready:
-				notes, ready = cs.notes, nil
-			case n := <-notes:
-				note(n)
-			case req := <-cs.reqs:
-				drain() // the handler's notifications before the request go first
-				st.deliver(req, false)
-			case resp := <-done:
-				drain()
-				st.deliver(resp, true)
-				return
-			}
-		}
-	}()
-	select {
-	case <-conn.gone: // the response was written, or the stream moved or closed
-	case <-r.Context().Done():
+	p := &pump{st: st, cs: cs, done: done, ready: cs.ready, end: func() {
+		cancel()
+		h.s.streams.Delete(st.id)
+	}}
+	// This goroutine streams the call until its response is written. If
+	// the connection goes first (the client left, or the stream moved to a
+	// GET or was closed by CloseStream) the call goes on, and a goroutine
+	// of its own streams the rest into the stream's record.
+	if p.run(conn.gone, r.Context().Done()) {
+		return
+	}
+	if r.Context().Err() != nil {
 		st.detach(conn)
+	}
+	go p.run(nil, nil)
+}
+
+// pump moves a call's notifications, requests and response, in order,
+// onto its stream.
+type pump struct {
+	st    *callStream
+	cs    *callSession
+	done  <-chan json.RawMessage
+	ready <-chan struct{}                // closed when the handler made its notification channel
+	notes <-chan mcp.JSONRPCNotification // nil until then
+	end   func()                         // after the response
+}
+
+// run streams until the response is delivered (and reports true), or until
+// gone or left is closed (false).
+func (p *pump) run(gone <-chan struct{}, left <-chan struct{}) bool {
+	for {
+		select {
+		case <-p.ready:
+			p.notes, p.ready = p.cs.notes, nil
+		case n := <-p.notes:
+			p.note(n)
+		case req := <-p.cs.reqs:
+			p.drain() // the handler's notifications before the request go first
+			p.st.deliver(req, false)
+		case resp := <-p.done:
+			p.drain()
+			p.st.deliver(resp, true)
+			p.end()
+			return true
+		case <-gone:
+			return false
+		case <-left:
+			return false
+		}
+	}
+}
+
+func (p *pump) note(n mcp.JSONRPCNotification) {
+	if n.Method == closeMarker {
+		p.st.closeConn()
+		return
+	}
+	p.st.deliver(n, false)
+}
+
+// drain delivers the notifications queued so far.
+func (p *pump) drain() {
+	if p.notes == nil {
+		select {
+		case <-p.ready: // made before what the handler did last
+			p.notes, p.ready = p.cs.notes, nil
+		default:
+			return
+		}
+	}
+	for {
+		select {
+		case n := <-p.notes:
+			p.note(n)
+		default:
+			return
+		}
 	}
 }
 
