@@ -55,7 +55,7 @@ type Tool struct {
 	// reads is what the tool's read calls showed of their statements on
 	// PostgreSQL: readsUnknown, readsOne or readsMany (txn.go). Shared
 	// by the module copies of the tool.
-	reads *atomic.Int32
+	reads   *atomic.Int32
 	kind    toolKind     // a tool, a resource or a prompt
 	tmpl    *uriTemplate // a resource's URI template
 	changes []string     // the resources a write tool changes (Changes)

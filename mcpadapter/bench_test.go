@@ -3,11 +3,16 @@ package mcpadapter_test
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/require"
@@ -45,7 +50,16 @@ type benchClients struct {
 	raw, invoke, adapter *client.Client
 }
 
-func newBench(b *testing.B) benchClients {
+// benchServers are the servers the benchmarks call: the registry (with
+// the one-row read tool) and its adapter, and a raw mcp-go server whose
+// structured tool handler does the same read on the same database.
+type benchServers struct {
+	reg *llmtool.Registry
+	srv *mcpadapter.Server
+	raw *server.MCPServer
+}
+
+func newBenchServers(b *testing.B) benchServers {
 	b.Helper()
 	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(b.TempDir(), "bench.db"))
 	require.NoError(b, err)
@@ -67,6 +81,13 @@ func newBench(b *testing.B) benchClients {
 			err := db.QueryRowContext(ctx, benchQuery, in.ID).Scan(&out.Title, &out.Body)
 			return out, err
 		}))
+	return benchServers{reg: reg, srv: srv, raw: raw}
+}
+
+func newBench(b *testing.B) benchClients {
+	b.Helper()
+	s := newBenchServers(b)
+	reg, srv, raw := s.reg, s.srv, s.raw
 
 	// invoke is mcp-go with a handler that calls Registry.Invoke itself: the
 	// core's cost without the adapter's.
@@ -155,4 +176,117 @@ func BenchmarkToolsCallRatio(b *testing.B) {
 	b.ReportMetric(adapter/raw, "adapter/raw")
 	b.ReportMetric(invoke/raw, "invoke/raw")
 	b.ReportMetric(adapter/invoke, "adapter/invoke")
+}
+
+// The HTTP benchmarks make the same comparison over real HTTP: an
+// httptest server on loopback, an mcp-go streamable HTTP client, at
+// protocol revision 2026-07-28 (stateless core: every request carries the
+// client's _meta, no session) and at 2025-11-25 (a session). The adapter
+// is mcpadapter's Handler(); the raw path is mcp-go's StreamableHTTPServer
+// serving the raw server above, whose handler runs the same SQLite read.
+
+// httpBenchRevisions are the revisions the HTTP benchmarks run at.
+var httpBenchRevisions = []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125}
+
+// httpBenchPath is one client of the HTTP benchmarks.
+type httpBenchPath struct {
+	name string // raw-mcp-go@REVISION or mcpadapter@REVISION
+	c    *client.Client
+}
+
+// newHTTPBench serves the adapter and the raw server over HTTP and returns
+// a client of each at each revision, in the order raw, adapter per
+// revision of httpBenchRevisions; each has made one checked call.
+func newHTTPBench(b *testing.B) []httpBenchPath {
+	b.Helper()
+	s := newBenchServers(b)
+	adapter := httptest.NewServer(s.srv.Handler())
+	b.Cleanup(adapter.Close)
+	raw := httptest.NewServer(server.NewStreamableHTTPServer(s.raw, server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler))))
+	b.Cleanup(raw.Close)
+
+	connect := func(url, version string) *client.Client {
+		tr, err := transport.NewStreamableHTTP(url,
+			transport.WithHTTPBasicClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}),
+			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+		require.NoError(b, err)
+		c := client.NewClient(tr)
+		require.NoError(b, c.Start(context.Background()))
+		b.Cleanup(func() { c.Close() })
+		res, err := c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+			ProtocolVersion: version, ClientInfo: mcp.Implementation{Name: "bench", Version: "1"}}})
+		require.NoError(b, err)
+		require.Equal(b, version, res.ProtocolVersion)
+		require.Equal(b, version, c.ProtocolVersion())
+		return c
+	}
+	var paths []httpBenchPath
+	for _, v := range httpBenchRevisions {
+		paths = append(paths,
+			httpBenchPath{"raw-mcp-go@" + v, connect(raw.URL, v)},
+			httpBenchPath{"mcpadapter@" + v, connect(adapter.URL, v)})
+	}
+	for _, p := range paths {
+		res := benchCall(b, p.c)
+		require.JSONEq(b, `{"id":1,"title":"Hello","body":"World"}`, structured(b, res), p.name)
+		require.NotContains(b, structured(b, res), `"error"`, p.name)
+	}
+	return paths
+}
+
+// BenchmarkHTTPToolsCall measures each HTTP path on its own: ns/op and
+// allocs/op (client and server together: both run in this process).
+func BenchmarkHTTPToolsCall(b *testing.B) {
+	for _, p := range newHTTPBench(b) {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				benchCall(b, p.c)
+			}
+		})
+	}
+}
+
+// BenchmarkHTTPToolsCallRatio runs the four HTTP paths one call each per
+// round, in an order shuffled every round by a seeded generator (every run
+// sees the same sequence), so all see the same machine load, and reports
+// the adapter's time over the raw handler's at each revision (target: at
+// most 1.10): the ratio of total times ("adapter/raw@REVISION") and of
+// median call times ("...-p50"), which a few calls stalled by a shared
+// machine do not move. ns/op is one round: the four calls.
+func BenchmarkHTTPToolsCallRatio(b *testing.B) {
+	paths := newHTTPBench(b)
+	times := make([][]time.Duration, len(paths))
+	rng := rand.New(rand.NewPCG(2026, 7))
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
+	for b.Loop() {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, j := range order {
+			t0 := time.Now()
+			benchCall(b, paths[j].c)
+			times[j] = append(times[j], time.Since(t0))
+		}
+	}
+	sum := func(i int) float64 {
+		var s time.Duration
+		for _, d := range times[i] {
+			s += d
+		}
+		return float64(s)
+	}
+	median := func(i int) float64 {
+		s := slices.Clone(times[i])
+		slices.Sort(s)
+		return float64(s[len(s)/2])
+	}
+	for k, v := range httpBenchRevisions {
+		raw, adapter := 2*k, 2*k+1
+		b.ReportMetric(sum(adapter)/sum(raw), "adapter/raw@"+v)
+		b.ReportMetric(median(adapter)/median(raw), "adapter/raw@"+v+"-p50")
+		b.ReportMetric(median(raw), "ns-p50-raw@"+v)
+		b.ReportMetric(median(adapter), "ns-p50-adapter@"+v)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -117,11 +119,12 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	conn := newStreamConn(w)
 	st.conn = conn
 	if st.polling {
-		st.prime()
+		st.mu.Lock()
+		st.primer = time.AfterFunc(streamRetry, st.prime)
+		st.mu.Unlock()
 	}
-	cs := &callSession{ClientSession: base, h: h,
-		notes: make(chan mcp.JSONRPCNotification, 256), reqs: make(chan mcp.JSONRPCRequest)}
-	st.queue = cs.notes
+	cs := &callSession{ClientSession: base, h: h, reqs: make(chan mcp.JSONRPCRequest), ready: make(chan struct{})}
+	st.queue = cs.NotificationChannel
 	notes := &callNotes{}
 	ctx, cancel := h.streamContext(r, st)
 	ctx = h.s.mcp.WithContext(withNotes(context.WithValue(ctx, streamKey{}, st), notes), cs)
@@ -135,44 +138,84 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 		b, _ = notes.rewrite(b)
 		done <- b
 	}()
-	go func() {
-		defer cancel()
-		defer h.s.streams.Delete(st.id)
-		note := func(n mcp.JSONRPCNotification) {
-			if n.Method == closeMarker {
-				st.closeConn()
-				return
-			}
-			st.deliver(n, false)
-		}
-		drain := func() {
-			for {
-				select {
-				case n := <-cs.notes:
-					note(n)
-				default:
-					return
-				}
-			}
-		}
-		for {
-			select {
-			case n := <-cs.notes:
-				note(n)
-			case req := <-cs.reqs:
-				drain() // the handler's notifications before the request go first
-				st.deliver(req, false)
-			case resp := <-done:
-				drain()
-				st.deliver(resp, true)
-				return
-			}
-		}
-	}()
-	select {
-	case <-conn.gone: // the response was written, or the stream moved or closed
-	case <-r.Context().Done():
+	p := &pump{st: st, cs: cs, done: done, ready: cs.ready, end: func() {
+		cancel()
+		h.s.streams.Delete(st.id)
+	}}
+	// This goroutine streams the call until its response is written. If
+	// the connection goes first (the client left, or the stream moved to a
+	// GET or was closed by CloseStream) the call goes on, and a goroutine
+	// of its own streams the rest into the stream's record.
+	if p.run(conn.gone, r.Context().Done()) {
+		return
+	}
+	if r.Context().Err() != nil {
 		st.detach(conn)
+	}
+	go p.run(nil, nil)
+}
+
+// pump moves a call's notifications, requests and response, in order,
+// onto its stream.
+type pump struct {
+	st    *callStream
+	cs    *callSession
+	done  <-chan json.RawMessage
+	ready <-chan struct{}                // closed when the handler made its notification channel
+	notes <-chan mcp.JSONRPCNotification // nil until then
+	end   func()                         // after the response
+}
+
+// run streams until the response is delivered (and reports true), or until
+// gone or left is closed (false).
+func (p *pump) run(gone <-chan struct{}, left <-chan struct{}) bool {
+	for {
+		select {
+		case <-p.ready:
+			p.notes, p.ready = p.cs.notes, nil
+		case n := <-p.notes:
+			p.note(n)
+		case req := <-p.cs.reqs:
+			p.drain() // the handler's notifications before the request go first
+			p.st.deliver(req, false)
+		case resp := <-p.done:
+			p.drain()
+			p.st.deliver(resp, true)
+			p.end()
+			return true
+		case <-gone:
+			return false
+		case <-left:
+			return false
+		}
+	}
+}
+
+func (p *pump) note(n mcp.JSONRPCNotification) {
+	if n.Method == closeMarker {
+		p.st.closeConn()
+		return
+	}
+	p.st.deliver(n, false)
+}
+
+// drain delivers the notifications queued so far.
+func (p *pump) drain() {
+	if p.notes == nil {
+		select {
+		case <-p.ready: // made before what the handler did last
+			p.notes, p.ready = p.cs.notes, nil
+		default:
+			return
+		}
+	}
+	for {
+		select {
+		case n := <-p.notes:
+			p.note(n)
+		default:
+			return
+		}
 	}
 }
 
@@ -254,14 +297,30 @@ func (s *sseWriter) flush() {
 // session, with the call's response stream for notifications and requests.
 type callSession struct {
 	server.ClientSession
-	h     *httpHandler
-	notes chan mcp.JSONRPCNotification // for the response stream
-	reqs  chan mcp.JSONRPCRequest      // for the response stream, after the notes before them
+	h    *httpHandler
+	reqs chan mcp.JSONRPCRequest // for the response stream, after the notes before them
+
+	// The notifications for the response stream, made by the first
+	// NotificationChannel: most calls send none, and a buffer of 256 is
+	// 12 KB to clear. ready is closed once notes is set.
+	once  sync.Once
+	notes chan mcp.JSONRPCNotification
+	ready chan struct{}
 }
+
+// notesBuffer is how many notifications a call's stream holds before
+// mcp-go drops more (as it does on its own streams).
+const notesBuffer = 256
 
 // NotificationChannel returns the call's own stream. mcp-go sends without
 // blocking and drops what does not fit, as it does on its own streams.
-func (c *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+func (c *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	c.once.Do(func() {
+		c.notes = make(chan mcp.JSONRPCNotification, notesBuffer)
+		close(c.ready)
+	})
+	return c.notes
+}
 
 // request sends a request to the client on the call's stream and waits for
 // the response, which the client POSTs.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
 )
 
 // openListen opens a subscriptions/listen stream (revision 2026-07-28) in
@@ -98,4 +100,29 @@ func TestListenNotifications(t *testing.T) {
 		}
 		require.Equal(t, tc.want, got, tc.name)
 	}
+}
+
+// TestListenResourceUpdated: a listen stream that subscribed to a resource
+// gets notifications/resources/updated when a write tool that declared
+// llmtool.Changes commits a change to it, and nothing for other resources.
+func TestListenResourceUpdated(t *testing.T) {
+	t.Parallel()
+	f := newDocFixture(t, nil)
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	r := openListen(t, ts.URL, "docs", `{"resourceSubscriptions":["doc://1"]}`, `{"resourceSubscriptions":["doc://1"]}`)
+	ctx := context.Background()
+	for _, args := range []string{`{"docId":"10","body":"x"}`, `{"docId":"1","body":"y"}`} {
+		res := f.reg.Invoke(ctx, llmtool.Call{Tool: "edit_doc", Args: []byte(args)})
+		require.False(t, res.IsError, res.Text())
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(nextEvent(t, r).Data), &msg))
+	require.Equal(t, "notifications/resources/updated", msg.Method)
+	require.Equal(t, "doc://1", msg.Params.URI, "the first update is doc://1's: doc://10's was not sent")
 }

@@ -22,6 +22,17 @@
 //     (-32602), as the MCP specification prescribes, whose message is the
 //     registry's sentence ("Unknown tool ... Did you mean ...?").
 //
+// Resources, resource templates and prompts are the registry's too
+// (llmtool.Resource, llmtool.Prompt): resources/list, resources/templates/list
+// and prompts/list show what the caller may use; resources/read and
+// prompts/get go through Registry.Invoke, so entity guards and the policy
+// apply, and a refusal is the request's error with the registry's sentence;
+// completion/complete answers from Registry.Complete (enum values, entity
+// IDs). A session subscribed to a resource (resources/subscribe, or a
+// subscriptions/listen filter at 2026-07-28) gets
+// notifications/resources/updated when a write tool that declared
+// llmtool.Changes commits a change to it.
+//
 // Handlers report progress and log lines with ReadCtx.Progress and
 // ReadCtx.Log (notifications/progress when the client sent a progress token,
 // notifications/message at or above the level the client asked for: with

@@ -36,11 +36,13 @@ type callStream struct {
 	id      string // the stream's ID in the store
 	polling bool   // revision 2025-11-25: a priming event opens it, and the server may close its connection
 
-	queue chan<- mcp.JSONRPCNotification // the call's notifications, in order
+	queue func() chan<- mcp.JSONRPCNotification // the call's notifications, in order
 
-	mu    sync.Mutex
-	conn  *streamConn // where events are written; nil while none is attached
-	ended bool        // the response is recorded
+	mu       sync.Mutex
+	conn     *streamConn // where events are written; nil while none is attached
+	ended    bool        // the response is recorded
+	streamed bool        // an event with an ID was recorded: the client may resume
+	primer   *time.Timer // primes a quiet call's stream after streamRetry
 }
 
 // streamConn is one HTTP response that a callStream writes to.
@@ -86,7 +88,7 @@ func CloseStream(ctx context.Context) bool {
 	// The pump closes the connection when it meets this in the call's
 	// queue, after what the handler sent before.
 	select {
-	case st.queue <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
+	case st.queue() <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
 		return true
 	case <-ctx.Done():
 		return false
@@ -103,6 +105,7 @@ func (st *callStream) closeConn() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if c := st.conn; c != nil && !st.ended {
+		st.primeLocked()
 		c.sw.retry()
 		c.close()
 		st.conn = nil
@@ -110,15 +113,31 @@ func (st *callStream) closeConn() {
 }
 
 // prime records and writes the priming event: an ID and no data, which
-// the client can resume from before any message came.
+// the client can resume from before any message came. A call's stream is
+// primed lazily, before its first event, before CloseStream closes its
+// connection, or after streamRetry of silence: a call that answers at once
+// with nothing before (most calls) answers with a plain JSON body, as
+// cheaply as on a stream that cannot be resumed.
 func (st *callStream) prime() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	id, err := st.store.StoreEvent(context.Background(), st.session, st.id, nil)
-	if err != nil || st.conn == nil {
+	if !st.ended {
+		st.primeLocked()
+	}
+}
+
+func (st *callStream) primeLocked() {
+	if !st.polling || st.streamed {
 		return
 	}
-	st.conn.sw.prime(id)
+	id, err := st.store.StoreEvent(context.Background(), st.session, st.id, nil)
+	if err != nil {
+		return
+	}
+	st.streamed = true
+	if st.conn != nil {
+		st.conn.sw.prime(id)
+	}
 }
 
 // deliver records a message of the call and writes it to the attached
@@ -133,12 +152,21 @@ func (st *callStream) deliver(msg any, last bool) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if !last {
+		st.primeLocked()
+	}
 	id := ""
-	if st.store != nil {
+	// A response with nothing before it goes out as plain JSON, with no ID
+	// to resume from: recording it would serve no one.
+	if st.store != nil && (!last || st.streamed) {
 		id, _ = st.store.StoreEvent(context.Background(), st.session, st.id, data)
+		st.streamed = true
 	}
 	if last {
 		st.ended = true
+		if st.primer != nil {
+			st.primer.Stop()
+		}
 	}
 	c := st.conn
 	if c == nil {

@@ -26,8 +26,8 @@ import (
 // readTools are the tools listed while write tools are off: the notes read
 // tools and the built-in man.
 var readTools = []string{
-	"get_attribute", "get_attributes", "get_child_notes", "get_note", "get_note_content",
-	"get_subtree", "man", "search_notes",
+	"find_note", "get_attribute", "get_attributes", "get_child_notes", "get_note",
+	"get_note_content", "get_subtree", "man", "search_notes",
 }
 
 // writeTools are listed once write tools are on.

@@ -25,6 +25,30 @@ EXAMPLES
 SEE ALSO
     get_note, get_note_content, get_subtree`
 
+const manFindNote = `NOTES
+    For a note the user names by its title ("my meeting notes"). Every
+    word must occur in the title, ignoring case; a word ending in * matches
+    every word that starts with it. Protected notes are never found.
+    When exactly one note matches, the result has it as get_note gives it.
+    When 2 to 10 match and the client can ask its user, the user picks one
+    from a list of their titles (with each one's parent) and the result has
+    that note, with chosenByUser true. Otherwise, when the user does not
+    choose, the client cannot ask, or more than 10 match, the result lists
+    the candidates (ID, title, parent's title) and says what to do: call
+    get_note with the ID of the one meant. No match is an error.
+
+EXAMPLES
+    {"title": "pancakes"}
+        The note "Pancakes", with a 200-character preview.
+    {"title": "notes"}
+        Several notes match ("Meeting notes", "Hidden Notes", ...): the
+        user chooses one, or the result lists them.
+    {"title": "road*", "previewChars": 0}
+        The note whose title has a word starting with "road", no preview.
+
+SEE ALSO
+    search_notes, get_note`
+
 const manGetNote = `NOTES
     The result has the note's title, type, MIME type, dates, parents (a
     cloned note has several), up to 50 children (childCount has them all),

@@ -12,7 +12,7 @@ import (
 	"github.com/llmtool/llmtool"
 )
 
-// Tools is the notes tool module: seventeen tools that search, read and
+// Tools is the notes tool module: eighteen tools that search, read and
 // edit the note store, the resource note://{noteId} (a note's content),
 // the prompt summarize_note, and the "note" entity kind their inputs
 // reference, whose IDs complete in MCP clients. Register it with one line:
@@ -26,7 +26,7 @@ import (
 // of a note or the target of a relation, and a protected note is neither
 // read nor written.
 var Tools = llmtool.DefineTools("notes",
-	searchNotes, getNote, getNoteContent, getChildNotes, getSubtree,
+	searchNotes, findNote, getNote, getNoteContent, getChildNotes, getSubtree,
 	getAttributes, getAttribute,
 	createNote, renameNote, setNoteContent, appendToNote, editNoteContent,
 	deleteNote, moveNote, cloneNote,
@@ -216,23 +216,29 @@ type NoteOut struct {
 
 var getNote = llmtool.Read("get_note", "Read a note's metadata: title, type, parents, children, attributes and a content preview.",
 	func(c *llmtool.ReadCtx, in GetNoteIn) (NoteOut, error) {
-		n, err := GetNote(c, c, in.NoteID)
-		if err != nil {
-			return NoteOut{}, err
-		}
-		content, err := GetContent(c, c, in.NoteID)
-		if err != nil {
-			return NoteOut{}, err
-		}
-		out := NoteOut{Note: *n, ChildCount: len(n.Children), ContentLength: utf8.RuneCountInString(content)}
-		if len(out.Children) > noteChildrenListed {
-			out.Children = out.Children[:noteChildrenListed]
-		}
-		out.ContentPreview = preview(content, in.PreviewChars)
-		return out, nil
+		return readNote(c, in.NoteID, in.PreviewChars)
 	},
 	llmtool.Category(catReading), llmtool.Summary("Read a note's metadata and a content preview"),
 	llmtool.FriendlyName("Read note"), llmtool.Idempotent(), llmtool.ManPage(manGetNote))
+
+// readNote returns what get_note returns for the note id, with a preview
+// of previewChars characters.
+func readNote(c *llmtool.ReadCtx, id string, previewChars int) (NoteOut, error) {
+	n, err := GetNote(c, c, id)
+	if err != nil {
+		return NoteOut{}, err
+	}
+	content, err := GetContent(c, c, id)
+	if err != nil {
+		return NoteOut{}, err
+	}
+	out := NoteOut{Note: *n, ChildCount: len(n.Children), ContentLength: utf8.RuneCountInString(content)}
+	if len(out.Children) > noteChildrenListed {
+		out.Children = out.Children[:noteChildrenListed]
+	}
+	out.ContentPreview = preview(content, previewChars)
+	return out, nil
+}
 
 // preview returns the first n characters of content as plain text: HTML
 // tags removed, entities decoded, white space collapsed, "…" added when

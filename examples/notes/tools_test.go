@@ -646,7 +646,7 @@ func TestWritesOff(t *testing.T) {
 	for _, s := range specs {
 		require.True(t, s.ReadOnly, s.Name)
 	}
-	require.Len(t, specs, 8, "7 read tools and man")
+	require.Len(t, specs, 9, "8 read tools and man")
 }
 
 // TestDefinitions checks what every tool declares: the catalog entries,
@@ -656,7 +656,7 @@ func TestDefinitions(t *testing.T) {
 	h := newHarness(t, nil)
 	lint.Require(t, h.Registry(), nil)
 
-	reads := []string{"search_notes", "get_note", "get_note_content", "get_child_notes", "get_subtree", "get_attributes", "get_attribute"}
+	reads := []string{"search_notes", "find_note", "get_note", "get_note_content", "get_child_notes", "get_subtree", "get_attributes", "get_attribute"}
 	var names, others []string
 	for _, s := range moduleSpecs(t, h.Registry()) {
 		if s.URI != "" || s.Prompt {
@@ -678,7 +678,7 @@ func TestDefinitions(t *testing.T) {
 		require.Equal(t, slices.Contains(reads, s.Name), s.ReadOnly, s.Name)
 		require.Equal(t, s.Name == "delete_note" || s.Name == "delete_attribute", s.Destructive, s.Name)
 	}
-	require.Len(t, names, 17)
+	require.Len(t, names, 18)
 	require.Equal(t, []string{"note", "summarize_note"}, others)
 
 	// man lists every tool and shows each page.
