@@ -446,7 +446,6 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 	return &Error{Kind: KindDenied, Message: msg, NextAction: "Nothing was saved yet; ask the user to approve it.", err: ErrApprovalRequired}
 }
 
-
 func previewModeOf(p *previewState) previewMode {
 	if p == nil {
 		return previewNone

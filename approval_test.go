@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -185,10 +186,11 @@ func TestApproval(t *testing.T) {
 			{"other principal, same call", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice2"}), "delete_note", deleteN1, tok, "The approval was given to another user."},
 			{"other scope", llmtool.WithScope(ctx, "team"), "delete_note", deleteN1, tok, "The approval was given in another scope."},
 		}
+		require.NoError(t, f.reg.SetWrites(context.Background(), "team", true))
 		before := noteTitles(t, f.db)
 		for _, tt := range tests {
 			res := f.reg.Invoke(tt.ctx, llmtool.Call{Tool: tt.tool, Args: []byte(tt.args), Approval: &llmtool.Approval{Token: tt.tok, Approved: true}})
-			require.ErrorIs(t, res.Err, llmtool.ErrApprovalRefused, tt.name)
+			require.ErrorIs(t, res.Err, llmtool.ErrApprovalRefused, tt.name+": "+res.Text())
 			require.Equal(t, tt.want+" Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text(), tt.name)
 		}
 		require.Equal(t, before, noteTitles(t, f.db))
@@ -247,4 +249,43 @@ func TestSetApproval(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"=on", "delete_note=off", "rename_note=on"}, got)
+}
+
+// TestDryRunBytes: a dry run leaves the SQLite file byte for byte as it
+// was, its write-ahead log included.
+func TestDryRunBytes(t *testing.T) {
+	t.Parallel()
+	if !runsOn("sqlite") {
+		t.Skip("compares SQLite's files")
+	}
+	db, path := openDBAt(t)
+	_, err := db.Exec(`CREATE TABLE notes (id TEXT PRIMARY KEY, title TEXT NOT NULL, protected INTEGER NOT NULL DEFAULT 0, owner TEXT NOT NULL DEFAULT '', parent TEXT);
+		INSERT INTO notes (id, title, owner, parent) VALUES ('root', 'Root', '', NULL), ('n1', 'Shopping', 'alice', 'root'), ('c1', 'Milk', 'alice', 'n1')`)
+	require.NoError(t, err)
+	reg, _ := newRegOpts(t, db, nil, llmtool.DefineTools("notes", deleteNote, renameNote).WithEntities(noteKind))
+	ctx := alice(context.Background())
+	require.NoError(t, reg.SetWrites(ctx, "", true))
+	files := func() [][]byte {
+		_, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+		require.NoError(t, err)
+		var out [][]byte
+		for _, f := range []string{path, path + "-wal"} {
+			b, err := os.ReadFile(f)
+			if !os.IsNotExist(err) {
+				require.NoError(t, err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	before := files()
+	for _, c := range []llmtool.Call{
+		{Tool: "delete_note", Args: []byte(deleteN1), DryRun: true},
+		{Tool: "rename_note", Args: []byte(`{"noteId":"n1","title":"X"}`), DryRun: true},
+		{Tool: "delete_note", Args: []byte(deleteN1)}, // an approval request
+	} {
+		res := reg.Invoke(ctx, c)
+		require.NotNil(t, res.Preview, res.Text())
+	}
+	require.Equal(t, before, files())
 }

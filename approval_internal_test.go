@@ -1,0 +1,41 @@
+package llmtool
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestApprovalExpiry(t *testing.T) {
+	t.Parallel()
+	var a approvals
+	a.init(&Options{ApprovalTTL: time.Minute})
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return now }
+	ctx := WithPrincipal(context.Background(), &Principal{ID: "alice"})
+	tok, exp := a.seal(ctx, "delete_note", []byte(`{"noteId":"n1"}`), &Preview{Result: []byte(`{}`)})
+	require.Equal(t, now.Add(time.Minute), exp)
+
+	now = now.Add(59 * time.Second)
+	_, err := a.open(ctx, "delete_note", []byte(` { "noteId" : "n1" } `), tok)
+	require.NoError(t, err, "arguments compare by value, not spelling")
+
+	now = now.Add(2 * time.Second)
+	_, err = a.open(ctx, "delete_note", []byte(`{"noteId":"n1"}`), tok)
+	require.EqualError(t, err, "The approval expired at 2026-12-01T12:01:00Z. Nothing was saved. Call the tool again to get a new preview for the user to approve.")
+	require.ErrorIs(t, err, ErrApprovalRefused)
+
+	var b approvals
+	b.init(nil) // another process, another random key
+	_, err = b.open(ctx, "delete_note", []byte(`{"noteId":"n1"}`), tok)
+	require.ErrorIs(t, err, ErrApprovalRefused)
+
+	var c approvals
+	c.init(&Options{ApprovalKey: a.key}) // replicas sharing the key
+	c.now = a.now
+	now = now.Add(-30 * time.Second)
+	_, err = c.open(ctx, "delete_note", []byte(`{"noteId":"n1"}`), tok)
+	require.NoError(t, err)
+}
