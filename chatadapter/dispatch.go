@@ -3,6 +3,7 @@ package chatadapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -35,15 +36,23 @@ type Outcome struct {
 
 // Reply is what Dispatch gives back for one model turn.
 type Reply struct {
-	// Outcomes are the calls' results, in the model's order.
+	// Outcomes are the calls' results, in the model's order. While a call
+	// waits for approval (Pending), they are the calls before it.
 	Outcomes []Outcome
 	// Messages are what to append to the conversation before the next
 	// request, in the turn's format: one tool message per call for OpenAI
 	// Chat Completions, one function_call_output item per call for OpenAI
 	// Responses, one user message of tool_result blocks for Anthropic, one
 	// user content of functionResponse parts for Gemini. Empty when the
-	// turn asked for no calls.
+	// turn asked for no calls, and while a call waits for approval: the
+	// providers take the next request only with a result for every call.
 	Messages []json.RawMessage
+	// Pending is the call that waits for a person's approval, nil if none:
+	// show it, then Resume with the person's answer. The calls after it
+	// have not run yet (see the package documentation).
+	Pending *Pending
+
+	paused *paused // set with Pending
 }
 
 // Dispatch runs the tool calls of one model turn and returns their results
@@ -65,13 +74,17 @@ type Reply struct {
 // in ctx. An unknown tool, malformed arguments or a failed call become error
 // results for the model; Dispatch returns an error only when turn cannot be
 // parsed at all.
+//
+// A write call that needs a person's approval (llmtool.NeedsApproval,
+// Registry.SetApproval) pauses the turn there: the reply's Pending shows
+// what it would change, and Reply.Resume goes on with the person's answer.
 func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Reply, error) {
 	calls, err := ParseCalls(shape, turn)
 	if err != nil {
 		return nil, err
 	}
-	out := a.Execute(ctx, calls)
-	return &Reply{Outcomes: out, Messages: Render(shape, out)}, nil
+	t := a.newTurn(ctx, shape, calls)
+	return t.reply(ctx, a.execute(ctx, t.calls, t.specs, t.out, 0, nil, true)), nil
 }
 
 // Execute runs calls in the order described in the package documentation
@@ -81,20 +94,35 @@ func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Repl
 // Arguments go to Invoke as they are: the nulls a strict-mode model sends
 // for optional parameters it leaves out mean "absent" to Invoke itself,
 // for every adapter.
+//
+// Execute does not wait for approvals: a call that needs one fails, as any
+// failed call, with its approval request in Outcome.Result.Approval, and
+// the calls after it run. Dispatch and Reply.Resume, or Run, let a person
+// approve it first.
 func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 	out := make([]Outcome, len(calls))
-	obs := newObserver(ctx)
-	locale := LocaleFrom(ctx)
-	if locale == "" {
-		locale = a.locale
-	}
+	a.execute(ctx, calls, a.specs(ctx, calls), out, 0, nil, false)
+	return out
+}
+
+func (a *Adapter) specs(ctx context.Context, calls []ToolCall) []*llmtool.Spec {
 	specs := make([]*llmtool.Spec, len(calls))
 	for i, c := range calls {
 		specs[i], _ = a.reg.Tool(ctx, c.Name)
 	}
+	return specs
+}
+
+// execute runs calls[from:] into out, the call at from with answer (nil
+// for none). With pause, it stops at a call that asks for approval and
+// returns its index; it returns -1 when every call ran.
+func (a *Adapter) execute(ctx context.Context, calls []ToolCall, specs []*llmtool.Spec, out []Outcome, from int, answer *llmtool.Approval, pause bool) int {
+	obs := newObserver(ctx)
+	locale := a.localeOf(ctx)
 	// Runs of adjacent reads (unknown tools count as reads: they fail
 	// without touching the database) run concurrently; a write runs alone.
-	for i := 0; i < len(calls); {
+	// Only a write can ask for approval, so a pause comes between runs.
+	for i := from; i < len(calls); {
 		j := i + 1
 		if isRead(specs[i]) {
 			for j < len(calls) && isRead(specs[j]) {
@@ -103,7 +131,14 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 		}
 		if j-i == 1 || a.maxParallel == 1 {
 			for k := i; k < j; k++ {
-				out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs)
+				var ans *llmtool.Approval
+				if k == from {
+					ans = answer
+				}
+				out[k] = a.call(ctx, k, calls[k], specs[k], ans, locale, obs)
+				if pause && out[k].Result.Approval != nil {
+					return k
+				}
 			}
 		} else {
 			sem := make(chan struct{}, a.maxParallel)
@@ -112,38 +147,49 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 				sem <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-sem }()
-					out[k] = a.call(ctx, k, calls[k], specs[k], locale, obs)
+					out[k] = a.call(ctx, k, calls[k], specs[k], nil, locale, obs)
 				})
 			}
 			wg.Wait()
 		}
 		i = j
 	}
-	return out
+	return -1
+}
+
+func (a *Adapter) localeOf(ctx context.Context) string {
+	if l := LocaleFrom(ctx); l != "" {
+		return l
+	}
+	return a.locale
 }
 
 func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 
-func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, locale string, obs *observer) Outcome {
+func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, answer *llmtool.Approval, locale string, obs *observer) Outcome {
 	ev := Event{Index: index, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
 	if obs != nil {
-		defined := ""
-		if spec != nil {
-			defined = spec.FriendlyName
-		}
-		ev.FriendlyName = a.msgs.FriendlyName(c.Name, defined, locale)
+		ev.FriendlyName = a.friendlyName(c.Name, spec, locale)
 		ev.Kind = CallStarted
 		obs.emit(ev)
 		ctx = callinfo.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
 	start := time.Now()
-	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args})
+	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer})
 	d := time.Since(start)
 	if obs != nil {
 		ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
 		obs.emit(ev)
 	}
 	return Outcome{Call: c, Result: res, Duration: d}
+}
+
+func (a *Adapter) friendlyName(tool string, spec *llmtool.Spec, locale string) string {
+	defined := ""
+	if spec != nil {
+		defined = spec.FriendlyName
+	}
+	return a.msgs.FriendlyName(tool, defined, locale)
 }
 
 // EventKind says what an Event reports.
@@ -180,7 +226,10 @@ type Event struct {
 }
 
 // String renders the event as a progress line: "Create note…",
-// "Create note… 3/10 copying", "Create note… done", "Create note… failed".
+// "Create note… 3/10 copying", "Create note… done", "Create note… failed";
+// a call that waits for a person's approval is "Delete note… needs
+// approval", and one whose approval was denied (or expired) is
+// "Delete note… not approved".
 func (e Event) String() string {
 	name := e.FriendlyName
 	if name == "" {
@@ -188,7 +237,12 @@ func (e Event) String() string {
 	}
 	switch e.Kind {
 	case CallFinished:
-		if e.IsError {
+		switch {
+		case errors.Is(e.Err, llmtool.ErrApprovalRequired):
+			return name + "… needs approval"
+		case errors.Is(e.Err, llmtool.ErrApprovalRefused):
+			return name + "… not approved"
+		case e.IsError:
 			return name + "… failed"
 		}
 		return name + "… done"

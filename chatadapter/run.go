@@ -58,7 +58,9 @@ type RunOptions struct {
 type Transcript struct {
 	// Messages is the conversation: the messages Run was given, then each
 	// assistant message and the tool messages answering it, in order. Pass
-	// it to Run again, with a new user message appended, to go on.
+	// it to Run again, with a new user message appended, to go on. While a
+	// call waits for approval (Pending), it ends with the assistant message
+	// whose calls are not all answered yet: resume, do not send it.
 	Messages []json.RawMessage
 	// Answer is the content of the final assistant message, the one
 	// without tool calls; "" if Run stopped before it.
@@ -67,6 +69,12 @@ type Transcript struct {
 	Steps int
 	// Outcomes are every tool call's outcome, in order.
 	Outcomes []Outcome
+	// Pending is the call the run paused at, waiting for a person's
+	// approval, nil if none: show it, then call Resume with the answer.
+	Pending *Pending
+
+	run   *runner // set with Pending
+	reply *Reply
 }
 
 // ErrStepLimit is wrapped by Run's error when every request up to the step
@@ -113,64 +121,126 @@ func textMessage(role, text string) json.RawMessage {
 // with the results of the last calls, which the model has not seen), and,
 // before sending anything, for a request field that cannot be encoded.
 //
+// A call that needs a person's approval pauses the run: Run returns, with
+// a nil error, a transcript whose Pending shows the call, and
+// Transcript.Resume goes on with the person's answer, from a later request
+// of the host's if need be:
+//
+//	tr, err := chatadapter.Run(ctx, a, ep, messages, nil)
+//	for err == nil && tr.Pending != nil {
+//		tr, err = tr.Resume(ctx, askThePerson(tr.Pending)) // true: approved
+//	}
+//
 // Events of each call (WithEvents) are reported as in Execute.
 func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts *RunOptions) (*Transcript, error) {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
-	maxSteps, shape := DefaultMaxSteps, OpenAIChat
+	r := &runner{a: a, ep: ep, maxSteps: DefaultMaxSteps, shape: OpenAIChat}
 	if opts.MaxSteps > 0 {
-		maxSteps = opts.MaxSteps
+		r.maxSteps = opts.MaxSteps
 	}
 	if opts.Strict {
-		shape = OpenAIChatStrict
+		r.shape = OpenAIChatStrict
 	}
 	t := &Transcript{Messages: slices.Clone(messages)}
-	var fields object
 	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
 		b, err := marshal(opts.RequestFields[name])
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: run: request field %q: %w", name, err)
 		}
-		fields = append(fields, member{name, json.RawMessage(b)})
+		r.fields = append(r.fields, member{name, json.RawMessage(b)})
 	}
-	url := strings.TrimRight(ep.BaseURL, "/") + "/chat/completions"
-	client := ep.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
+	r.url = strings.TrimRight(ep.BaseURL, "/") + "/chat/completions"
+	r.client = ep.HTTPClient
+	if r.client == nil {
+		r.client = http.DefaultClient
 	}
-	for t.Steps < maxSteps {
+	return r.loop(ctx, t)
+}
+
+// Resume answers the call the run paused at (Pending) with the person's
+// decision, as Reply.Resume does, and goes on with the run: it completes
+// the turn's results and sends the next request, with the options Run was
+// given, its steps counted on from this transcript's. ctx carries the same
+// scope and principal as Run's. It returns the run's transcript from the
+// start, paused again at the next call that waits for approval, or ended
+// as Run ends. On a transcript without a Pending call, or resumed already,
+// it returns ErrNotPending.
+func (t *Transcript) Resume(ctx context.Context, approved bool) (*Transcript, error) {
+	if t.reply == nil {
+		return t, ErrNotPending
+	}
+	reply, err := t.reply.Resume(ctx, approved)
+	if err != nil {
+		return t, err
+	}
+	n := &Transcript{Messages: slices.Clip(t.Messages), Steps: t.Steps,
+		Outcomes: append(slices.Clip(t.Outcomes), reply.Outcomes[len(t.reply.Outcomes):]...)}
+	return t.run.answered(ctx, n, reply)
+}
+
+// runner is one Run's settings, kept by a paused transcript.
+type runner struct {
+	a        *Adapter
+	ep       Endpoint
+	maxSteps int
+	shape    Shape
+	fields   object
+	url      string
+	client   *http.Client
+}
+
+// loop sends requests and runs their calls until an answer, a pause, an
+// error or the step limit.
+func (r *runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
+	for t.Steps < r.maxSteps {
 		if err := ctx.Err(); err != nil {
 			return t, fmt.Errorf("chatadapter: run: %w", err)
 		}
-		set, err := a.Tools(ctx, shape)
+		set, err := r.a.Tools(ctx, r.shape)
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: run: tool set: %w", err)
 		}
-		body := object{{"model", ep.Model}, {"messages", rawList(t.Messages)}}
+		body := object{{"model", r.ep.Model}, {"messages", rawList(t.Messages)}}
 		if len(set.Tools) > 0 {
 			body = append(body, member{"tools", set.JSON})
 		}
-		body = append(body, fields...)
-		msg, err := complete(ctx, client, url, ep.APIKey, appendOrdered(nil, body))
+		body = append(body, r.fields...)
+		msg, err := complete(ctx, r.client, r.url, r.ep.APIKey, appendOrdered(nil, body))
 		if err != nil {
 			return t, err
 		}
 		t.Steps++
 		msg, content, calls, err := readAssistant(msg)
 		if err != nil {
-			return t, fmt.Errorf("chatadapter: POST %s: %w", url, err)
+			return t, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 		}
 		t.Messages = append(t.Messages, msg)
 		if len(calls) == 0 {
 			t.Answer = content
 			return t, nil
 		}
-		out := a.Execute(ctx, calls)
-		t.Outcomes = append(t.Outcomes, out...)
-		t.Messages = append(t.Messages, Render(OpenAIChat, out)...)
+		tn := r.a.newTurn(ctx, OpenAIChat, calls)
+		reply := tn.reply(ctx, r.a.execute(ctx, tn.calls, tn.specs, tn.out, 0, nil, true))
+		t.Outcomes = append(t.Outcomes, reply.Outcomes...)
+		if reply.Pending != nil {
+			return r.answered(ctx, t, reply)
+		}
+		t.Messages = append(t.Messages, reply.Messages...)
 	}
-	return t, fmt.Errorf("%w: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, maxSteps)
+	return t, fmt.Errorf("%w: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, r.maxSteps)
+}
+
+// answered goes on with t after its last turn's reply: paused again, or
+// complete and sent on.
+func (r *runner) answered(ctx context.Context, t *Transcript, reply *Reply) (*Transcript, error) {
+	if reply.Pending != nil {
+		t.Pending, t.run, t.reply = reply.Pending, r, reply
+		return t, nil
+	}
+	t.Messages = append(t.Messages, reply.Messages...)
+	return r.loop(ctx, t)
 }
 
 func rawList(ms []json.RawMessage) []any {
