@@ -383,3 +383,92 @@ func TestResumeOtherPrincipal(t *testing.T) {
 	require.Equal(t, `The approval was given to another user. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, r.Outcomes[0].Result.Text())
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 }
+
+// Run pauses at a call that needs approval, sending nothing more, and
+// Transcript.Resume answers it and goes on with the run.
+func TestRunApproval(t *testing.T) {
+	t.Parallel()
+	calls := toolCalls([2]string{"remove_item", `{"id":1}`}, [2]string{"add_item", `{"name":"pear"}`})
+	assistant := `{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"call_1","type":"function","function":{"name":"remove_item","arguments":"{\"id\":1}"}},` +
+		`{"id":"call_2","type":"function","function":{"name":"add_item","arguments":"{\"name\":\"pear\"}"}}]}`
+	tests := []struct {
+		name     string
+		approved bool
+		want     []string // the tool messages of the second request
+		wantRows [][3]any
+	}{
+		{"approved", true, []string{
+			`{"role":"tool","tool_call_id":"call_1","content":"{\"removed\":1,\"name\":\"apple\"}"}`,
+			`{"role":"tool","tool_call_id":"call_2","content":"{\"id\":1,\"name\":\"pear\",\"qty\":1}"}`,
+		}, [][3]any{{1, "pear", 1}}},
+		{"denied", false, []string{
+			`{"role":"tool","tool_call_id":"call_1","content":"{\"error\":\"` + denied + `\"}"}`,
+			`{"role":"tool","tool_call_id":"call_2","content":"{\"id\":2,\"name\":\"pear\",\"qty\":1}"}`,
+		}, [][3]any{{1, "apple", 3}, {2, "pear", 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, events := newApprovalFixture(t)
+			m := newModel(t, reply(calls), reply(answer("Done.")))
+			tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 2})
+			require.NoError(t, err)
+			require.NotNil(t, tr.Pending)
+			require.Equal(t, "call_1", tr.Pending.Call.ID)
+			require.Equal(t, "Remove item 1 (apple). (items: 1 deleted)", tr.Pending.Summary)
+			require.Equal(t, "", tr.Answer)
+			require.Equal(t, 1, tr.Steps)
+			require.Len(t, m.requests(), 1, "nothing sent while the call waits")
+			require.Equal(t, []string{userAsk, assistant}, rawStrings(tr.Messages))
+			require.Empty(t, tr.Outcomes)
+			require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
+			require.Equal(t, []string{"Remove item… needs approval"}, events.take())
+
+			paused := tr
+			tr, err = tr.Resume(f.ctx, tt.approved)
+			require.NoError(t, err)
+			require.Nil(t, tr.Pending)
+			require.Equal(t, "Done.", tr.Answer)
+			require.Equal(t, 2, tr.Steps)
+			reqs := m.requests()
+			require.Len(t, reqs, 2)
+			require.Equal(t, append([]string{userAsk, assistant}, tt.want...), messagesOf(t, reqs[1]))
+			require.Equal(t, append([]string{userAsk, assistant}, append(tt.want, `{"role":"assistant","content":"Done."}`)...), rawStrings(tr.Messages))
+			require.Len(t, tr.Outcomes, 2)
+			require.Equal(t, tt.wantRows, f.rows(t))
+
+			_, err = paused.Resume(f.ctx, true)
+			require.ErrorIs(t, err, chatadapter.ErrNotPending)
+			_, err = tr.Resume(f.ctx, true)
+			require.ErrorIs(t, err, chatadapter.ErrNotPending)
+			require.Len(t, m.requests(), 2)
+			require.Equal(t, tt.wantRows, f.rows(t))
+		})
+	}
+}
+
+// A resumed run counts its steps on: at the limit it stops with the
+// turn's results, as Run does.
+func TestRunApprovalStepLimit(t *testing.T) {
+	t.Parallel()
+	f, _ := newApprovalFixture(t)
+	m := newModel(t, reply(toolCalls([2]string{"remove_item", `{"id":1}`})))
+	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 1})
+	require.NoError(t, err)
+	require.NotNil(t, tr.Pending)
+	tr, err = tr.Resume(f.ctx, true)
+	require.ErrorIs(t, err, chatadapter.ErrStepLimit)
+	require.Equal(t, 1, tr.Steps)
+	require.Len(t, m.requests(), 1)
+	require.Equal(t, `{"role":"tool","tool_call_id":"call_1","content":"{\"removed\":1,\"name\":\"apple\"}"}`, string(tr.Messages[2]))
+	require.Empty(t, f.rows(t))
+}
+
+func rawStrings(ms []json.RawMessage) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m)
+	}
+	return out
+}
