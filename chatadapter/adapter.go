@@ -41,6 +41,43 @@
 // asked for before it, writes commit in the model's order, and the results,
 // returned in the model's order, are the same on every run.
 //
+// # Approval
+//
+// A write tool that needs a person's approval (llmtool.NeedsApproval, or
+// Registry.SetApproval for the scope) does not commit when the model
+// calls it: the registry runs it, records what it would change (a
+// Preview), rolls back and asks. Dispatch then pauses the turn at that
+// call: the reply's Pending carries the call, its friendly name, the
+// preview and its one-line summary for the host's UI, and its Messages
+// stay empty, because the providers take the next request only once every
+// call of the turn has its result. The host shows the preview and calls
+// Reply.Resume with the person's answer:
+//
+//	reply, err := a.Dispatch(ctx, shape, assistantMessage)
+//	for err == nil && reply.Pending != nil {
+//		reply, err = reply.Resume(ctx, askThePerson(reply.Pending)) // true: approved
+//	}
+//	// ... append reply.Messages to the conversation and send it again ...
+//
+// The turn keeps the model's order across the pause: the calls before
+// the pending one have run, and none after it runs before the person has
+// answered, since a later call may read or build on what the pending one
+// changes. An approved call commits if its preview is unchanged; if the
+// data changed meanwhile, nothing is saved and the same call is pending
+// again with its new preview. A denied call saves nothing, and the model
+// reads "The user denied this change. Nothing was saved. Ask the user
+// what to do instead."; like any failed call, it does not stop the calls
+// after it, and each of those that needs approval is asked about in turn.
+// So two calls that need approval in one turn are asked one after the
+// other, the second previewed on the data the first left.
+//
+// Run pauses the same way and returns its transcript with Pending set;
+// Transcript.Resume answers and goes on with the run. A paused reply or
+// transcript holds the turn in memory: keep it with the conversation until
+// the person answers (Pending.Expires bounds the wait), and resume with
+// false when they leave without answering, so that every call gets its
+// result.
+//
 // # Prompts
 //
 // The prompts a module defines (llmtool.Prompt) are for the person, not

@@ -3,6 +3,7 @@ package chatadapter_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -223,4 +224,135 @@ func ExampleWithEvents() {
 	// Output:
 	// Grüßen…
 	// Grüßen… done
+}
+
+type EraseIn struct {
+	Name string `json:"name" desc:"Who to erase."`
+}
+
+type EraseOut struct {
+	Erased int64 `json:"erased"`
+}
+
+// eraseGuest needs a person's approval before it commits.
+var eraseGuest = llmtool.Write("erase_guest", "Erase a guest from the guestbook.",
+	func(c *llmtool.WriteCtx, in EraseIn) (EraseOut, error) {
+		res, err := c.Exec(`DELETE FROM guests WHERE name = ?`, in.Name)
+		if err != nil {
+			return EraseOut{}, err
+		}
+		n, err := res.RowsAffected()
+		c.Describe("Erase %s from the guestbook.", in.Name)
+		return EraseOut{Erased: n}, err
+	}, llmtool.NeedsApproval(), llmtool.FriendlyName("Erase guest"))
+
+// exampleGuestbook opens a registry over a guestbook of Ada and Bob, with
+// write tools on, and returns an adapter and a context for it.
+func exampleGuestbook() (*chatadapter.Adapter, context.Context, func()) {
+	dir, err := os.MkdirTemp("", "chatadapter-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE guests (name TEXT PRIMARY KEY); INSERT INTO guests VALUES ('Ada'), ('Bob')`); err != nil {
+		log.Fatal(err)
+	}
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		llmtool.DefineTools("guestbook", eraseGuest))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "host"})
+	if err := reg.SetWrites(ctx, "", true); err != nil {
+		log.Fatal(err)
+	}
+	return chatadapter.New(reg, nil), ctx, func() { db.Close(); os.RemoveAll(dir) }
+}
+
+// A turn pauses at a call that needs approval; Pending has what the host
+// shows the person.
+func ExamplePending() {
+	a, ctx, done := exampleGuestbook()
+	defer done()
+
+	turn := `[{"id":"call_1","type":"function","function":{"name":"erase_guest","arguments":"{\"name\":\"Ada\"}"}}]`
+	reply, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(turn))
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := reply.Pending
+	fmt.Printf("%s %s: %s\n", p.FriendlyName, p.Call.Args, p.Summary)
+	fmt.Println(string(p.Preview.Result), p.Preview.Changes)
+	fmt.Println(len(reply.Messages), "messages until the person answers")
+	// Output:
+	// Erase guest {"name":"Ada"}: Erase Ada from the guestbook. (guests: 1 deleted)
+	// {"erased":1} [{guests 0 0 1}]
+	// 0 messages until the person answers
+}
+
+// Resume answers the pending call; the reply then has every call's result
+// for the model. A reply is resumed once.
+func ExampleReply_Resume() {
+	a, ctx, done := exampleGuestbook()
+	defer done()
+
+	turn := `[{"type":"tool_use","id":"toolu_1","name":"erase_guest","input":{"name":"Ada"}},
+		{"type":"tool_use","id":"toolu_2","name":"erase_guest","input":{"name":"Bob"}}]`
+	reply, err := a.Dispatch(ctx, chatadapter.Anthropic, []byte(turn))
+	for err == nil && reply.Pending != nil {
+		approved := reply.Pending.Call.ID == "toolu_2" // the person's answer: keep Ada, erase Bob
+		fmt.Printf("%s? %v\n", reply.Pending.Summary, approved)
+		paused := reply
+		reply, err = reply.Resume(ctx, approved)
+		if _, again := paused.Resume(ctx, approved); errors.Is(again, chatadapter.ErrNotPending) {
+			fmt.Println("(answered once)")
+		}
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(reply.Messages[0]))
+	// Output:
+	// Erase Ada from the guestbook. (guests: 1 deleted)? false
+	// (answered once)
+	// Erase Bob from the guestbook. (guests: 1 deleted)? true
+	// (answered once)
+	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"{\"error\":\"The user denied this change. Nothing was saved. Ask the user what to do instead.\"}"}],"is_error":true},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"{\"erased\":1}"}],"is_error":false}]}
+}
+
+// Run pauses at a call that needs approval; Resume answers it and goes on
+// with the run. Here an httptest server stands in for the model.
+func ExampleTranscript_Resume() {
+	a, ctx, done := exampleGuestbook()
+	defer done()
+
+	step := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		step++
+		msg := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"erase_guest","arguments":"{\"name\":\"Bob\"}"}}]}`
+		if step == 2 {
+			msg = `{"role":"assistant","content":"Bob is gone."}`
+		}
+		fmt.Fprintf(w, `{"choices":[{"message":%s}]}`, msg)
+	}))
+	defer srv.Close()
+
+	tr, err := chatadapter.Run(ctx, a, chatadapter.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"},
+		[]json.RawMessage{chatadapter.UserMessage("Erase Bob.")}, nil)
+	for err == nil && tr.Pending != nil {
+		fmt.Printf("%s: %s Approve? yes\n", tr.Pending.FriendlyName, tr.Pending.Summary)
+		tr, err = tr.Resume(ctx, true)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tr.Answer)
+	fmt.Println(string(tr.Messages[2]))
+	// Output:
+	// Erase guest: Erase Bob from the guestbook. (guests: 1 deleted) Approve? yes
+	// Bob is gone.
+	// {"role":"tool","tool_call_id":"call_1","content":"{\"erased\":1}"}
 }
