@@ -31,9 +31,22 @@
 // enables them, persistently, as "go run ./examples/notes-mcp writes on"
 // does.
 //
+// With -approve, the scope's destructive tools (delete_note,
+// delete_attribute) need the person's approval before they commit
+// (Registry.SetApproval, persistent too). The run then pauses at such a
+// call, and chat shows what it would change and asks on standard error,
+// reading the answer from standard input; anything but y or yes, or the
+// end of the input, denies, and the model reads that nothing was saved:
+//
+//	$ go run ./examples/chat -writes -approve "Delete the pancakes recipe"
+//	Delete note {"noteId":"pancakes"}: notes: 1 updated; branches: 1 updated; attributes: 1 updated
+//	Approve? [y/N] y
+//	Delete note… done
+//	I deleted the note "Pancakes".
+//
 // Usage:
 //
-//	chat [-db PATH] [-scope NAME] [-writes] [-steps N] [-strict] [-locale TAG] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
+//	chat [-db PATH] [-scope NAME] [-writes] [-approve] [-steps N] [-strict] [-locale TAG] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
 // usage error or a missing environment variable).
@@ -86,6 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	dbPath := fs.String("db", "notes.db", "note store `file`, created and seeded if missing")
 	scope := fs.String("scope", "default", "scope whose tool settings apply")
 	writes := fs.Bool("writes", false, "enable write tools in the scope (persistent)")
+	approve := fs.Bool("approve", false, "ask before destructive tools commit in the scope (persistent)")
 	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
 	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs)")
 	locale := fs.String("locale", "en", "language of the tool progress lines")
@@ -121,7 +135,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 
 	start := startPrompt{name: *prompt, args: promptArgs}
-	if err := chat(ctx, ep, *dbPath, *scope, *writes, *steps, *strict, *locale, start, fs.Args(), stdin, stdout, stderr); err != nil {
+	set := settings{writes: *writes, approve: *approve}
+	if err := chat(ctx, ep, *dbPath, *scope, set, *steps, *strict, *locale, start, fs.Args(), stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "chat: %v\n", oneLine(err))
 		return exitError
 	}
@@ -142,6 +157,11 @@ func (p promptArgs) Set(s string) error {
 	return nil
 }
 
+// settings are the scope's settings to turn on (-writes, -approve).
+type settings struct {
+	writes, approve bool
+}
+
 // startPrompt is the prompt the conversation starts from (-prompt, -arg);
 // name is "" for none.
 type startPrompt struct {
@@ -149,7 +169,7 @@ type startPrompt struct {
 	args promptArgs
 }
 
-func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, writes bool, steps int, strict bool, locale string,
+func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, set settings, steps int, strict bool, locale string,
 	start startPrompt, question []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	db, err := notes.Open(ctx, dbPath)
 	if err != nil {
@@ -162,23 +182,34 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 		return err
 	}
 	ctx = llmtool.WithScope(ctx, scope)
-	if writes {
+	if set.writes {
 		if err := reg.SetWrites(ctx, scope, true); err != nil {
+			return err
+		}
+	}
+	if set.approve { // tool "": every destructive tool of the scope
+		if err := reg.SetApproval(ctx, scope, "", true); err != nil {
 			return err
 		}
 	}
 	a := chatadapter.New(reg, nil)
 	ctx = chatadapter.WithLocale(ctx, locale)
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
-		if e.Kind == chatadapter.CallFinished {
+		// A call that needs approval is asked about next (askApproval).
+		if e.Kind == chatadapter.CallFinished && !errors.Is(e.Err, llmtool.ErrApprovalRequired) {
 			fmt.Fprintln(stderr, e)
 		}
 	})
 	opts := &chatadapter.RunOptions{MaxSteps: steps, Strict: strict}
 
+	// Questions and approvals are lines of standard input.
+	in := bufio.NewScanner(stdin)
 	messages := []json.RawMessage{chatadapter.SystemMessage(systemPrompt)}
 	send := func(add ...json.RawMessage) error {
 		tr, err := chatadapter.Run(ctx, a, ep, append(messages, add...), opts)
+		for err == nil && tr.Pending != nil {
+			tr, err = tr.Resume(ctx, askApproval(tr.Pending, in, stderr))
+		}
 		if err != nil {
 			return err
 		}
@@ -201,7 +232,6 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 	} else if len(question) > 0 {
 		return ask(strings.Join(question, " "))
 	}
-	in := bufio.NewScanner(stdin)
 	for in.Scan() {
 		q := strings.TrimSpace(in.Text())
 		if q == "" {
@@ -215,6 +245,22 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, wr
 		return err
 	}
 	return nil
+}
+
+// askApproval shows what a pending call would change and asks the person
+// whether to save it: y or yes approves; anything else, or the end of the
+// input, denies.
+func askApproval(p *chatadapter.Pending, in *bufio.Scanner, stderr io.Writer) bool {
+	fmt.Fprintf(stderr, "%s %s: %s\nApprove? [y/N] ", p.FriendlyName, p.Call.Args, p.Summary)
+	if !in.Scan() {
+		fmt.Fprintln(stderr)
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(in.Text())) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }
 
 // startMessages renders the prompt the conversation starts from, in the

@@ -246,3 +246,63 @@ func TestChatPrompt(t *testing.T) {
 		})
 	}
 }
+
+// titlesUnder lists the titles of a note's live children, in order.
+func titlesUnder(t *testing.T, path, parent string) []string {
+	t.Helper()
+	db, err := notes.Open(context.Background(), path)
+	require.NoError(t, err)
+	defer db.Close()
+	kids, err := notes.Children(context.Background(), db, parent)
+	require.NoError(t, err)
+	var out []string
+	for _, k := range kids {
+		out = append(out, k.Title)
+	}
+	return out
+}
+
+// With -approve, a destructive call waits for the person's answer on
+// standard input, and the model reads what came of it.
+func TestChatApproval(t *testing.T) {
+	t.Parallel()
+	const ask = `Delete note {"noteId":"pancakes"}: notes: 1 updated; branches: 1 updated; attributes: 1 updated` + "\nApprove? [y/N] "
+	tests := []struct {
+		name       string
+		flags      []string
+		stdin      string
+		wantStderr string
+		wantResult string // the tool message's content
+		kept       bool
+	}{
+		{"approved", []string{"-approve"}, "y\n", ask + "Delete note… done\n", `{"deletedNoteIds":["pancakes"]}`, false},
+		{"approved, yes", []string{"-approve"}, " Yes \n", ask + "Delete note… done\n", `{"deletedNoteIds":["pancakes"]}`, false},
+		{"denied", []string{"-approve"}, "n\n", ask + "Delete note… not approved\n",
+			`{"error":"The user denied this change. Nothing was saved. Ask the user what to do instead."}`, true},
+		{"end of input denies", []string{"-approve"}, "", ask + "\nDelete note… not approved\n",
+			`{"error":"The user denied this change. Nothing was saved. Ask the user what to do instead."}`, true},
+		{"without -approve", nil, "", "Delete note… done\n", `{"deletedNoteIds":["pancakes"]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dbPath := filepath.Join(t.TempDir(), "notes.db")
+			m := newFakeModel(t, toolCall("call_1", "delete_note", `{"noteId":"pancakes"}`), answer("Done."))
+			var stdout, stderr bytes.Buffer
+			args := append(append([]string{"-db", dbPath, "-writes"}, tt.flags...), "Delete", "the", "pancakes")
+			code := run(context.Background(), args,
+				env(map[string]string{"OPENAI_BASE_URL": m.srv.URL + "/v1", "OPENAI_MODEL": "test"}),
+				strings.NewReader(tt.stdin), &stdout, &stderr)
+			require.Equal(t, exitOK, code, stderr.String())
+			require.Equal(t, "Done.\n", stdout.String())
+			require.Equal(t, tt.wantStderr, stderr.String())
+			require.Len(t, m.requests, 2, "one request before the pause, one after the answer")
+			require.Len(t, m.requests[1], 4)
+			var tool struct{ Role, Content string }
+			require.NoError(t, json.Unmarshal(m.requests[1][3], &tool))
+			require.Equal(t, "tool", tool.Role)
+			require.Equal(t, tt.wantResult, tool.Content)
+			require.Equal(t, tt.kept, contains(titlesUnder(t, dbPath, "recipes"), "Pancakes"))
+		})
+	}
+}
