@@ -221,7 +221,7 @@ type Event struct {
 
 	// CallFinished only.
 	Duration time.Duration // how long the call took
-	IsError  bool          // the call failed; the model got an error result
+	IsError  bool          // the call failed, or waits for approval (Err wraps llmtool.ErrApprovalRequired)
 	Err      error         // the error behind a failed call (llmtool.Result.Err)
 }
 
