@@ -459,9 +459,21 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		w := &capWatch{peer: p}
 		// p reports progress and logs, and asks the client
 		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
-		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
+		// A retry that answers the approval question commits, or is denied,
+		// at once (approval.go).
+		approval := p.round.approvalAnswer()
+		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: approval})
 		notes.awaitEvents(ctx)
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
+			return s.inputRequired(ctx, name, args, p.round)
+		}
+		if res.Approval != nil && errors.Is(res.Err, llmtool.ErrApprovalRequired) {
+			if !canElicit(ctx) {
+				return cannotAsk(name, res), nil
+			}
+			if err := p.round.askApproval(name, res.Approval, approval != nil); err != nil {
+				return nil, err
+			}
 			return s.inputRequired(ctx, name, args, p.round)
 		}
 		if capability := w.missing(); capability != "" && res.IsError && errors.Is(res.Err, ask.ErrUnsupported) {
