@@ -351,8 +351,8 @@ func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMe
 	}
 	st := &roundState{
 		Tool: tool, Args: digest(canonicalArgs(args)), Who: who(ctx),
-		Expires: s.now().Add(s.cfg.stateTTL).Unix(),
-		Nonce:   base64.RawURLEncoding.EncodeToString(nonce),
+		Expires:  s.now().Add(s.cfg.stateTTL).Unix(),
+		Nonce:    base64.RawURLEncoding.EncodeToString(nonce),
 		Round:    1,
 		Answers:  used,
 		Approval: r.approval,

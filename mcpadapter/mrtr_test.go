@@ -35,8 +35,8 @@ type retries struct {
 	between func()
 	// first changes the params of a tools/call that is not a retry; may
 	// be nil.
-	first func(params map[string]any)
-	states []string                                   // the requestStates the client sent
+	first  func(params map[string]any)
+	states []string // the requestStates the client sent
 }
 
 func (rt *retries) RoundTrip(r *http.Request) (*http.Response, error) {
