@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -115,18 +117,23 @@ func approve(yes bool) answer {
 	return answer{action: mcp.ElicitationResponseActionAccept, content: map[string]any{"approve": yes}}
 }
 
+// bearer authenticates "ada-token" as ada, "bob-token" as bob.
+var bearer = mcpadapter.BearerAuth(func(_ context.Context, token string) (*llmtool.Principal, error) {
+	id, ok := strings.CutSuffix(token, "-token")
+	if !ok {
+		return nil, errors.New("unknown token")
+	}
+	return &llmtool.Principal{ID: id}, nil
+})
+
+var stateKey = []byte("0123456789abcdef0123456789abcdef")
+
 // approvalFixture serves a fixture over HTTP (bearer tokens as
 // modernFixture's) with writes on and delete_note and ask_in_write
 // needing approval in the scope.
 func approvalFixture(t *testing.T, regOpts *llmtool.Options) (*fixture, string) {
 	t.Helper()
-	f := newFixtureReg(t, regOpts, &mcpadapter.Options{Authenticator: mcpadapter.BearerAuth(func(_ context.Context, token string) (*llmtool.Principal, error) {
-		id, ok := strings.CutSuffix(token, "-token")
-		if !ok {
-			return nil, errors.New("unknown token")
-		}
-		return &llmtool.Principal{ID: id}, nil
-	})})
+	f := newFixtureReg(t, regOpts, &mcpadapter.Options{Authenticator: bearer, RequestStateKey: stateKey})
 	ctx := context.Background()
 	require.NoError(t, f.reg.SetWrites(ctx, "", true))
 	require.NoError(t, f.reg.SetApproval(ctx, "", "delete_note", true))
@@ -268,4 +275,117 @@ func TestApproval(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestApprovalCannotAsk: a client that cannot ask its user gets the
+// preview and what to do, and nothing is saved, however often the model
+// calls.
+func TestApprovalCannotAsk(t *testing.T) {
+	t.Parallel()
+	const want = "This change needs the user's approval: Delete note 1 \"Hello\". (notes: 1 deleted). Nothing was saved. " +
+		"This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: " +
+		"tell the user, who can make this change from an MCP client that asks for approval, or have approval of delete_note turned off for this scope."
+	never := func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return nil, errors.New("asked a client that cannot ask")
+	}
+	for _, tc := range []struct {
+		name      string
+		rev       string
+		stateless bool
+		elicit    func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+	}{
+		{name: "no elicitation capability", rev: mcp.ProtocolVersion20260728},
+		{name: "no elicitation capability", rev: mcp.ProtocolVersion20251125},
+		{name: "stateless HTTP", rev: mcp.ProtocolVersion20251125, stateless: true, elicit: never},
+	} {
+		t.Run(tc.rev+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, url := approvalFixture(t, nil)
+			if tc.stateless {
+				ts := httptest.NewServer(f.srv.StatelessHandler())
+				t.Cleanup(ts.Close)
+				url = ts.URL
+			}
+			c := approvalClient(t, tc.rev, url, "ada-token", &retries{}, tc.elicit)
+			audits := f.approvalAudits()
+			for range 2 {
+				res := call(t, c, "delete_note", map[string]any{"id": 1})
+				require.True(t, res.IsError)
+				require.Equal(t, want, text(t, res))
+			}
+			require.Equal(t, []string{"1: Hello"}, f.titles(t))
+			require.Equal(t, []string{"delete_note denied requested", "delete_note denied requested"}, audits())
+		})
+	}
+}
+
+// TestApprovalExpired: an approval that comes after the request expired
+// saves nothing, and says when it expired.
+func TestApprovalExpired(t *testing.T) {
+	t.Parallel()
+	expired := regexp.MustCompile(`^The approval expired at (\S+)\. Nothing was saved\. Call the tool again to get a new preview for the user to approve\.$`)
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			f, url := approvalFixture(t, &llmtool.Options{ApprovalTTL: time.Nanosecond})
+			var askedAt time.Time
+			c := approvalClient(t, rev, url, "ada-token", &retries{}, func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+				askedAt = time.Now()
+				time.Sleep(time.Until(askedAt.Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+				a := approve(true)
+				return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: a.action, Content: a.content}}, nil
+			})
+			audits := f.approvalAudits()
+			start := time.Now()
+			res := call(t, c, "delete_note", map[string]any{"id": 1})
+			require.True(t, res.IsError)
+			m := expired.FindStringSubmatch(text(t, res))
+			require.NotNil(t, m, text(t, res))
+			at, err := time.Parse(time.RFC3339, m[1])
+			require.NoError(t, err)
+			require.False(t, at.Before(start.Truncate(time.Second)) || at.After(askedAt), "expired at %s, asked at %s", at, askedAt)
+			require.Equal(t, []string{"1: Hello"}, f.titles(t))
+			require.Equal(t, []string{"delete_note denied requested", "delete_note denied refused"}, audits())
+		})
+	}
+}
+
+// TestApprovalReplayedOnAnotherReplica: replicas sharing the
+// requestState key each remember only the states they took, so a retry
+// replayed on the other replica passes the requestState check; the
+// approval token, recorded as used in the transaction that committed,
+// still refuses it.
+func TestApprovalReplayedOnAnotherReplica(t *testing.T) {
+	t.Parallel()
+	f, _ := approvalFixture(t, nil)
+	other := mcpadapter.New(f.reg, &mcpadapter.Options{RequestStateKey: stateKey, Authenticator: bearer, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { other.Close() })
+	replicas := []http.Handler{f.srv.StatelessHandler(), other.StatelessHandler()}
+	var mu sync.Mutex
+	next := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := replicas[next%2]
+		next++
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	rt := &retries{twice: true, between: func() {
+		// The note is back, so the replay previews the same change.
+		_, err := f.db.Exec("INSERT INTO notes (id, title, body) VALUES (1, 'Hello', 'World')")
+		require.NoError(t, err)
+	}}
+	c := approvalClient(t, mcp.ProtocolVersion20260728, ts.URL, "ada-token", rt, func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		a := approve(true)
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: a.action, Content: a.content}}, nil
+	})
+	audits := f.approvalAudits()
+	// discover went to one replica, the call to the other; the retry goes
+	// to the first and commits, its replay to the second.
+	res := call(t, c, "delete_note", map[string]any{"id": 1})
+	require.True(t, res.IsError)
+	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.", text(t, res))
+	require.Equal(t, []string{"1: Hello"}, f.titles(t), "the replay deleted nothing")
+	require.Equal(t, []string{"delete_note denied requested", "delete_note ok approved", "delete_note denied refused"}, audits())
 }
