@@ -99,7 +99,10 @@ var (
 
 	deleteNote = llmtool.Write("delete_note", "Delete a note.",
 		func(c *llmtool.WriteCtx, in noteIn) (statusOut, error) {
+			var title string
+			_ = c.QueryRow("SELECT title FROM notes WHERE id = ?", in.ID).Scan(&title)
 			_, err := c.Exec("DELETE FROM notes WHERE id = ?", in.ID)
+			c.Describe("Delete note %d %q.", in.ID, title)
 			return statusOut{Status: "deleted"}, err
 		}, llmtool.FriendlyName("Delete note"), llmtool.Destructive(), llmtool.Idempotent())
 
@@ -238,6 +241,13 @@ type fixture struct {
 // for the defaults); the adapter's log is discarded unless opts set one.
 func newFixture(t *testing.T, opts *mcpadapter.Options) *fixture {
 	t.Helper()
+	return newFixtureReg(t, nil, opts)
+}
+
+// newFixtureReg is newFixture with the registry's options too (nil for
+// the defaults); its Logger and Audit are the fixture's.
+func newFixtureReg(t *testing.T, regOpts *llmtool.Options, opts *mcpadapter.Options) *fixture {
+	t.Helper()
 	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
@@ -246,17 +256,20 @@ func newFixture(t *testing.T, opts *mcpadapter.Options) *fixture {
 	require.NoError(t, err)
 	f := &fixture{db: db}
 	logger := slog.New(slog.DiscardHandler)
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
-		Logger: logger,
-		Audit: []audit.Sink{audit.Slog(logger), audit.Func(func(_ context.Context, rec audit.Record) {
-			f.mu.Lock()
-			taps := f.taps
-			f.mu.Unlock()
-			for _, tap := range taps {
-				tap(rec)
-			}
-		})},
-	}, testTools)
+	ro := llmtool.Options{}
+	if regOpts != nil {
+		ro = *regOpts
+	}
+	ro.Logger = logger
+	ro.Audit = []audit.Sink{audit.Slog(logger), audit.Func(func(_ context.Context, rec audit.Record) {
+		f.mu.Lock()
+		taps := f.taps
+		f.mu.Unlock()
+		for _, tap := range taps {
+			tap(rec)
+		}
+	})}
+	reg, err := llmtool.NewRegistry(db, &ro, testTools)
 	require.NoError(t, err)
 	o := mcpadapter.Options{}
 	if opts != nil {

@@ -63,6 +63,9 @@ type roundState struct {
 	Round   int        `json:"round"` // 1 for the state of the first input-required result
 	Asked   []question `json:"asked"` // the requests of the latest round
 	Answers []answer   `json:"answers,omitempty"`
+	// Approval is the token of the approval the latest round asked for
+	// (approval.go), sent back in llmtool.Call.Approval with the answer.
+	Approval string `json:"approval,omitempty"`
 }
 
 // question is a request the client was asked in the latest round.
@@ -237,6 +240,8 @@ type round struct {
 	keys   map[string]bool // keys the current run asked under
 	used   []answer        // answers the current run used
 	asked  []pendingRequest
+	// approval is the token of the approval question in asked, if any.
+	approval string
 }
 
 // newRound builds the answers of a call from its verified state and the
@@ -291,6 +296,9 @@ func (r *round) ask(ctx context.Context, key string, req mcp.InputRequest, decod
 	if key == "" {
 		key = fmt.Sprintf("%s-%d", defaultKey(req.Method), r.counts[req.Method])
 	}
+	if key == approvalAskKey {
+		return fmt.Errorf("the key %q is the adapter's, for approvals: give the request another Key", key)
+	}
 	if r.keys[key] {
 		return fmt.Errorf("two requests of one run under the key %q: give each request its own Key", key)
 	}
@@ -343,10 +351,11 @@ func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMe
 	}
 	st := &roundState{
 		Tool: tool, Args: digest(canonicalArgs(args)), Who: who(ctx),
-		Expires: s.now().Add(s.cfg.stateTTL).Unix(),
-		Nonce:   base64.RawURLEncoding.EncodeToString(nonce),
-		Round:   1,
-		Answers: used,
+		Expires:  s.now().Add(s.cfg.stateTTL).Unix(),
+		Nonce:    base64.RawURLEncoding.EncodeToString(nonce),
+		Round:    1,
+		Answers:  used,
+		Approval: r.approval,
 	}
 	if r.state != nil {
 		st.Round = r.state.Round + 1

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
 )
 
@@ -82,6 +83,49 @@ func TestRoundAnswers(t *testing.T) {
 			require.Len(t, asked, 1)
 			require.Equal(t, "confirm", asked[0].Key)
 			require.Empty(t, used)
+		})
+	}
+}
+
+// TestApprovalKeyReserved: a tool cannot ask under the approval's key, so
+// an answer to the approval question never reaches a tool, and a tool's
+// answer never approves.
+func TestApprovalKeyReserved(t *testing.T) {
+	t.Parallel()
+	r := newRound(nil, mcp.InputResponses{})
+	err := r.ask(context.Background(), approvalAskKey, mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: "Sure?"}), func(json.RawMessage) error { return nil })
+	require.EqualError(t, err, `the key "llmtool-approval" is the adapter's, for approvals: give the request another Key`)
+	asked, _ := r.pending()
+	require.Empty(t, asked)
+}
+
+// TestApprovalAnswer: which answers approve, which deny, and which are no
+// answer (the question is asked anew, with a new preview).
+func TestApprovalAnswer(t *testing.T) {
+	t.Parallel()
+	state := &roundState{Approval: "tok", Asked: []question{{Key: approvalAskKey, Method: mcp.MethodElicitationCreate, Digest: "d"}}}
+	for _, tc := range []struct {
+		name      string
+		state     *roundState
+		responses string
+		want      *llmtool.Approval
+	}{
+		{name: "approved", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`, want: &llmtool.Approval{Token: "tok", Approved: true}},
+		{name: "unticked", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":false}}}`, want: &llmtool.Approval{Token: "tok"}},
+		{name: "declined", state: state, responses: `{"llmtool-approval":{"action":"decline"}}`, want: &llmtool.Approval{Token: "tok"}},
+		{name: "cancelled", state: state, responses: `{"llmtool-approval":{"action":"cancel"}}`, want: &llmtool.Approval{Token: "tok"}},
+		{name: "accepted without the field", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{}}}`},
+		{name: "approve as a string", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":"yes"}}}`},
+		{name: "an unknown action", state: state, responses: `{"llmtool-approval":{"action":"approve"}}`},
+		{name: "no answer", state: state, responses: `{}`},
+		{name: "no state: a first call cannot approve", responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`},
+		{name: "a state that asked no approval", state: &roundState{Asked: state.Asked}, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var responses mcp.InputResponses
+			require.NoError(t, json.Unmarshal([]byte(tc.responses), &responses))
+			require.Equal(t, tc.want, newRound(tc.state, responses).approvalAnswer())
 		})
 	}
 }

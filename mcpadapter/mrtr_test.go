@@ -31,7 +31,12 @@ type retries struct {
 	mu     sync.Mutex
 	change func(params map[string]any, h http.Header) // may be nil
 	twice  bool                                       // send each retry twice, and answer with the second response
-	states []string                                   // the requestStates the client sent
+	// between runs between the two sends of a retry sent twice; may be nil.
+	between func()
+	// first changes the params of a tools/call that is not a retry; may
+	// be nil.
+	first  func(params map[string]any)
+	states []string // the requestStates the client sent
 }
 
 func (rt *retries) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -54,12 +59,18 @@ func (rt *retries) RoundTrip(r *http.Request) (*http.Response, error) {
 	_ = json.Unmarshal(body, &msg)
 	params, _ := msg["params"].(map[string]any)
 	rt.mu.Lock()
-	change, twice := rt.change, rt.twice
+	change, twice, between, onFirst := rt.change, rt.twice, rt.between, rt.first
 	state, retry := params["requestState"].(string)
 	if retry {
 		rt.states = append(rt.states, state)
 	}
 	rt.mu.Unlock()
+	if !retry && onFirst != nil && msg["method"] == "tools/call" {
+		onFirst(params)
+		if body, err = json.Marshal(msg); err != nil {
+			return nil, err
+		}
+	}
 	if retry && change != nil {
 		r.Header = r.Header.Clone()
 		change(params, r.Header)
@@ -79,6 +90,9 @@ func (rt *retries) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, first.Body)
 		first.Body.Close()
+		if between != nil {
+			between()
+		}
 	}
 	return send()
 }

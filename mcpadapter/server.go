@@ -67,6 +67,30 @@
 // requestState is a first round: its inputResponses answer the requests
 // of the first run by key.
 //
+// # Approval
+//
+// A call that needs a person's approval (llmtool.NeedsApproval, or
+// Registry.SetApproval for the scope) comes back from Registry.Invoke with
+// an llmtool.ApprovalRequest: the registry ran it, previewed it and rolled
+// it back. The adapter then asks the client's user, with the machinery
+// above: an elicitation under the key "llmtool-approval" whose message is
+// the preview (Preview.String(), and the result when it is short) and
+// whose form is one boolean, "approve", unticked by default. The approval
+// token travels in the sealed requestState, never to the model; the retry
+// that brings the answer invokes the call with llmtool.Call.Approval at
+// once, so a call runs twice in all: the preview and the commit. Accepting
+// with approve true approves; approve false, a decline or a cancel denies
+// (the token is spent, nothing is saved). If the data changed since the
+// preview, the registry asks again and so does the adapter, with the new
+// preview, in a new round. A client that cannot ask its user (it declared
+// no elicitation, or it is a stateless request of a revision before
+// 2026-07-28) gets isError with the registry's sentence, the preview and a
+// sentence saying that this client cannot ask for approval and what the
+// user can do; nothing the model sends can approve. The audit record's
+// Approval says requested, approved, denied, changed or refused. MCP has
+// no dry-run request, so llmtool.Call.DryRun is left to hosts that call
+// Invoke (and to the chat adapter).
+//
 // The HTTP handlers authenticate every request with the Authenticator, pick
 // the scope with the ScopeFunc, refuse DNS-rebinding requests on loopback
 // listeners and bound request bodies. When the registry reports that a
@@ -426,10 +450,10 @@ func convertSpec(sp *llmtool.Spec) mcp.Tool {
 
 // handler returns the mcp-go handler of one tool: every call goes through
 // Registry.Invoke. A call whose handler asked the client (ask.Elicit,
-// ask.Sample, ask.Roots) and had no answer yet ends with an input-required
-// result (mrtr.go); a retry brings the answers and a requestState, which
-// is verified first: a refused one is a JSON-RPC error, and the tool does
-// not run.
+// ask.Sample, ask.Roots) and had no answer yet, or that needs the user's
+// approval (approval.go), ends with an input-required result (mrtr.go); a
+// retry brings the answers and a requestState, which is verified first: a
+// refused one is a JSON-RPC error, and the tool does not run.
 func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	name, rich := e.spec.Name, e.spec.Rich
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -459,9 +483,21 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		w := &capWatch{peer: p}
 		// p reports progress and logs, and asks the client
 		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
-		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args})
+		// A retry that answers the approval question commits, or is denied,
+		// at once (approval.go).
+		approval := p.round.approvalAnswer()
+		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: approval})
 		notes.awaitEvents(ctx)
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
+			return s.inputRequired(ctx, name, args, p.round)
+		}
+		if res.Approval != nil && errors.Is(res.Err, llmtool.ErrApprovalRequired) {
+			if !canElicit(ctx) {
+				return cannotAsk(name, res), nil
+			}
+			if err := p.round.askApproval(name, res.Approval, approval != nil); err != nil {
+				return nil, err
+			}
 			return s.inputRequired(ctx, name, args, p.round)
 		}
 		if capability := w.missing(); capability != "" && res.IsError && errors.Is(res.Err, ask.ErrUnsupported) {

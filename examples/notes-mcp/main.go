@@ -35,6 +35,15 @@
 // command applies to all of them at once (without sessions, clients get no
 // notifications/tools/list_changed: they see it on their next listing).
 //
+// delete_note and move_note need the user's approval: the call previews
+// the change and rolls it back, the client shows the preview (MCP
+// elicitation), and the change commits only once the user approves it, and
+// only if it is still the change they saw. A client that cannot ask its
+// user gets the preview and a sentence saying so, and the change is not
+// made. -approve=false lets them commit at once. The setting is stored
+// with the scope's other settings at start-up, so start every replica
+// with the same -approve.
+//
 // Write tools are off until they are enabled for the scope:
 //
 //	go run ./examples/notes-mcp writes on  [-db PATH|URL] [-scope NAME]
@@ -46,8 +55,8 @@
 //
 // Usage:
 //
-//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN]
-//	notes-mcp -stdio [-db PATH|URL] [-scope NAME]
+//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN] [-approve=false]
+//	notes-mcp -stdio [-db PATH|URL] [-scope NAME] [-approve=false]
 //	notes-mcp writes [on|off] [-db PATH|URL] [-scope NAME]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
@@ -204,6 +213,11 @@ The database (-db) is either
     empty. HTTP then needs -token or $NOTES_MCP_TOKEN: there is no file to
     keep a token in. Output and logs show the URL without its password.
 
+delete_note and move_note need the user's approval: the client shows the
+change they would make and the user approves or refuses it (MCP
+elicitation); a client that cannot ask gets the preview and the change is
+not made. -approve=false lets them commit at once.
+
 Several replicas behind a load balancer: start each with the same PostgreSQL
 -db and token, and -stateless. Stateless HTTP keeps no session, so any
 replica serves any request; clients get no tools/list_changed notifications
@@ -215,6 +229,10 @@ reach different processes; one server is better off without it.
 Flags:
 `
 
+// approvalTools need the user's approval unless -approve=false: the
+// destructive and the far-reaching changes of the tree.
+var approvalTools = []string{"delete_note", "move_note"}
+
 // serveCmd serves the notes tools over HTTP or stdio until ctx ends (or, for
 // stdio, until the client closes standard input).
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -225,6 +243,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stateless := fs.Bool("stateless", false, "serve streamable HTTP without sessions, for replicas behind a load balancer (HTTP only)")
 	scope := fs.String("scope", defaultScope, "the `name` of the scope whose settings decide which tools run")
 	token := fs.String("token", "", "the bearer `token` HTTP clients must send (default: $"+tokenEnv+", else one kept in FILE.token; required with a PostgreSQL -db)")
+	approve := fs.Bool("approve", true, "ask the user, through the client, to approve each "+strings.Join(approvalTools, " and ")+" before it commits (-approve=false: they commit at once)")
 	if err := parseFlags(fs, args, stdout, serveUsage); err != nil {
 		return err
 	}
@@ -270,6 +289,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
 	}
+	for _, tool := range approvalTools {
+		if err := reg.SetApproval(ctx, *scope, tool, *approve); err != nil {
+			return fmt.Errorf("set approval of %s in scope %q in %s: %w", tool, *scope, dbName, err)
+		}
+	}
 
 	owner := &llmtool.Principal{ID: "owner", Name: "Owner of the notes"}
 	opts := mcpadapter.Options{
@@ -284,7 +308,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		opts.Principal = owner
 		srv := mcpadapter.New(reg, &opts)
 		defer srv.Close()
-		logger.Info("notes-mcp: serving over stdio", "db", dbName, "scope", *scope, "writes", onOff(writes))
+		logger.Info("notes-mcp: serving over stdio", "db", dbName, "scope", *scope, "writes", onOff(writes), "approve", onOff(*approve))
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("stdio: %w", err)
 		}
@@ -329,7 +353,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		logger.Warn("notes-mcp: listening beyond loopback without TLS; put it behind an HTTPS proxy before exposing it", "addr", ln.Addr().String())
 	}
-	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "scope", *scope, "writes", onOff(writes), "stateless", *stateless)
+	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "scope", *scope, "writes", onOff(writes), "stateless", *stateless, "approve", onOff(*approve))
 	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes})
 
 	errc := make(chan error, 1)

@@ -169,10 +169,41 @@ func waitListChanged(t *testing.T, ch chan struct{}) {
 	}
 }
 
+// approver is a client's user who approves every change they are asked
+// about, and remembers the questions.
+type approver struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (a *approver) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = append(a.asked, req.Params.Message)
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"approve": true}}}, nil
+}
+
+func (a *approver) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.asked)
+}
+
+// cannotAsk is the refusal of a change needing approval from a client that
+// cannot ask its user.
+func cannotAsk(preview, tool string) string {
+	return "This change needs the user's approval: " + preview + ". Nothing was saved. " +
+		"This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: " +
+		"tell the user, who can make this change from an MCP client that asks for approval, or have approval of " + tool + " turned off for this scope."
+}
+
 // scenario is what a client does over either transport: list, read, see a
 // write refused, have write tools enabled with the writes command, then
-// create, edit, move and delete a note.
-func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struct{}) {
+// create, edit, move and delete a note. Moving and deleting need the
+// user's approval: u approves them; with u nil the client cannot ask, and
+// both are refused with the preview.
+func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struct{}, u *approver) {
 	require.Equal(t, readTools, listTools(t, c), "write tools are off in a fresh database")
 
 	// Read tools work.
@@ -213,6 +244,15 @@ func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struc
 	require.Equal(t, `oldText does not occur in the content of note "`+id+`"; nothing was changed. Call get_note_content and copy oldText from it exactly, HTML tags and spaces included.`,
 		callError(t, c, "edit_note_content", map[string]any{"noteId": id, "oldText": "milk", "newText": "x"}))
 
+	move := `Move note "Shopping" from under "root" to under "Recipes". (branches: 1 updated)`
+	del := `Delete note "Shopping". (notes: 1 updated; branches: 1 updated)`
+	if u == nil {
+		require.Equal(t, cannotAsk(move, "move_note"), callError(t, c, "move_note", map[string]any{"noteId": id, "parentNoteId": "recipes"}))
+		require.Equal(t, cannotAsk(del, "delete_note"), callError(t, c, "delete_note", map[string]any{"noteId": id}))
+		note := callOK(t, c, "get_note", map[string]any{"noteId": id})
+		require.Equal(t, []any{map[string]any{"noteId": "root", "title": "root"}}, note["parents"], "nothing moved")
+		return
+	}
 	moved := callOK(t, c, "move_note", map[string]any{"noteId": id, "parentNoteId": "recipes"})
 	require.Equal(t, []any{map[string]any{"noteId": "recipes", "title": "Recipes"}}, moved["parents"])
 
@@ -224,6 +264,21 @@ func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struc
 		callError(t, c, "get_note", map[string]any{"noteId": id}))
 	children := callOK(t, c, "get_child_notes", map[string]any{"noteId": "recipes"})
 	require.Len(t, children["children"], 1, "only pancakes is left under recipes")
+	require.Equal(t, []string{
+		"Tool move_note asks to make this change: " + move + ". Approve it?\n\nIts result would be: ",
+		"Tool delete_note asks to make this change: " + del + ". Approve it?\n\nIts result would be: {\"deletedNoteIds\":[\"" + id + "\"]}",
+	}, trimResults(u.questions()))
+}
+
+// trimResults cuts the result of move_note's question, which holds the
+// note's dates.
+func trimResults(qs []string) []string {
+	for i, q := range qs {
+		if strings.HasPrefix(q, "Tool move_note") {
+			qs[i] = q[:strings.Index(q, "Its result would be: ")+len("Its result would be: ")]
+		}
+	}
+	return qs
 }
 
 func TestEndToEnd(t *testing.T) {
@@ -243,12 +298,14 @@ func TestEndToEnd(t *testing.T) {
 
 		// Everything the server writes to stdout goes to the client and to
 		// stdout, to check afterwards that it was protocol only.
-		c := client.NewClient(transport.NewIO(io.TeeReader(stdoutPipe, &stdout), stdin, io.NopCloser(strings.NewReader(""))))
+		// Its user approves the changes that need it.
+		u := &approver{}
+		c := client.NewClient(transport.NewIO(io.TeeReader(stdoutPipe, &stdout), stdin, io.NopCloser(strings.NewReader(""))), client.WithElicitationHandler(u))
 		require.NoError(t, c.Start(t.Context()))
 		changed := listChanged(c)
 		initialize(t, c)
 
-		scenario(t, c, bin, db, changed)
+		scenario(t, c, bin, db, changed, u)
 
 		require.NoError(t, c.Close())
 		require.NoError(t, cmd.Wait(), "the server exits cleanly when stdin closes; stderr:\n%s", stderr.String())
@@ -336,7 +393,7 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, c.Start(t.Context()))
 		initialize(t, c)
-		scenario(t, c, bin, db, nil)
+		scenario(t, c, bin, db, nil, nil) // a client that cannot ask
 		require.NoError(t, c.Close())
 
 		// Ctrl+C stops the server cleanly.

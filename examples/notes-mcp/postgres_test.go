@@ -203,7 +203,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		require.Equal(t, 11, seeded, "the empty database was seeded")
 
 		c := pgClient(t, s)
-		scenario(t, c, bin, dsn, nil)
+		scenario(t, c, bin, dsn, nil, nil)
 		require.Equal(t, seeded+1, pgCountNotes(t, dsn), "the note created (and soft-deleted) by the scenario")
 		require.Contains(t, s.stderr.String(), `msg="notes-mcp: serving streamable HTTP" url=`+s.url+` db=`+dsn+` scope=default writes=off stateless=false`)
 
@@ -252,7 +252,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, code)
 
 		c := pgClient(t, s)
-		scenario(t, c, bin, dsn, nil)
+		scenario(t, c, bin, dsn, nil, nil)
 
 		// Writes off again: the very next call is refused (no scope cache).
 		stdout, stderr, code := pgRunBinary(t, bin, pgEnv(), "writes", "off", "-db", dsn)

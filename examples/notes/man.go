@@ -212,7 +212,8 @@ const manDeleteNote = `NOTES
     The result lists every deleted note. Deleted notes disappear from all
     tools. The system notes (root, _hidden, _share, _lbRoot,
     _globalNoteMap) cannot be deleted, nor a note with a protected note
-    below it.
+    below it. The server may ask the user to approve the deletion first
+    (notes-mcp does); if the user refuses, nothing is deleted.
 
 EXAMPLES
     {"noteId": "meetings"}
@@ -227,7 +228,8 @@ const manMoveNote = `NOTES
     the parent given by fromParentNoteId, or its first parent. A note
     cannot move under itself or its own descendants, and the system notes
     (root, _hidden, _share, _lbRoot, _globalNoteMap) cannot move; they can
-    be the new parent.
+    be the new parent. The server may ask the user to approve the move
+    first (notes-mcp does); if the user refuses, nothing moves.
 
 EXAMPLES
     {"noteId": "pancakes", "parentNoteId": "projects"}

@@ -609,6 +609,14 @@ type DeleteNoteOut struct {
 	DeletedNoteIDs []string `json:"deletedNoteIds"`
 }
 
+// noteTitle returns a note's title, for the line a person approving a
+// change reads (WriteCtx.Describe).
+func noteTitle(c *llmtool.WriteCtx, id string) (string, error) {
+	var title string
+	err := c.QueryRow(`SELECT title FROM notes WHERE noteId = $1`, id).Scan(&title)
+	return title, err
+}
+
 // noProtectedDescendant refuses to delete a subtree that holds a protected
 // note, which a model must not change.
 func noProtectedDescendant(c *llmtool.ReadCtx, in DeleteNoteIn) error {
@@ -625,9 +633,21 @@ func noProtectedDescendant(c *llmtool.ReadCtx, in DeleteNoteIn) error {
 
 var deleteNote = llmtool.Write("delete_note", "Delete a note, and its children that have no other parent.",
 	func(c *llmtool.WriteCtx, in DeleteNoteIn) (DeleteNoteOut, error) {
+		title, err := noteTitle(c, in.NoteID)
+		if err != nil {
+			return DeleteNoteOut{}, err
+		}
 		ids, err := DeleteNote(c, c, in.NoteID)
 		if err != nil {
 			return DeleteNoteOut{}, err
+		}
+		switch below := len(ids) - 1; below {
+		case 0:
+			c.Describe("Delete note %q.", title)
+		case 1:
+			c.Describe("Delete note %q and the note below it.", title)
+		default:
+			c.Describe("Delete note %q and the %d notes below it.", title, below)
 		}
 		return DeleteNoteOut{DeletedNoteIDs: ids}, nil
 	},
@@ -647,7 +667,15 @@ type MoveNoteIn struct {
 
 var moveNote = llmtool.Write("move_note", "Move a note, with its subtree, under another parent.",
 	func(c *llmtool.WriteCtx, in MoveNoteIn) (NoteSummary, error) {
-		err := MoveNote(c, c, in.NoteID, in.FromParentNoteID, in.ParentNoteID)
+		n, err := GetNote(c, c, in.NoteID)
+		if err != nil {
+			return NoteSummary{}, err
+		}
+		from := in.FromParentNoteID
+		if from == "" && len(n.Parents) > 0 {
+			from = n.Parents[0].ID
+		}
+		err = MoveNote(c, c, in.NoteID, in.FromParentNoteID, in.ParentNoteID)
 		switch {
 		case errors.Is(err, ErrCycle):
 			return NoteSummary{}, llmtool.Conflict("Note %q cannot be moved under %q, which is the note itself or below it.", in.NoteID, in.ParentNoteID).
@@ -660,6 +688,19 @@ var moveNote = llmtool.Write("move_note", "Move a note, with its subtree, under 
 				Next("Call get_note to see its parents, or leave fromParentNoteId out.")
 		case err != nil:
 			return NoteSummary{}, err
+		}
+		fromTitle, err := noteTitle(c, from)
+		if err != nil {
+			return NoteSummary{}, err
+		}
+		toTitle, err := noteTitle(c, in.ParentNoteID)
+		if err != nil {
+			return NoteSummary{}, err
+		}
+		if from == in.ParentNoteID {
+			c.Describe("Leave note %q under %q, where it is.", n.Title, toTitle)
+		} else {
+			c.Describe("Move note %q from under %q to under %q.", n.Title, fromTitle, toTitle)
 		}
 		return summary(c, in.NoteID)
 	},

@@ -723,3 +723,30 @@ func moduleSpecs(t *testing.T, reg *llmtool.Registry) []*llmtool.Spec {
 	require.NotEmpty(t, specs)
 	return specs
 }
+
+// TestDescribe: delete_note and move_note describe their change in the
+// line a person approving it reads (a dry run shows it), and the dry run
+// saves nothing.
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool, args, want string
+	}{
+		{"delete_note", `{"noteId": "projects"}`, `Delete note "Projects" and the 2 notes below it.`},
+		{"delete_note", `{"noteId": "recipes"}`, `Delete note "Recipes" and the note below it.`},
+		{"delete_note", `{"noteId": "pancakes"}`, `Delete note "Pancakes".`},
+		{"move_note", `{"noteId": "pancakes", "parentNoteId": "projects"}`, `Move note "Pancakes" from under "Recipes" to under "Projects".`},
+		{"move_note", `{"noteId": "pancakes", "parentNoteId": "recipes"}`, `Leave note "Pancakes" under "Recipes", where it is.`},
+	} {
+		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			h.RequireUnchanged(func() {
+				res := h.Invoke(h.Context(), llmtool.Call{Tool: tc.tool, Args: []byte(tc.args), DryRun: true})
+				require.False(t, res.IsError, res.Text())
+				require.NotNil(t, res.Preview)
+				require.Equal(t, tc.want, res.Preview.Summary)
+			})
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// chooser answers approval questions with answer, and remembers them.
+type chooser struct {
+	answer bool
+	mu     sync.Mutex
+	asked  []string
+}
+
+func (c *chooser) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, req.Params.Message)
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"approve": c.answer}}}, nil
+}
+
+// TestApproval deletes the note "Projects" (and the two notes below it)
+// through notes-mcp at both revisions, over HTTP with and without
+// sessions: the user is asked with the preview, and the notes go only if
+// the user approves; with -approve=false nobody is asked.
+func TestApproval(t *testing.T) {
+	bin := buildBinary(t)
+	const (
+		question = "Tool delete_note asks to make this change: Delete note \"Projects\" and the 2 notes below it. (notes: 3 updated; branches: 3 updated; attributes: 3 updated). Approve it?\n\n" +
+			"Its result would be: {\"deletedNoteIds\":[\"projects\",\"roadmap\",\"meetings\"]}"
+		deniedText = "The user denied this change. Nothing was saved. Ask the user what to do instead."
+	)
+	for _, version := range protocolVersions {
+		for _, tc := range []struct {
+			name      string
+			args      []string
+			answer    bool
+			wantAsked []string
+			wantError string // "" for a success
+		}{
+			{name: "approved", answer: true, wantAsked: []string{question}},
+			{name: "denied", answer: false, wantAsked: []string{question}, wantError: deniedText},
+			{name: "approved, stateless", args: []string{"-stateless"}, answer: true, wantAsked: []string{question}},
+			{name: "approval off", args: []string{"-approve=false"}, answer: false},
+		} {
+			if version != mcp.ProtocolVersion20260728 && slices.Contains(tc.args, "-stateless") {
+				continue // no session to ask on: TestEndToEnd and the mcpadapter tests cover the refusal
+			}
+			t.Run(version+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				db := filepath.Join(t.TempDir(), "notes.db")
+				stdout, stderr, code := runBinary(t, bin, "writes", "on", "-db", db)
+				require.Equal(t, 0, code, stdout+stderr)
+				s := pgServeHTTP(t, bin, pgEnv(tokenEnv+"=approval-test-token"), append([]string{"-db", db, "-addr", "127.0.0.1:0"}, tc.args...)...)
+				tr, err := transport.NewStreamableHTTP(s.url,
+					transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.token}),
+					transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
+					transport.WithHTTPBasicClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}))
+				require.NoError(t, err)
+				u := &chooser{answer: tc.answer}
+				c := client.NewClient(tr, client.WithElicitationHandler(u))
+				require.NoError(t, c.Start(t.Context()))
+				t.Cleanup(func() { _ = c.Close() })
+				initializeAt(t, c, version)
+
+				if tc.wantError != "" {
+					require.Equal(t, tc.wantError, callError(t, c, "delete_note", map[string]any{"noteId": "projects"}))
+					require.Equal(t, "Projects", callOK(t, c, "get_note", map[string]any{"noteId": "projects"})["title"], "nothing was deleted")
+				} else {
+					require.Equal(t, []any{"projects", "roadmap", "meetings"}, callOK(t, c, "delete_note", map[string]any{"noteId": "projects"})["deletedNoteIds"])
+					require.Equal(t, `Note "roadmap" (noteId) does not exist. Call search_notes or get_child_notes to find the note's ID.`,
+						callError(t, c, "get_note", map[string]any{"noteId": "roadmap"}))
+				}
+				u.mu.Lock()
+				require.Equal(t, tc.wantAsked, u.asked)
+				u.mu.Unlock()
+				approve := "on"
+				if slices.Contains(tc.args, "-approve=false") {
+					approve = "off"
+				}
+				require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), " approve="+approve+"\n") }, 5e9, 1e7, s.stderr.String())
+			})
+		}
+	}
+}

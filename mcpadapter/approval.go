@@ -1,0 +1,124 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/llmtool/llmtool"
+)
+
+// Approval through the client. A call that needs a person's approval
+// (llmtool.NeedsApproval, Registry.SetApproval) comes back from
+// Registry.Invoke with an ApprovalRequest: the registry ran it, previewed
+// it and rolled it back. The adapter asks the person with an elicitation
+// under the key approvalAskKey, through the round machinery of mrtr.go
+// (an input-required result under 2026-07-28; elicitation/create within
+// the tools/call before), and keeps the approval token in the sealed
+// requestState. The retry that brings the answer invokes the call with
+// Call.Approval at once: two runs in all, the preview and the commit. If
+// the data changed since the preview, the registry asks again, and so
+// does the adapter, with the new preview, in a new round.
+//
+// A client that cannot ask its user (no elicitation capability, or a
+// stateless request of a revision before 2026-07-28, which has no session
+// to send the request on) gets the registry's sentence with the preview
+// and a sentence saying the change cannot be approved from this client.
+// The token never reaches the model: nothing the model sends approves.
+
+// approvalAskKey is the key of the approval question among a call's
+// requests; a tool's own requests cannot use it.
+const approvalAskKey = "llmtool-approval"
+
+// approvalSchema is the approval question's form: one boolean, unticked
+// by default, so a client that submits the form untouched denies.
+const approvalSchema = `{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve this change","description":"Tick to make the change; leave unticked to refuse it. Nothing is saved until you approve.","default":false}},"required":["approve"]}`
+
+// maxResultInQuestion bounds the preview's result shown in the question.
+const maxResultInQuestion = 300
+
+// canElicit reports whether the client of this request can be asked for
+// approval: it declared elicitation and can be reached.
+func canElicit(ctx context.Context) bool {
+	caps, known := requestCaps(ctx)
+	return known && caps.Elicitation != nil && reachable(ctx, mcp.MethodElicitationCreate)
+}
+
+// approvalQuestion is the elicitation that asks the person to approve the
+// change a call previewed: the tool, the preview's line, the result if it
+// is short. changed says the data changed since an earlier approval.
+func approvalQuestion(tool string, req *llmtool.ApprovalRequest, changed bool) mcp.InputRequest {
+	msg := fmt.Sprintf("Tool %s asks to make this change: %s. Approve it?", tool, req.Preview.String())
+	if changed {
+		msg = fmt.Sprintf("The data changed since you approved, so nothing was saved. Tool %s now asks to make this change: %s. Approve it?", tool, req.Preview.String())
+	}
+	if r := req.Preview.Result; len(r) > 0 && len(r) <= maxResultInQuestion && string(r) != "{}" && string(r) != "null" {
+		msg += "\n\nIts result would be: " + string(r)
+	}
+	return mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: msg, RequestedSchema: json.RawMessage(approvalSchema)})
+}
+
+// askApproval adds the approval question of req to the round, whose
+// state will carry req's token.
+func (r *round) askApproval(tool string, req *llmtool.ApprovalRequest, changed bool) error {
+	q := approvalQuestion(tool, req, changed)
+	params, err := json.Marshal(q)
+	if err != nil {
+		return fmt.Errorf("encoding the approval request: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = append(r.asked, pendingRequest{question: question{Key: approvalAskKey, Method: q.Method, Digest: digest(params)}, req: q})
+	r.approval = req.Token
+	return nil
+}
+
+// approvalAnswer returns the person's answer to the approval question the
+// state asked, or nil when the retry brought none the adapter can read
+// (the question is then asked again).
+func (r *round) approvalAnswer() *llmtool.Approval {
+	if r.state == nil || r.state.Approval == "" {
+		return nil
+	}
+	k, ok := r.book[approvalAskKey]
+	if !ok || k.method != mcp.MethodElicitationCreate || k.digest == "" {
+		return nil
+	}
+	var res struct {
+		Action  mcp.ElicitationResponseAction `json:"action"`
+		Content struct {
+			Approve *bool `json:"approve"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(k.value, &res) != nil {
+		return nil
+	}
+	a := &llmtool.Approval{Token: r.state.Approval}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		if res.Content.Approve == nil {
+			return nil
+		}
+		a.Approved = *res.Content.Approve
+	case mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
+	default:
+		return nil
+	}
+	return a
+}
+
+// cannotAsk is the result for a call that needs approval from a client
+// that cannot ask its user: the registry's sentence with the preview, and
+// what to do, which the model cannot do for the user.
+func cannotAsk(tool string, res llmtool.Result) *mcp.CallToolResult {
+	msg := res.Text()
+	var e *llmtool.Error
+	if errors.As(res.Err, &e) {
+		msg = e.Message
+	}
+	msg += " Nothing was saved. This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: tell the user, who can make this change from an MCP client that asks for approval, or have approval of " + tool + " turned off for this scope."
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.TextContent{Type: "text", Text: msg}}}
+}
