@@ -59,7 +59,7 @@ func (f *fixture) set(t *testing.T, shape chatadapter.Shape) *chatadapter.ToolSe
 	t.Helper()
 	set, err := f.a.Tools(f.ctx, shape)
 	require.NoError(t, err, shape.String())
-	require.Len(t, set.Names, 19, "17 notes tools, man and photo")
+	require.Len(t, set.Names, 20, "18 notes tools, man and photo")
 	return set
 }
 
