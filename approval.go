@@ -8,9 +8,11 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 	"sync"
 	"time"
@@ -139,8 +141,10 @@ const (
 // previewState is a write call's preview bookkeeping.
 type previewState struct {
 	mode  previewMode
+	args  string // the digest of the call's arguments
 	want  string // previewApprove: the approved preview's digest
-	nonce string // previewApprove: the token's nonce, recorded as used
+	nonce int64  // previewApprove: the token's nonce, recorded as used
+	sum   string // the digest of preview, once built
 
 	mu      sync.Mutex
 	changes map[string]*TableChange
@@ -209,14 +213,18 @@ type approvalClaims struct {
 	Scope     string `json:"s"`
 	Preview   string `json:"d"` // digest of the approved preview
 	Expires   int64  `json:"e"`
-	Nonce     string `json:"n"`
+	Nonce     int64  `json:"n"` // random, 63 bits: the used tokens' table's key
 }
 
 // approvals is a registry's approval configuration.
 type approvals struct {
-	key []byte
-	ttl time.Duration
-	now func() time.Time
+	key  []byte
+	ttl  time.Duration
+	now  func() time.Time
+	macs sync.Pool // HMAC-SHA256 hashes keyed with key, reset between uses
+
+	stmtMu sync.Mutex
+	stmt   *sql.Stmt // spendStmt
 }
 
 func (a *approvals) init(o *Options) {
@@ -236,18 +244,51 @@ func (a *approvals) init(o *Options) {
 }
 
 func (a *approvals) mac(body string) string {
-	h := hmac.New(sha256.New, a.key)
+	h, _ := a.macs.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, a.key)
+	}
+	h.Reset()
 	h.Write([]byte(body))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	out := base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
+	a.macs.Put(h)
+	return out
+}
+
+// spendStmt returns the statement that records a token's nonce as used,
+// prepared once: database/sql keeps it prepared on each connection it
+// runs on.
+func (a *approvals) spendStmt(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
+	a.stmtMu.Lock()
+	defer a.stmtMu.Unlock()
+	if a.stmt == nil {
+		st, err := db.PrepareContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`)
+		if err != nil {
+			return nil, err
+		}
+		a.stmt = st
+	}
+	return a.stmt, nil
+}
+
+// close closes the prepared statement, with the registry.
+func (a *approvals) close() {
+	a.stmtMu.Lock()
+	defer a.stmtMu.Unlock()
+	if a.stmt != nil {
+		_ = a.stmt.Close()
+		a.stmt = nil
+	}
 }
 
 // seal makes the token approving pv for this call.
-func (a *approvals) seal(ctx context.Context, tool string, args []byte, pv *Preview) (string, time.Time) {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
+func (a *approvals) seal(ctx context.Context, tool, args, preview string) (string, time.Time) {
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
 	exp := a.now().Add(a.ttl)
-	c := approvalClaims{Tool: tool, Args: argsDigest(args), Principal: principalID(ctx), Scope: ScopeFrom(ctx),
-		Preview: pv.digest(), Expires: exp.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
+	c := approvalClaims{Tool: tool, Args: args, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Preview: preview, Expires: exp.Unix(), Nonce: int64(binary.LittleEndian.Uint64(nonce[:]) >> 1)}
 	b, _ := json.Marshal(c)
 	body := base64.RawURLEncoding.EncodeToString(b)
 	return body + "." + a.mac(body), exp
@@ -255,7 +296,7 @@ func (a *approvals) seal(ctx context.Context, tool string, args []byte, pv *Prev
 
 // open checks a token against this call and returns its claims, or the
 // refusal a person and the model read.
-func (a *approvals) open(ctx context.Context, tool string, args []byte, token string) (*approvalClaims, error) {
+func (a *approvals) open(ctx context.Context, tool, args, token string) (*approvalClaims, error) {
 	body, sig, ok := strings.Cut(token, ".")
 	var c approvalClaims
 	if !ok || !hmac.Equal([]byte(sig), []byte(a.mac(body))) {
@@ -268,7 +309,7 @@ func (a *approvals) open(ctx context.Context, tool string, args []byte, token st
 	switch {
 	case c.Tool != tool:
 		return nil, refusedApproval(fmt.Sprintf("The approval was given for tool %s, not %s.", c.Tool, tool))
-	case c.Args != argsDigest(args):
+	case c.Args != args:
 		return nil, refusedApproval("The approval was given for other arguments.")
 	case c.Principal != principalID(ctx):
 		return nil, refusedApproval("The approval was given to another user.")
@@ -286,10 +327,11 @@ func refusedApproval(msg string) *Error {
 }
 
 // argsDigest fingerprints arguments independently of key order and
-// spacing.
-func argsDigest(args []byte) string {
-	var v any
-	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &v) != nil {
+// spacing: the JSON of their decoded value, argv when the call decoded
+// them already.
+func argsDigest(args []byte, argv map[string]any) string {
+	var v any = argv
+	if argv == nil && (len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &v) != nil) {
 		v = map[string]any{}
 	}
 	b, _ := json.Marshal(v) // map keys sorted
@@ -351,16 +393,18 @@ var errDenied = errors.New("denied by the user")
 
 // prepareApproval sets up the call's preview state from the call and the
 // policy, or returns the refusal of a bad or denied approval.
-func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, args []byte) (*previewState, error) {
+func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, args []byte, argv map[string]any) (*previewState, error) {
 	if t.spec.ReadOnly {
 		if call.Approval != nil {
 			return nil, refusedApproval(fmt.Sprintf("Tool %s reads only, so there is nothing to approve.", t.spec.Name))
 		}
 		return nil, nil
 	}
+	var p *previewState
 	switch {
 	case call.Approval != nil:
-		c, err := r.approve.open(ctx, t.spec.Name, args, call.Approval.Token)
+		ad := argsDigest(args, argv)
+		c, err := r.approve.open(ctx, t.spec.Name, ad, call.Approval.Token)
 		if err != nil {
 			return nil, err
 		}
@@ -371,21 +415,21 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 			return nil, &Error{Kind: KindDenied, Message: "The user denied this change. Nothing was saved.",
 				NextAction: "Ask the user what to do instead.", err: fmt.Errorf("%w: %w", ErrApprovalRefused, errDenied)}
 		}
-		return &previewState{mode: previewApprove, want: c.Preview, nonce: c.Nonce}, nil
+		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce}, nil
 	case call.DryRun:
 		return &previewState{mode: previewDryRun}, nil
 	case r.needsApproval(ctx, t):
-		return &previewState{mode: previewRequest}, nil
+		p = &previewState{mode: previewRequest, args: argsDigest(args, argv)}
 	}
-	return nil, nil
+	return p, nil
 }
 
 // spendApproval records a denied token as used, so it cannot approve later.
-func (r *Registry) spendApproval(ctx context.Context, nonce string) error {
+func (r *Registry) spendApproval(ctx context.Context, nonce int64) error {
 	if r.tx.DB == nil {
 		return errNoDB
 	}
-	_, err := r.tx.DB.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, nonce, time.Now().UTC().Format(time.RFC3339Nano))
+	_, err := r.tx.DB.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, nonce, time.Now().Unix())
 	if err != nil && engine.UniqueViolation(err) {
 		return refusedApproval("This approval was already used.")
 	}
@@ -398,14 +442,18 @@ func (r *Registry) spendApproval(ctx context.Context, nonce string) error {
 func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byte, summary string, tx *sql.Tx) (commit bool, err error) {
 	pv := p.build(out, summary)
 	p.preview = pv
-	switch p.mode {
-	case previewDryRun, previewRequest:
+	if p.mode == previewDryRun {
 		return false, nil
 	}
-	if pv.digest() != p.want {
+	p.sum = pv.digest()
+	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, p.nonce, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	stmt, err := r.approve.spendStmt(ctx, r.tx.DB)
+	if err != nil {
+		return false, err
+	}
+	if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, p.nonce, time.Now().Unix()); err != nil {
 		if engine.UniqueViolation(err) {
 			return false, refusedApproval("This approval was already used.")
 		}
@@ -432,11 +480,14 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 		res.JSON = b
 		return err
 	case previewApprove:
-		if pv.digest() == p.want {
+		if p.sum == p.want {
 			return nil
 		}
 	}
-	token, exp := r.approve.seal(ctx, t.spec.Name, args, pv)
+	if p.args == "" {
+		p.args = argsDigest(args, nil)
+	}
+	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum)
 	res.Preview = pv
 	res.Approval = &ApprovalRequest{Preview: *pv, Token: token, Expires: exp}
 	msg := "This change needs the user's approval: " + pv.String() + "."

@@ -39,7 +39,8 @@ const createScopeTable = `CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
 
 // coreMigrations are the versions of llmtool's own tables: the scope
 // settings (1), their version counter (2), PostgreSQL's commit guard (3),
-// the used approval tokens (4).
+// the used approval tokens' nonces and when they were used, in Unix
+// seconds (4; approval.go).
 // Append a step to change them; never edit a released one.
 var coreMigrations = []migrate.Step{{
 	// Created on first use before versions existed, hence IF NOT EXISTS.
@@ -53,10 +54,8 @@ var coreMigrations = []migrate.Step{{
 }, {
 	Postgres: dbconn.GuardMigration,
 }, {
-	SQLite:   []string{createApprovalsTable},
-	Postgres: []string{createApprovalsTable},
+	// An approved commit writes a row here: on SQLite the integer key is
+	// the rowid, so the row is one B-tree entry.
+	SQLite:   []string{`CREATE TABLE ` + approvalsTable + ` (nonce INTEGER PRIMARY KEY, used_at INTEGER NOT NULL)`},
+	Postgres: []string{`CREATE TABLE ` + approvalsTable + ` (nonce BIGINT PRIMARY KEY, used_at BIGINT NOT NULL)`},
 }}
-
-// createApprovalsTable holds the nonces of used approval tokens
-// (approval.go).
-const createApprovalsTable = `CREATE TABLE ` + approvalsTable + ` (nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL)`

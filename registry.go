@@ -567,7 +567,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 			args, fill, argv, err = t.prepare(call.Args)
 		}
 		if err == nil {
-			preview, err = r.prepareApproval(ctx, t, &call, args) // approval.go
+			preview, err = r.prepareApproval(ctx, t, &call, args, argv) // approval.go
 		}
 		if err == nil {
 			pa := prepared{fill: fill, argv: argv, preview: preview}

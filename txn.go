@@ -335,6 +335,7 @@ func (r *Registry) Close() error {
 		r.pol.stop = nil
 	}
 	r.pol.subMu.Unlock()
+	r.approve.close()
 	r.tx.Close()
 	return nil
 }
