@@ -266,7 +266,7 @@ func titlesUnder(t *testing.T, path, parent string) []string {
 // standard input, and the model reads what came of it.
 func TestChatApproval(t *testing.T) {
 	t.Parallel()
-	const ask = `Delete note {"noteId":"pancakes"}: notes: 1 updated; branches: 1 updated; attributes: 1 updated` + "\nApprove? [y/N] "
+	const ask = `Delete note {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 updated; branches: 1 updated; attributes: 1 updated)` + "\nApprove? [y/N] "
 	tests := []struct {
 		name       string
 		flags      []string
