@@ -1,0 +1,114 @@
+package llmtool
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/llmtool/llmtool/audit"
+)
+
+// Options configures a Registry. A nil *Options, like the zero value,
+// gives the defaults; they are fixed when the registry is built.
+type Options struct {
+	// Logger receives internal errors, refused statements, uses of a
+	// handler's context after it returned, and (unless Audit is set)
+	// the audit records. Default: slog.Default().
+	Logger *slog.Logger
+
+	// Engine is the database's engine: "sqlite" or "postgres". Empty
+	// means NewRegistry asks the database (one query); declare it to
+	// skip that, or when a proxy in front of the database answers for
+	// it. Any other engine is refused: llmtool's read-only enforcement
+	// and transactions depend on it.
+	Engine string
+
+	// Authorize decides whether a principal may call a tool; nil allows
+	// whatever the scope allows. It returns nil to allow the call. It
+	// is consulted for every call and, to decide what a listing shows,
+	// for every tool on every listing, so it should be cheap (no
+	// database round trip per tool). The principal is nil when the call
+	// has none.
+	//
+	// To refuse, return an error. The model sees the message and next
+	// action of the first *Error in its chain (such as
+	// llmtool.Denied("Only editors may delete notes.").Next("Ask an
+	// editor to do it.")), or, when the chain has none, a standard
+	// message that names the tool and keeps the error's text from the
+	// model. Either way the call's Result.Err is an *Error of KindDenied
+	// that wraps ErrNotAuthorized and Authorize's error, and the audit
+	// outcome is "refused".
+	Authorize func(ctx context.Context, p *Principal, tool *Spec) error
+
+	// RequirePrincipal refuses every call without a principal in its
+	// context and empties every listing without one. Turn it on when
+	// tools must always run as an authenticated user, as behind the MCP
+	// HTTP transport.
+	RequirePrincipal bool
+
+	// Audit lists the sinks that receive a record of every call. Nil
+	// means one sink: Logger, at Info level. A audit.TxSink among them
+	// writes its record inside each write's own transaction.
+	Audit []audit.Sink
+
+	// ScopeCacheTTL is how long the registry keeps a scope's settings in
+	// memory before reading them again. Changes made through this
+	// registry (SetWrites, SetScopeTool, ResetScopeTool)
+	// take effect at once whatever the TTL; a change made by another
+	// process sharing the database is seen once the cached copy is older
+	// than the TTL, and then reported to subscribers. Zero means
+	// two seconds; NoScopeCache reads the settings on every
+	// listing and call (a primary-key lookup), for several processes or
+	// replicas sharing one database.
+	ScopeCacheTTL time.Duration
+
+	// WritesOffAction is the corrective next action of the refusal of a
+	// write tool in a scope whose writes are off: how the user enables
+	// them in the host application, such as "Ask the user to turn on
+	// 'Allow changes' in the chat settings, then try again.". Default:
+	// "Ask the user to enable write tools for this scope, then call
+	// <tool> again.".
+	WritesOffAction string
+
+	// ApprovalKey signs approval tokens (HMAC-SHA256); replicas that
+	// serve one another's approvals need the same key. Default: 32 random
+	// bytes per registry, so an approval is honoured only by the process
+	// that asked for it.
+	ApprovalKey []byte
+	// ApprovalTTL is how long a person has to approve a previewed change.
+	// Default: 15 minutes.
+	ApprovalTTL time.Duration
+
+	// ValidateOutput checks every successful result against the tool's
+	// output schema; a mismatch becomes an internal error. Test harnesses
+	// turn it on; it costs a decode per call.
+	ValidateOutput bool
+
+	// ManPages are reference pages, such as a search syntax, that the
+	// man tool lists after the tools (by name; each page's first
+	// non-empty line is its summary) and shows by name. A tool of the
+	// same name takes precedence over a page.
+	//
+	// The man catalog keeps the descriptions sent with every request short: a
+	// model that needs more calls the built-in read tool "man".
+	//
+	//   - man with no arguments lists the tools this scope and principal may
+	//     call, grouped by category ("General" when a tool has none) in the
+	//     order categories first appear, one line each (the tool's Summary, else
+	//     the first sentence of its description), then the reference pages of
+	//     Options.ManPages.
+	//   - man {"name": "<tool>"} shows NAME, SYNOPSIS and OPTIONS generated from
+	//     the input schema (parameters in declaration order, with type,
+	//     required, default and allowed values), then DESCRIPTION, then the
+	//     tool's ManPage, whose EXAMPLES section package lint requires.
+	//   - man {"name": "<page>"} shows a reference page.
+	//   - An unknown name is answered with the closest names and how to list
+	//     all. Tools the scope may not call are unknown to man, as to List.
+	//
+	// Package man renders the catalog and the pages. NewRegistry registers man
+	// in module "llmtool"; listings show it after the host's tools. To opt out,
+	// switch it off (reg.SetEnabled("man", false)) or register a tool of your
+	// own named "man", which replaces it. A chat UI's help command can invoke
+	// it like any tool; its Result.Content holds the text.
+	ManPages map[string]string
+}
