@@ -67,6 +67,18 @@
 // overrides per tool); [Options].Authorize. Listings show exactly what the
 // caller may call; [Registry.Subscribe] reports changes.
 //
+// # Approval and dry runs
+//
+// A write tool marked [NeedsApproval] (or required to by a scope,
+// [Registry.SetApproval]) does not commit on its first call: it runs, the
+// registry records a [Preview] of the change (its result, rows per table,
+// the tool's [WriteCtx.Describe] line), rolls back, and the Result carries
+// an [ApprovalRequest]. No transaction or lock is held while a person
+// decides. The same call with [Call].Approval runs again and commits only
+// if its preview is the one approved; tokens are signed, single-use,
+// expiring and bound to the principal, scope, tool and arguments.
+// [Call].DryRun previews any write tool and always rolls back.
+//
 // # Errors
 //
 // Errors are results: nothing a tool does escapes as a panic or a protocol
