@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmtool/llmtool/internal/engine"
@@ -144,6 +146,8 @@ type previewState struct {
 	args  string // the digest of the call's arguments
 	want  string // previewApprove: the approved preview's digest
 	nonce int64  // previewApprove: the token's nonce, recorded as used
+	exp   int64  // previewApprove: the token's expiry (Unix seconds)
+	held  bool   // previewApprove: the nonce is reserved in memory (approvals.reserve)
 	sum   string // the digest of preview, once built
 
 	mu      sync.Mutex
@@ -200,20 +204,35 @@ func (p *previewState) reset() {
 
 // digest is the preview's fingerprint: what an approval approves.
 func (pv *Preview) digest() string {
-	b, _ := json.Marshal(pv)
-	sum := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field(pv.Result)
+	for _, c := range pv.Changes {
+		field([]byte(c.Table))
+		for _, x := range []int64{c.Inserted, c.Updated, c.Deleted} {
+			binary.LittleEndian.PutUint64(n[:], uint64(x))
+			h.Write(n[:])
+		}
+	}
+	field([]byte(pv.Summary))
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
 }
 
 // approvalClaims are what a token binds.
 type approvalClaims struct {
-	Tool      string `json:"t"`
-	Args      string `json:"a"` // digest of the canonical arguments
-	Principal string `json:"p"`
-	Scope     string `json:"s"`
-	Preview   string `json:"d"` // digest of the approved preview
-	Expires   int64  `json:"e"`
-	Nonce     int64  `json:"n"` // random, 63 bits: the used tokens' table's key
+	Tool      string
+	Args      string // digest of the canonical arguments
+	Principal string
+	Scope     string
+	Preview   string // digest of the approved preview
+	Expires   int64  // Unix seconds
+	Nonce     int64  // unique, 63 bits: the used tokens' key
 }
 
 // approvals is a registry's approval configuration.
@@ -223,8 +242,53 @@ type approvals struct {
 	now  func() time.Time
 	macs sync.Pool // HMAC-SHA256 hashes keyed with key, reset between uses
 
+	// Nonces need to be unique, not secret (the token is signed): a
+	// random start per registry, then a counter.
+	nonceBase uint64
+	nonces    atomic.Uint64
+
 	stmtMu sync.Mutex
 	stmt   *sql.Stmt // spendStmt
+
+	// shared is set when Options.ApprovalKey is: other processes honour
+	// this one's tokens, so a used token is recorded in the database.
+	// Otherwise only this process can, and remembers used tokens in spent.
+	shared  bool
+	spentMu sync.Mutex
+	spent   map[int64]int64 // nonce → the token's expiry (Unix seconds)
+	sweeps  int
+}
+
+// reserve records nonce as used until exp, and reports false if it was
+// already.
+func (a *approvals) reserve(nonce, exp int64) bool {
+	a.spentMu.Lock()
+	defer a.spentMu.Unlock()
+	if _, used := a.spent[nonce]; used {
+		return false
+	}
+	if a.spent == nil {
+		a.spent = make(map[int64]int64)
+	}
+	a.spent[nonce] = exp
+	if a.sweeps++; a.sweeps >= 1024 {
+		// An expired token is refused as expired: forget it.
+		a.sweeps = 0
+		now := a.now().Unix()
+		for n, e := range a.spent {
+			if e < now {
+				delete(a.spent, n)
+			}
+		}
+	}
+	return true
+}
+
+// release forgets a reservation whose commit did not happen.
+func (a *approvals) release(nonce int64) {
+	a.spentMu.Lock()
+	delete(a.spent, nonce)
+	a.spentMu.Unlock()
 }
 
 func (a *approvals) init(o *Options) {
@@ -232,10 +296,14 @@ func (a *approvals) init(o *Options) {
 		o = &Options{}
 	}
 	a.key = o.ApprovalKey
+	a.shared = len(a.key) > 0
 	if len(a.key) == 0 {
 		a.key = make([]byte, 32)
 		_, _ = rand.Read(a.key)
 	}
+	var base [8]byte
+	_, _ = rand.Read(base[:])
+	a.nonceBase = binary.LittleEndian.Uint64(base[:])
 	a.ttl = o.ApprovalTTL
 	if a.ttl <= 0 {
 		a.ttl = defaultApprovalTTL
@@ -284,14 +352,54 @@ func (a *approvals) close() {
 
 // seal makes the token approving pv for this call.
 func (a *approvals) seal(ctx context.Context, tool, args, preview string) (string, time.Time) {
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
 	exp := a.now().Add(a.ttl)
 	c := approvalClaims{Tool: tool, Args: args, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
-		Preview: preview, Expires: exp.Unix(), Nonce: int64(binary.LittleEndian.Uint64(nonce[:]) >> 1)}
-	b, _ := json.Marshal(c)
-	body := base64.RawURLEncoding.EncodeToString(b)
+		Preview: preview, Expires: exp.Unix(), Nonce: int64((a.nonceBase + a.nonces.Add(1)) & (1<<63 - 1))}
+	body := base64.RawURLEncoding.EncodeToString(c.encode())
 	return body + "." + a.mac(body), exp
+}
+
+// encode writes the claims as length-prefixed fields ("3:abc"), which
+// decode reads back whatever bytes the principal or scope hold.
+func (c *approvalClaims) encode() []byte {
+	b := make([]byte, 0, 160)
+	for _, f := range []string{c.Tool, c.Args, c.Principal, c.Scope, c.Preview} {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+	}
+	b = strconv.AppendInt(b, c.Expires, 10)
+	b = append(b, ':')
+	return strconv.AppendInt(b, c.Nonce, 10)
+}
+
+// decode reads what encode wrote.
+func (c *approvalClaims) decode(b []byte) bool {
+	next := func() (string, bool) {
+		i := bytes.IndexByte(b, ':')
+		if i < 0 {
+			return "", false
+		}
+		n, err := strconv.Atoi(string(b[:i]))
+		if err != nil || n < 0 || i+1+n > len(b) {
+			return "", false
+		}
+		f := string(b[i+1 : i+1+n])
+		b = b[i+1+n:]
+		return f, true
+	}
+	for _, f := range []*string{&c.Tool, &c.Args, &c.Principal, &c.Scope, &c.Preview} {
+		v, ok := next()
+		if !ok {
+			return false
+		}
+		*f = v
+	}
+	exp, nonce, ok := strings.Cut(string(b), ":")
+	var err1, err2 error
+	c.Expires, err1 = strconv.ParseInt(exp, 10, 64)
+	c.Nonce, err2 = strconv.ParseInt(nonce, 10, 64)
+	return ok && err1 == nil && err2 == nil
 }
 
 // open checks a token against this call and returns its claims, or the
@@ -303,7 +411,7 @@ func (a *approvals) open(ctx context.Context, tool, args, token string) (*approv
 		return nil, refusedApproval("The approval token is not one this server issued for this change.")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(body)
-	if err != nil || json.Unmarshal(b, &c) != nil {
+	if err != nil || !c.decode(b) {
 		return nil, refusedApproval("The approval token is not one this server issued for this change.")
 	}
 	switch {
@@ -409,13 +517,13 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 			return nil, err
 		}
 		if !call.Approval.Approved {
-			if err := r.spendApproval(ctx, c.Nonce); err != nil {
+			if err := r.spendApproval(ctx, c); err != nil {
 				return nil, err
 			}
 			return nil, &Error{Kind: KindDenied, Message: "The user denied this change. Nothing was saved.",
 				NextAction: "Ask the user what to do instead.", err: fmt.Errorf("%w: %w", ErrApprovalRefused, errDenied)}
 		}
-		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce}, nil
+		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce, exp: c.Expires}, nil
 	case call.DryRun:
 		return &previewState{mode: previewDryRun}, nil
 	case r.needsApproval(ctx, t):
@@ -425,11 +533,17 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 }
 
 // spendApproval records a denied token as used, so it cannot approve later.
-func (r *Registry) spendApproval(ctx context.Context, nonce int64) error {
+func (r *Registry) spendApproval(ctx context.Context, c *approvalClaims) error {
+	if !r.approve.shared {
+		if !r.approve.reserve(c.Nonce, c.Expires) {
+			return refusedApproval("This approval was already used.")
+		}
+		return nil
+	}
 	if r.tx.DB == nil {
 		return errNoDB
 	}
-	_, err := r.tx.DB.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, nonce, time.Now().Unix())
+	_, err := r.tx.DB.ExecContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`, c.Nonce, time.Now().Unix())
 	if err != nil && engine.UniqueViolation(err) {
 		return refusedApproval("This approval was already used.")
 	}
@@ -438,7 +552,8 @@ func (r *Registry) spendApproval(ctx context.Context, nonce int64) error {
 
 // finishPreview ends a write run that previews, before its commit: it
 // returns commit true when the run may commit (an approved preview that
-// matches, its token recorded as used in tx), or the error that ends it.
+// matches, its token recorded as used: in tx when replicas share the key,
+// else in this process's memory), or the error that ends it.
 func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byte, summary string, tx *sql.Tx) (commit bool, err error) {
 	pv := p.build(out, summary)
 	p.preview = pv
@@ -448,6 +563,15 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byt
 	p.sum = pv.digest()
 	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
+	}
+	if !r.approve.shared {
+		// Only this process honours its tokens: remember this one as used
+		// (Invoke forgets it if the commit fails).
+		if !p.held && !r.approve.reserve(p.nonce, p.exp) {
+			return false, refusedApproval("This approval was already used.")
+		}
+		p.held = true
+		return true, nil
 	}
 	stmt, err := r.approve.spendStmt(ctx, r.tx.DB)
 	if err != nil {

@@ -289,3 +289,46 @@ func TestDryRunBytes(t *testing.T) {
 	}
 	require.Equal(t, before, files())
 }
+
+// TestApprovalAcrossReplicas: registries that share Options.ApprovalKey
+// honour one another's tokens, and the token's row in llmtool_approvals,
+// written in the committing transaction, keeps each single-use across
+// them; a registry with a key of its own refuses them.
+func TestApprovalAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	db, where := openDBAt(t)
+	_, err := db.Exec(`CREATE TABLE notes (id TEXT PRIMARY KEY, title TEXT NOT NULL, protected INTEGER NOT NULL DEFAULT 0, owner TEXT NOT NULL DEFAULT '', parent TEXT);
+		INSERT INTO notes (id, title, owner, parent) VALUES ('root', 'Root', '', NULL), ('n1', 'Shopping', 'alice', 'root'), ('c1', 'Milk', 'alice', 'n1'), ('n3', 'Plans', 'alice', 'root')`)
+	require.NoError(t, err)
+	key := []byte("a key the replicas share, 32 b!!")
+	mod := func() *llmtool.Module { return llmtool.DefineTools("notes", deleteNote).WithEntities(noteKind) }
+	a, _ := newRegOpts(t, db, &llmtool.Options{ApprovalKey: key}, mod())
+	b, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ApprovalKey: key}, mod())
+	other, _ := newRegOpts(t, openAgain(t, where), nil, mod())
+	ctx := alice(context.Background())
+	require.NoError(t, a.SetWrites(ctx, "", true))
+	call := func(r *llmtool.Registry, args string, ap *llmtool.Approval) llmtool.Result {
+		return r.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(args), Approval: ap})
+	}
+
+	req := call(a, `{"noteId":"c1"}`, nil)
+	require.NotNil(t, req.Approval)
+	require.Equal(t, "The approval token is not one this server issued for this change. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
+		call(other, `{"noteId":"c1"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true}).Text())
+	ok := call(b, `{"noteId":"c1"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true})
+	require.False(t, ok.IsError, ok.Text())
+	_, err = db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c1', 'Milk', 'alice', 'n1')`)
+	require.NoError(t, err)
+	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
+		call(a, `{"noteId":"c1"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true}).Text(), "replayed on the replica that asked")
+
+	req = call(a, `{"noteId":"n3"}`, nil)
+	require.Equal(t, "The user denied this change. Nothing was saved. Ask the user what to do instead.",
+		call(a, `{"noteId":"n3"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: false}).Text())
+	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
+		call(b, `{"noteId":"n3"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true}).Text(), "denied on one replica, refused on the other")
+	require.Contains(t, noteTitles(t, db), "n3: Plans")
+	var rows int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_approvals`).Scan(&rows))
+	require.Equal(t, 2, rows, "one row per used token: the approved one and the denied one")
+}

@@ -73,7 +73,10 @@ type Options struct {
 	// ApprovalKey signs approval tokens (HMAC-SHA256); replicas that
 	// serve one another's approvals need the same key. Default: 32 random
 	// bytes per registry, so an approval is honoured only by the process
-	// that asked for it.
+	// that asked for it, which remembers the tokens used. With a key set,
+	// each approved commit also records its token in the table
+	// llmtool_approvals, in its transaction, so that no replica honours a
+	// token twice.
 	ApprovalKey []byte
 	// ApprovalTTL is how long a person has to approve a previewed change.
 	// Default: 15 minutes.

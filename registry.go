@@ -468,6 +468,9 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 			pa := prepared{fill: fill, argv: argv, preview: preview}
 			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &pa, &res)
 			attempts = pa.attempts
+			if preview != nil && preview.held && !committed {
+				r.approve.release(preview.nonce) // the approval was not used
+			}
 			if err == nil && preview != nil {
 				err = r.previewResult(ctx, t, args, preview, &res)
 			}
