@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -94,4 +95,39 @@ func TestApproval(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestApprovalAcrossReplicas: two stateless replicas started with the same
+// bearer token, behind a load balancer that alternates between them. At
+// 2026-07-28 the approval question goes out from one replica and its
+// answer comes back to the other, which honours it: both derive their
+// signing keys from the token.
+func TestApprovalAcrossReplicas(t *testing.T) {
+	bin := buildBinary(t)
+	db := filepath.Join(t.TempDir(), "notes.db")
+	stdout, stderr, code := runBinary(t, bin, "writes", "on", "-db", db)
+	require.Equal(t, 0, code, stdout+stderr)
+	env := pgEnv(tokenEnv + "=replicas-approval-token")
+	a := pgServeHTTP(t, bin, env, "-db", db, "-addr", "127.0.0.1:0", "-stateless")
+	b := pgServeHTTP(t, bin, env, "-db", db, "-addr", "127.0.0.1:0", "-stateless")
+	host := func(u string) string { return strings.TrimPrefix(strings.TrimSuffix(u, "/mcp"), "http://") }
+	lb := &spreader{base: http.DefaultTransport.(*http.Transport).Clone(), hosts: []string{host(a.url), host(b.url)}, served: make([]atomic.Int64, 2)}
+	tr, err := transport.NewStreamableHTTP(a.url,
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + a.token}),
+		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)),
+		transport.WithHTTPBasicClient(&http.Client{Transport: lb}))
+	require.NoError(t, err)
+	u := &chooser{answer: true}
+	c := client.NewClient(tr, client.WithElicitationHandler(u))
+	require.NoError(t, c.Start(t.Context()))
+	t.Cleanup(func() { _ = c.Close() })
+	initializeAt(t, c, mcp.ProtocolVersion20260728)
+
+	before := [2]int64{lb.served[0].Load(), lb.served[1].Load()}
+	require.Equal(t, []any{"projects", "roadmap", "meetings"}, callOK(t, c, "delete_note", map[string]any{"noteId": "projects"})["deletedNoteIds"])
+	require.Len(t, u.asked, 1)
+	require.Equal(t, int64(1), lb.served[0].Load()-before[0], "the call went to one replica")
+	require.Equal(t, int64(1), lb.served[1].Load()-before[1], "and its retry with the answer to the other")
+	require.Equal(t, `Note "roadmap" (noteId) does not exist. Call search_notes or get_child_notes to find the note's ID.`,
+		callError(t, c, "get_note", map[string]any{"noteId": "roadmap"}))
 }

@@ -34,6 +34,9 @@
 // setting on each listing and call, so a change made with the writes
 // command applies to all of them at once (without sessions, clients get no
 // notifications/tools/list_changed: they see it on their next listing).
+// The keys that sign approval tokens and the state of calls that ask the
+// user are derived from the bearer token, so an answer may come back to
+// any replica given the same token.
 //
 // delete_note and move_note need the user's approval: the call previews
 // the change and rolls it back, the client shows the preview (MCP
@@ -65,7 +68,9 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
@@ -223,8 +228,10 @@ Several replicas behind a load balancer: start each with the same PostgreSQL
 replica serves any request; clients get no tools/list_changed notifications
 and see changes on their next listing. Every server reads the write setting
 on each listing and call, so "notes-mcp writes on|off" takes effect on all
-replicas at once. Use -stateless only for HTTP, and only when requests may
-reach different processes; one server is better off without it.
+replicas at once, and each derives its signing keys from the token, so a
+user's answer (an approval) may reach any of them. Use -stateless only for
+HTTP, and only when requests may reach different processes; one server is
+better off without it.
 
 Flags:
 `
@@ -268,10 +275,25 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	dbName := displayDB(*dbPath)
 
+	// Over HTTP, the keys that sign approval tokens and the state of calls
+	// that ask the user come from the bearer token, which replicas share:
+	// an answer whose retry reaches another replica is honoured there, and
+	// one given before a restart after it.
+	var tok, tokenSource string
+	var approvalKey, stateKey []byte
+	if !*stdio {
+		var err error
+		if tok, tokenSource, err = bearerToken(*token, *dbPath); err != nil {
+			return err
+		}
+		approvalKey, stateKey = deriveKey(tok, "notes-mcp approval tokens"), deriveKey(tok, "notes-mcp request state")
+	}
+
 	// Logs go to stderr, in both modes: with -stdio, stdout is the protocol.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{
-		Logger: logger,
+		ApprovalKey: approvalKey,
+		Logger:      logger,
 		// The writes command runs in another process, and replicas
 		// share a PostgreSQL database: read the scope's setting on every
 		// listing and call (a primary-key lookup), so a change shows at
@@ -302,6 +324,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Instructions: instructions,
 		Scope:        *scope,
 		Logger:       logger,
+
+		RequestStateKey: stateKey,
 	}
 
 	if *stdio {
@@ -315,10 +339,6 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return nil
 	}
 
-	tok, tokenSource, err := bearerToken(*token, *dbPath)
-	if err != nil {
-		return err
-	}
 	auth := mcpadapter.BearerAuth(func(_ context.Context, got string) (*llmtool.Principal, error) {
 		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
 			return nil, errors.New("wrong bearer token")
@@ -661,4 +681,12 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// deriveKey derives a signing key for purpose from the bearer token
+// (HMAC-SHA256), so that replicas given the same token share it.
+func deriveKey(token, purpose string) []byte {
+	h := hmac.New(sha256.New, []byte(token))
+	h.Write([]byte(purpose))
+	return h.Sum(nil)
 }
