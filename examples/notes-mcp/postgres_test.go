@@ -430,7 +430,7 @@ func TestPostgresUsage(t *testing.T) {
 		"a PostgreSQL URL, postgres://user:password@host:port/dbname (or\n    postgresql://)",
 		"HTTP then needs -token or $NOTES_MCP_TOKEN",
 		"Several replicas behind a load balancer: start each with the same PostgreSQL\n-db and token, and -stateless.",
-		"so \"notes-mcp writes on|off\" takes effect on all\nreplicas at once.",
+		"so \"notes-mcp writes on|off\" takes effect on all\nreplicas at once, and each derives its signing keys from the token",
 	} {
 		require.Contains(t, serveUsage, want)
 	}
