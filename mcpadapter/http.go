@@ -245,11 +245,11 @@ func (h *httpHandler) dispatch(w http.ResponseWriter, r *http.Request, body []by
 	h.serveMCP(w, r, msg)
 }
 
-// serveMCP has mcp-go serve a request; the answer to a tools/call gets the
-// adapter's notes (see callNotes), and a tools/call or subscriptions/listen
+// serveMCP has mcp-go serve a request; the answer to a tools/call or a
+// resources/read gets the adapter's notes (see callNotes), and a tools/call or subscriptions/listen
 // returns only when its notifications are on the wire.
 func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, msg *wireMessage) {
-	if msg == nil || (msg.method != string(mcp.MethodToolsCall) && msg.method != string(mcp.MethodSubscriptionsListen)) {
+	if msg == nil || (msg.method != string(mcp.MethodToolsCall) && msg.method != string(mcp.MethodSubscriptionsListen) && msg.method != string(mcp.MethodResourcesRead)) {
 		h.mcp.ServeHTTP(w, r)
 		return
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Two answers to a tools/call are decided by the registry but written by
-// mcp-go, which has no way to take them from a tool handler:
+// Some answers are decided by the registry but written by mcp-go, which has
+// no way to take them from a handler:
 //
 //   - a tool the registry does not know gets mcp-go's invalid-params error
 //     (-32602), whose message must be the registry's sentence ("Unknown
@@ -26,7 +26,10 @@ import (
 //     client did not declare in _meta (sampling, elicitation) must get a
 //     MissingRequiredClientCapabilityError (-32021, HTTP 400) naming it in
 //     error.data.requiredCapabilities, where a handler can only return an
-//     internal error (-32603).
+//     internal error (-32603);
+//   - resources/read of a URI no resource has gets mcp-go's not-found error,
+//     which should carry the URI in its data (SEP-2164) and the registry's
+//     sentence.
 //
 // The adapter notes these per JSON-RPC request ID while mcp-go serves the
 // request, and puts them into mcp-go's answer as the transport writes it:
@@ -40,6 +43,7 @@ type callNotes struct {
 	mu      sync.Mutex
 	unknown map[string]string // request ID (JSON) → the registry's sentence
 	missing map[string]string // request ID (JSON) → the capability not declared
+	noURI   map[string]string // request ID (JSON) → a resources/read URI no resource has
 
 	// Over mcp-go's HTTP transport, the SSE events written and the
 	// notifications the call's handler sent, so that the handler returns
@@ -98,10 +102,22 @@ func (n *callNotes) noteMissing(id any, capability string) {
 	n.missing[idKey(id)] = capability
 }
 
+// noteNoResource records a resources/read of a URI that no resource has:
+// its error gets the registry's sentence and, as SEP-2164 asks, the URI in
+// its data.
+func (n *callNotes) noteNoResource(id any, uri string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.noURI == nil {
+		n.noURI = make(map[string]string)
+	}
+	n.noURI[idKey(id)] = uri
+}
+
 func (n *callNotes) empty() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.unknown) == 0 && len(n.missing) == 0
+	return len(n.unknown) == 0 && len(n.missing) == 0 && len(n.noURI) == 0
 }
 
 // rewrite puts the notes about the request msg answers into msg, an error
@@ -125,8 +141,10 @@ func (n *callNotes) rewrite(msg []byte) ([]byte, int) {
 	n.mu.Lock()
 	sentence, unknown := n.unknown[key]
 	capability, missing := n.missing[key]
+	uri, noResource := n.noURI[key]
 	delete(n.unknown, key)
 	delete(n.missing, key)
+	delete(n.noURI, key)
 	n.mu.Unlock()
 	status := 0
 	switch {
@@ -140,6 +158,9 @@ func (n *callNotes) rewrite(msg []byte) ([]byte, int) {
 		status = http.StatusBadRequest
 	case unknown && resp.Error.Code == mcp.INVALID_PARAMS:
 		resp.Error.Message = sentence
+	case noResource && (resp.Error.Code == mcp.INVALID_PARAMS || resp.Error.Code == mcp.RESOURCE_NOT_FOUND):
+		resp.Error.Message = fmt.Sprintf("No resource has the URI %q. Read a resource the server lists, or a URI that matches one of its templates.", uri)
+		resp.Error.Data = map[string]any{"uri": uri}
 	default:
 		return msg, 0
 	}

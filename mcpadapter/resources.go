@@ -40,6 +40,15 @@ func (s *Server) extraOptions(hooks *server.Hooks) []server.ServerOption {
 			s.syncExtras(ctx)
 		}
 	})
+	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
+		req, ok := message.(*mcp.ReadResourceRequest)
+		if method != mcp.MethodResourcesRead || !ok || !errors.Is(err, server.ErrResourceNotFound) {
+			return
+		}
+		if notes := notesFrom(ctx); notes != nil {
+			notes.noteNoResource(id, req.Params.URI)
+		}
+	})
 	hooks.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
 		allowed := s.allowed(ctx, s.reg.Resources)
 		res.Resources = keep(res.Resources, func(r mcp.Resource) bool { return allowed[r.Name] })

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"net/http"
 	"net/http/httptest"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -188,7 +189,9 @@ func TestResources(t *testing.T) {
 			for _, tt := range []struct{ uri, want string }{
 				{"doc://2", `Document "2" (docId) is protected; tools may neither read nor change it. Work with another document, or ask the user to remove the protection.`},
 				{"doc://9", `Document "9" (docId) does not exist. List the documents to find an ID.`},
-				{"other://1", `resource not found`},
+				// mcp-go's not-found error; at 2026-07-28 over HTTP with the
+				// registry's sentence and the URI in its data (SEP-2164).
+				{"other://1", map[bool]string{true: `No resource has the URI "other://1". Read a resource the server lists, or a URI that matches one of its templates.`, false: `resource not found`}[cn.name == "http-2026-07-28"]},
 			} {
 				_, _, err := read(tt.uri)
 				require.Error(t, err, tt.uri)
@@ -294,4 +297,18 @@ func subscribe(t *testing.T, c *client.Client, uri string, on bool) {
 	}
 	//lint:ignore SA1019 resources/unsubscribe is the request of the revisions this test serves (2025-11-25 and before)
 	require.NoError(t, c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}}))
+}
+
+// TestResourceNotFoundWire: at 2026-07-28, resources/read of a URI no
+// resource has is an invalid-params error with the registry's sentence and
+// the URI in its data (SEP-2164).
+func TestResourceNotFoundWire(t *testing.T) {
+	t.Parallel()
+	f := newDocFixture(t, nil)
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	rc := &rpc{url: ts.URL, headers: map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": "other://1"}}
+	resp, body := rc.post(t, `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"other://1",`+modernMeta(`{}`)+`}}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body) // mcp-go's status for -32602 at 2026-07-28
+	require.JSONEq(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"No resource has the URI \"other://1\". Read a resource the server lists, or a URI that matches one of its templates.","data":{"uri":"other://1"}}}`, body)
 }
