@@ -268,6 +268,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *scope == "" {
 		return usageError("-scope must not be empty")
 	}
+	if *dbPath == "" {
+		return usageError("-db must not be empty") // before a token file is made next to it
+	}
 	if !*stdio {
 		if err := tokenNeeded(*token, *dbPath); err != nil {
 			return err
