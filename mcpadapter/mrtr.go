@@ -515,3 +515,19 @@ func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, err
 	})
 	return out, err
 }
+
+// askingPeer returns the peer that answers the questions of a call of
+// target (a tool's name, or "prompt:" and a prompt's) from the client's
+// answers in mp, after checking the requestState of a retry. A refused
+// state is the request's error: nothing runs.
+func (s *Server) askingPeer(ctx context.Context, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) (*peer, error) {
+	var st *roundState
+	if mp.RequestState != "" {
+		var err error
+		if st, err = s.open(ctx, mp.RequestState, target, args); err != nil {
+			s.cfg.logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
+			return nil, err
+		}
+	}
+	return &peer{s: s, tool: name, round: newRound(st, mp.InputResponses)}, nil
+}

@@ -206,13 +206,10 @@ func (s *Server) getPrompt(name string) server.PromptHandlerFunc {
 		// its state bound to the prompt as a tool call's is to the tool.
 		target := "prompt:" + name
 		ctx = s.callContext(ctx)
-		var st *roundState
-		if rs := req.Params.RequestState; rs != "" {
-			if st, err = s.open(ctx, rs, target, args); err != nil {
-				return nil, err
-			}
+		p, err := s.askingPeer(ctx, target, name, args, req.Params.MultiRoundTripParams)
+		if err != nil {
+			return nil, err
 		}
-		p := &peer{s: s, tool: name, round: newRound(st, req.Params.InputResponses)}
 		res := s.reg.Invoke(ask.With(ctx, p), llmtool.Call{Prompt: name, Args: args})
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
 			b, err := s.inputRequests(ctx, target, args, p.round)

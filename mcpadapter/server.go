@@ -468,15 +468,10 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			}
 			args = b
 		}
-		var st *roundState
-		if rs := req.Params.RequestState; rs != "" {
-			var err error
-			if st, err = s.open(ctx, rs, name, args); err != nil {
-				s.cfg.logger.Info("mcpadapter: requestState refused", "tool", name, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
-				return nil, err
-			}
+		p, err := s.askingPeer(ctx, name, name, args, req.Params.MultiRoundTripParams)
+		if err != nil {
+			return nil, err
 		}
-		p := &peer{s: s, tool: name, round: newRound(st, req.Params.InputResponses)}
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
