@@ -31,7 +31,12 @@ import (
 // A handler's SQL may read data and nothing else: statements that would
 // change the transaction or the connection (BEGIN, COMMIT, ROLLBACK, a
 // PRAGMA that sets a value, ATTACH, ...) are refused with
-// ErrStatementRefused, and the call fails.
+// ErrStatementRefused, and the call fails. So are statements, in any tool,
+// that change llmtool's own tables (llmtool_*: scope settings, used
+// approvals, the audit): a tool may read them, never write them. (The check
+// reads the statement's text; on PostgreSQL, keep a tool module you do not
+// trust from creating functions that build SQL, or take the privilege to
+// write those tables from the role it runs as.)
 //
 // With SQLite, a read tool's queries run on statements its connection keeps
 // prepared, keyed by query text, so a tool's SQL is parsed once per

@@ -127,6 +127,9 @@ func Check(d Dialect, query string) *Refusal {
 	}
 	sc := scanner{s: query, d: d}
 	r := sc.check()
+	if r == nil {
+		r = ownTables(d, query)
+	}
 	if r == nil && d == Postgres && strings.IndexByte(query, '\\') >= 0 {
 		// With standard_conforming_strings off (a server's or role's
 		// setting, not the default) PostgreSQL reads a backslash in '...'
