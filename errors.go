@@ -34,6 +34,10 @@ const (
 	// KindCancelled means the caller's context was cancelled or timed out
 	// before the call finished.
 	KindCancelled
+	// KindLimited means a limit the host set stopped the call: too many
+	// calls (a rate limit or a concurrency cap) or one that ran too long
+	// (a timeout). Nothing was saved; the message says when to try again.
+	KindLimited
 )
 
 var kindNames = [...]string{
@@ -43,6 +47,7 @@ var kindNames = [...]string{
 	KindDenied:      "denied",
 	KindConflict:    "conflict",
 	KindCancelled:   "cancelled",
+	KindLimited:     "limited",
 }
 
 // String returns the kind's audit name, such as "not_found".
@@ -94,6 +99,10 @@ func Denied(format string, args ...any) *Error { return newError(KindDenied, for
 
 // Conflict reports that the call clashes with the current state.
 func Conflict(format string, args ...any) *Error { return newError(KindConflict, format, args) }
+
+// Limited reports that a limit stopped the call, such as a rate limit; say
+// when to try again: Limited("Too many calls; try again in %d s.", n).
+func Limited(format string, args ...any) *Error { return newError(KindLimited, format, args) }
 
 // Next returns a copy of e that tells the model what to do next, such as
 // "Call search_notes to find the ID.". The action is appended to the

@@ -114,4 +114,10 @@ type Options struct {
 	// own named "man", which replaces it. A chat UI's help command can invoke
 	// it like any tool; its Result.Content holds the text.
 	ManPages map[string]string
+
+	// Middleware wraps every call that found its tool, resource or prompt,
+	// from either adapter, the first outermost (see Middleware): rate
+	// limits, timeouts and concurrency caps (package limit), or the host's
+	// own. Default: none.
+	Middleware []Middleware
 }

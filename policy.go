@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Principal is the authenticated user a call runs as. Adapters put it in
@@ -18,6 +20,35 @@ type Principal struct {
 	Roles []string
 	// Attrs carries anything else the host wants its guards to see.
 	Attrs map[string]string
+	// Scopes are the OAuth scopes the principal's access token grants.
+	// Nil means the principal is not limited by scopes (a user of the
+	// host's own application); a non-nil slice, even empty, limits the
+	// principal to the tools whose Spec.Scopes it holds all of (see
+	// Scopes), in listings and calls.
+	Scopes []string
+}
+
+// HasScope reports whether p's token grants scope. A principal not
+// limited by scopes (nil Scopes) has every scope.
+func (p *Principal) HasScope(scope string) bool {
+	return p == nil || p.Scopes == nil || slices.Contains(p.Scopes, scope)
+}
+
+// MissingScopes returns the scopes of s.Scopes that p's token does not
+// grant, in s's order; nil if p may call the tool as far as scopes go. A
+// transport that authenticates tokens uses it to answer 403 with the
+// scopes to step up to.
+func (s *Spec) MissingScopes(p *Principal) []string {
+	if p == nil || p.Scopes == nil {
+		return nil
+	}
+	var missing []string
+	for _, sc := range s.Scopes {
+		if !slices.Contains(p.Scopes, sc) {
+			missing = append(missing, sc)
+		}
+	}
+	return missing
 }
 
 // HasRole reports whether p has the role.
@@ -63,6 +94,10 @@ func ScopeFrom(ctx context.Context) string {
 // registry that requires one (Registry.RequirePrincipal).
 var ErrNoPrincipal = errors.New("llmtool: no principal")
 
+// ErrInsufficientScope is wrapped by the result of a call whose
+// principal's token lacks a scope the tool declares (Scopes).
+var ErrInsufficientScope = errors.New("llmtool: insufficient scope")
+
 // ErrNotAuthorized is wrapped by the result of every call that
 // Options.Authorize refused, whatever error it returned.
 var ErrNotAuthorized = errors.New("llmtool: not authorized")
@@ -85,6 +120,10 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	if p == nil && r.pol.requirePrincipal.Load() {
 		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs a signed-in user, and this call has none.", s.Name),
 			NextAction: "Ask the user to sign in to the application, then call " + s.Name + " again.", err: ErrNoPrincipal}
+	}
+	if missing := s.MissingScopes(p); missing != nil {
+		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs the scope %s, which this sign-in does not grant.", s.Name, strings.Join(missing, " ")),
+			NextAction: "Ask the user to sign in again granting " + strings.Join(missing, " ") + ", then call " + s.Name + " again.", err: ErrInsufficientScope}
 	}
 	scope := ScopeFrom(ctx)
 	st := r.scopeSettings(ctx, nil, scope)
@@ -127,7 +166,8 @@ func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec
 	}
 	st := r.scopeSettings(ctx, q, ScopeFrom(ctx))
 	az := r.authorize()
-	if az == nil && len(st.tools) == 0 {
+	scoped := p != nil && p.Scopes != nil
+	if az == nil && len(st.tools) == 0 && !scoped {
 		if st.writes {
 			return *all
 		}
@@ -140,6 +180,9 @@ func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec
 				continue
 			}
 		} else if !s.ReadOnly && !st.writes {
+			continue
+		}
+		if scoped && s.MissingScopes(p) != nil {
 			continue
 		}
 		if az != nil && az(ctx, p, s) != nil {

@@ -117,6 +117,7 @@ type Registry struct {
 	approve  approvals                             // the approval tokens' key and lifetime (approval.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
+	invoke   InvokeFunc                            // Options.Middleware around call (middleware.go)
 }
 
 type entry struct {
@@ -159,6 +160,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		}
 	}
 	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
+	r.invoke = r.call
 	if err := r.setup(opts); err != nil {
 		return nil, err
 	}
@@ -405,6 +407,7 @@ func (r *Registry) configure(o *Options) {
 		r.pol.writesOffNext.Store(&action)
 	}
 	r.validateOutput.Store(o.ValidateOutput)
+	r.invoke = r.chain(o.Middleware)
 }
 
 func (r *Registry) logger() *slog.Logger {
@@ -428,58 +431,74 @@ func (r *Registry) lateUse(tool, op string) {
 // The principal and scope come from ctx (WithPrincipal, WithScope).
 func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	start := time.Now()
-	var (
-		res       Result
-		committed bool
-		write     bool
-		refused   bool
-		module    string
-		attempts  int
-		preview   *previewState
-	)
 	name, kind := call.target()
+	req := Request{Call: call, reg: r}
 	var e *entry
 	var err error
 	if kind == kindResource {
-		e, call.Args, err = r.findResource(ctx, call.Resource) // resource.go
+		e, req.args, err = r.findResource(ctx, call.Resource) // resource.go
 	} else {
 		e, err = r.findKind(ctx, name, kind)
 	}
-	if e != nil {
-		name = e.tool.spec.Name
+	var res Result
+	var module string
+	write := false
+	if err != nil {
+		res = r.failure(name, err)
+	} else {
+		req.entry, req.Spec = e, &e.tool.spec
+		req.Principal, req.Scope = PrincipalFrom(ctx), ScopeFrom(ctx)
+		name, module, write = req.Spec.Name, req.Spec.Module, !req.Spec.ReadOnly
+		res = r.invoke(r.withAuditStart(ctx, start), &req)
+	}
+	r.audit(ctx, audit.Record{
+		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Outcome: outcome(res.Err, req.refused), Duration: time.Since(start), Write: write, Committed: req.committed,
+		Attempts: req.attempts, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
+	})
+	return res
+}
+
+// call is the registry's own call path, the innermost InvokeFunc: policy,
+// arguments, approval, transaction, and the Result.
+func (r *Registry) call(ctx context.Context, req *Request) Result {
+	var res Result
+	req.refused, req.committed, req.attempts, req.preview = false, false, 0, nil
+	call, e := req.Call, req.entry
+	if call.Resource != "" {
+		call.Args = req.args
+	}
+	t := e.tool
+	err := r.admit(ctx, e) // policy.go
+	req.refused = err != nil
+	var (
+		args []byte
+		fill uint64         // top-level defaults to set on In
+		argv map[string]any // the decoded arguments, for a flat In
+	)
+	if err == nil {
+		args, fill, argv, err = t.prepare(call.Args)
+	}
+	var preview *previewState
+	if err == nil {
+		preview, err = r.prepareApproval(ctx, t, &call, args, argv) // approval.go
+		req.preview = preview
 	}
 	if err == nil {
-		t := e.tool
-		module, write = t.spec.Module, !t.spec.ReadOnly
-		err = r.admit(ctx, e) // policy.go
-		refused = err != nil
-		var (
-			args []byte
-			fill uint64         // top-level defaults to set on In
-			argv map[string]any // the decoded arguments, for a flat In
-		)
-		if err == nil {
-			args, fill, argv, err = t.prepare(call.Args)
+		pa := prepared{fill: fill, argv: argv, preview: preview}
+		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
+		req.attempts = pa.attempts
+		if preview != nil && preview.held && !req.committed {
+			r.approve.release(preview.nonce) // the approval was not used
 		}
-		if err == nil {
-			preview, err = r.prepareApproval(ctx, t, &call, args, argv) // approval.go
+		if err == nil && preview != nil {
+			err = r.previewResult(ctx, t, args, preview, &res)
 		}
-		if err == nil {
-			pa := prepared{fill: fill, argv: argv, preview: preview}
-			res.JSON, committed, err = r.exec(r.withAuditStart(ctx, start), t, args, &pa, &res)
-			attempts = pa.attempts
-			if preview != nil && preview.held && !committed {
-				r.approve.release(preview.nonce) // the approval was not used
-			}
-			if err == nil && preview != nil {
-				err = r.previewResult(ctx, t, args, preview, &res)
-			}
-			if committed && len(t.changes) > 0 {
-				r.changed(t, args, res.JSON) // changes.go
-			}
+		if req.committed && len(t.changes) > 0 {
+			r.changed(t, args, res.JSON) // changes.go
 		}
 	}
-	if err == nil && kind == kindPrompt {
+	if err == nil && t.kind == kindPrompt {
 		var po promptOut
 		if err = json.Unmarshal(res.JSON, &po); err == nil {
 			res.Messages = po.Messages
@@ -487,14 +506,9 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	}
 	if err != nil {
 		approval, pv := res.Approval, res.Preview
-		res = r.failure(name, err)
+		res = r.failure(t.spec.Name, err)
 		res.Approval, res.Preview = approval, pv
 	}
-	r.audit(ctx, audit.Record{
-		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
-		Outcome: outcome(err, refused), Duration: time.Since(start), Write: write, Committed: committed,
-		Attempts: attempts, Approval: approvalOutcome(previewModeOf(preview), err),
-	})
 	return res
 }
 

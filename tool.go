@@ -35,6 +35,10 @@ type Spec struct {
 	// before they commit (NeedsApproval); a scope may require approval of
 	// more (Registry.SetApproval).
 	NeedsApproval bool
+	// Scopes are the OAuth scopes a principal's token must grant, all of
+	// them, to list and call the tool (Scopes); principals not limited by
+	// scopes (Principal.Scopes nil) are not checked.
+	Scopes []string
 }
 
 // Param is one top-level argument of a tool, as the man catalog and the
@@ -115,6 +119,16 @@ func ManPage(text string) Option { return func(c *toolConfig) { c.spec.ManPage =
 // ("Create note"): the title MCP clients show and what a chat UI shows
 // while the tool runs. It is the English entry of the message catalog.
 func FriendlyName(name string) Option { return func(c *toolConfig) { c.spec.FriendlyName = name } }
+
+// Scopes declares the OAuth scopes, such as "notes:write", that a
+// principal's access token must grant to list and call the tool. A token
+// without one of them gets the tool refused (ErrInsufficientScope), and an
+// MCP client over HTTP gets 403 with error="insufficient_scope" and the
+// scopes to ask for. Principals not limited by scopes, such as the users
+// of the host's own chat (Principal.Scopes nil), are not checked.
+func Scopes(scopes ...string) Option {
+	return func(c *toolConfig) { c.spec.Scopes = append(c.spec.Scopes[:0:0], scopes...) }
+}
 
 // Destructive marks a write tool that may delete or overwrite data.
 func Destructive() Option { return func(c *toolConfig) { c.spec.Destructive = true } }
