@@ -1,6 +1,9 @@
 package llmtool
 
 import (
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"log/slog"
 	"time"
@@ -120,4 +123,15 @@ type Options struct {
 	// limits, timeouts and concurrency caps (package limit), or the host's
 	// own. Default: none.
 	Middleware []Middleware
+
+	// TracerProvider, when set, gives every call a span (see Invoke):
+	// pass otel.GetTracerProvider() to use the process's global one.
+	// Default: nil, no spans, and no cost.
+	TracerProvider trace.TracerProvider
+
+	// MeterProvider, when set, records the registry's metrics through
+	// OpenTelemetry's metric API: calls by tool and outcome, their
+	// durations, the wait for the write lock and the result sizes. Default:
+	// nil, no metrics, and no cost.
+	MeterProvider metric.MeterProvider
 }
