@@ -86,7 +86,7 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 			opts = append(opts, server.WithEventStore(s.events))
 		}
 	}
-	h.mcp = server.NewStreamableHTTPServer(s.mcp, opts...)
+	h.mcp = server.NewStreamableHTTPServer(s.mcp, append(opts, s.cfg.httpOptions...)...)
 	return h
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
 )
@@ -149,6 +150,21 @@ type Options struct {
 	// result that carried it: the time a person has to answer. Default (0
 	// or less): DefaultRequestStateTTL.
 	RequestStateTTL time.Duration
+
+	// ServerOptions are the host's own mcp-go server options, such as an
+	// APM tracer's, applied after the adapter's. Hooks given with
+	// server.WithHooks run after the adapter's instead of replacing them,
+	// and keep working when the host adds to its *server.Hooks later.
+	// Options that set what the adapter sets (WithToolFilter,
+	// WithPaginationLimit, WithToolCapabilities, WithLogging,
+	// WithInstructions) replace the adapter's and change what it
+	// promises; set those through the fields above. Default: none.
+	ServerOptions []server.ServerOption
+
+	// HTTPOptions are the host's own options for mcp-go's streamable HTTP
+	// server behind Handler and StatelessHandler, applied after the
+	// adapter's. Default: none.
+	HTTPOptions []server.StreamableHTTPOption
 }
 
 // config is Options with the defaults applied, fixed at New.
@@ -175,6 +191,9 @@ type config struct {
 	maxSessions     int
 	maxPerPrincipal int
 	idleTimeout     time.Duration
+
+	serverOptions []server.ServerOption         // the host's (hostopts.go)
+	httpOptions   []server.StreamableHTTPOption // the host's
 }
 
 // newConfig applies the defaults to o, which may be nil.
@@ -206,6 +225,9 @@ func newConfig(o *Options) config {
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
 		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
+
+		serverOptions: slices.Clone(o.ServerOptions),
+		httpOptions:   slices.Clone(o.HTTPOptions),
 	}
 	if c.replayEvents == 0 {
 		c.replayEvents = DefaultReplayEvents
