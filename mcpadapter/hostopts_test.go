@@ -39,7 +39,9 @@ func (tr *tracer) seen() []string {
 func (tr *tracer) option() (server.ServerOption, *server.Hooks) {
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) { tr.note("hook before " + req.Params.Name) })
-	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, _ any) { tr.note("hook after " + req.Params.Name) })
+	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, _ any) {
+		tr.note("hook after " + req.Params.Name)
+	})
 	mw := server.WithToolHandlerMiddleware(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			tr.note("middleware " + req.Params.Name)
