@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -105,4 +106,39 @@ func TestHostServerOptions(t *testing.T) {
 		"hook before get_note", "middleware get_note", "hook after get_note",
 		"hook before create_note", "middleware create_note", "hook after create_note",
 	}, tr.seen())
+}
+
+// TestRegistryMiddleware: the registry's middleware (llmtool.Options.Middleware)
+// runs on MCP calls, and its refusal reaches the client as the tool's
+// error result, in its words.
+func TestRegistryMiddleware(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	var mu sync.Mutex
+	closed := func(next llmtool.InvokeFunc) llmtool.InvokeFunc {
+		return func(ctx context.Context, req *llmtool.Request) llmtool.Result {
+			mu.Lock()
+			seen = append(seen, req.Spec.Name+" as "+req.Principal.ID)
+			mu.Unlock()
+			if req.Spec.Name == "web_lookup" {
+				return req.Fail(llmtool.Limited("Web lookups are paused for an hour.").Next("Answer from the notes instead."))
+			}
+			return next(ctx, req)
+		}
+	}
+	f := newFixtureReg(t, &llmtool.Options{Middleware: []llmtool.Middleware{closed}}, &mcpadapter.Options{Principal: &llmtool.Principal{ID: "alice"}})
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	tp, err := transport.NewStreamableHTTP(ts.URL)
+	require.NoError(t, err)
+	c := client.NewClient(tp, clientOptions()...)
+	start(t, c)
+
+	res := call(t, c, "web_lookup", map[string]any{})
+	require.True(t, res.IsError)
+	require.Equal(t, "Web lookups are paused for an hour. Answer from the notes instead.", text(t, res))
+	res = call(t, c, "get_note", map[string]any{"id": 1})
+	require.False(t, res.IsError, text(t, res))
+	require.NotContains(t, structured(t, res), `"error"`)
+	require.Equal(t, []string{"web_lookup as alice", "get_note as alice"}, seen)
 }
