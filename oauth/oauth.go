@@ -99,14 +99,14 @@ type Config struct {
 	// Issuer is the authorization server's issuer identifier, such as
 	// "https://auth.example.com" or "https://auth.example.com/realms/main":
 	// its metadata is discovered from it, and a token's "iss" must equal
-	// it, character for character.
+	// it, character for character. It has no query and no fragment.
 	Issuer string
 
 	// Resource is this server's resource identifier: the URL MCP clients
 	// connect to, such as "https://mcp.example.com/mcp". A token's "aud"
 	// must include it, character for character (clients ask for it with
 	// the resource parameter of RFC 8707), and the protected resource
-	// metadata names it.
+	// metadata names it. It has no query and no fragment.
 	Resource string
 
 	// JWKSURL is the URL of the issuer's JSON Web Key Set. Default: the
@@ -171,10 +171,10 @@ type Verifier struct {
 // if it needs to (see the package documentation). ctx bounds the
 // discovery; the key set is fetched later, when the first token comes.
 func New(ctx context.Context, cfg Config) (*Verifier, error) {
-	if err := checkURL("Issuer", cfg.Issuer, false); err != nil {
+	if err := checkURL("Issuer", cfg.Issuer); err != nil {
 		return nil, err
 	}
-	if err := checkURL("Resource", cfg.Resource, true); err != nil {
+	if err := checkURL("Resource", cfg.Resource); err != nil {
 		return nil, err
 	}
 	if in := cfg.Introspection; in != nil && (in.ClientID == "" || in.ClientSecret == "") {
@@ -221,9 +221,10 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
-// checkURL checks that a Config URL is absolute http(s), without a
-// fragment; an issuer has no query either (RFC 8414 §2).
-func checkURL(field, s string, query bool) error {
+// checkURL checks that a Config URL is absolute http(s), without a query
+// or a fragment, as issuer identifiers (RFC 8414 §2) and resource
+// identifiers (RFC 8707 §2) are.
+func checkURL(field, s string) error {
 	if s == "" {
 		return fmt.Errorf("oauth: Config.%s is required", field)
 	}
@@ -235,8 +236,8 @@ func checkURL(field, s string, query bool) error {
 		return fmt.Errorf("oauth: Config.%s %q is not an absolute https URL", field, s)
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return fmt.Errorf("oauth: Config.%s %q has a fragment; leave it out", field, s)
-	case !query && u.RawQuery != "":
-		return fmt.Errorf("oauth: Config.%s %q has a query; an issuer identifier has none", field, s)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("oauth: Config.%s %q has a query; leave it out", field, s)
 	}
 	return nil
 }
