@@ -144,6 +144,11 @@ func (v *Verifier) principal(c Claims) (*llmtool.Principal, error) {
 		return nil, &TokenError{Description: "The access token's user may not use this server; sign in as another user.",
 			Err: fmt.Errorf("oauth: Config.Principal refused subject %q: %w", c.Subject, err)}
 	}
+	if p.Scopes == nil {
+		// A token's principal is limited by its scopes, always: nil
+		// would let it call every tool.
+		p.Scopes = slices.Clone(c.Scopes)
+	}
 	return p, nil
 }
 

@@ -146,7 +146,11 @@ func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 // a request woken by done sees the new keys, so a withdrawn key is never
 // used once the set without it is in.
 func (k *keySet) fetchInto(ctx context.Context, done chan struct{}) {
+	// Bounded even with a Config.HTTPClient without a timeout: requests
+	// wait for this fetch.
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	keys, err := k.fetch(ctx)
+	cancel()
 	k.mu.Lock()
 	if err == nil {
 		k.keys, k.fetched = keys, k.now()

@@ -138,7 +138,8 @@ type Config struct {
 	// Principal maps a verified token's claims to the principal calls run
 	// as; an error refuses the token (a *TokenError keeps its Description,
 	// any other error is described as a user who may not use the server).
-	// Default (nil): DefaultPrincipal.
+	// A principal returned with nil Scopes gets the token's: a token never
+	// calls beyond its scopes. Default (nil): DefaultPrincipal.
 	Principal func(Claims) (*llmtool.Principal, error)
 }
 

@@ -357,6 +357,9 @@ func TestPrincipalMapping(t *testing.T) {
 			if c.Subject == "nobody" {
 				return nil, nil
 			}
+			if c.Subject == "bob" {
+				return &llmtool.Principal{ID: "bob"}, nil
+			}
 			if c.Subject == "eve" {
 				return nil, &oauth.TokenError{Description: "Eve is banned; ask an administrator.", Err: oauth.ErrInactive}
 			}
@@ -368,6 +371,10 @@ func TestPrincipalMapping(t *testing.T) {
 	p, err := v.Verify(ctx, iss.Token(claims(map[string]any{"groups": []string{"staff"}})))
 	require.NoError(t, err)
 	require.Equal(t, &llmtool.Principal{ID: "ada", Name: "Ada", Roles: []string{"staff"}, Scopes: []string{"notes:read"}}, p)
+
+	p, err = v.Verify(ctx, iss.Token(claims(map[string]any{"sub": "bob"})))
+	require.NoError(t, err)
+	require.Equal(t, &llmtool.Principal{ID: "bob", Scopes: []string{"notes:read"}}, p, "the token's scopes, whatever the mapping")
 
 	desc := "The access token's user may not use this server; sign in as another user."
 	_, err = v.Verify(ctx, iss.Token(claims(nil)))
