@@ -47,8 +47,12 @@ type Options struct {
 
 	// Authenticator, when set, makes the HTTP handlers authenticate every
 	// request: a request it refuses gets 401 Unauthorized with a
-	// WWW-Authenticate header before anything else runs. Default: nil,
-	// no authentication (calls run as Principal).
+	// WWW-Authenticate header before anything else runs (with the error
+	// code and description of a BearerError). An *oauth.Verifier is one,
+	// for OAuth access tokens: its principals carry the token's scopes,
+	// and a call of a tool whose llmtool.Scopes they lack gets 403
+	// Forbidden with error="insufficient_scope" and the scopes to ask
+	// for. Default: nil, no authentication (calls run as Principal).
 	Authenticator Authenticator
 
 	// ScopeFunc, when set, picks each HTTP request's scope. Default: nil,
@@ -57,8 +61,9 @@ type Options struct {
 
 	// ResourceMetadata is the URL of the server's OAuth protected resource
 	// metadata (RFC 9728), announced in the WWW-Authenticate header of 401
-	// responses so clients can discover the authorization server.
-	// Default: "", not announced.
+	// and 403 responses so clients can discover the authorization server:
+	// oauth.Verifier.MetadataURL, with oauth.Verifier.Metadata served
+	// there. Default: "", not announced.
 	ResourceMetadata string
 
 	// AllowedHosts are Host header values, such as "mcp.example.com" or
