@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
 )
@@ -149,6 +150,13 @@ type Options struct {
 	// result that carried it: the time a person has to answer. Default (0
 	// or less): DefaultRequestStateTTL.
 	RequestStateTTL time.Duration
+
+	// MeterProvider, when set, records the adapter's metrics through
+	// OpenTelemetry's metric API: llmtool.mcp.sessions, the sessions open
+	// (of Handler, and ServeStdio's one). The calls' metrics and spans are
+	// the registry's (llmtool.Options.MeterProvider and TracerProvider).
+	// Default: nil, no metrics.
+	MeterProvider metric.MeterProvider
 }
 
 // config is Options with the defaults applied, fixed at New.
@@ -171,6 +179,7 @@ type config struct {
 	stateTTL      time.Duration
 	replayEvents  int // negative: streams are not resumable
 	replayAge     time.Duration
+	meter         metric.MeterProvider
 
 	maxSessions     int
 	maxPerPrincipal int
@@ -202,6 +211,7 @@ func newConfig(o *Options) config {
 		stateTTL:     positiveOr(o.RequestStateTTL, DefaultRequestStateTTL),
 		replayEvents: o.ReplayEvents,
 		replayAge:    positiveOr(o.ReplayAge, DefaultReplayAge),
+		meter:        o.MeterProvider,
 
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),

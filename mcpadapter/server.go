@@ -188,6 +188,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
@@ -237,6 +238,8 @@ type Server struct {
 	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
 	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
 	listens sync.Map    // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
+
+	openSessions metric.Int64UpDownCounter // llmtool.mcp.sessions; nil without Options.MeterProvider (tracing.go)
 }
 
 // toolEntry is a spec converted once into its MCP form.
@@ -255,6 +258,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	if cfg.replayEvents > 0 {
 		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
 	}
+	s.initMetrics()
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(s.onRegister)
@@ -379,7 +383,7 @@ func (s *Server) beforeCall(ctx context.Context, id any, req *mcp.CallToolReques
 	name := req.Params.Name
 	spec, known := s.reg.Tool(cctx, name)
 	if !known {
-		res := s.reg.Invoke(cctx, llmtool.Call{Tool: name, Args: req.Params.RawArguments})
+		res := s.reg.Invoke(withMetaTrace(cctx, req.Params.Meta), llmtool.Call{Tool: name, Args: req.Params.RawArguments})
 		if n := notesFrom(ctx); n != nil {
 			n.noteUnknown(id, res.Text())
 		}
@@ -457,8 +461,8 @@ func convertSpec(sp *llmtool.Spec) mcp.Tool {
 func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	name, rich := e.spec.Name, e.spec.Rich
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		mctx := ctx // mcp-go's, which the call's mark is keyed by
-		ctx = s.callContext(ctx)
+		mctx := ctx                                              // mcp-go's, which the call's mark is keyed by
+		ctx = withMetaTrace(s.callContext(ctx), req.Params.Meta) // tracing.go
 		notes := notesFrom(mctx)
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
@@ -580,6 +584,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 	info := &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx))}
 	info.setClientSession(cs)
 	s.sessions.Store(id, info)
+	s.countSession(1)
 }
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
