@@ -3,7 +3,9 @@ package llmtool
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -63,6 +65,9 @@ const (
 	metricSize     = "llmtool.result.size"
 )
 
+// internalKind is the kind of a call's span, made once.
+var internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+
 // operations name what a call does, by the kind of definition it calls:
 // the first word of its span's name and its gen_ai.operation.name.
 var operations = [...]string{
@@ -75,6 +80,9 @@ var operations = [...]string{
 type telemetry struct {
 	tracer trace.Tracer // nil: no spans
 	m      *instruments // nil: no metrics
+
+	tools   sync.Map // *Tool → *toolTel, made on the tool's first call
+	unknown toolTel  // the calls that found nothing
 }
 
 // instruments are the registry's metrics, made once at NewRegistry.
@@ -83,17 +91,36 @@ type instruments struct {
 	duration metric.Float64Histogram
 	lockWait metric.Float64Histogram
 	size     metric.Int64Histogram
-
-	// The attribute sets of the measurements, made once each: by tool and
-	// outcome for calls (callKey), by tool for the rest (*Tool).
-	attrs sync.Map
 }
 
-// callKey keys the attributes of a call's measurements; a nil tool is a
-// call whose tool was not found.
-type callKey struct {
-	tool    *Tool
-	outcome string
+// toolTel is what the spans and measurements of a tool's calls share,
+// made once: a span's name and the attributes its definition fixes, and
+// the attribute sets of its measurements.
+type toolTel struct {
+	tool       *Tool // nil: the calls that found nothing
+	span       string
+	attrs      []attribute.KeyValue
+	byTool     *measureOpts // its lock wait and result size; nil until metrics need it
+	byToolOnce sync.Once
+
+	mu       sync.Mutex                              // serializes additions to byOutcome
+	outcomes atomic.Pointer[map[string]*measureOpts] // its calls by outcome, copied on write
+}
+
+// toolTel returns t's shared telemetry; t nil is the calls that found
+// nothing.
+func (tel *telemetry) toolTel(t *Tool) *toolTel {
+	if t == nil {
+		return &tel.unknown
+	}
+	if v, ok := tel.tools.Load(t); ok {
+		return v.(*toolTel)
+	}
+	s := &t.spec
+	tt := &toolTel{tool: t, span: operations[t.kind] + " " + s.Name, attrs: []attribute.KeyValue{
+		attrOperation.String(operations[t.kind]), attrTool.String(s.Name), attrModule.String(s.Module), attrWrite.Bool(!s.ReadOnly)}}
+	v, _ := tel.tools.LoadOrStore(t, tt)
+	return v.(*toolTel)
 }
 
 // measureOpts are one attribute set as the options of both kinds of
@@ -106,6 +133,44 @@ type measureOpts struct {
 func newMeasureOpts(kv ...attribute.KeyValue) *measureOpts {
 	o := metric.WithAttributeSet(attribute.NewSet(kv...))
 	return &measureOpts{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
+}
+
+// callOpts returns the attributes of the tool's calls with outcome.
+func (tt *toolTel) callOpts(outcome string) *measureOpts {
+	if m := tt.outcomes.Load(); m != nil {
+		if o := (*m)[outcome]; o != nil {
+			return o
+		}
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	old := tt.outcomes.Load()
+	if old != nil {
+		if o := (*old)[outcome]; o != nil {
+			return o
+		}
+	}
+	var o *measureOpts
+	if t := tt.tool; t == nil {
+		// The name of a tool that was not found is the caller's: it would
+		// make a series per name.
+		o = newMeasureOpts(attrTool.String(otherTool), attrModule.String(""), attrOutcome.String(outcome), attrWrite.Bool(false))
+	} else {
+		o = newMeasureOpts(attrTool.String(t.spec.Name), attrModule.String(t.spec.Module), attrOutcome.String(outcome), attrWrite.Bool(!t.spec.ReadOnly))
+	}
+	m := make(map[string]*measureOpts, 1)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	m[outcome] = o
+	tt.outcomes.Store(&m)
+	return o
+}
+
+// toolOpts returns the attributes of the tool's lock wait and result size.
+func (tt *toolTel) toolOpts() *measureOpts {
+	tt.byToolOnce.Do(func() { tt.byTool = newMeasureOpts(attrTool.String(tt.tool.spec.Name)) })
+	return tt.byTool
 }
 
 // secondsBuckets are the bucket boundaries of the duration histograms, in
@@ -140,48 +205,25 @@ func (tel *telemetry) init(o *Options) error {
 	return errors.Join(errs[:]...)
 }
 
-// callOpts returns the attributes of a call's measurements.
-func (m *instruments) callOpts(t *Tool, outcome string) *measureOpts {
-	k := callKey{t, outcome}
-	if v, ok := m.attrs.Load(k); ok {
-		return v.(*measureOpts)
-	}
-	var o *measureOpts
-	if t == nil {
-		// The name of a tool that was not found is the caller's: it would
-		// make a series per name.
-		o = newMeasureOpts(attrTool.String(otherTool), attrModule.String(""), attrOutcome.String(outcome), attrWrite.Bool(false))
-	} else {
-		o = newMeasureOpts(attrTool.String(t.spec.Name), attrModule.String(t.spec.Module), attrOutcome.String(outcome), attrWrite.Bool(!t.spec.ReadOnly))
-	}
-	v, _ := m.attrs.LoadOrStore(k, o)
-	return v.(*measureOpts)
-}
-
-// toolOpts returns the attributes of a tool's lock wait and result size.
-func (m *instruments) toolOpts(t *Tool) *measureOpts {
-	if v, ok := m.attrs.Load(t); ok {
-		return v.(*measureOpts)
-	}
-	v, _ := m.attrs.LoadOrStore(t, newMeasureOpts(attrTool.String(t.spec.Name)))
-	return v.(*measureOpts)
-}
-
 // startSpan starts the span of a call that began at start, named for what
 // it calls: "execute_tool <tool>", "read_resource <resource>" or
 // "get_prompt <prompt>". e is nil when the call found nothing.
 func (r *Registry) startSpan(ctx context.Context, start time.Time, call *Call, e *entry, name string, kind toolKind) (context.Context, trace.Span) {
-	op := operations[kind]
-	spanName := op
-	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs, attrOperation.String(op))
-	switch {
-	case e != nil:
-		spanName += " " + e.tool.spec.Name
-		attrs = append(attrs, attrTool.String(e.tool.spec.Name), attrModule.String(e.tool.spec.Module), attrWrite.Bool(!e.tool.spec.ReadOnly))
-	case kind != kindResource: // a URI that matched nothing is no name: it may hold IDs
-		spanName += " " + name
-		attrs = append(attrs, attrTool.String(name))
+	var spanName string
+	var attrs []attribute.KeyValue
+	if e != nil {
+		tt := r.tel.toolTel(e.tool)
+		spanName = tt.span
+		attrs = append(make([]attribute.KeyValue, 0, len(tt.attrs)+3), tt.attrs...)
+	} else {
+		op := operations[kind]
+		spanName = op
+		attrs = make([]attribute.KeyValue, 0, 5)
+		attrs = append(attrs, attrOperation.String(op))
+		if kind != kindResource { // a URI that matched nothing is no name: it may hold IDs
+			spanName += " " + name
+			attrs = append(attrs, attrTool.String(name))
+		}
 	}
 	attrs = append(attrs, attrScope.String(ScopeFrom(ctx)))
 	if id := principalID(ctx); id != "" {
@@ -190,36 +232,48 @@ func (r *Registry) startSpan(ctx context.Context, start time.Time, call *Call, e
 	if kind == kindResource {
 		attrs = append(attrs, attrResource.String(call.Resource))
 	}
-	return r.tel.tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	return r.tel.tracer.Start(ctx, spanName, internalKind, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 }
 
 // endCall ends a call's span, if it has one, and records its metrics, with
 // what its audit record says. t is nil when the call found nothing.
 func (r *Registry) endCall(ctx context.Context, span trace.Span, t *Tool, rec *audit.Record, res *Result) {
 	if span != nil {
-		span.SetAttributes(attrOutcome.String(rec.Outcome), attrCommitted.Bool(rec.Committed), attrBytes.Int(len(res.JSON)))
-		if rec.Write {
-			span.SetAttributes(attrAttempts.Int(rec.Attempts))
-		}
-		if rec.Approval != "" {
-			span.SetAttributes(attrApproval.String(rec.Approval))
-		}
-		// A call that asks its client (ask.Elicit) or a person's approval
-		// is waiting for an answer, not failing: it runs again with it.
-		if res.IsError && !errors.Is(res.Err, callinfo.ErrInputRequired) && !errors.Is(res.Err, ErrApprovalRequired) {
-			span.SetAttributes(attrErrorType.String(KindOf(res.Err).String()))
-			span.SetStatus(codes.Error, res.Text())
+		if span.IsRecording() {
+			endSpan(span, rec, res)
 		}
 		span.End()
 	}
 	if m := r.tel.m; m != nil {
-		o := m.callOpts(t, rec.Outcome)
+		tt := r.tel.toolTel(t)
+		o := tt.callOpts(rec.Outcome)
 		m.calls.Add(ctx, 1, o.add...)
 		m.duration.Record(ctx, rec.Duration.Seconds(), o.rec...)
 		if t != nil {
-			m.size.Record(ctx, int64(len(res.JSON)), m.toolOpts(t).rec...)
+			m.size.Record(ctx, int64(len(res.JSON)), tt.toolOpts().rec...)
 		}
+	}
+}
+
+// endSpan sets the attributes and status of a call's recording span.
+func endSpan(span trace.Span, rec *audit.Record, res *Result) {
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attrOutcome.String(rec.Outcome), attrCommitted.Bool(rec.Committed), attrBytes.Int(len(res.JSON)))
+	if rec.Write {
+		attrs = append(attrs, attrAttempts.Int(rec.Attempts))
+	}
+	if rec.Approval != "" {
+		attrs = append(attrs, attrApproval.String(rec.Approval))
+	}
+	// A call that asks its client (ask.Elicit) or a person's approval is
+	// waiting for an answer, not failing: it runs again with it.
+	failed := res.IsError && !errors.Is(res.Err, callinfo.ErrInputRequired) && !errors.Is(res.Err, ErrApprovalRequired)
+	if failed {
+		attrs = append(attrs, attrErrorType.String(KindOf(res.Err).String()))
+	}
+	span.SetAttributes(attrs...)
+	if failed {
+		span.SetStatus(codes.Error, res.Text())
 	}
 }
 
@@ -263,7 +317,7 @@ func (r *Registry) beginWrite(ctx context.Context, t *Tool, traced bool) (*dbcon
 	wt, err := r.tx.BeginWrite(bctx)
 	endChild(span, err)
 	if m != nil {
-		m.lockWait.Record(ctx, time.Since(start).Seconds(), m.toolOpts(t).rec...)
+		m.lockWait.Record(ctx, time.Since(start).Seconds(), r.tel.toolTel(t).toolOpts().rec...)
 	}
 	return wt, err
 }

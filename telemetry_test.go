@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -176,7 +177,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			span: "execute_tool add_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_item", "llmtool.module": "items",
 				"llmtool.scope": "locked", "enduser.id": "ada", "llmtool.outcome": "refused", "llmtool.write": true, "llmtool.committed": false,
-				"llmtool.attempts": int64(0), "llmtool.result.bytes": int64(len(`{"error":`+quote(writesOff)+`}`)), "error.type": "denied"},
+				"llmtool.attempts": int64(0), "llmtool.result.bytes": int64(len(`{"error":` + quote(writesOff) + `}`)), "error.type": "denied"},
 			errType: "denied", errorMsg: writesOff,
 		},
 		{
@@ -194,7 +195,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			span: "execute_tool add_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_item", "llmtool.module": "items",
 				"llmtool.scope": "", "llmtool.outcome": "panic", "llmtool.write": true, "llmtool.committed": false,
-				"llmtool.attempts": int64(1), "llmtool.result.bytes": int64(len(`{"error":`+quote(internal)+`}`)), "error.type": "internal"},
+				"llmtool.attempts": int64(1), "llmtool.result.bytes": int64(len(`{"error":` + quote(internal) + `}`)), "error.type": "internal"},
 			errType: "internal", errorMsg: internal,
 		},
 		{
@@ -413,17 +414,14 @@ func dataPoints(t *testing.T, reader *sdkmetric.ManualReader, name string) (unit
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	key := func(set attribute.Set) string {
-		k := ""
+		var parts []string
 		for _, a := range []attribute.Key{"gen_ai.tool.name", "llmtool.module", "llmtool.outcome", "llmtool.write"} {
 			if v, ok := set.Value(a); ok {
-				if k != "" {
-					k += "/"
-				}
-				k += v.Emit()
+				parts = append(parts, v.String())
 			}
 		}
-		require.Equal(t, len(set.ToSlice()), len(splitKey(k)), "no other attributes: %v", set.ToSlice())
-		return k
+		require.Len(t, set.ToSlice(), len(parts), "no other attributes")
+		return strings.Join(parts, "/")
 	}
 	points = map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
@@ -453,21 +451,6 @@ func dataPoints(t *testing.T, reader *sdkmetric.ManualReader, name string) (unit
 		}
 	}
 	return unit, points
-}
-
-func splitKey(k string) []string {
-	if k == "" {
-		return nil
-	}
-	var parts []string
-	start := 0
-	for i := range len(k) {
-		if k[i] == '/' {
-			parts = append(parts, k[start:i])
-			start = i + 1
-		}
-	}
-	return append(parts, k[start:])
 }
 
 func TestTelemetryMetrics(t *testing.T) {
