@@ -168,6 +168,16 @@
 // MissingRequiredClientCapabilityError (-32021, HTTP 400) naming the
 // capability.
 //
+// # Tracing and metrics
+//
+// A call's span is the registry's (llmtool.Options.TracerProvider; see
+// Registry.Invoke). The adapter makes it continue the client's trace: the
+// W3C trace context (traceparent, tracestate) of the request's
+// params._meta, for tools/call, resources/read and prompts/get, or else of
+// the HTTP request's headers, unless the request's context already has a
+// span (the host's HTTP instrumentation). Options.MeterProvider counts the
+// open sessions (llmtool.mcp.sessions).
+//
 // # Configuration
 //
 // New takes one *Options, nil for the defaults; every field says its
