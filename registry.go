@@ -449,7 +449,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		req.entry, req.Spec = e, &e.tool.spec
 		req.Principal, req.Scope = PrincipalFrom(ctx), ScopeFrom(ctx)
 		name, module, write = req.Spec.Name, req.Spec.Module, !req.Spec.ReadOnly
-		res = r.invoke(r.withAuditStart(ctx, start), &req)
+		res = r.invokeChain(r.withAuditStart(ctx, start), &req)
 	}
 	r.audit(ctx, audit.Record{
 		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
@@ -457,6 +457,17 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		Attempts: req.attempts, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
 	})
 	return res
+}
+
+// invokeChain runs the middleware and the call path, turning a
+// middleware's panic into a failed Result as a handler's is.
+func (r *Registry) invokeChain(ctx context.Context, req *Request) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = r.failure(req.Spec.Name, &panicError{Tool: req.Spec.Name, Value: p, Stack: debug.Stack()})
+		}
+	}()
+	return r.invoke(ctx, req)
 }
 
 // call is the registry's own call path, the innermost InvokeFunc: policy,

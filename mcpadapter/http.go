@@ -86,7 +86,7 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 			opts = append(opts, server.WithEventStore(s.events))
 		}
 	}
-	h.mcp = server.NewStreamableHTTPServer(s.mcp, opts...)
+	h.mcp = server.NewStreamableHTTPServer(s.mcp, append(opts, s.cfg.httpOptions...)...)
 	return h
 }
 
@@ -112,7 +112,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				err = errors.New("no principal")
 			}
 			s.cfg.logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
-			h.unauthorized(w, r)
+			h.unauthorized(w, r, err)
 			return
 		}
 		ctx = llmtool.WithPrincipal(ctx, p)
@@ -175,7 +175,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "Batch requests are not supported in protocol revision "+mcp.ProtocolVersion20260728+"; send one JSON-RPC message per request.")
 			return
 		}
-		h.serveMCP(w, r, msg)
+		if !h.scopeRefused(w, r, body) {
+			h.serveMCP(w, r, msg)
+		}
 		return
 	}
 	initialize := msg != nil && msg.method == string(mcp.MethodInitialize)
@@ -233,8 +235,12 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // dispatch serves one message: a tools/call or the answer to the adapter's
-// request here (see serveCall), everything else in mcp-go.
+// request here (see serveCall), everything else in mcp-go, after refusing
+// a call the token's scopes do not allow (see scopeRefused).
 func (h *httpHandler) dispatch(w http.ResponseWriter, r *http.Request, body []byte) {
+	if h.scopeRefused(w, r, body) {
+		return
+	}
 	if body != nil && h.serveCall(w, r, body) {
 		return
 	}
@@ -301,20 +307,6 @@ func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Princ
 		return nil
 	}
 	return info
-}
-
-// unauthorized answers 401 with the challenge of RFC 6750 (and RFC 9728's
-// resource_metadata when configured).
-func (h *httpHandler) unauthorized(w http.ResponseWriter, r *http.Request) {
-	challenge := `Bearer realm="mcp"`
-	if r.Header.Get("Authorization") != "" {
-		challenge += `, error="invalid_token", error_description="The access token is missing, malformed, expired or revoked"`
-	}
-	if h.s.cfg.resourceMeta != "" {
-		challenge += fmt.Sprintf(`, resource_metadata=%q`, h.s.cfg.resourceMeta)
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	writeError(w, http.StatusUnauthorized, "Authentication required: send a valid bearer token in the Authorization header.")
 }
 
 // writeError answers with a JSON-RPC invalid-request error (id null),

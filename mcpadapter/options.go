@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
 )
@@ -46,8 +47,12 @@ type Options struct {
 
 	// Authenticator, when set, makes the HTTP handlers authenticate every
 	// request: a request it refuses gets 401 Unauthorized with a
-	// WWW-Authenticate header before anything else runs. Default: nil,
-	// no authentication (calls run as Principal).
+	// WWW-Authenticate header before anything else runs (with the error
+	// code and description of a BearerError). An *oauth.Verifier is one,
+	// for OAuth access tokens: its principals carry the token's scopes,
+	// and a call of a tool whose llmtool.Scopes they lack gets 403
+	// Forbidden with error="insufficient_scope" and the scopes to ask
+	// for. Default: nil, no authentication (calls run as Principal).
 	Authenticator Authenticator
 
 	// ScopeFunc, when set, picks each HTTP request's scope. Default: nil,
@@ -56,8 +61,9 @@ type Options struct {
 
 	// ResourceMetadata is the URL of the server's OAuth protected resource
 	// metadata (RFC 9728), announced in the WWW-Authenticate header of 401
-	// responses so clients can discover the authorization server.
-	// Default: "", not announced.
+	// and 403 responses so clients can discover the authorization server:
+	// oauth.Verifier.MetadataURL, with oauth.Verifier.Metadata served
+	// there. Default: "", not announced.
 	ResourceMetadata string
 
 	// AllowedHosts are Host header values, such as "mcp.example.com" or
@@ -149,6 +155,21 @@ type Options struct {
 	// result that carried it: the time a person has to answer. Default (0
 	// or less): DefaultRequestStateTTL.
 	RequestStateTTL time.Duration
+
+	// ServerOptions are the host's own mcp-go server options, such as an
+	// APM tracer's, applied after the adapter's. Hooks given with
+	// server.WithHooks run after the adapter's instead of replacing them,
+	// and keep working when the host adds to its *server.Hooks later.
+	// Options that set what the adapter sets (WithToolFilter,
+	// WithPaginationLimit, WithToolCapabilities, WithLogging,
+	// WithInstructions) replace the adapter's and change what it
+	// promises; set those through the fields above. Default: none.
+	ServerOptions []server.ServerOption
+
+	// HTTPOptions are the host's own options for mcp-go's streamable HTTP
+	// server behind Handler and StatelessHandler, applied after the
+	// adapter's. Default: none.
+	HTTPOptions []server.StreamableHTTPOption
 }
 
 // config is Options with the defaults applied, fixed at New.
@@ -175,6 +196,9 @@ type config struct {
 	maxSessions     int
 	maxPerPrincipal int
 	idleTimeout     time.Duration
+
+	serverOptions []server.ServerOption         // the host's (hostopts.go)
+	httpOptions   []server.StreamableHTTPOption // the host's
 }
 
 // newConfig applies the defaults to o, which may be nil.
@@ -206,6 +230,9 @@ func newConfig(o *Options) config {
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
 		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
+
+		serverOptions: slices.Clone(o.ServerOptions),
+		httpOptions:   slices.Clone(o.HTTPOptions),
 	}
 	if c.replayEvents == 0 {
 		c.replayEvents = DefaultReplayEvents

@@ -294,7 +294,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	if cfg.instructions != "" {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}
-	s.mcp = server.NewMCPServer(cfg.name, cfg.version, sopts...)
+	s.mcp = newMCPServer(cfg, hooks, sopts) // hostopts.go
 	unsubscribe, unwatch := reg.Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s

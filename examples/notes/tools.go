@@ -24,7 +24,10 @@ import (
 // system note (root, _hidden, _share, _lbRoot, _globalNoteMap; see
 // [IsSystem]) is never changed by a write tool, except as the new parent
 // of a note or the target of a relation, and a protected note is neither
-// read nor written.
+// read nor written. A principal limited by OAuth scopes (package oauth)
+// needs the scope notes:read for the read tools, the resource and the
+// prompt, and notes:write for the write tools; the users of a host's own
+// chat are not limited by scopes.
 var Tools = llmtool.DefineTools("notes",
 	searchNotes, findNote, getNote, getNoteContent, getChildNotes, getSubtree,
 	getAttributes, getAttribute,
@@ -150,7 +153,7 @@ var searchNotes = llmtool.Read("search_notes", "Full-text search over note title
 		return SearchNotesOut{Results: res}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("Find notes by words in their title or content"),
-	llmtool.FriendlyName("Search notes"), llmtool.Idempotent(), llmtool.ManPage(manSearchNotes))
+	llmtool.FriendlyName("Search notes"), llmtool.Idempotent(), llmtool.ManPage(manSearchNotes), llmtool.Scopes("notes:read"))
 
 // cleanSnippet turns a snippet of HTML content into plain text: tags, and
 // pieces of tags cut at either end, are removed, entities decoded and white
@@ -219,7 +222,7 @@ var getNote = llmtool.Read("get_note", "Read a note's metadata: title, type, par
 		return readNote(c, in.NoteID, in.PreviewChars)
 	},
 	llmtool.Category(catReading), llmtool.Summary("Read a note's metadata and a content preview"),
-	llmtool.FriendlyName("Read note"), llmtool.Idempotent(), llmtool.ManPage(manGetNote))
+	llmtool.FriendlyName("Read note"), llmtool.Idempotent(), llmtool.ManPage(manGetNote), llmtool.Scopes("notes:read"))
 
 // readNote returns what get_note returns for the note id, with a preview
 // of previewChars characters.
@@ -302,7 +305,7 @@ var getNoteContent = llmtool.Read("get_note_content", "Read a note's full conten
 		}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("Read a note's full content"),
-	llmtool.FriendlyName("Read note content"), llmtool.Idempotent(), llmtool.ManPage(manGetNoteContent))
+	llmtool.FriendlyName("Read note content"), llmtool.Idempotent(), llmtool.ManPage(manGetNoteContent), llmtool.Scopes("notes:read"))
 
 // ---------------------------------------------------------------------------
 // get_child_notes
@@ -350,7 +353,7 @@ var getChildNotes = llmtool.Read("get_child_notes", "List the children of a note
 		return out, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("List a note's children"),
-	llmtool.FriendlyName("List child notes"), llmtool.Idempotent(), llmtool.ManPage(manGetChildNotes))
+	llmtool.FriendlyName("List child notes"), llmtool.Idempotent(), llmtool.ManPage(manGetChildNotes), llmtool.Scopes("notes:read"))
 
 // ---------------------------------------------------------------------------
 // get_subtree
@@ -392,7 +395,7 @@ var getSubtree = llmtool.Read("get_subtree", "List a note's descendants a few le
 		return out, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("List a note's descendants"),
-	llmtool.FriendlyName("Read subtree"), llmtool.Idempotent(), llmtool.ManPage(manGetSubtree))
+	llmtool.FriendlyName("Read subtree"), llmtool.Idempotent(), llmtool.ManPage(manGetSubtree), llmtool.Scopes("notes:read"))
 
 // ---------------------------------------------------------------------------
 // get_attributes, get_attribute
@@ -417,7 +420,7 @@ var getAttributes = llmtool.Read("get_attributes", "List a note's labels and rel
 		return AttributesOut{NoteID: in.NoteID, Attributes: attrs}, nil
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("List a note's labels and relations"),
-	llmtool.FriendlyName("List attributes"), llmtool.Idempotent(), llmtool.ManPage(manGetAttributes))
+	llmtool.FriendlyName("List attributes"), llmtool.Idempotent(), llmtool.ManPage(manGetAttributes), llmtool.Scopes("notes:read"))
 
 // GetAttributeIn is the input of get_attribute.
 type GetAttributeIn struct {
@@ -438,7 +441,7 @@ var getAttribute = llmtool.Read("get_attribute", "Read one label or relation of 
 		return *a, nil
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("Read one attribute of a note"),
-	llmtool.FriendlyName("Read attribute"), llmtool.Idempotent(), llmtool.ManPage(manGetAttribute))
+	llmtool.FriendlyName("Read attribute"), llmtool.Idempotent(), llmtool.ManPage(manGetAttribute), llmtool.Scopes("notes:read"))
 
 // ---------------------------------------------------------------------------
 // create_note, rename_note
@@ -493,7 +496,7 @@ var createNote = llmtool.Write("create_note", "Create a note as the last child o
 		return summary(c, n.ID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Create a note under a parent"),
-	llmtool.FriendlyName("Create note"), llmtool.ManPage(manCreateNote))
+	llmtool.FriendlyName("Create note"), llmtool.ManPage(manCreateNote), llmtool.Scopes("notes:write"))
 
 // RenameNoteIn is the input of rename_note.
 type RenameNoteIn struct {
@@ -512,7 +515,7 @@ var renameNote = llmtool.Write("rename_note", "Change a note's title.",
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Change a note's title"),
-	llmtool.FriendlyName("Rename note"), llmtool.Idempotent(), llmtool.ManPage(manRenameNote))
+	llmtool.FriendlyName("Rename note"), llmtool.Idempotent(), llmtool.ManPage(manRenameNote), llmtool.Scopes("notes:write"))
 
 // ---------------------------------------------------------------------------
 // set_note_content, append_to_note, edit_note_content
@@ -531,7 +534,7 @@ var setNoteContent = llmtool.Write("set_note_content", "Replace a note's whole c
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Replace a note's content"),
-	llmtool.FriendlyName("Replace note content"), llmtool.Idempotent(), llmtool.ManPage(manSetNoteContent))
+	llmtool.FriendlyName("Replace note content"), llmtool.Idempotent(), llmtool.ManPage(manSetNoteContent), llmtool.Scopes("notes:write"))
 
 // AppendToNoteIn is the input of append_to_note.
 type AppendToNoteIn struct {
@@ -547,7 +550,7 @@ var appendToNote = llmtool.Write("append_to_note", "Add content at the end of a 
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Add content at the end of a note"),
-	llmtool.FriendlyName("Append to note"), llmtool.ManPage(manAppendToNote))
+	llmtool.FriendlyName("Append to note"), llmtool.ManPage(manAppendToNote), llmtool.Scopes("notes:write"))
 
 // EditNoteContentIn is the input of edit_note_content.
 type EditNoteContentIn struct {
@@ -592,7 +595,7 @@ var editNoteContent = llmtool.Write("edit_note_content", "Replace one exact pass
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Replace one passage of a note's content"),
-	llmtool.FriendlyName("Edit note content"), llmtool.ManPage(manEditNoteContent))
+	llmtool.FriendlyName("Edit note content"), llmtool.ManPage(manEditNoteContent), llmtool.Scopes("notes:write"))
 
 // ---------------------------------------------------------------------------
 // delete_note
@@ -653,7 +656,7 @@ var deleteNote = llmtool.Write("delete_note", "Delete a note, and its children t
 	},
 	llmtool.Guards(noProtectedDescendant),
 	llmtool.Category(catWriting), llmtool.Summary("Delete a note"),
-	llmtool.FriendlyName("Delete note"), llmtool.Destructive(), llmtool.ManPage(manDeleteNote))
+	llmtool.FriendlyName("Delete note"), llmtool.Destructive(), llmtool.ManPage(manDeleteNote), llmtool.Scopes("notes:write"))
 
 // ---------------------------------------------------------------------------
 // move_note, clone_note
@@ -705,7 +708,7 @@ var moveNote = llmtool.Write("move_note", "Move a note, with its subtree, under 
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catTree), llmtool.Summary("Move a note under another parent"),
-	llmtool.FriendlyName("Move note"), llmtool.Idempotent(), llmtool.ManPage(manMoveNote))
+	llmtool.FriendlyName("Move note"), llmtool.Idempotent(), llmtool.ManPage(manMoveNote), llmtool.Scopes("notes:write"))
 
 // CloneNoteIn is the input of clone_note.
 type CloneNoteIn struct {
@@ -729,7 +732,7 @@ var cloneNote = llmtool.Write("clone_note", "Place a note under one more parent;
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catTree), llmtool.Summary("Place a note under one more parent"),
-	llmtool.FriendlyName("Clone note"), llmtool.ManPage(manCloneNote))
+	llmtool.FriendlyName("Clone note"), llmtool.ManPage(manCloneNote), llmtool.Scopes("notes:write"))
 
 // ---------------------------------------------------------------------------
 // set_attribute, delete_attribute
@@ -782,7 +785,7 @@ var setAttribute = llmtool.Write("set_attribute", "Set a label or relation on a 
 		attributeShape,
 	),
 	llmtool.Category(catAttributes), llmtool.Summary("Set a label or relation on a note"),
-	llmtool.FriendlyName("Set attribute"), llmtool.Idempotent(), llmtool.ManPage(manSetAttribute))
+	llmtool.FriendlyName("Set attribute"), llmtool.Idempotent(), llmtool.ManPage(manSetAttribute), llmtool.Scopes("notes:write"))
 
 // DeleteAttributeIn is the input of delete_attribute.
 type DeleteAttributeIn struct {
@@ -813,7 +816,7 @@ var deleteAttribute = llmtool.Write("delete_attribute", "Remove a label or relat
 		return DeleteAttributeOut{NoteID: in.NoteID, AttributeID: in.AttributeID, Deleted: true}, nil
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("Remove a label or relation"),
-	llmtool.FriendlyName("Delete attribute"), llmtool.Destructive(), llmtool.ManPage(manDeleteAttribute))
+	llmtool.FriendlyName("Delete attribute"), llmtool.Destructive(), llmtool.ManPage(manDeleteAttribute), llmtool.Scopes("notes:write"))
 
 // ---------------------------------------------------------------------------
 // The note resource and the summarize_note prompt
@@ -837,7 +840,7 @@ var noteResource = llmtool.Resource("note", "note://{noteId}", "A note's content
 		return llmtool.Rich{Content: []llmtool.Content{{Type: "text", Text: content, MIMEType: mime}}}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("A note's content"),
-	llmtool.FriendlyName("Note"), llmtool.ManPage(manNoteResource))
+	llmtool.FriendlyName("Note"), llmtool.ManPage(manNoteResource), llmtool.Scopes("notes:read"))
 
 // summarizeNote is a prompt a person picks in an MCP client (or a host's
 // chat offers): it asks the model to summarize a note, quoting the note's
@@ -851,7 +854,7 @@ var summarizeNote = llmtool.Prompt("summarize_note", "Ask for a short summary of
 		return []llmtool.Message{{Role: "user", Content: llmtool.TextContent(summarizeText(in.NoteID, title, mime, content))}}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("Summarize a note"),
-	llmtool.FriendlyName("Summarize note"), llmtool.ManPage(manSummarizeNote))
+	llmtool.FriendlyName("Summarize note"), llmtool.ManPage(manSummarizeNote), llmtool.Scopes("notes:read"))
 
 // summarizeText is the message of summarize_note.
 func summarizeText(id, title, mime, content string) string {
