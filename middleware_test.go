@@ -12,9 +12,9 @@ import (
 	"github.com/llmtool/llmtool/audit"
 )
 
-// trace is a middleware that notes its name before and after next, and
+// tracer is a middleware that notes its name before and after next, and
 // what it saw of the call.
-func trace(name string, log *[]string) llmtool.Middleware {
+func tracer(name string, log *[]string) llmtool.Middleware {
 	return func(next llmtool.InvokeFunc) llmtool.InvokeFunc {
 		return func(ctx context.Context, req *llmtool.Request) llmtool.Result {
 			who := "nobody"
@@ -39,7 +39,7 @@ func boolText(b bool) string {
 func TestMiddlewareOrder(t *testing.T) {
 	t.Parallel()
 	var log []string
-	reg := newRegistryOpts(t, openDB(t), &llmtool.Options{Middleware: []llmtool.Middleware{trace("outer", &log), nil, trace("inner", &log)}}, itemTools)
+	reg := newRegistryOpts(t, openDB(t), &llmtool.Options{Middleware: []llmtool.Middleware{tracer("outer", &log), nil, tracer("inner", &log)}}, itemTools)
 	ctx := llmtool.WithScope(alice(context.Background()), "team")
 	require.NoError(t, reg.SetWrites(ctx, "team", true))
 
@@ -114,7 +114,7 @@ func TestMiddlewareRefuses(t *testing.T) {
 			} else {
 				require.True(t, res.IsError)
 				require.Equal(t, tc.want, res.Text())
-				require.JSONEq(t, `{"error":`+quote(tc.want)+`}`, string(res.JSON))
+				require.JSONEq(t, `{"error":`+jsonQuote(tc.want)+`}`, string(res.JSON))
 			}
 			require.Equal(t, tc.rows, countItems(t, db))
 			require.Len(t, rec.recs, 1)
@@ -129,7 +129,7 @@ func TestMiddlewareRefuses(t *testing.T) {
 	}
 }
 
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+func jsonQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
 func TestMiddlewareFailNil(t *testing.T) {
 	t.Parallel()

@@ -124,14 +124,32 @@ type Options struct {
 	// own. Default: none.
 	Middleware []Middleware
 
-	// TracerProvider, when set, gives every call a span (see Invoke):
-	// pass otel.GetTracerProvider() to use the process's global one.
-	// Default: nil, no spans, and no cost.
+	// TracerProvider, when set, gives every call a span (see Invoke), a
+	// child of the span in the call's context, with child spans for the
+	// wait for the write lock, the guards, the handler and the commit.
+	// Pass otel.GetTracerProvider() to use the process's global one; the
+	// registry never reads the globals itself. The spans' instrumentation
+	// scope is "github.com/llmtool/llmtool". Default: nil, no spans, and
+	// no cost.
 	TracerProvider trace.TracerProvider
 
 	// MeterProvider, when set, records the registry's metrics through
-	// OpenTelemetry's metric API: calls by tool and outcome, their
-	// durations, the wait for the write lock and the result sizes. Default:
-	// nil, no metrics, and no cost.
+	// OpenTelemetry's metric API, under the instrumentation scope
+	// "github.com/llmtool/llmtool":
+	//
+	//   - llmtool.calls ({call}), a counter of calls, and
+	//     llmtool.call.duration (s), a histogram of their durations, both
+	//     by gen_ai.tool.name, llmtool.module, llmtool.outcome (the audit
+	//     record's: "ok", "refused", "limited", "invalid_args", ...) and
+	//     llmtool.write; a call whose tool was not found counts under the
+	//     tool name "_OTHER", so that names a model makes up make no
+	//     series of their own;
+	//   - llmtool.lock.wait (s), how long write calls waited for their
+	//     transaction (SQLite's write lock, a connection, BEGIN), per run,
+	//     by gen_ai.tool.name;
+	//   - llmtool.result.size (By), the size of results' JSON, by
+	//     gen_ai.tool.name.
+	//
+	// Default: nil, no metrics, and no cost.
 	MeterProvider metric.MeterProvider
 }

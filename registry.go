@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
@@ -118,6 +120,7 @@ type Registry struct {
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
 	invoke   InvokeFunc                            // Options.Middleware around call (middleware.go)
+	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 }
 
 type entry struct {
@@ -408,6 +411,9 @@ func (r *Registry) configure(o *Options) {
 	}
 	r.validateOutput.Store(o.ValidateOutput)
 	r.invoke = r.chain(o.Middleware)
+	if err := r.tel.init(o); err != nil {
+		r.logger().Warn("llmtool: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
+	}
 }
 
 func (r *Registry) logger() *slog.Logger {
@@ -429,6 +435,22 @@ func (r *Registry) lateUse(tool, op string) {
 // Result with IsError set and a message for the model.
 //
 // The principal and scope come from ctx (WithPrincipal, WithScope).
+//
+// With Options.TracerProvider set, the call has a span, a child of the
+// span in ctx (the host's, or the one an adapter took from the client's
+// trace context): "execute_tool <tool>" ("read_resource <resource>",
+// "get_prompt <prompt>"), with the attributes gen_ai.operation.name,
+// gen_ai.tool.name, llmtool.module, llmtool.scope, enduser.id (the
+// principal's ID, when there is one), llmtool.outcome (the audit
+// record's), llmtool.write, llmtool.committed, llmtool.attempts (write
+// calls) and llmtool.result.bytes; a failed call's span has status Error
+// with the model's message, and error.type the Kind's name. The
+// middleware and the call path run under it; while it is recording, the
+// call path adds the child spans llmtool.lock_wait (a write's wait for its
+// transaction: SQLite's write lock, a connection, BEGIN), llmtool.guards
+// (entity checks and guards), llmtool.handler and llmtool.commit, again
+// for each run of a write PostgreSQL made run again, which a "retry" event
+// on the call's span marks.
 func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	start := time.Now()
 	name, kind := call.target()
@@ -440,22 +462,32 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	} else {
 		e, err = r.findKind(ctx, name, kind)
 	}
+	var span trace.Span
+	if r.tel.tracer != nil {
+		ctx, span = r.startSpan(ctx, start, &call, e, name, kind) // telemetry.go
+	}
 	var res Result
 	var module string
+	var t *Tool
 	write := false
 	if err != nil {
 		res = r.failure(name, err)
 	} else {
-		req.entry, req.Spec = e, &e.tool.spec
+		t = e.tool
+		req.entry, req.Spec = e, &t.spec
 		req.Principal, req.Scope = PrincipalFrom(ctx), ScopeFrom(ctx)
 		name, module, write = req.Spec.Name, req.Spec.Module, !req.Spec.ReadOnly
 		res = r.invokeChain(r.withAuditStart(ctx, start), &req)
 	}
-	r.audit(ctx, audit.Record{
+	rec := audit.Record{
 		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
 		Outcome: outcome(res.Err, req.refused), Duration: time.Since(start), Write: write, Committed: req.committed,
 		Attempts: req.attempts, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
-	})
+	}
+	r.audit(ctx, rec)
+	if span != nil || r.tel.m != nil {
+		r.endCall(ctx, span, t, &rec, &res) // telemetry.go
+	}
 	return res
 }
 
@@ -496,7 +528,7 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		req.preview = preview
 	}
 	if err == nil {
-		pa := prepared{fill: fill, argv: argv, preview: preview}
+		pa := prepared{fill: fill, argv: argv, preview: preview, traced: r.traced(ctx)}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
 		req.attempts = pa.attempts
 		if preview != nil && preview.held && !req.committed {

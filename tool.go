@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmtool/llmtool/internal/schema"
 	"github.com/llmtool/llmtool/internal/toolname"
 )
@@ -252,15 +254,16 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		if err := c.call.decodeIn(args, &in); err != nil {
 			return nil, err
 		}
-		if err := c.checkRefs(in); err != nil {
+		if err := runGuards(c, in, guards); err != nil {
 			return nil, err
 		}
-		for _, g := range guards {
-			if err := g(c, in); err != nil {
-				return nil, err
-			}
+		var out Out
+		var err error
+		if c.call.traced {
+			out, err = handleTraced(c, in, handler) // in the span llmtool.handler (telemetry.go)
+		} else {
+			out, err = handler(c, in)
 		}
-		out, err := handler(c, in)
 		if err != nil {
 			return nil, err
 		}
@@ -275,6 +278,26 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		return b, err
 	}
 	return t
+}
+
+// runGuards runs a call's entity checks, then its guards in order, until
+// one fails; in the span llmtool.guards when the call is traced and has
+// any.
+func runGuards[In any](c *ReadCtx, in In, guards []func(*ReadCtx, In) error) (err error) {
+	if c.call.traced && (len(guards) > 0 || len(c.call.tool.refs) > 0) {
+		var span trace.Span
+		c, span = c.child(spanGuards) // telemetry.go
+		defer func() { endChild(span, err) }()
+	}
+	if err := c.checkRefs(in); err != nil {
+		return err
+	}
+	for _, g := range guards {
+		if err := g(c, in); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Content is one part of a rich tool result. MCP sends the parts as content

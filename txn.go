@@ -1,6 +1,7 @@
 package llmtool
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -88,6 +89,7 @@ type callState struct {
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
 	attempt     int             // the run of a write call: 1, more after retries
 	single      bool            // a read call in autocommit: one statement only (see readsOne)
+	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
 	statements  atomic.Int32    // statements a read call ran
 	second      atomic.Bool     // a single call tried a second statement
 
@@ -283,7 +285,8 @@ type prepared struct {
 	preview  *previewState // a dry run or an approval (approval.go); nil for a plain call
 	fill     uint64
 	argv     map[string]any
-	attempts int // runs of a write call's handler (more than one after retries)
+	attempts int  // runs of a write call's handler (more than one after retries)
+	traced   bool // the call's span is recording: add child spans (telemetry.go)
 }
 
 // decodeIn fills in (a pointer to the tool's In) from the call's arguments:
@@ -392,6 +395,9 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 		return out, false, err
 	}
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			retried(ctx, pa.traced, attempt) // telemetry.go
+		}
 		out, committed, retry, err := r.execWrite(ctx, t, args, pa, res, attempt)
 		if !retry || attempt == maxAttempts {
 			if retry {
@@ -443,7 +449,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, single: single}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, single: single, traced: pa.traced}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -500,11 +506,11 @@ func retryPause(ctx context.Context, attempt int) error {
 // PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
 // handler may run again on a fresh transaction.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, attempt: attempt, preview: pa.preview}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, attempt: attempt, preview: pa.preview, traced: pa.traced}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
 	}
-	wt, err := r.tx.BeginWrite(ctx)
+	wt, err := r.beginWrite(ctx, t, pa.traced) // the write lock and BEGIN (telemetry.go)
 	if err != nil {
 		return nil, false, false, beginErr(ctx, err)
 	}
@@ -539,14 +545,21 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			return out, false, false, err
 		}
 	}
-	if err := wt.Guard.Allow(ctx, tx); err != nil {
+	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
+	allowErr := wt.Guard.Allow(ctx, tx)
+	var commitErr error
+	if allowErr == nil {
+		commitErr = tx.Commit()
+	}
+	endChild(commitSpan, cmp.Or(allowErr, commitErr))
+	if err := allowErr; err != nil {
 		_ = tx.Rollback()
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
 		}
 		return nil, false, false, fmt.Errorf("%w (tool %s ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := commitErr; err != nil {
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
 		}

@@ -142,6 +142,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	ctx = withHeaderTrace(ctx, r.Header) // the client's trace context (tracing.go)
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}

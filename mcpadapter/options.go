@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
 )
@@ -170,6 +171,13 @@ type Options struct {
 	// server behind Handler and StatelessHandler, applied after the
 	// adapter's. Default: none.
 	HTTPOptions []server.StreamableHTTPOption
+
+	// MeterProvider, when set, records the adapter's metrics through
+	// OpenTelemetry's metric API: llmtool.mcp.sessions, the sessions open
+	// (of Handler, and ServeStdio's one). The calls' metrics and spans are
+	// the registry's (llmtool.Options.MeterProvider and TracerProvider).
+	// Default: nil, no metrics.
+	MeterProvider metric.MeterProvider
 }
 
 // config is Options with the defaults applied, fixed at New.
@@ -192,6 +200,7 @@ type config struct {
 	stateTTL      time.Duration
 	replayEvents  int // negative: streams are not resumable
 	replayAge     time.Duration
+	meter         metric.MeterProvider
 
 	maxSessions     int
 	maxPerPrincipal int
@@ -226,6 +235,7 @@ func newConfig(o *Options) config {
 		stateTTL:     positiveOr(o.RequestStateTTL, DefaultRequestStateTTL),
 		replayEvents: o.ReplayEvents,
 		replayAge:    positiveOr(o.ReplayAge, DefaultReplayAge),
+		meter:        o.MeterProvider,
 
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),

@@ -172,7 +172,7 @@ func convertPrompt(sp *llmtool.Spec) mcp.Prompt {
 // registry's sentence as the request's error.
 func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
-	res := s.reg.Invoke(s.callContext(ctx), llmtool.Call{Resource: uri})
+	res := s.reg.Invoke(withMetaTrace(s.callContext(ctx), req.Params.Meta), llmtool.Call{Resource: uri})
 	if res.IsError {
 		return nil, errors.New(res.Text())
 	}
@@ -210,7 +210,7 @@ func (s *Server) getPrompt(name string) server.PromptHandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		res := s.reg.Invoke(ask.With(ctx, p), llmtool.Call{Prompt: name, Args: args})
+		res := s.reg.Invoke(withMetaTrace(ask.With(ctx, p), req.Params.Meta), llmtool.Call{Prompt: name, Args: args})
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
 			b, err := s.inputRequests(ctx, target, args, p.round)
 			if err != nil {

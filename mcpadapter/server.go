@@ -168,6 +168,16 @@
 // MissingRequiredClientCapabilityError (-32021, HTTP 400) naming the
 // capability.
 //
+// # Tracing and metrics
+//
+// A call's span is the registry's (llmtool.Options.TracerProvider; see
+// Registry.Invoke). The adapter makes it continue the client's trace: the
+// W3C trace context (traceparent, tracestate) of the request's
+// params._meta, for tools/call, resources/read and prompts/get, or else of
+// the HTTP request's headers, unless the request's context already has a
+// span (the host's HTTP instrumentation). Options.MeterProvider counts the
+// open sessions (llmtool.mcp.sessions).
+//
 // # Configuration
 //
 // New takes one *Options, nil for the defaults; every field says its
@@ -188,6 +198,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
@@ -237,6 +248,8 @@ type Server struct {
 	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
 	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
 	listens sync.Map    // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
+
+	openSessions metric.Int64UpDownCounter // llmtool.mcp.sessions; nil without Options.MeterProvider (tracing.go)
 }
 
 // toolEntry is a spec converted once into its MCP form.
@@ -255,6 +268,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	if cfg.replayEvents > 0 {
 		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
 	}
+	s.initMetrics()
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(s.onRegister)
@@ -379,7 +393,7 @@ func (s *Server) beforeCall(ctx context.Context, id any, req *mcp.CallToolReques
 	name := req.Params.Name
 	spec, known := s.reg.Tool(cctx, name)
 	if !known {
-		res := s.reg.Invoke(cctx, llmtool.Call{Tool: name, Args: req.Params.RawArguments})
+		res := s.reg.Invoke(withMetaTrace(cctx, req.Params.Meta), llmtool.Call{Tool: name, Args: req.Params.RawArguments})
 		if n := notesFrom(ctx); n != nil {
 			n.noteUnknown(id, res.Text())
 		}
@@ -457,8 +471,8 @@ func convertSpec(sp *llmtool.Spec) mcp.Tool {
 func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 	name, rich := e.spec.Name, e.spec.Rich
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		mctx := ctx // mcp-go's, which the call's mark is keyed by
-		ctx = s.callContext(ctx)
+		mctx := ctx                                              // mcp-go's, which the call's mark is keyed by
+		ctx = withMetaTrace(s.callContext(ctx), req.Params.Meta) // tracing.go
 		notes := notesFrom(mctx)
 		args := req.Params.RawArguments
 		if args == nil && req.Params.Arguments != nil {
@@ -580,6 +594,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 	info := &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx))}
 	info.setClientSession(cs)
 	s.sessions.Store(id, info)
+	s.countSession(1)
 }
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {

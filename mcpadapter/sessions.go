@@ -164,6 +164,7 @@ func (s *Server) removeSession(id string) bool {
 		return false
 	}
 	s.levels.Delete(id)
+	s.countSession(-1)
 	v.(*sessionInfo).markEnded()
 	if info := v.(*sessionInfo); info.counted {
 		s.counts.mu.Lock()
@@ -270,6 +271,7 @@ func (m sessionIDManager) Generate() string {
 	}
 	s.touch(info)
 	s.sessions.Store(id, info)
+	s.countSession(1)
 	s.startSweeper()
 	return id
 }
