@@ -386,6 +386,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Instructions: instructions,
 		Scope:        *scope,
 		Logger:       logger,
+		// llmtool.mcp.sessions, the sessions open (the calls' spans and
+		// metrics are the registry's).
+		MeterProvider: tel.meter,
 
 		RequestStateKey: stateKey,
 	}

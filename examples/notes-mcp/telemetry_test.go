@@ -296,6 +296,11 @@ func TestTelemetry(t *testing.T) {
 		require.Equal(t, uint64(1), hist.GetHistogram().GetSampleCount())
 		require.NotNil(t, promSample(families["target_info"], map[string]string{"service_name": "notes-mcp"}), "target_info: %v", families["target_info"])
 		require.Contains(t, families, "go_goroutines")
+		sessions := families["llmtool_mcp_sessions"]
+		require.NotNil(t, sessions, "families: %v", keys(families))
+		require.Equal(t, dto.MetricType_GAUGE, sessions.GetType())
+		require.Len(t, sessions.Metric, 1)
+		require.Equal(t, 1.0, sessions.Metric[0].GetGauge().GetValue(), "the test's client holds the one session")
 
 		// OTLP: sent when the program stops (Ctrl+C), not before the
 		// 10 s interval.
