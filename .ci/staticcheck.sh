@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run staticcheck, at the pinned version, over both modules (the root and
-# chatadapter/interop), failing on any finding.
+# Run staticcheck, at the pinned version, over every module (the root and
+# the nested chatadapter/interop and examples/notes-mcp), failing on any
+# finding.
 #
 # Usage: bash .ci/staticcheck.sh
 #
@@ -32,7 +33,7 @@ fi
 "$BIN" -version
 
 status=0
-for mod in . chatadapter/interop; do
+for mod in . chatadapter/interop examples/notes-mcp; do
   echo "staticcheck: module $mod"
   if ! (cd "$ROOT/$mod" && "$BIN" ./...); then
     status=1

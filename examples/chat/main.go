@@ -28,8 +28,7 @@
 //
 // It opens notes.db in the current directory (creating and seeding it the
 // first time). Write tools are off until enabled for the scope: -writes
-// enables them, persistently, as "go run ./examples/notes-mcp writes on"
-// does.
+// enables them, persistently, as notes-mcp's "writes on" command does.
 //
 // With -approve, the scope's destructive tools (delete_note,
 // delete_attribute) need the person's approval before they commit

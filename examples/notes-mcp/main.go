@@ -2,16 +2,19 @@
 // github.com/llmtool/llmtool/examples/notes) to MCP clients: Claude
 // Desktop, IDEs, agents.
 //
-// Run it from the root of the repository:
+// It is a module of its own (its OpenTelemetry and Prometheus exporters
+// stay out of llmtool's go.mod). Run it from the root of the repository
+// with
 //
-//	go run ./examples/notes-mcp
+//	go run -C examples/notes-mcp .
 //
-// It opens notes.db in the current directory (creating and seeding it the
-// first time) and serves streamable HTTP at http://127.0.0.1:8080/mcp. It
-// prints the URL, the bearer token clients must send and how to connect a
-// client. The token is kept in a file next to the database (notes.db.token)
-// so it stays the same across restarts; -token or NOTES_MCP_TOKEN override
-// it.
+// (or go run . in examples/notes-mcp). It opens notes.db in the current
+// directory, which go run -C makes examples/notes-mcp (creating and
+// seeding it the first time), and serves streamable HTTP at
+// http://127.0.0.1:8080/mcp. It prints the URL, the bearer token clients
+// must send and how to connect a client. The token is kept in a file next
+// to the database (notes.db.token) so it stays the same across restarts;
+// -token or NOTES_MCP_TOKEN override it.
 //
 // Besides the tools, clients get the module's resource template
 // note://{noteId} (a note's content, with its MIME type), the prompt
@@ -49,17 +52,28 @@
 //
 // Write tools are off until they are enabled for the scope:
 //
-//	go run ./examples/notes-mcp writes on  [-db PATH|URL] [-scope NAME]
-//	go run ./examples/notes-mcp writes off [-db PATH|URL] [-scope NAME]
-//	go run ./examples/notes-mcp writes     [-db PATH|URL] [-scope NAME]
+//	go run -C examples/notes-mcp . writes on  [-db PATH|URL] [-scope NAME]
+//	go run -C examples/notes-mcp . writes off [-db PATH|URL] [-scope NAME]
+//	go run -C examples/notes-mcp . writes     [-db PATH|URL] [-scope NAME]
 //
 // A running server sees the change on its next listing or call and tells
 // its clients (notifications/tools/list_changed).
 //
+// Telemetry is off unless asked for. -otlp URL sends traces (a span per
+// call, execute_tool <tool>) and metrics (llmtool.calls,
+// llmtool.call.duration and the others the library records) over OTLP/HTTP
+// to the collector at URL, such as http://localhost:4318: to /v1/traces
+// and /v1/metrics under it, metrics every 10 s, and what is left when the
+// program stops. -metrics HOST:PORT serves the same metrics to Prometheus
+// at http://HOST:PORT/metrics (llmtool_calls_total,
+// llmtool_call_duration_seconds, ...), with the Go runtime's and the
+// process's. The two go together. The resource's service.name is
+// notes-mcp; the exporters' OTEL_* environment variables apply.
+//
 // Usage:
 //
-//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN] [-approve=false]
-//	notes-mcp -stdio [-db PATH|URL] [-scope NAME] [-approve=false]
+//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
+//	notes-mcp -stdio [-db PATH|URL] [-scope NAME] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
 //	notes-mcp writes [on|off] [-db PATH|URL] [-scope NAME]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
@@ -155,13 +169,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // helpHint says how to get the usage, as the user ran this program:
-// "go run ./examples/notes-mcp -h" under go run (its binary lies in a
-// temporary directory the user never sees), else "notes-mcp -h".
+// "go run -C DIR . -h" under go run (its binary lies in a temporary
+// directory the user never sees), else "notes-mcp -h".
 func helpHint() string {
 	if builtByGoRun(os.Args[0]) {
-		return "(for help: go run ./examples/notes-mcp -h)"
+		return "(for help: " + goRunCommand() + " -h)"
 	}
 	return "(run notes-mcp -h for help)"
+}
+
+// goRunCommand returns the go run command that runs this program from any
+// directory, "go run -C DIR .", DIR being the current directory: go run
+// -C examples/notes-mcp . and go run . in examples/notes-mcp both leave
+// the program there, in its module.
+func goRunCommand() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "go run ."
+	}
+	return "go run -C " + shellQuote(wd) + " ."
 }
 
 // builtByGoRun reports whether exe is a binary go run built and started:
@@ -233,6 +259,15 @@ user's answer (an approval) may reach any of them. Use -stateless only for
 HTTP, and only when requests may reach different processes; one server is
 better off without it.
 
+Telemetry is off by default. -otlp URL sends a span per call and the
+llmtool.* metrics over OTLP/HTTP to the collector at URL (for example
+http://localhost:4318: traces to URL/v1/traces, metrics to URL/v1/metrics
+every 10 s and once more on exit). -metrics HOST:PORT serves the same
+metrics to Prometheus at http://HOST:PORT/metrics (llmtool_calls_total,
+llmtool_call_duration_seconds, ...). Both may be given; they work with HTTP
+and -stdio alike, and the OTEL_* environment variables of the OpenTelemetry
+SDK apply (OTEL_SERVICE_NAME, default notes-mcp; OTEL_EXPORTER_OTLP_HEADERS).
+
 Flags:
 `
 
@@ -251,6 +286,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	scope := fs.String("scope", defaultScope, "the `name` of the scope whose settings decide which tools run")
 	token := fs.String("token", "", "the bearer `token` HTTP clients must send (default: $"+tokenEnv+", else one kept in FILE.token; required with a PostgreSQL -db)")
 	approve := fs.Bool("approve", true, "ask the user, through the client, to approve each "+strings.Join(approvalTools, " and ")+" before it commits (-approve=false: they commit at once)")
+	otlpURL := fs.String("otlp", "", "send traces and metrics over OTLP/HTTP to the collector at `URL`, such as http://localhost:4318 (to /v1/traces and /v1/metrics under it)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`host:port`/metrics, such as 127.0.0.1:9464")
 	if err := parseFlags(fs, args, stdout, serveUsage); err != nil {
 		return err
 	}
@@ -270,6 +307,16 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if *dbPath == "" {
 		return usageError("-db must not be empty") // before a token file is made next to it
+	}
+	if *otlpURL != "" {
+		if err := checkOTLPURL(*otlpURL); err != nil {
+			return err
+		}
+	}
+	if *metricsAddr != "" {
+		if err := checkMetricsAddr(*metricsAddr); err != nil {
+			return err
+		}
 	}
 	if !*stdio {
 		if err := tokenNeeded(*token, *dbPath); err != nil {
@@ -294,9 +341,21 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	// Logs go to stderr, in both modes: with -stdio, stdout is the protocol.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	// -otlp and -metrics: the providers record every call (a span, and
+	// the llmtool.* metrics). Stopped last, after the server, so the
+	// final calls are sent too.
+	tel, err := startTelemetry(ctx, *otlpURL, *metricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer tel.stop(ctx, logger)
+
 	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{
-		ApprovalKey: approvalKey,
-		Logger:      logger,
+		ApprovalKey:    approvalKey,
+		Logger:         logger,
+		TracerProvider: tel.tracer,
+		MeterProvider:  tel.meter,
 		// The writes command runs in another process, and replicas
 		// share a PostgreSQL database: read the scope's setting on every
 		// listing and call (a primary-key lookup), so a change shows at
@@ -327,6 +386,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Instructions: instructions,
 		Scope:        *scope,
 		Logger:       logger,
+		// llmtool.mcp.sessions, the sessions open (the calls' spans and
+		// metrics are the registry's).
+		MeterProvider: tel.meter,
 
 		RequestStateKey: stateKey,
 	}
@@ -377,7 +439,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		logger.Warn("notes-mcp: listening beyond loopback without TLS; put it behind an HTTPS proxy before exposing it", "addr", ln.Addr().String())
 	}
 	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "scope", *scope, "writes", onOff(writes), "stateless", *stateless, "approve", onOff(*approve))
-	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes})
+	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes,
+		metricsURL: tel.metricsURL, otlpURL: *otlpURL})
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -559,6 +622,9 @@ type banner struct {
 	url, token, tokenSource string
 	db, scope               string
 	writes                  bool
+	// metricsURL is the Prometheus endpoint of -metrics, otlpURL the
+	// collector of -otlp; "" when off.
+	metricsURL, otlpURL string
 }
 
 // printBanner prints b. A PostgreSQL URL in b.db is shown without its
@@ -574,7 +640,14 @@ func printBanner(w io.Writer, b banner) {
 	b.db = displayDB(b.db)
 	fmt.Fprintf(w, "notes-mcp serves the notes in %s (scope %q).\n\n", b.db, b.scope)
 	fmt.Fprintf(w, "  MCP endpoint:  %s\n", b.url)
-	fmt.Fprintf(w, "  Bearer token:  %s  (%s)\n\n", b.token, b.tokenSource)
+	fmt.Fprintf(w, "  Bearer token:  %s  (%s)\n", b.token, b.tokenSource)
+	if b.metricsURL != "" {
+		fmt.Fprintf(w, "  Metrics:       %s  (Prometheus)\n", b.metricsURL)
+	}
+	if b.otlpURL != "" {
+		fmt.Fprintf(w, "  OTLP/HTTP:     %s  (traces and metrics)\n", b.otlpURL)
+	}
+	fmt.Fprintln(w)
 	if b.writes {
 		fmt.Fprintf(w, "Write tools are on. Turn them off with: %s writes off -db %s -scope %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.scope))
 	} else {
@@ -584,7 +657,7 @@ func printBanner(w io.Writer, b banner) {
 	fmt.Fprintf(w, "For example, Claude Code:\n  claude mcp add --transport http notes %s --header \"Authorization: Bearer %s\"\n\n", b.url, b.token)
 	cmd, built := selfBinary()
 	if !built {
-		fmt.Fprintf(w, "Connect a desktop client over stdio: build the binary once,\n  go build -o notes-mcp ./examples/notes-mcp\nthen add this to its configuration (Claude Desktop: claude_desktop_config.json):\n")
+		fmt.Fprintf(w, "Connect a desktop client over stdio: build the binary once,\n  go build -C %s -o notes-mcp .\nthen add this to its configuration (Claude Desktop: claude_desktop_config.json):\n", shellQuote(filepath.Dir(cmd)))
 	} else {
 		fmt.Fprintf(w, "Connect a desktop client over stdio: add this to its configuration (Claude Desktop: claude_desktop_config.json):\n")
 	}
@@ -620,13 +693,13 @@ func selfBinary() (string, bool) {
 	return filepath.Join(wd, "notes-mcp"), false
 }
 
-// selfCommand returns how the user runs this program again: "go run
-// ./examples/notes-mcp" under go run, else the command as invoked.
+// selfCommand returns how the user runs this program again: "go run -C
+// DIR ." under go run (see goRunCommand), else the command as invoked.
 func selfCommand() string {
 	if exe, err := os.Executable(); err == nil && !underTemp(exe) {
 		return shellQuote(os.Args[0])
 	}
-	return "go run ./examples/notes-mcp"
+	return goRunCommand()
 }
 
 // underTemp reports whether path lies in go run's build cache or another

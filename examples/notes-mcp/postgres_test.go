@@ -38,6 +38,9 @@ type pgServer struct {
 	token  string // the bearer token, from the banner
 	banner string // the banner up to the token line
 	stderr *syncBuffer
+	// stop stops the process with Ctrl+C and requires a clean exit; the
+	// test's end calls it unless the test did.
+	stop func()
 }
 
 // pgEnv is the environment of the processes these tests start: this one's
@@ -50,7 +53,7 @@ func pgEnv(extra ...string) []string {
 // pgServeHTTP starts bin with args and env, reads the whole banner (up to
 // "Press Ctrl+C to stop."), with the endpoint and the token in it, and
 // stops the process (Ctrl+C, then a clean exit is required) when the test
-// ends.
+// ends, or when the test calls its stop.
 func pgServeHTTP(t *testing.T, bin string, env []string, args ...string) *pgServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,6 +75,7 @@ func pgServeHTTP(t *testing.T, bin string, env []string, args ...string) *pgServ
 		require.NoError(t, cmd.Wait(), "stderr:\n%s", s.stderr.String())
 		require.NotContains(t, s.stderr.String(), "panic")
 	}
+	s.stop = stop
 	t.Cleanup(stop)
 
 	var banner strings.Builder
