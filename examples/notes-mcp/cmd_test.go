@@ -107,6 +107,9 @@ func TestRunUsage(t *testing.T) {
 		{args: []string{"-db", ""}, code: 2, stderr: "notes-mcp: -db must not be empty (run notes-mcp -h for help)\n"},
 		{args: []string{"-stdio", "-token", "x"}, code: 2, stderr: "notes-mcp: -addr and -token are for HTTP; leave them out with -stdio (run notes-mcp -h for help)\n"},
 		{args: []string{"-stdio", "-stateless"}, code: 2, stderr: "notes-mcp: -stateless is for HTTP; leave it out with -stdio (run notes-mcp -h for help)\n"},
+		{args: []string{"-stdio", "-oauth-issuer", "https://auth.example.com"}, code: 2, stderr: "notes-mcp: -oauth-issuer and -oauth-resource are for HTTP; leave them out with -stdio (run notes-mcp -h for help)\n"},
+		{args: []string{"-oauth-resource", "https://mcp.example.com/mcp"}, code: 2, stderr: "notes-mcp: -oauth-resource names the audience of the tokens of -oauth-issuer; give -oauth-issuer URL too (run notes-mcp -h for help)\n"},
+		{args: []string{"-h"}, code: 0, stdout: "  -oauth-issuer URL\n    \talso accept access tokens of the OAuth authorization server whose issuer is URL"},
 		{args: []string{"-h"}, code: 0, stdout: "  -stateless\n    \tserve streamable HTTP without sessions, for replicas behind a load balancer (HTTP only)\n"},
 	}
 	for _, tt := range tests {

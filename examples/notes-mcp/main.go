@@ -81,6 +81,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -108,6 +109,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/examples/notes"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/oauth"
 )
 
 // Defaults of the flags.
@@ -268,6 +270,16 @@ llmtool_call_duration_seconds, ...). Both may be given; they work with HTTP
 and -stdio alike, and the OTEL_* environment variables of the OpenTelemetry
 SDK apply (OTEL_SERVICE_NAME, default notes-mcp; OTEL_EXPORTER_OTLP_HEADERS).
 
+-oauth-issuer URL makes the server an OAuth 2.1 resource server beside its
+bearer token: it accepts the access tokens (JWTs, checked against the
+issuer's published keys) of the authorization server whose issuer is URL,
+and serves its protected-resource metadata (RFC 9728), which 401 answers
+point clients to. A token's calls run as its subject and are limited to its
+scopes: read tools need notes:read, write tools notes:write; a token without
+the scope does not see the tool, and a call of it gets 403 with the scope to
+ask for. -oauth-resource URL is this server's public URL, which tokens must
+name as their audience (default: the MCP endpoint's URL, as printed).
+
 Flags:
 `
 
@@ -288,6 +300,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	approve := fs.Bool("approve", true, "ask the user, through the client, to approve each "+strings.Join(approvalTools, " and ")+" before it commits (-approve=false: they commit at once)")
 	otlpURL := fs.String("otlp", "", "send traces and metrics over OTLP/HTTP to the collector at `URL`, such as http://localhost:4318 (to /v1/traces and /v1/metrics under it)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`host:port`/metrics, such as 127.0.0.1:9464")
+	oauthIssuer := fs.String("oauth-issuer", "", "also accept access tokens of the OAuth authorization server whose issuer is `URL` (its keys found through /.well-known/oauth-authorization-server or openid-configuration); read tools need scope notes:read, write tools notes:write")
+	oauthResource := fs.String("oauth-resource", "", "this server's resource `URL`, which access tokens must name as their audience (default: the MCP endpoint's URL)")
 	if err := parseFlags(fs, args, stdout, serveUsage); err != nil {
 		return err
 	}
@@ -301,6 +315,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if *stdio && *stateless {
 		return usageError("-stateless is for HTTP; leave it out with -stdio")
+	}
+	if *stdio && (set["oauth-issuer"] || set["oauth-resource"]) {
+		return usageError("-oauth-issuer and -oauth-resource are for HTTP; leave them out with -stdio")
+	}
+	if *oauthResource != "" && *oauthIssuer == "" {
+		return usageError("-oauth-resource names the audience of the tokens of -oauth-issuer; give -oauth-issuer URL too")
 	}
 	if *scope == "" {
 		return usageError("-scope must not be empty")
@@ -404,21 +424,42 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return nil
 	}
 
-	auth := mcpadapter.BearerAuth(func(_ context.Context, got string) (*llmtool.Principal, error) {
-		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-			return nil, errors.New("wrong bearer token")
-		}
-		return owner, nil
-	})
-	opts.Authenticator = auth
-	srv := mcpadapter.New(reg, &opts)
-	defer srv.Close()
-
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (choose another address with -addr)", *addr, err)
 	}
+	url := "http://" + ln.Addr().String() + endpoint
 	mux := http.NewServeMux()
+
+	// -oauth-issuer: the issuer's access tokens are accepted beside the
+	// bearer token, and run as their subject, limited to their scopes.
+	var verifier *oauth.Verifier
+	if *oauthIssuer != "" {
+		resource := cmp.Or(*oauthResource, url)
+		verifier, err = oauth.New(ctx, oauth.Config{Issuer: *oauthIssuer, Resource: resource,
+			ScopesSupported: []string{notes.ScopeRead, notes.ScopeWrite}})
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("-oauth-issuer %s: %w", *oauthIssuer, err)
+		}
+		opts.ResourceMetadata = verifier.MetadataURL()
+		mux.Handle(verifier.MetadataPath(), verifier.Metadata())
+		if root := "/.well-known/oauth-protected-resource"; verifier.MetadataPath() != root {
+			mux.Handle(root, verifier.Metadata()) // where clients look when the 401 names none
+		}
+	}
+	opts.Authenticator = mcpadapter.BearerAuth(func(ctx context.Context, got string) (*llmtool.Principal, error) {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			return owner, nil
+		}
+		if verifier != nil {
+			return verifier.Verify(ctx, got)
+		}
+		return nil, errors.New("wrong bearer token")
+	})
+	srv := mcpadapter.New(reg, &opts)
+	defer srv.Close()
+
 	handler := srv.Handler()
 	if *stateless {
 		// No sessions: every POST stands alone, so a load balancer may
@@ -434,13 +475,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(w, "notes-mcp: the MCP endpoint is %s\n", endpoint)
 	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	url := "http://" + ln.Addr().String() + endpoint
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		logger.Warn("notes-mcp: listening beyond loopback without TLS; put it behind an HTTPS proxy before exposing it", "addr", ln.Addr().String())
 	}
 	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "scope", *scope, "writes", onOff(writes), "stateless", *stateless, "approve", onOff(*approve))
 	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes,
-		metricsURL: tel.metricsURL, otlpURL: *otlpURL})
+		metricsURL: tel.metricsURL, otlpURL: *otlpURL, oauthIssuer: *oauthIssuer, resourceMetadata: opts.ResourceMetadata})
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -625,6 +665,9 @@ type banner struct {
 	// metricsURL is the Prometheus endpoint of -metrics, otlpURL the
 	// collector of -otlp; "" when off.
 	metricsURL, otlpURL string
+	// oauthIssuer is the issuer of -oauth-issuer, resourceMetadata the
+	// URL of this server's OAuth metadata; "" without it.
+	oauthIssuer, resourceMetadata string
 }
 
 // printBanner prints b. A PostgreSQL URL in b.db is shown without its
@@ -646,6 +689,9 @@ func printBanner(w io.Writer, b banner) {
 	}
 	if b.otlpURL != "" {
 		fmt.Fprintf(w, "  OTLP/HTTP:     %s  (traces and metrics)\n", b.otlpURL)
+	}
+	if b.oauthIssuer != "" {
+		fmt.Fprintf(w, "  OAuth issuer:  %s  (its access tokens too; metadata at %s)\n", b.oauthIssuer, b.resourceMetadata)
 	}
 	fmt.Fprintln(w)
 	if b.writes {

@@ -82,7 +82,7 @@ var findNote = llmtool.Read("find_note", "Find one note by words of its title; w
 		return found(c, id, in.PreviewChars, true)
 	},
 	llmtool.Category(catReading), llmtool.Summary("Find a note by its title, asking the user when several match"),
-	llmtool.FriendlyName("Find note"), llmtool.ManPage(manFindNote), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Find note"), llmtool.ManPage(manFindNote), llmtool.Scopes(ScopeRead))
 
 // titleMatches returns the notes, protected ones left out, whose title
 // holds every word of query, by title then ID: at most maxChoices, and

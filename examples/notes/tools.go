@@ -12,6 +12,15 @@ import (
 	"github.com/llmtool/llmtool"
 )
 
+// The OAuth scopes the notes tools declare (llmtool.Scopes): an access
+// token's principal lists and calls the read tools, the note resource and
+// the prompt with ScopeRead, and the write tools with ScopeWrite.
+// Principals not limited by scopes, such as the chat's user, call all.
+const (
+	ScopeRead  = "notes:read"
+	ScopeWrite = "notes:write"
+)
+
 // Tools is the notes tool module: eighteen tools that search, read and
 // edit the note store, the resource note://{noteId} (a note's content),
 // the prompt summarize_note, and the "note" entity kind their inputs
@@ -153,7 +162,7 @@ var searchNotes = llmtool.Read("search_notes", "Full-text search over note title
 		return SearchNotesOut{Results: res}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("Find notes by words in their title or content"),
-	llmtool.FriendlyName("Search notes"), llmtool.Idempotent(), llmtool.ManPage(manSearchNotes), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Search notes"), llmtool.Idempotent(), llmtool.ManPage(manSearchNotes), llmtool.Scopes(ScopeRead))
 
 // cleanSnippet turns a snippet of HTML content into plain text: tags, and
 // pieces of tags cut at either end, are removed, entities decoded and white
@@ -222,7 +231,7 @@ var getNote = llmtool.Read("get_note", "Read a note's metadata: title, type, par
 		return readNote(c, in.NoteID, in.PreviewChars)
 	},
 	llmtool.Category(catReading), llmtool.Summary("Read a note's metadata and a content preview"),
-	llmtool.FriendlyName("Read note"), llmtool.Idempotent(), llmtool.ManPage(manGetNote), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Read note"), llmtool.Idempotent(), llmtool.ManPage(manGetNote), llmtool.Scopes(ScopeRead))
 
 // readNote returns what get_note returns for the note id, with a preview
 // of previewChars characters.
@@ -305,7 +314,7 @@ var getNoteContent = llmtool.Read("get_note_content", "Read a note's full conten
 		}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("Read a note's full content"),
-	llmtool.FriendlyName("Read note content"), llmtool.Idempotent(), llmtool.ManPage(manGetNoteContent), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Read note content"), llmtool.Idempotent(), llmtool.ManPage(manGetNoteContent), llmtool.Scopes(ScopeRead))
 
 // ---------------------------------------------------------------------------
 // get_child_notes
@@ -353,7 +362,7 @@ var getChildNotes = llmtool.Read("get_child_notes", "List the children of a note
 		return out, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("List a note's children"),
-	llmtool.FriendlyName("List child notes"), llmtool.Idempotent(), llmtool.ManPage(manGetChildNotes), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("List child notes"), llmtool.Idempotent(), llmtool.ManPage(manGetChildNotes), llmtool.Scopes(ScopeRead))
 
 // ---------------------------------------------------------------------------
 // get_subtree
@@ -395,7 +404,7 @@ var getSubtree = llmtool.Read("get_subtree", "List a note's descendants a few le
 		return out, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("List a note's descendants"),
-	llmtool.FriendlyName("Read subtree"), llmtool.Idempotent(), llmtool.ManPage(manGetSubtree), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Read subtree"), llmtool.Idempotent(), llmtool.ManPage(manGetSubtree), llmtool.Scopes(ScopeRead))
 
 // ---------------------------------------------------------------------------
 // get_attributes, get_attribute
@@ -420,7 +429,7 @@ var getAttributes = llmtool.Read("get_attributes", "List a note's labels and rel
 		return AttributesOut{NoteID: in.NoteID, Attributes: attrs}, nil
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("List a note's labels and relations"),
-	llmtool.FriendlyName("List attributes"), llmtool.Idempotent(), llmtool.ManPage(manGetAttributes), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("List attributes"), llmtool.Idempotent(), llmtool.ManPage(manGetAttributes), llmtool.Scopes(ScopeRead))
 
 // GetAttributeIn is the input of get_attribute.
 type GetAttributeIn struct {
@@ -441,7 +450,7 @@ var getAttribute = llmtool.Read("get_attribute", "Read one label or relation of 
 		return *a, nil
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("Read one attribute of a note"),
-	llmtool.FriendlyName("Read attribute"), llmtool.Idempotent(), llmtool.ManPage(manGetAttribute), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Read attribute"), llmtool.Idempotent(), llmtool.ManPage(manGetAttribute), llmtool.Scopes(ScopeRead))
 
 // ---------------------------------------------------------------------------
 // create_note, rename_note
@@ -496,7 +505,7 @@ var createNote = llmtool.Write("create_note", "Create a note as the last child o
 		return summary(c, n.ID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Create a note under a parent"),
-	llmtool.FriendlyName("Create note"), llmtool.ManPage(manCreateNote), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Create note"), llmtool.ManPage(manCreateNote), llmtool.Scopes(ScopeWrite))
 
 // RenameNoteIn is the input of rename_note.
 type RenameNoteIn struct {
@@ -515,7 +524,7 @@ var renameNote = llmtool.Write("rename_note", "Change a note's title.",
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Change a note's title"),
-	llmtool.FriendlyName("Rename note"), llmtool.Idempotent(), llmtool.ManPage(manRenameNote), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Rename note"), llmtool.Idempotent(), llmtool.ManPage(manRenameNote), llmtool.Scopes(ScopeWrite))
 
 // ---------------------------------------------------------------------------
 // set_note_content, append_to_note, edit_note_content
@@ -534,7 +543,7 @@ var setNoteContent = llmtool.Write("set_note_content", "Replace a note's whole c
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Replace a note's content"),
-	llmtool.FriendlyName("Replace note content"), llmtool.Idempotent(), llmtool.ManPage(manSetNoteContent), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Replace note content"), llmtool.Idempotent(), llmtool.ManPage(manSetNoteContent), llmtool.Scopes(ScopeWrite))
 
 // AppendToNoteIn is the input of append_to_note.
 type AppendToNoteIn struct {
@@ -550,7 +559,7 @@ var appendToNote = llmtool.Write("append_to_note", "Add content at the end of a 
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Add content at the end of a note"),
-	llmtool.FriendlyName("Append to note"), llmtool.ManPage(manAppendToNote), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Append to note"), llmtool.ManPage(manAppendToNote), llmtool.Scopes(ScopeWrite))
 
 // EditNoteContentIn is the input of edit_note_content.
 type EditNoteContentIn struct {
@@ -595,7 +604,7 @@ var editNoteContent = llmtool.Write("edit_note_content", "Replace one exact pass
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catWriting), llmtool.Summary("Replace one passage of a note's content"),
-	llmtool.FriendlyName("Edit note content"), llmtool.ManPage(manEditNoteContent), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Edit note content"), llmtool.ManPage(manEditNoteContent), llmtool.Scopes(ScopeWrite))
 
 // ---------------------------------------------------------------------------
 // delete_note
@@ -656,7 +665,7 @@ var deleteNote = llmtool.Write("delete_note", "Delete a note, and its children t
 	},
 	llmtool.Guards(noProtectedDescendant),
 	llmtool.Category(catWriting), llmtool.Summary("Delete a note"),
-	llmtool.FriendlyName("Delete note"), llmtool.Destructive(), llmtool.ManPage(manDeleteNote), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Delete note"), llmtool.Destructive(), llmtool.ManPage(manDeleteNote), llmtool.Scopes(ScopeWrite))
 
 // ---------------------------------------------------------------------------
 // move_note, clone_note
@@ -708,7 +717,7 @@ var moveNote = llmtool.Write("move_note", "Move a note, with its subtree, under 
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catTree), llmtool.Summary("Move a note under another parent"),
-	llmtool.FriendlyName("Move note"), llmtool.Idempotent(), llmtool.ManPage(manMoveNote), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Move note"), llmtool.Idempotent(), llmtool.ManPage(manMoveNote), llmtool.Scopes(ScopeWrite))
 
 // CloneNoteIn is the input of clone_note.
 type CloneNoteIn struct {
@@ -732,7 +741,7 @@ var cloneNote = llmtool.Write("clone_note", "Place a note under one more parent;
 		return summary(c, in.NoteID)
 	},
 	llmtool.Category(catTree), llmtool.Summary("Place a note under one more parent"),
-	llmtool.FriendlyName("Clone note"), llmtool.ManPage(manCloneNote), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Clone note"), llmtool.ManPage(manCloneNote), llmtool.Scopes(ScopeWrite))
 
 // ---------------------------------------------------------------------------
 // set_attribute, delete_attribute
@@ -785,7 +794,7 @@ var setAttribute = llmtool.Write("set_attribute", "Set a label or relation on a 
 		attributeShape,
 	),
 	llmtool.Category(catAttributes), llmtool.Summary("Set a label or relation on a note"),
-	llmtool.FriendlyName("Set attribute"), llmtool.Idempotent(), llmtool.ManPage(manSetAttribute), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Set attribute"), llmtool.Idempotent(), llmtool.ManPage(manSetAttribute), llmtool.Scopes(ScopeWrite))
 
 // DeleteAttributeIn is the input of delete_attribute.
 type DeleteAttributeIn struct {
@@ -816,7 +825,7 @@ var deleteAttribute = llmtool.Write("delete_attribute", "Remove a label or relat
 		return DeleteAttributeOut{NoteID: in.NoteID, AttributeID: in.AttributeID, Deleted: true}, nil
 	},
 	llmtool.Category(catAttributes), llmtool.Summary("Remove a label or relation"),
-	llmtool.FriendlyName("Delete attribute"), llmtool.Destructive(), llmtool.ManPage(manDeleteAttribute), llmtool.Scopes("notes:write"))
+	llmtool.FriendlyName("Delete attribute"), llmtool.Destructive(), llmtool.ManPage(manDeleteAttribute), llmtool.Scopes(ScopeWrite))
 
 // ---------------------------------------------------------------------------
 // The note resource and the summarize_note prompt
@@ -840,7 +849,7 @@ var noteResource = llmtool.Resource("note", "note://{noteId}", "A note's content
 		return llmtool.Rich{Content: []llmtool.Content{{Type: "text", Text: content, MIMEType: mime}}}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("A note's content"),
-	llmtool.FriendlyName("Note"), llmtool.ManPage(manNoteResource), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Note"), llmtool.ManPage(manNoteResource), llmtool.Scopes(ScopeRead))
 
 // summarizeNote is a prompt a person picks in an MCP client (or a host's
 // chat offers): it asks the model to summarize a note, quoting the note's
@@ -854,7 +863,7 @@ var summarizeNote = llmtool.Prompt("summarize_note", "Ask for a short summary of
 		return []llmtool.Message{{Role: "user", Content: llmtool.TextContent(summarizeText(in.NoteID, title, mime, content))}}, nil
 	},
 	llmtool.Category(catReading), llmtool.Summary("Summarize a note"),
-	llmtool.FriendlyName("Summarize note"), llmtool.ManPage(manSummarizeNote), llmtool.Scopes("notes:read"))
+	llmtool.FriendlyName("Summarize note"), llmtool.ManPage(manSummarizeNote), llmtool.Scopes(ScopeRead))
 
 // summarizeText is the message of summarize_note.
 func summarizeText(id, title, mime, content string) string {
