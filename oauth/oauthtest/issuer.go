@@ -66,10 +66,13 @@ func NewIssuer() *Issuer {
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.serveMetadata)
 	mux.HandleFunc("GET /jwks", i.serveKeys)
 	mux.HandleFunc("POST /introspect", i.serveIntrospection)
-	i.srv = httptest.NewServer(mux)
-	i.URL = i.srv.URL
+	// The URLs are set before the server starts serving, which may be
+	// asked for them by another process at once.
+	i.srv = httptest.NewUnstartedServer(mux)
+	i.URL = "http://" + i.srv.Listener.Addr().String()
 	i.JWKSURL = i.URL + "/jwks"
 	i.IntrospectionURL = i.URL + "/introspect"
+	i.srv.Start()
 	return i
 }
 
