@@ -35,7 +35,7 @@ func ExampleOptions_telemetry() {
 		fmt.Print(s.Name())
 		for _, a := range s.Attributes() {
 			if a.Key == "llmtool.outcome" {
-				fmt.Print(": ", a.Value.Emit())
+				fmt.Print(": ", a.Value.AsString())
 			}
 		}
 		fmt.Println()
