@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -192,33 +191,24 @@ func BenchmarkInsert(b *testing.B) {
 	runEach(b, insertPaths(b, context.Background(), db, benchRegistry(b, db)))
 }
 
-// BenchmarkRatio alternates each llmtool call with its hand-written
-// baselines, call by call in rotating order, so all see the same machine
-// load, and reports Invoke's time over each baseline's. ns/op is the sum of
-// all paths.
+// BenchmarkRatio runs each llmtool call and its hand-written baselines one
+// call each per round, in an order shuffled every round by a seeded
+// generator (a fixed rotation moved the ratios: the path after a write ran
+// slower), so all see the same machine load, and reports Invoke's time
+// over each baseline's: the ratio of the totals, and as "-p50" of the
+// medians, which a few stalled calls do not move.
 func BenchmarkRatio(b *testing.B) {
 	db := benchDB(b)
 	reg := benchRegistry(b, db)
 	ctx := context.Background()
 	read, insert := readPaths(b, ctx, db, reg), insertPaths(b, ctx, db, reg)
 	paths := append(append([]benchPath(nil), read...), insert...)
-	spent := make([]time.Duration, len(paths))
-	i := 0
-	for b.Loop() {
-		for k := range paths {
-			j := (i + k) % len(paths)
-			t0 := time.Now()
-			paths[j].run()
-			spent[j] += time.Since(t0)
-		}
-		i++
-	}
-	ratio := func(num, den int) float64 { return float64(spent[num]) / float64(spent[den]) }
+	t := shuffled(b, paths)
 	invokeRead, invokeInsert := len(read)-1, len(paths)-1
-	b.ReportMetric(ratio(invokeRead, 0), "read/baseline")
-	b.ReportMetric(ratio(invokeRead, 1), "read/baseline-prepared")
-	b.ReportMetric(ratio(invokeRead, 2), "read/baseline-tx")
-	b.ReportMetric(ratio(invokeInsert, len(read)), "insert/baseline")
+	t.report(b, invokeRead, 0, "read/baseline")
+	t.report(b, invokeRead, 1, "read/baseline-prepared")
+	t.report(b, invokeRead, 2, "read/baseline-tx")
+	t.report(b, invokeInsert, len(read), "insert/baseline")
 }
 
 // enableWrites turns write tools on for the context's scope.
