@@ -32,12 +32,14 @@
 package cost
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/tiktoken-go/tokenizer"
@@ -75,6 +77,15 @@ var chatShapes = map[Shape]chatadapter.Shape{
 // may keep and change.
 func Shapes() []Shape {
 	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini, MCP}
+}
+
+// shapeList returns the shapes' names, separated by commas.
+func shapeList() string {
+	names := make([]string, 0, len(chatShapes)+1)
+	for _, s := range Shapes() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }
 
 // String returns the format's full name, such as "Anthropic Messages" or
@@ -154,7 +165,8 @@ type Catalog struct {
 	EstimateFactor float64 `json:"estimateFactor"`
 	// Shapes are the shapes reported, in order.
 	Shapes []Shape `json:"shapes"`
-	// Tools are the tools reported, in the registry's order.
+	// Tools are the tools reported, in the order Registry.List gives
+	// them (llmtool's own tools last).
 	Tools []string `json:"tools"`
 	// Rows are the definitions, tool by tool in the order of Tools, each
 	// tool's shapes in the order of Shapes.
@@ -186,7 +198,7 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 	}
 	for _, s := range shapes {
 		if _, ok := chatShapes[s]; !ok && s != MCP {
-			return nil, fmt.Errorf("%w %q; use one of %v", ErrShape, string(s), Shapes())
+			return nil, fmt.Errorf("%w %q; use one of %s", ErrShape, string(s), shapeList())
 		}
 	}
 	var codec tokenizer.Codec
@@ -245,7 +257,19 @@ func toolSpecs(ctx context.Context, reg *llmtool.Registry, all bool) ([]*llmtool
 	if err != nil {
 		return nil, fmt.Errorf("cost: listing the tools: %w", err)
 	}
-	return slices.DeleteFunc(specs, func(s *llmtool.Spec) bool { return s.URI != "" || s.Prompt }), nil
+	specs = slices.DeleteFunc(specs, func(s *llmtool.Spec) bool { return s.URI != "" || s.Prompt })
+	// llmtool's own tools last, as Registry.List orders them.
+	slices.SortStableFunc(specs, func(a, b *llmtool.Spec) int {
+		return cmp.Compare(boolInt(a.Module == "llmtool"), boolInt(b.Module == "llmtool"))
+	})
+	return specs, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // definition returns one tool's definition in shape s.
