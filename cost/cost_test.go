@@ -32,7 +32,9 @@ type greetOut struct {
 }
 
 var greetTool = llmtool.Read("greet", "Greet someone.",
-	func(_ *llmtool.ReadCtx, in greetIn) (greetOut, error) { return greetOut{"Hello, " + in.Name + "!"}, nil },
+	func(_ *llmtool.ReadCtx, in greetIn) (greetOut, error) {
+		return greetOut{"Hello, " + in.Name + "!"}, nil
+	},
 	llmtool.FriendlyName("Greet"))
 
 type forgetIn struct {
@@ -40,7 +42,9 @@ type forgetIn struct {
 }
 
 var forgetTool = llmtool.Write("forget", "Forget someone for good.",
-	func(_ *llmtool.WriteCtx, in forgetIn) (greetOut, error) { return greetOut{"Bye, " + in.Name + "."}, nil },
+	func(_ *llmtool.WriteCtx, in forgetIn) (greetOut, error) {
+		return greetOut{"Bye, " + in.Name + "."}, nil
+	},
 	llmtool.FriendlyName("Forget"), llmtool.Destructive())
 
 var poemTool = llmtool.Read("poem", "Write a short poem.",
