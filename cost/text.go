@@ -125,6 +125,7 @@ func (c *Catalog) Check(b Budget) error {
 				names = append(names, fmt.Sprintf("%s (%d)", r.Tool, r.Tokens))
 				sum += r.Tokens
 			}
+			//lint:ignore ST1005 the message ends with the sentence that says what to do; CI logs print it as is
 			errs = append(errs, fmt.Errorf("%w: the catalog costs %d tokens in %s%s, %d over the budget of %d; the largest tools, together %d: %s. Shorten their descriptions, or leave tools out of the scope.",
 				ErrOverBudget, total, s, estimated(s), excess, b.Total, sum, strings.Join(names, ", ")))
 		}
@@ -138,6 +139,7 @@ func (c *Catalog) Check(b Budget) error {
 				}
 			}
 			if worst.Tokens > b.Tool {
+				//lint:ignore ST1005 the message ends with the sentence that says what to do; CI logs print it as is
 				errs = append(errs, fmt.Errorf("%w: tool %s costs %d tokens in %s%s, %d over the per-tool budget of %d. Shorten its description or its parameters' descriptions.",
 					ErrOverBudget, t, worst.Tokens, worst.Shape, estimated(worst.Shape), worst.Tokens-b.Tool, b.Tool))
 			}
