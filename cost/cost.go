@@ -43,6 +43,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/tiktoken-go/tokenizer"
+	tokencodec "github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
@@ -202,9 +203,11 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 		}
 	}
 	var codec tokenizer.Codec
-	switch enc := tokenizer.Encoding(o.Encoding); enc {
-	case tokenizer.O200kBase, tokenizer.Cl100kBase:
-		codec, _ = tokenizer.Get(enc)
+	switch tokenizer.Encoding(o.Encoding) {
+	case tokenizer.O200kBase:
+		codec = tokencodec.NewO200kBase()
+	case tokenizer.Cl100kBase:
+		codec = tokencodec.NewCl100kBase()
 	default:
 		return nil, fmt.Errorf("cost: unknown encoding %q; use o200k_base or cl100k_base", o.Encoding)
 	}
