@@ -327,8 +327,10 @@ func (c *Catalog) Total(s Shape) int {
 // first tool.
 func (c *Catalog) Modules() []string {
 	var ms []string
+	seen := map[string]bool{}
 	for _, r := range c.Rows {
-		if !slices.Contains(ms, r.Module) {
+		if !seen[r.Module] {
+			seen[r.Module] = true
 			ms = append(ms, r.Module)
 		}
 	}

@@ -37,10 +37,11 @@ func (c *Catalog) WriteText(w io.Writer) error {
 		head = append(head, string(s))
 	}
 	lines := [][]string{head}
+	rows := c.index()
 	for _, t := range c.Tools {
 		l := []string{t, ""}
 		for _, s := range c.Shapes {
-			r, ok := c.Row(t, s)
+			r, ok := rows[rowKey{t, s}]
 			if ok {
 				l[1] = r.Module
 			}
@@ -48,16 +49,21 @@ func (c *Catalog) WriteText(w io.Writer) error {
 		}
 		lines = append(lines, l)
 	}
+	sums := map[rowKey]int{} // by module (in tool) and shape; "" for the total
+	for _, r := range c.Rows {
+		sums[rowKey{r.Module, r.Shape}] += r.Tokens
+		sums[rowKey{"", r.Shape}] += r.Tokens
+	}
 	for _, m := range c.Modules() {
 		l := []string{"module " + m, ""}
 		for _, s := range c.Shapes {
-			l = append(l, cell(s, c.ModuleTotal(m, s), true))
+			l = append(l, cell(s, sums[rowKey{m, s}], true))
 		}
 		lines = append(lines, l)
 	}
 	total := []string{"total", ""}
 	for _, s := range c.Shapes {
-		total = append(total, cell(s, c.Total(s), true))
+		total = append(total, cell(s, sums[rowKey{"", s}], true))
 	}
 	lines = append(lines, total)
 	widths := make([]int, len(head))
@@ -131,14 +137,14 @@ func (c *Catalog) Check(b Budget) error {
 		}
 	}
 	if b.Tool > 0 {
-		for _, t := range c.Tools {
-			var worst Row
-			for _, r := range c.Rows {
-				if r.Tool == t && r.Tokens > worst.Tokens {
-					worst = r
-				}
+		worst := make(map[string]Row, len(c.Tools)) // each tool's most expensive row
+		for _, r := range c.Rows {
+			if r.Tokens > worst[r.Tool].Tokens {
+				worst[r.Tool] = r
 			}
-			if worst.Tokens > b.Tool {
+		}
+		for _, t := range c.Tools {
+			if worst := worst[t]; worst.Tokens > b.Tool {
 				//lint:ignore ST1005 the message ends with the sentence that says what to do; CI logs print it as is
 				errs = append(errs, fmt.Errorf("%w: tool %s costs %d tokens in %s%s, %d over the per-tool budget of %d. Shorten its description or its parameters' descriptions.",
 					ErrOverBudget, t, worst.Tokens, worst.Shape, estimated(worst.Shape), worst.Tokens-b.Tool, b.Tool))
@@ -153,4 +159,18 @@ func estimated(s Shape) string {
 		return " (estimated)"
 	}
 	return ""
+}
+
+type rowKey struct {
+	tool  string
+	shape Shape
+}
+
+// index returns the rows by tool and shape.
+func (c *Catalog) index() map[rowKey]Row {
+	m := make(map[rowKey]Row, len(c.Rows))
+	for _, r := range c.Rows {
+		m[rowKey{r.Tool, r.Shape}] = r
+	}
+	return m
 }
