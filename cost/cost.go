@@ -19,8 +19,8 @@
 // encoding of current OpenAI models; cl100k_base on request), embedded in
 // the binary, so a report needs no network.
 //
-// Only OpenAI publishes its tokenizer. The counts for the OpenAI formats
-// are exact counts of the definition's JSON; those for Anthropic, Gemini
+// Only OpenAI's tokenizers are served for Go. The counts for the OpenAI
+// formats are exact counts of the definition's JSON; those for Anthropic, Gemini
 // and MCP (whose client's model is unknown) are estimates, the same
 // tokenizer's count scaled by Options.EstimateFactor, and are marked as
 // such in every row, in WriteText's table and in Check's messages. Neither
