@@ -1,0 +1,362 @@
+// Package cost reports what a registry's tool catalog costs a model: the
+// tokens of each tool's definition in each provider's format and in an MCP
+// tools/list, with totals per module and per format, and checks them
+// against a budget, so that CI fails when a change makes the catalog too
+// expensive.
+//
+//	reg, err := llmtool.NewRegistry(nil, nil, books.Tools) // counting needs no database
+//	c, err := cost.Report(ctx, reg, &cost.Options{AllTools: true})
+//	c.WriteText(os.Stdout)
+//	err = c.Check(cost.Budget{Total: 8000}) // names the tools to trim
+//
+// # Counting
+//
+// A definition is the JSON a request carries for one tool: chatadapter's
+// Definition for the chat formats (a tool a format cannot express is left
+// out of that format, as chatadapter leaves it out, and listed in
+// Catalog.Unsupported), and the tool's entry of an MCP tools/list. Its
+// tokens are counted with OpenAI's tokenizer (o200k_base by default, the
+// encoding of current OpenAI models; cl100k_base on request), embedded in
+// the binary, so a report needs no network.
+//
+// Only OpenAI's tokenizers are served for Go. The counts for the OpenAI
+// formats are exact counts of the definition's JSON; those for Anthropic, Gemini
+// and MCP (whose client's model is unknown) are estimates, the same
+// tokenizer's count scaled by Options.EstimateFactor, and are marked as
+// such in every row, in WriteText's table and in Check's messages. Neither
+// includes what a provider adds around the definitions itself (a tool-use
+// system prompt, its own rendering of the schemas): budget with a margin.
+//
+// Importing this package links the tokenizer's vocabularies (some
+// megabytes); a host that never imports it does not.
+package cost
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/tiktoken-go/tokenizer"
+	tokencodec "github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter"
+)
+
+// Shape names where a catalog goes: a chat provider's tools field or an
+// MCP tools/list. Its value is the name the llmtoolcost command takes.
+type Shape string
+
+// The shapes a report covers, in this order unless Options.Shapes says
+// otherwise. The chat ones are chatadapter's shapes of the same names.
+const (
+	OpenAIChat            Shape = "openai-chat"
+	OpenAIChatStrict      Shape = "openai-chat-strict"
+	OpenAIResponses       Shape = "openai-responses"
+	OpenAIResponsesStrict Shape = "openai-responses-strict"
+	Anthropic             Shape = "anthropic"
+	Gemini                Shape = "gemini"
+	MCP                   Shape = "mcp"
+)
+
+var chatShapes = map[Shape]chatadapter.Shape{
+	OpenAIChat:            chatadapter.OpenAIChat,
+	OpenAIChatStrict:      chatadapter.OpenAIChatStrict,
+	OpenAIResponses:       chatadapter.OpenAIResponses,
+	OpenAIResponsesStrict: chatadapter.OpenAIResponsesStrict,
+	Anthropic:             chatadapter.Anthropic,
+	Gemini:                chatadapter.Gemini,
+}
+
+// Shapes returns every shape, in report order, in a new slice the caller
+// may keep and change.
+func Shapes() []Shape {
+	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini, MCP}
+}
+
+// shapeList returns the shapes' names, separated by commas.
+func shapeList() string {
+	names := make([]string, 0, len(chatShapes)+1)
+	for _, s := range Shapes() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
+// String returns the format's full name, such as "Anthropic Messages" or
+// "MCP tools/list".
+func (s Shape) String() string {
+	if s == MCP {
+		return "MCP tools/list"
+	}
+	if c, ok := chatShapes[s]; ok {
+		return c.String()
+	}
+	return fmt.Sprintf("Shape(%q)", string(s))
+}
+
+// Estimated reports whether counts in this shape are estimates: true for
+// every shape but the OpenAI ones, whose tokenizer is the one counting.
+func (s Shape) Estimated() bool {
+	switch s {
+	case OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict:
+		return false
+	}
+	return true
+}
+
+// ErrShape is returned for a Shape that is not one of the constants.
+var ErrShape = errors.New("cost: unknown shape")
+
+// Options configures a report. A nil *Options, like the zero value, gives
+// every field's default.
+type Options struct {
+	// AllTools reports every registered tool, switched on or off and
+	// whatever any scope allows (Registry.Specs less resources and
+	// prompts): the whole catalog a module ships. Otherwise the report
+	// covers the tools the scope and principal in the context may list
+	// (Registry.List), which is what their requests carry.
+	AllTools bool
+
+	// Shapes are the formats to report, in this order. Default: Shapes().
+	Shapes []Shape
+
+	// Encoding is the OpenAI encoding that counts: "o200k_base" (GPT-4o,
+	// GPT-4.1, GPT-5, the o-series) or "cl100k_base" (GPT-4, GPT-3.5).
+	// Default: "o200k_base".
+	Encoding string
+
+	// EstimateFactor scales the counts of the estimated shapes (Anthropic,
+	// Gemini, MCP), to budget for a tokenizer that splits text finer than
+	// OpenAI's. Default (0 or less): 1, the OpenAI count as it is.
+	EstimateFactor float64
+}
+
+// Row is one tool's definition in one shape.
+type Row struct {
+	Tool   string `json:"tool"`
+	Module string `json:"module"`
+	Shape  Shape  `json:"shape"`
+	Bytes  int    `json:"bytes"`  // length of the definition's JSON
+	Tokens int    `json:"tokens"` // tokens of that JSON
+	// Estimate is true where no tokenizer of the provider counted: the
+	// OpenAI count scaled by Options.EstimateFactor (see Shape.Estimated).
+	Estimate bool `json:"estimate"`
+}
+
+// Catalog is a cost report: one row per tool and shape. Its totals are
+// sums of its rows; the few tokens of the list around the definitions
+// (brackets, commas, Gemini's functionDeclarations) are not counted.
+type Catalog struct {
+	// Scope is the scope the report covers (llmtool.ScopeFrom), "" with
+	// AllTools.
+	Scope string `json:"scope"`
+	// AllTools is Options.AllTools: every registered tool, whatever the
+	// scope.
+	AllTools bool `json:"allTools"`
+	// Encoding is the tokenizer's encoding, such as "o200k_base".
+	Encoding string `json:"encoding"`
+	// EstimateFactor is the factor of the estimated counts.
+	EstimateFactor float64 `json:"estimateFactor"`
+	// Shapes are the shapes reported, in order.
+	Shapes []Shape `json:"shapes"`
+	// Tools are the tools reported, in the order Registry.List gives
+	// them (llmtool's own tools last).
+	Tools []string `json:"tools"`
+	// Rows are the definitions, tool by tool in the order of Tools, each
+	// tool's shapes in the order of Shapes.
+	Rows []Row `json:"rows"`
+	// Unsupported are the tools a format cannot express, left out of that
+	// shape as chatadapter leaves them out of its tool set.
+	Unsupported []*chatadapter.UnsupportedError `json:"-"`
+}
+
+// Report counts the tokens of reg's tool definitions: those the scope and
+// principal in ctx may list, or every tool with Options.AllTools. It
+// returns an error for an unknown shape or encoding, a module loader that
+// failed, or a definition that cannot be built other than an unsupported
+// schema (which Catalog.Unsupported lists instead).
+func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Encoding == "" {
+		o.Encoding = string(tokenizer.O200kBase)
+	}
+	if o.EstimateFactor <= 0 {
+		o.EstimateFactor = 1
+	}
+	shapes := o.Shapes
+	if len(shapes) == 0 {
+		shapes = Shapes()
+	}
+	for _, s := range shapes {
+		if _, ok := chatShapes[s]; !ok && s != MCP {
+			return nil, fmt.Errorf("%w %q; use one of %s", ErrShape, string(s), shapeList())
+		}
+	}
+	var codec tokenizer.Codec
+	switch tokenizer.Encoding(o.Encoding) {
+	case tokenizer.O200kBase:
+		codec = tokencodec.NewO200kBase()
+	case tokenizer.Cl100kBase:
+		codec = tokencodec.NewCl100kBase()
+	default:
+		return nil, fmt.Errorf("cost: unknown encoding %q; use o200k_base or cl100k_base", o.Encoding)
+	}
+
+	specs, err := toolSpecs(ctx, reg, o.AllTools)
+	if err != nil {
+		return nil, err
+	}
+	c := &Catalog{AllTools: o.AllTools, Encoding: o.Encoding, EstimateFactor: o.EstimateFactor,
+		Shapes: slices.Clone(shapes), Tools: make([]string, 0, len(specs)), Rows: make([]Row, 0, len(specs)*len(shapes))}
+	if !o.AllTools {
+		c.Scope = llmtool.ScopeFrom(ctx)
+	}
+	chat := chatadapter.New(reg, nil)
+	for _, sp := range specs {
+		c.Tools = append(c.Tools, sp.Name)
+		for _, s := range shapes {
+			def, err := definition(chat, sp, s)
+			if u := (*chatadapter.UnsupportedError)(nil); errors.As(err, &u) {
+				c.Unsupported = append(c.Unsupported, u)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			n, err := codec.Count(string(def))
+			if err != nil {
+				return nil, fmt.Errorf("cost: counting the tokens of tool %q for %s: %w", sp.Name, s, err)
+			}
+			r := Row{Tool: sp.Name, Module: sp.Module, Shape: s, Bytes: len(def), Tokens: n, Estimate: s.Estimated()}
+			if r.Estimate {
+				r.Tokens = int(math.Ceil(float64(n) * o.EstimateFactor))
+			}
+			c.Rows = append(c.Rows, r)
+		}
+	}
+	return c, nil
+}
+
+// toolSpecs returns the tools to report on.
+func toolSpecs(ctx context.Context, reg *llmtool.Registry, all bool) ([]*llmtool.Spec, error) {
+	if !all {
+		specs, err := reg.List(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cost: listing the tools: %w", err)
+		}
+		return specs, nil
+	}
+	specs, err := reg.Specs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cost: listing the tools: %w", err)
+	}
+	specs = slices.DeleteFunc(specs, func(s *llmtool.Spec) bool { return s.URI != "" || s.Prompt })
+	// llmtool's own tools last, as Registry.List orders them.
+	slices.SortStableFunc(specs, func(a, b *llmtool.Spec) int {
+		return cmp.Compare(boolInt(a.Module == "llmtool"), boolInt(b.Module == "llmtool"))
+	})
+	return specs, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// definition returns one tool's definition in shape s.
+func definition(chat *chatadapter.Adapter, sp *llmtool.Spec, s Shape) (json.RawMessage, error) {
+	if s == MCP {
+		return MCPDefinition(sp)
+	}
+	return chat.Definition(sp, chatShapes[s])
+}
+
+// MCPDefinition returns a tool's entry in an MCP tools/list as mcpadapter
+// serves it: name, title, description, input schema, output schema (none
+// for a tool with Rich output, which answers with content blocks), and
+// the four annotations, all explicit.
+func MCPDefinition(sp *llmtool.Spec) (json.RawMessage, error) {
+	t := mcp.Tool{
+		Name:           sp.Name,
+		Title:          sp.FriendlyName,
+		Description:    sp.Description,
+		RawInputSchema: sp.InputSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:           sp.FriendlyName,
+			ReadOnlyHint:    mcp.ToBoolPtr(sp.ReadOnly),
+			DestructiveHint: mcp.ToBoolPtr(sp.Destructive),
+			IdempotentHint:  mcp.ToBoolPtr(sp.Idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(sp.OpenWorld),
+		},
+	}
+	if !sp.Rich {
+		t.RawOutputSchema = sp.OutputSchema
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("cost: tool %q: building its MCP listing: %w", sp.Name, err)
+	}
+	return b, nil
+}
+
+// Total returns the tokens of the whole catalog in shape s: the sum of its
+// rows.
+func (c *Catalog) Total(s Shape) int {
+	n := 0
+	for _, r := range c.Rows {
+		if r.Shape == s {
+			n += r.Tokens
+		}
+	}
+	return n
+}
+
+// Modules returns the modules of the reported tools, in order of their
+// first tool.
+func (c *Catalog) Modules() []string {
+	var ms []string
+	seen := map[string]bool{}
+	for _, r := range c.Rows {
+		if !seen[r.Module] {
+			seen[r.Module] = true
+			ms = append(ms, r.Module)
+		}
+	}
+	return ms
+}
+
+// ModuleTotal returns the tokens of one module's tools in shape s: the sum
+// of their rows.
+func (c *Catalog) ModuleTotal(module string, s Shape) int {
+	n := 0
+	for _, r := range c.Rows {
+		if r.Module == module && r.Shape == s {
+			n += r.Tokens
+		}
+	}
+	return n
+}
+
+// Row returns the row of a tool in shape s, and false if the report has
+// none (an unknown tool, a shape not reported, or a tool the format cannot
+// express).
+func (c *Catalog) Row(tool string, s Shape) (Row, bool) {
+	for _, r := range c.Rows {
+		if r.Tool == tool && r.Shape == s {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
