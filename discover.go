@@ -84,7 +84,7 @@ type demand struct {
 type demandSpecs struct {
 	src   *[]*Spec
 	specs []*Spec
-	docs  map[*Spec]*toolDoc
+	docs  []*toolDoc // docs[i] is specs[i]'s
 }
 
 // loadedSet is what one scope has loaded.
@@ -111,13 +111,13 @@ func (r *Registry) demandSpecs() *demandSpecs {
 	if d := r.demand.specs.Load(); d != nil && d.src == all {
 		return d
 	}
-	d := &demandSpecs{src: all, docs: map[*Spec]*toolDoc{}}
+	d := &demandSpecs{src: all}
 	r.mu.RLock()
 	for _, e := range r.order {
 		if e.onDemand && e.enabled.Load() && e.tool.kind == kindTool {
 			s := &e.tool.spec
 			d.specs = append(d.specs, s)
-			d.docs[s] = newToolDoc(s)
+			d.docs = append(d.docs, newToolDoc(s))
 		}
 	}
 	r.mu.RUnlock()
@@ -262,7 +262,7 @@ func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string,
 	var found []*Spec
 	if r.demand.pick != nil {
 		d := r.demandSpecs()
-		found = rank(queryWords(query), r.visible(ctx, q, &d.specs), d.docs, limit)
+		found = rank(queryWords(query), r.visible(ctx, q, &d.specs), d, limit)
 	}
 	if len(found) == 0 {
 		return "", NotFound("No tools match %q.", query).Next("Try other words, or call man for the catalog.")
@@ -315,9 +315,10 @@ func summaryLine(s *Spec) string {
 // The search: words of the query against the words of each tool's name,
 // module, category, summary and description, weighted in that order. A
 // tool's score counts the query words it matches first, then their
-// weights; ties keep registration order. No index beyond the words of
-// each tool, and no dependency: a catalog of thousands is scanned in well
-// under a millisecond.
+// weights; ties keep registration order. No index beyond the distinct
+// words of each tool, and no dependency: a scan of 1,000 tools takes a few
+// hundred microseconds (BenchmarkFindToolsRatio), paid once per
+// find_tools call, never by listings or other calls.
 
 // Weights of where a query word matched.
 const (
@@ -327,38 +328,45 @@ const (
 	weightDescription = 1
 )
 
-// toolDoc is a tool's words, stemmed, by weight.
+// toolDoc is a tool's distinct words, stemmed, each with the weight of
+// the heaviest field it is in, heaviest first.
 type toolDoc struct {
-	fields [4]struct {
-		weight int
-		words  []string
-	}
+	words   []string
+	weights []int
 }
 
 func newToolDoc(s *Spec) *toolDoc {
 	d := &toolDoc{}
-	d.fields[0].weight, d.fields[0].words = weightName, stems(s.Name)
-	d.fields[1].weight, d.fields[1].words = weightCategory, stems(s.Category+" "+s.Module)
-	d.fields[2].weight, d.fields[2].words = weightSummary, stems(s.Summary)
-	d.fields[3].weight, d.fields[3].words = weightDescription, stems(s.Description)
+	for _, f := range []struct {
+		weight int
+		text   string
+	}{{weightName, s.Name}, {weightCategory, s.Category + " " + s.Module}, {weightSummary, s.Summary}, {weightDescription, s.Description}} {
+		for _, w := range stems(f.text) {
+			if !slices.Contains(d.words, w) {
+				d.words = append(d.words, w)
+				d.weights = append(d.weights, f.weight)
+			}
+		}
+	}
 	return d
 }
 
-// match returns the weight of the best field word w matches, or 0.
+// match returns the weight of the heaviest word of d that w matches: the
+// same word, or (both of four letters or more) one the prefix of the
+// other; 0 if none.
 func (d *toolDoc) match(w string) int {
-	for _, f := range d.fields {
-		for _, t := range f.words {
-			if t == w || (min(len(t), len(w)) >= 4 && (strings.HasPrefix(t, w) || strings.HasPrefix(w, t))) {
-				return f.weight
-			}
+	for i, t := range d.words {
+		if t == w || (min(len(t), len(w)) >= 4 && (strings.HasPrefix(t, w) || strings.HasPrefix(w, t))) {
+			return d.weights[i]
 		}
 	}
 	return 0
 }
 
 // rank returns at most limit of specs, best first, that match at least one
-// of words.
-func rank(words []string, specs []*Spec, docs map[*Spec]*toolDoc, limit int) []*Spec {
+// of words. specs is a subsequence of all.specs (what the caller may
+// call), so each spec's doc is found by walking all.specs alongside.
+func rank(words []string, specs []*Spec, all *demandSpecs, limit int) []*Spec {
 	if len(words) == 0 {
 		return nil
 	}
@@ -368,11 +376,15 @@ func rank(words []string, specs []*Spec, docs map[*Spec]*toolDoc, limit int) []*
 		matched, score int
 	}
 	var hits []scored
+	j := 0
 	for i, s := range specs {
-		d := docs[s]
-		if d == nil {
-			continue
+		for j < len(all.specs) && all.specs[j] != s {
+			j++
 		}
+		if j == len(all.specs) {
+			break
+		}
+		d := all.docs[j]
 		h := scored{s: s, i: i}
 		for _, w := range words {
 			if wt := d.match(w); wt > 0 {

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -268,4 +273,75 @@ func TestOnDemandLoadedBound(t *testing.T) {
 	require.Equal(t, append(want, "man", "find_tools"), listNames(t, reg, ctx))
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "report_00"})
 	require.False(t, res.IsError, res.Text())
+}
+
+// BenchmarkFindToolsRatio compares a find_tools call over 1,000 on-demand
+// tools (20 modules of 50) with a plain read of one of them called by
+// name, on the same registry in the same run: one of each per round, in an
+// order shuffled every round by a seeded generator. find_tools is a read
+// call too (a read transaction, its audit record), plus the search: the
+// ratio is what the search adds. It reports the ratio of total and of
+// median times ("-p50"), and each path's p10, p50 and p90 in ns.
+func BenchmarkFindToolsRatio(b *testing.B) {
+	nouns := []string{"invoice", "contact", "product", "ticket", "shipment", "campaign", "employee", "order", "asset", "course"}
+	verbs := []string{"list", "get", "create", "update", "archive"}
+	var mods []*llmtool.Module
+	for m := range 20 {
+		var tools []*llmtool.Tool
+		for j := range 50 {
+			noun, verb := nouns[j/5], verbs[j%5]
+			tools = append(tools, llmtool.Read(fmt.Sprintf("m%02d_%s_%s", m, verb, noun),
+				fmt.Sprintf("%s a %s of module %d, with its fields and history.", verb, noun, m),
+				func(_ *llmtool.ReadCtx, in InvoiceIn) (idOut, error) { return idOut{ID: in.InvoiceID}, nil },
+				llmtool.Category(fmt.Sprintf("Module %d", m))))
+		}
+		mods = append(mods, llmtool.DefineTools(fmt.Sprintf("m%02d", m), tools...))
+	}
+	reg, err := llmtool.NewRegistry(benchDB(b), &llmtool.Options{
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		OnDemand: func(*llmtool.Spec) bool { return true },
+	}, mods...)
+	require.NoError(b, err)
+	ctx := inScope("bench")
+	plain := llmtool.Call{Tool: "m07_get_ticket", Args: []byte(`{"invoiceId": "t1"}`)}
+	find := llmtool.Call{Tool: "find_tools", Args: []byte(`{"query": "archive a shipment of module 12"}`)}
+	paths := []func(){
+		func() {
+			if res := reg.Invoke(ctx, plain); res.IsError {
+				b.Fatal(res.Text())
+			}
+		},
+		func() {
+			if res := reg.Invoke(ctx, find); res.IsError {
+				b.Fatal(res.Text())
+			}
+		},
+	}
+	times := make([][]time.Duration, len(paths))
+	rng := rand.New(rand.NewPCG(2026, 14))
+	order := []int{0, 1}
+	for b.Loop() {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, j := range order {
+			t0 := time.Now()
+			paths[j]()
+			times[j] = append(times[j], time.Since(t0))
+		}
+	}
+	sum := func(i int) float64 {
+		var s time.Duration
+		for _, d := range times[i] {
+			s += d
+		}
+		return float64(s)
+	}
+	sorted := [][]time.Duration{slices.Sorted(slices.Values(times[0])), slices.Sorted(slices.Values(times[1]))}
+	pct := func(i int, p float64) float64 { return float64(sorted[i][int(p*float64(len(sorted[i])-1))]) }
+	b.ReportMetric(sum(1)/sum(0), "find/read")
+	b.ReportMetric(pct(1, .5)/pct(0, .5), "find/read-p50")
+	for i, name := range []string{"read", "find"} {
+		b.ReportMetric(pct(i, .1), "ns-p10-"+name)
+		b.ReportMetric(pct(i, .5), "ns-p50-"+name)
+		b.ReportMetric(pct(i, .9), "ns-p90-"+name)
+	}
 }
