@@ -51,10 +51,7 @@ EXAMPLES
 // newFindTool defines the find_tools tool of a registry.
 func (r *Registry) newFindTool() *Tool {
 	var embedded *i18n.Catalog // nil: llmtool's embedded English alone
-	friendly, ok := embedded.Lookup(i18n.ToolKey(findToolsTool), "en")
-	if !ok || friendly == "" {
-		friendly = "Find tools"
-	}
+	friendly, _ := embedded.Lookup(i18n.ToolKey(findToolsTool), "en")
 	t := Read(findToolsTool, "Find more tools by what they do and make them callable: only some tools are listed; describe the task in a few words.",
 		func(c *ReadCtx, in findIn) (Rich, error) {
 			text, err := c.call.reg.findTools(c, c, in)
