@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,6 +229,9 @@ More tools load on demand (5), by category; call find_tools with what you want t
   CRM (2)
 `, richText(t, manText(t, reg, ctx, ``)))
 	require.Contains(t, richText(t, manText(t, reg, ctx, `{"name": "tax_report"}`)), "NAME\n    tax_report - Sum the taxes collected over a period.\n")
+	spec, ok := reg.Tool(ctx, "find_tools")
+	require.True(t, ok)
+	require.Equal(t, "Find tools", spec.FriendlyName)
 	res := manText(t, reg, ctx, `{"name": "refund_invoice"}`) // a write tool, and writes are off
 	require.True(t, res.IsError)
 	require.Equal(t, `No manual entry for "refund_invoice". Call man with no arguments to list all tools.`, res.Text())
@@ -343,5 +347,63 @@ func BenchmarkFindToolsRatio(b *testing.B) {
 		b.ReportMetric(pct(i, .1), "ns-p10-"+name)
 		b.ReportMetric(pct(i, .5), "ns-p50-"+name)
 		b.ReportMetric(pct(i, .9), "ns-p90-"+name)
+	}
+}
+
+// The listing of a scope with loaded tools is cached per change; a seeded
+// random run of loads, unloads, switches and write settings checks it
+// against the listing computed from scratch after every step.
+func TestOnDemandListingDifferential(t *testing.T) {
+	t.Parallel()
+	reg := newOnDemand(t, nil)
+	specs, err := reg.Specs(context.Background())
+	require.NoError(t, err)
+	var tools []*llmtool.Spec // host tools, in registration order
+	for _, s := range specs {
+		if s.URI == "" && !s.Prompt && s.Module != "llmtool" {
+			tools = append(tools, s)
+		}
+	}
+	scopes := []string{"a", "b"}
+	writes := map[string]bool{}
+	off := map[string]bool{}
+	loaded := map[string]map[string]bool{"a": {}, "b": {}}
+	queries := []string{"invoice", "refund", "contact", "taxes", "pdf document", "export csv", "weather"}
+	rng := rand.New(rand.NewPCG(14, 2026))
+	for step := range 300 {
+		scope := scopes[rng.IntN(len(scopes))]
+		ctx := inScope(scope)
+		switch op := rng.IntN(10); {
+		case op < 5:
+			q := queries[rng.IntN(len(queries))]
+			res := findTools(ctx, reg, fmt.Sprintf(`{"query": %q, "limit": %d}`, q, 1+rng.IntN(3)))
+			if !res.IsError {
+				for _, s := range tools {
+					if strings.Contains(res.Content[0].Text, "\n  "+s.Name+" ") {
+						loaded[scope][s.Name] = true
+					}
+				}
+			}
+		case op < 7:
+			name := tools[rng.IntN(len(tools))].Name
+			off[name] = !off[name]
+			require.NoError(t, reg.SetEnabled(name, !off[name]))
+		case op < 9:
+			writes[scope] = !writes[scope]
+			require.NoError(t, reg.SetWrites(ctx, scope, writes[scope]))
+		default:
+			reg.UnloadTools(scope)
+			loaded[scope] = map[string]bool{}
+		}
+		for _, sc := range scopes {
+			var want []string
+			for _, s := range tools {
+				if !off[s.Name] && (s.ReadOnly || writes[sc]) && (s.Module == "notes" || loaded[sc][s.Name]) {
+					want = append(want, s.Name)
+				}
+			}
+			want = append(want, "man", "find_tools")
+			require.Equal(t, want, listNames(t, reg, inScope(sc)), "step %d, scope %s", step, sc)
+		}
 	}
 }
