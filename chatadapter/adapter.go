@@ -88,6 +88,16 @@
 //	prompts, err := a.Registry().Prompts(ctx) // name, friendly name, arguments
 //	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
 //
+// # Large catalogs
+//
+// A registry whose tools load on demand (llmtool.Options.OnDemand) lists
+// a scope's loaded tools and find_tools, and so does Tools: after the
+// model calls find_tools (Dispatch runs it like any tool), the scope's
+// next set has the tools it found. With Options.ToolSearch, Anthropic
+// Messages and OpenAI Responses get every tool instead, the unloaded ones
+// marked "defer_loading": true, and the provider's own search tool (see
+// ToolSearchTool and ToolSet.Deferred).
+//
 // # Errors
 //
 // An unknown tool, malformed arguments, a refused or failing call: each is
