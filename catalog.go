@@ -81,7 +81,16 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 	if r.demand.pick != nil {
 		// A tool's page is shown whether or not the scope loaded it:
 		// loading decides what is listed, not what may be called.
-		specs = append(slices.Clip(specs), r.visible(ctx, q, &r.demandSpecs().specs)...)
+		listed := make(map[*Spec]bool, len(specs))
+		for _, s := range specs {
+			listed[s] = true
+		}
+		specs = slices.Clip(specs)
+		for _, s := range r.visible(ctx, q, &r.demandSpecs().specs) {
+			if !listed[s] {
+				specs = append(specs, s)
+			}
+		}
 	}
 	for _, s := range specs {
 		if s.Name == name {
@@ -154,6 +163,12 @@ func (r *Registry) setup(opts *Options) error {
 func (r *Registry) onDemandCatalog(ctx context.Context, q querier, listed []*Spec) string {
 	if r.demand.pick == nil {
 		return ""
+	}
+	r.mu.RLock()
+	find := r.tools[findToolsTool]
+	r.mu.RUnlock()
+	if find == nil || !find.builtin || !find.enabled.Load() {
+		return "" // switched off or replaced: the sentence would send the model astray
 	}
 	shown := make(map[*Spec]bool, len(listed))
 	for _, s := range listed {

@@ -238,6 +238,14 @@ More tools load on demand (5), by category; call find_tools with what you want t
 
 	richText(t, findTools(ctx, reg, `{"query": "contacts"}`))
 	require.Contains(t, richText(t, manText(t, reg, ctx, ``)), "More tools load on demand (3), by category; call find_tools with what you want to do to load the best matches:\n  Billing (3)\n")
+	require.Contains(t, richText(t, manText(t, reg, ctx, `{"name": "export_contacts"}`)), "NAME\n    export_contacts - Export the contacts as a CSV file.\n")
+	res = manText(t, reg, ctx, `{"name": "export_contact"}`)
+	require.True(t, res.IsError)
+	require.Equal(t, `No manual entry for "export_contact". Did you mean "export_contacts"? Call man with no arguments to list all tools.`, res.Text())
+
+	// With find_tools switched off, the catalog does not send the model to it.
+	require.NoError(t, reg.SetEnabled("find_tools", false))
+	require.NotContains(t, richText(t, manText(t, reg, ctx, ``)), "find_tools")
 }
 
 // Without Options.OnDemand there is no find_tools and nothing changes.
