@@ -66,7 +66,7 @@ func (r *Registry) dropBuiltinLocked(name string) {
 // man answers the man tool for ctx's scope and principal: the catalog when
 // name is "", else the page of the named tool or reference page.
 func (r *Registry) man(ctx context.Context, q querier, name string) (string, error) {
-	specs := r.visible(ctx, q, r.allSpecs())
+	specs := r.visible(ctx, q, r.listed(ctx, r.allSpecs()))
 	name = strings.TrimSpace(name)
 	if name == "" {
 		tools := make([]man.Tool, 0, len(specs))
@@ -76,7 +76,21 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 			}
 			tools = append(tools, manEntry(s, ""))
 		}
-		return man.Catalog(tools, r.pages), nil
+		return man.Catalog(tools, r.pages) + r.onDemandCatalog(ctx, q, specs), nil
+	}
+	if r.demand.pick != nil {
+		// A tool's page is shown whether or not the scope loaded it:
+		// loading decides what is listed, not what may be called.
+		listed := make(map[*Spec]bool, len(specs))
+		for _, s := range specs {
+			listed[s] = true
+		}
+		specs = slices.Clip(specs)
+		for _, s := range r.visible(ctx, q, &r.demandSpecs().specs) {
+			if !listed[s] {
+				specs = append(specs, s)
+			}
+		}
 	}
 	for _, s := range specs {
 		if s.Name == name {
@@ -126,6 +140,10 @@ func (r *Registry) setup(opts *Options) error {
 	if opts == nil {
 		return nil
 	}
+	if opts.OnDemand != nil {
+		r.demand.pick = opts.OnDemand
+		r.addBuiltinLocked(r.newFindTool())
+	}
 	for name, text := range opts.ManPages {
 		if name = strings.TrimSpace(name); name == "" {
 			return fmt.Errorf("llmtool: Options.ManPages: a page needs a name")
@@ -137,4 +155,45 @@ func (r *Registry) setup(opts *Options) error {
 	}
 	slices.SortFunc(r.pages, func(a, b man.Page) int { return strings.Compare(a.Name, b.Name) })
 	return nil
+}
+
+// onDemandCatalog is the man catalog's last section when some tools load
+// on demand: how many the caller may call that are not listed yet, by
+// category, and how to load them. listed is what the catalog showed.
+func (r *Registry) onDemandCatalog(ctx context.Context, q querier, listed []*Spec) string {
+	if r.demand.pick == nil {
+		return ""
+	}
+	r.mu.RLock()
+	find := r.tools[findToolsTool]
+	r.mu.RUnlock()
+	if find == nil || !find.builtin || !find.enabled.Load() {
+		return "" // switched off or replaced: the sentence would send the model astray
+	}
+	shown := make(map[*Spec]bool, len(listed))
+	for _, s := range listed {
+		shown[s] = true
+	}
+	var cats []string
+	count := map[string]int{}
+	n := 0
+	for _, s := range r.visible(ctx, q, &r.demandSpecs().specs) {
+		if shown[s] {
+			continue
+		}
+		if count[s.Category] == 0 {
+			cats = append(cats, s.Category)
+		}
+		count[s.Category]++
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nMore tools load on demand (%d), by category; call find_tools with what you want to do to load the best matches:\n", n)
+	for _, c := range cats {
+		fmt.Fprintf(&b, "  %s (%d)\n", c, count[c])
+	}
+	return b.String()
 }

@@ -118,6 +118,29 @@ type Options struct {
 	// it like any tool; its Result.Content holds the text.
 	ManPages map[string]string
 
+	// OnDemand marks the tools it returns true for, at registration, as
+	// loaded on demand, for catalogs too large to send whole with every
+	// request, such as s.Module != "notes" to keep one module listed and
+	// load the rest when needed. Listings (List, the MCP tools/list, chat
+	// tool sets) leave such a tool out until a scope loads it with the
+	// built-in read tool find_tools, which NewRegistry adds when
+	// OnDemand is set: find_tools {"query": "refund an invoice"} searches
+	// the names, categories, summaries and descriptions of the on-demand
+	// tools the caller may call, answers with the best few (one line
+	// each) and loads them for the call's scope; subscribers then hear of
+	// the scope's change (MCP clients get tools/list_changed). The man
+	// catalog counts the tools not loaded yet by category.
+	//
+	// Loading decides what is listed, not what may be called: an on-demand
+	// tool called by its exact name runs whether loaded or not, and
+	// policy (SetEnabled, writes per scope, Authorize, token scopes)
+	// applies to it and to find_tools as to any tool. What a scope loaded
+	// lives in memory until Registry.UnloadTools. Chat adapters can send
+	// providers that search tools themselves every tool with the on-demand
+	// ones marked deferred instead (see Registry.Unloaded). Default: nil,
+	// every tool listed.
+	OnDemand func(tool *Spec) bool
+
 	// Middleware wraps every call that found its tool, resource or prompt,
 	// from either adapter, the first outermost (see Middleware): rate
 	// limits, timeouts and concurrency caps (package limit), or the host's

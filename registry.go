@@ -121,12 +121,14 @@ type Registry struct {
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
 	invoke   InvokeFunc                            // Options.Middleware around call (middleware.go)
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
+	demand   demand                                // Options.OnDemand: tools loaded per scope (discover.go)
 }
 
 type entry struct {
-	tool    *Tool
-	enabled atomic.Bool
-	builtin bool // llmtool's own tool (man): listed last, replaced by a host tool of the same name
+	tool     *Tool
+	enabled  atomic.Bool
+	builtin  bool // llmtool's own tool (man): listed last, replaced by a host tool of the same name
+	onDemand bool // listed only where loaded (Options.OnDemand, discover.go)
 }
 
 type loader struct {
@@ -224,7 +226,7 @@ func (r *Registry) addLocked(m *Module) error {
 	_ = r.declareLocked(m, true)
 	for _, t := range m.tools {
 		r.dropBuiltinLocked(t.spec.Name)
-		e := &entry{tool: t}
+		e := &entry{tool: t, onDemand: r.onDemand(t)}
 		e.enabled.Store(true)
 		r.tools[t.spec.Name] = e
 		r.order = append(r.order, e)
@@ -317,15 +319,17 @@ func (r *Registry) loaderErr() error {
 // (Options.RequirePrincipal, Options.Authorize). The specs and their schema
 // JSON are computed once; do not modify them. Filtering by scope uses the
 // cached scope settings (see Options.ScopeCacheTTL) and allocates nothing
-// unless per-tool settings or Options.Authorize apply. A loader's failure is
-// returned along with the tools that did load.
+// unless per-tool settings or Options.Authorize apply. Tools loaded on
+// demand (Options.OnDemand) are listed only once the scope loaded them
+// with find_tools. A loader's failure is returned along with the tools
+// that did load.
 func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
 	err := r.resolve(ctx)
-	return r.visible(ctx, nil, r.allSpecs()), err
+	return r.visible(ctx, nil, r.listed(ctx, r.allSpecs())), err
 }
 
 // allSpecs returns the specs of the tools switched on, built-in ones last,
-// computed once per change.
+// computed once per change; on-demand tools are left out (see listed).
 func (r *Registry) allSpecs() *[]*Spec {
 	if p := r.specs.Load(); p != nil {
 		return p
@@ -334,7 +338,7 @@ func (r *Registry) allSpecs() *[]*Spec {
 	specs := make([]*Spec, 0, len(r.order))
 	for _, builtin := range []bool{false, true} {
 		for _, e := range r.order {
-			if e.enabled.Load() && e.builtin == builtin && e.tool.kind == kindTool {
+			if e.enabled.Load() && e.builtin == builtin && e.tool.kind == kindTool && !e.onDemand {
 				specs = append(specs, &e.tool.spec)
 			}
 		}

@@ -110,8 +110,9 @@ func (r *Registry) ScopeSettings(ctx context.Context) ([]ScopeSetting, error) {
 // Subscribe registers fn to be called after the set of tools a scope may
 // call changed: with that scope after SetWrites, SetScopeTool or
 // ResetScopeTool changed it (or a refresh of the cache found another
-// process had), and with "" (meaning every scope) after SetEnabled, Add or
-// a loader resolving. fn runs synchronously in the goroutine that
+// process had), or after find_tools loaded tools for it or UnloadTools
+// forgot them (what it lists changed; see Options.OnDemand), and with ""
+// (meaning every scope) after SetEnabled, Add or a loader resolving. fn runs synchronously in the goroutine that
 // made the change, after the change is visible to List; keep it short (the
 // MCP adapter sends notifications/tools/list_changed). cancel unregisters
 // fn.

@@ -88,6 +88,16 @@
 //	prompts, err := a.Registry().Prompts(ctx) // name, friendly name, arguments
 //	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
 //
+// # Large catalogs
+//
+// A registry whose tools load on demand (llmtool.Options.OnDemand) lists
+// a scope's loaded tools and find_tools, and so does Tools: after the
+// model calls find_tools (Dispatch runs it like any tool), the scope's
+// next set has the tools it found. With Options.ToolSearch, Anthropic
+// Messages and OpenAI Responses get every tool instead, the unloaded ones
+// marked "defer_loading": true, and the provider's own search tool (see
+// ToolSearchTool and ToolSet.Deferred).
+//
 // # Errors
 //
 // An unknown tool, malformed arguments, a refused or failing call: each is
@@ -197,8 +207,11 @@ type Adapter struct {
 
 	defs sync.Map // defKey → *toolDef
 
-	mu   sync.Mutex
-	sets [numShapes][]*cachedSet // most recent first
+	mu       sync.Mutex
+	sets     [numShapes][]*cachedSet   // most recent first
+	deferred [numShapes][]*deferredSet // Options.ToolSearch's sets (deferred.go), most recent first
+
+	toolSearch bool // Options.ToolSearch
 }
 
 // DefaultMaxParallel is how many read tools of one turn run at once unless
@@ -222,6 +235,18 @@ type Options struct {
 	// may add locales to it later. Nil: each tool's FriendlyName (for
 	// llmtool's own tools, its embedded English), else its name.
 	Messages *i18n.Catalog
+
+	// ToolSearch hands the registry's on-demand tools
+	// (llmtool.Options.OnDemand) to the providers' own tool search where
+	// their APIs have one: for Anthropic Messages and OpenAI Responses
+	// (strict or not), Tools gives every tool the scope may call, those
+	// not loaded yet marked "defer_loading": true, and the provider's
+	// search tool in place of find_tools (see ToolSearchTool). The
+	// provider then loads what the model searches for; the deferred
+	// definitions are in the request but not in the model's context.
+	// Other shapes get find_tools as without it. Default: false, every
+	// shape gets find_tools and only the tools loaded.
+	ToolSearch bool
 }
 
 // New returns an Adapter for reg, configured by opts (nil for the
@@ -236,6 +261,7 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 			a.locale = opts.Locale
 		}
 		a.msgs = opts.Messages
+		a.toolSearch = opts.ToolSearch
 	}
 	return a
 }
@@ -256,6 +282,12 @@ type ToolSet struct {
 	Tools []json.RawMessage
 	// Names are the tools' names, in the same order as Tools.
 	Names []string
+	// Deferred are the names of the tools marked to load on demand
+	// through the provider's tool search (Options.ToolSearch), in the
+	// order of Tools; nil when none is. For Anthropic, a set with
+	// Deferred tools needs the header anthropic-beta:
+	// AnthropicToolSearchBeta.
+	Deferred []string
 }
 
 type defKey struct {
@@ -278,7 +310,9 @@ const setCacheSize = 16
 
 // Tools returns the tool set for the scope and principal in ctx
 // (llmtool.WithScope, llmtool.WithPrincipal): exactly the tools
-// Registry.List gives them, in shape's format.
+// Registry.List gives them, in shape's format (with Options.ToolSearch,
+// for the shapes whose provider searches tools, the on-demand tools too,
+// deferred).
 //
 // A tool the format cannot express is left out, and reported in the error
 // as an *UnsupportedError, joined with any error of the listing itself
@@ -292,6 +326,9 @@ const setCacheSize = 16
 func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
+	}
+	if a.toolSearch && ToolSearchTool(shape) != nil {
+		return a.searchTools(ctx, shape) // deferred.go
 	}
 	specs, listErr := a.reg.List(ctx)
 	a.mu.Lock()

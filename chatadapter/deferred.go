@@ -1,0 +1,126 @@
+package chatadapter
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/llmtool/llmtool"
+)
+
+// Tools loaded on demand, through the provider's own tool search
+// (Options.ToolSearch).
+//
+// A registry with on-demand tools (llmtool.Options.OnDemand) lists only
+// the tools a scope loaded, and the built-in find_tools that loads more:
+// that works with every provider. Anthropic Messages and OpenAI Responses
+// also search tools themselves: a request may carry every definition,
+// those marked "defer_loading": true kept out of the model's context
+// until the provider's search tool loads them. Options.ToolSearch sends
+// those shapes that form instead.
+
+// AnthropicToolSearchBeta is the value of the anthropic-beta header that
+// Anthropic's tool search tool needs while it is in beta, for a request
+// whose tool set has Deferred tools.
+const AnthropicToolSearchBeta = "advanced-tool-use-2025-11-20"
+
+// Names of the providers' tool search tools, as they appear in
+// ToolSet.Names.
+const (
+	anthropicSearchName = "tool_search_tool_bm25"
+	openAISearchName    = "tool_search"
+)
+
+// ToolSearchTool returns the definition of the tool search tool of shape's
+// provider, which Options.ToolSearch sends in place of find_tools, or nil
+// when the provider has none (OpenAI Chat Completions, Gemini):
+//
+//   - Anthropic: {"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"},
+//     the variant that takes words, as find_tools does (Anthropic's other
+//     variant takes regular expressions);
+//   - OpenAI Responses (strict or not): {"type":"tool_search"}, searched by
+//     OpenAI's servers.
+func ToolSearchTool(shape Shape) json.RawMessage {
+	switch shape {
+	case Anthropic:
+		return json.RawMessage(`{"type":"tool_search_tool_bm25_20251119","name":"` + anthropicSearchName + `"}`)
+	case OpenAIResponses, OpenAIResponsesStrict:
+		return json.RawMessage(`{"type":"` + openAISearchName + `"}`)
+	}
+	return nil
+}
+
+// deferredSet is a cached tool set of Options.ToolSearch, by the tools
+// listed and the tools deferred.
+type deferredSet struct {
+	listed, unloaded []*llmtool.Spec
+	set              *ToolSet
+	errs             []error
+}
+
+// searchTools is Tools for a shape whose provider searches tools: the
+// tools listed (find_tools left out), then, when some on-demand tools are
+// not loaded, the provider's search tool and those tools, deferred.
+func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error) {
+	specs, listErr := a.reg.List(ctx)
+	unloaded, _ := a.reg.Unloaded(ctx) // its error is List's: the loaders'
+	specs = slices.DeleteFunc(slices.Clone(specs), func(s *llmtool.Spec) bool {
+		return s.Name == "find_tools" && s.Module == "llmtool"
+	})
+	a.mu.Lock()
+	for i, c := range a.deferred[shape] {
+		if slices.Equal(c.listed, specs) && slices.Equal(c.unloaded, unloaded) {
+			if i > 0 { // move to front
+				copy(a.deferred[shape][1:i+1], a.deferred[shape][:i])
+				a.deferred[shape][0] = c
+			}
+			a.mu.Unlock()
+			return c.set, joinErrs(listErr, c.errs)
+		}
+	}
+	a.mu.Unlock()
+
+	n := len(specs) + len(unloaded) + 1
+	set := &ToolSet{Shape: shape, Tools: make([]json.RawMessage, 0, n), Names: make([]string, 0, n)}
+	var errs []error
+	add := func(s *llmtool.Spec, deferred bool) {
+		d := a.def(s, shape)
+		if d.err != nil {
+			errs = append(errs, d.err)
+			return
+		}
+		def := d.json
+		if deferred {
+			// The definition is an object: close it with the flag.
+			def = append(append(make(json.RawMessage, 0, len(def)+21), def[:len(def)-1]...), `,"defer_loading":true}`...)
+			set.Deferred = append(set.Deferred, s.Name)
+		}
+		set.Tools = append(set.Tools, def)
+		set.Names = append(set.Names, s.Name)
+	}
+	for _, s := range specs {
+		add(s, false)
+	}
+	if len(unloaded) > 0 {
+		set.Tools = append(set.Tools, ToolSearchTool(shape))
+		name := openAISearchName
+		if shape == Anthropic {
+			name = anthropicSearchName
+		}
+		set.Names = append(set.Names, name)
+		for _, s := range unloaded {
+			add(s, true)
+		}
+	}
+	size := 32
+	for _, t := range set.Tools {
+		size += len(t) + 1
+	}
+	set.JSON = appendOrdered(make([]byte, 0, size), rawList(set.Tools))
+
+	a.mu.Lock()
+	c := &deferredSet{listed: specs, unloaded: unloaded, set: set, errs: errs}
+	a.deferred[shape] = append([]*deferredSet{c}, a.deferred[shape][:min(len(a.deferred[shape]), setCacheSize-1)]...)
+	a.mu.Unlock()
+	return set, joinErrs(listErr, errs)
+}
