@@ -59,7 +59,14 @@ func (cs *compiledSchema) Root() *Node { return cs.root }
 func (cs *compiledSchema) Validate(v any) error { return cs.validate(v) }
 
 // ValidateReference checks v with jsonschema/v6 alone.
-func (cs *compiledSchema) ValidateReference(v any) error { return cs.compiled.Validate(v) }
+// The schema is compiled on first use.
+func (cs *compiledSchema) ValidateReference(v any) error {
+	sch, err := cs.schema()
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
+}
 
 // ValidationError turns a Validate error into the model's message.
 func (cs *compiledSchema) ValidationError(err error) *Invalid { return cs.validationError(err) }
