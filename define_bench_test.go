@@ -51,7 +51,7 @@ type (
 )
 
 type defOptsA struct {
-	Depth int  `json:"depth,omitempty" desc:"Levels to follow." minimum:"0" maximum:"5" default:"1"`
+	Depth  int  `json:"depth,omitempty" desc:"Levels to follow." minimum:"0" maximum:"5" default:"1"`
 	Drafts bool `json:"drafts,omitempty" desc:"Include drafts."`
 }
 
