@@ -3,11 +3,13 @@ package llmtool_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,5 +266,58 @@ func BenchmarkDefine(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		defineRegistry(b, db, ms, names)
+	}
+}
+
+// TestDefineRegistry builds the generated registry of BenchmarkDefineRegistry
+// and calls its tools: valid arguments (which the fast path takes, so no
+// schema is compiled), and, from several goroutines at once, the first
+// arguments that need jsonschema/v6 (which compiles the schema then, once)
+// and get its refusal in the model's words.
+func TestDefineRegistry(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	names := defNames(400)
+	reg := defineRegistry(t, db, defMakers(), names)
+	specs, err := reg.List(context.Background())
+	require.NoError(t, err)
+	require.Len(t, specs, len(names)-len(names)/3+1, "the read tools and man (write tools are off until a scope turns them on)")
+	ctx := context.Background()
+
+	tests := []struct {
+		tool, args, want string
+	}{
+		{"record_tool_0000", `{"id":7}`, ""},
+		{"record_tool_0001", `{"id":7,"mode":"full","opts":{"sort":"date","since":"2026-01-02","tags":["a"]}}`, ""},
+		{"record_tool_0007", `{"id":7,"opts":[{"field":"qty","value":"3"}]}`, ""},
+		{"record_tool_0004", `{"id":7,"opts":{"a":1}}`, ""},
+		{"record_tool_0150", `{"id":7.5}`, ""}, // a float32 ID
+		{"record_tool_0000", `{"id":0}`,
+			"Error: /id: 0 is below the minimum 1. Send an integer from 1 to 1000000."},
+		{"record_tool_0000", `{"id":1,"mode":"short"}`,
+			`Error: /mode: "short" is not an allowed value. Send one of "brief", "full", "raw".`},
+		{"record_tool_0001", `{"id":1,"opts":{"since":"yesterday"}}`,
+			`Error: /opts/since: "yesterday" is not a valid date. Send a date string.`},
+		{"record_tool_0007", `{"id":1,"opts":[{"field":"qty"}]}`,
+			`Error: /opts/0/value: missing required parameter "value". Send "value" as a string of at least 1 character (Value to compare with).`},
+		{"record_tool_0003", `{"id":1,"ID":1}`,
+			`Error: /ID: unknown parameter "ID". Send only id, mode, query, limit, opts (names are case-sensitive).`},
+	}
+	for _, tc := range tests {
+		got := make([]llmtool.Result, 4)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() { got[i] = reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: json.RawMessage(tc.args)}) })
+		}
+		wg.Wait()
+		for _, res := range got {
+			if tc.want == "" {
+				require.False(t, res.IsError, "%s %s: %s", tc.tool, tc.args, res.Text())
+				require.NotContains(t, decodeObj(t, res.JSON), "error")
+				continue
+			}
+			require.True(t, res.IsError, "%s %s", tc.tool, tc.args)
+			require.Equal(t, tc.want, res.Text(), "%s %s", tc.tool, tc.args)
+		}
 	}
 }
