@@ -1,6 +1,7 @@
 // Package schema infers the JSON Schemas of a tool's In and Out types from
-// their struct tags, compiles them once, and checks the arguments of every
-// call: decoding (exact keys, one JSON value), a fast validation path held
+// their struct tags, compiles them with jsonschema/v6 on first need (at
+// most once; most valid calls never need it), and checks the arguments of
+// every call: decoding (exact keys, one JSON value), a fast validation path held
 // to jsonschema/v6's verdict by differential fuzz tests, defaults, and the
 // messages that tell a model what to send instead. It also finds the
 // ref-tagged fields the entity guards check.
@@ -15,7 +16,7 @@ import (
 	"reflect"
 )
 
-// Schema is a compiled input or output schema.
+// Schema is an inferred (or supplied) input or output schema.
 type Schema = compiledSchema
 
 // Node is one node of an inferred schema.
