@@ -105,3 +105,43 @@ func BenchmarkEmptyNils(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFirstRefusal measures what lazy compilation moves from the
+// definition to the first call the fast path declines: that call
+// ("first": the schema defined and then compiled on the refusal) against a
+// refusal by a schema already compiled ("compiled"), and the definition
+// alone ("define"), on fuzzIn, a schema with a field for every keyword:
+//
+//	go test -run '^$' -bench '^BenchmarkFirstRefusal$' -benchmem -count 6 .
+func BenchmarkFirstRefusal(b *testing.B) {
+	typ := reflect.TypeFor[fuzzIn]()
+	v, err := decodeArguments([]byte(`{"title":"","limit":51}`))
+	require.NoError(b, err)
+	b.Run("define", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			inferSchema("bench_first", "In", typ)
+		}
+	})
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			cs := inferSchema("bench_first", "In", typ)
+			b.StartTimer()
+			if cs.validate(v) == nil {
+				b.Fatal("accepted")
+			}
+		}
+	})
+	b.Run("compiled", func(b *testing.B) {
+		cs := inferSchema("bench_first", "In", typ)
+		require.Error(b, cs.validate(v))
+		b.ReportAllocs()
+		for b.Loop() {
+			if cs.validate(v) == nil {
+				b.Fatal("accepted")
+			}
+		}
+	})
+}
