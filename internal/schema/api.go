@@ -1,6 +1,7 @@
 // Package schema infers the JSON Schemas of a tool's In and Out types from
-// their struct tags, compiles them once, and checks the arguments of every
-// call: decoding (exact keys, one JSON value), a fast validation path held
+// their struct tags, compiles them with jsonschema/v6 on first need (at
+// most once; most valid calls never need it), and checks the arguments of
+// every call: decoding (exact keys, one JSON value), a fast validation path held
 // to jsonschema/v6's verdict by differential fuzz tests, defaults, and the
 // messages that tell a model what to send instead. It also finds the
 // ref-tagged fields the entity guards check.
@@ -15,7 +16,7 @@ import (
 	"reflect"
 )
 
-// Schema is a compiled input or output schema.
+// Schema is an inferred (or supplied) input or output schema.
 type Schema = compiledSchema
 
 // Node is one node of an inferred schema.
@@ -59,7 +60,14 @@ func (cs *compiledSchema) Root() *Node { return cs.root }
 func (cs *compiledSchema) Validate(v any) error { return cs.validate(v) }
 
 // ValidateReference checks v with jsonschema/v6 alone.
-func (cs *compiledSchema) ValidateReference(v any) error { return cs.compiled.Validate(v) }
+// The schema is compiled on first use.
+func (cs *compiledSchema) ValidateReference(v any) error {
+	sch, err := cs.schema()
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
+}
 
 // ValidationError turns a Validate error into the model's message.
 func (cs *compiledSchema) ValidationError(err error) *Invalid { return cs.validationError(err) }

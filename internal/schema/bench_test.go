@@ -53,9 +53,11 @@ func BenchmarkValidate(b *testing.B) {
 			}
 		})
 		b.Run(c.name+"/path=jsonschema", func(b *testing.B) {
+			sch, err := c.schema.schema()
+			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := c.schema.compiled.Validate(v); err != nil {
+				if err := sch.Validate(v); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -102,4 +104,44 @@ func BenchmarkEmptyNils(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkFirstRefusal measures what lazy compilation moves from the
+// definition to the first call the fast path declines: that call
+// ("first": the schema defined and then compiled on the refusal) against a
+// refusal by a schema already compiled ("compiled"), and the definition
+// alone ("define"), on fuzzIn, a schema with a field for every keyword:
+//
+//	go test -run '^$' -bench '^BenchmarkFirstRefusal$' -benchmem -count 6 .
+func BenchmarkFirstRefusal(b *testing.B) {
+	typ := reflect.TypeFor[fuzzIn]()
+	v, err := decodeArguments([]byte(`{"title":"","limit":51}`))
+	require.NoError(b, err)
+	b.Run("define", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			inferSchema("bench_first", "In", typ)
+		}
+	})
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			cs := inferSchema("bench_first", "In", typ)
+			b.StartTimer()
+			if cs.validate(v) == nil {
+				b.Fatal("accepted")
+			}
+		}
+	})
+	b.Run("compiled", func(b *testing.B) {
+		cs := inferSchema("bench_first", "In", typ)
+		require.Error(b, cs.validate(v))
+		b.ReportAllocs()
+		for b.Loop() {
+			if cs.validate(v) == nil {
+				b.Fatal("accepted")
+			}
+		}
+	})
 }

@@ -102,7 +102,11 @@ func referenceVerdict(cs *compiledSchema, v any) (err error) {
 			err = fmt.Errorf("jsonschema/v6 panicked: %v", p)
 		}
 	}()
-	return cs.compiled.Validate(v)
+	sch, err := cs.schema()
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
 }
 
 // checkValidate: the fast path never accepts what jsonschema/v6 refuses,

@@ -117,8 +117,22 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendJSONString appends s as a JSON string, without HTML escaping.
+// appendJSONString appends s as a JSON string, without HTML escaping:
+// printable ASCII other than quote and backslash as it is, anything else
+// as encoding/json writes it.
 func appendJSONString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

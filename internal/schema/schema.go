@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -86,10 +87,16 @@ func newNode(types ...string) *schemaNode {
 	return &schemaNode{types: types, minLength: -1, maxLength: -1}
 }
 
-// compiledSchema is a schema inferred once and compiled once.
+// compiledSchema is a schema inferred once, when the tool is defined, and
+// compiled with jsonschema/v6 at most once, when a value first needs the
+// reference's verdict (see reference). The fast path (accepts) decides
+// valid arguments without it, so most tools never compile theirs.
 type compiledSchema struct {
-	root     *schemaNode
-	json     json.RawMessage
+	root *schemaNode
+	json json.RawMessage
+	// compile compiles json with jsonschema/v6, once; nil when compiled
+	// was compiled at definition (a supplied schema).
+	compile  func() (*jsonschema.Schema, error)
 	compiled *jsonschema.Schema
 	verbatim bool // supplied with InputSchema: only jsonschema/v6 decides
 
@@ -128,13 +135,20 @@ var (
 	textMarshalType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-// inferSchema infers and compiles the schema of t for tool, panicking with a
-// clear message when t cannot be represented.
+// inferSchema infers the schema of t for tool, panicking with a clear
+// message when t cannot be represented. jsonschema/v6 compiles it later,
+// on first use (see compiledSchema.reference): every document inference
+// writes compiles (FuzzLazyCompile holds the definition to the eager
+// compilation's verdict), and each default is checked here, at
+// definition, against its field's schema.
 func inferSchema(tool, which string, t reflect.Type) *compiledSchema {
 	r := &reflector{tool: tool, which: which, output: which == "Out"}
 	root := r.node(t, which)
-	cs := compileSchema(tool, which, root, root.appendJSON(nil))
+	doc := root.appendJSON(nil)
 	root.prepareFast()
+	cs := &compiledSchema{root: root, json: doc}
+	cs.compile = sync.OnceValues(func() (*jsonschema.Schema, error) { return compileDoc(tool, which, doc) })
+	cs.checkDefaults(tool, which, root, which)
 	if which == "In" {
 		cs.prepareDefaults(t)
 		cs.prepareFlat(t)
@@ -142,34 +156,53 @@ func inferSchema(tool, which string, t reflect.Type) *compiledSchema {
 	return cs
 }
 
+// compileSchema compiles doc now, panicking with a message that names the
+// tool when it does not compile.
 func compileSchema(tool, which string, root *schemaNode, doc json.RawMessage) *compiledSchema {
+	sch, err := compileDoc(tool, which, doc)
+	if err != nil {
+		panic(err.Error())
+	}
+	return &compiledSchema{root: root, json: doc, compiled: sch}
+}
+
+// compileDoc compiles doc with the settings of every argument schema:
+// JSON Schema 2020-12 unless doc's $schema names another draft, formats
+// asserted.
+func compileDoc(tool, which string, doc json.RawMessage) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
-		panic(fmt.Sprintf("llmtool: tool %q: %s schema is not JSON: %v", tool, which, err))
+		return nil, fmt.Errorf("llmtool: tool %q: %s schema is not JSON: %w", tool, which, err)
 	}
 	url := "mem:///" + tool + "/" + which + ".json"
 	if err := c.AddResource(url, v); err != nil {
-		panic(fmt.Sprintf("llmtool: tool %q: %s schema: %v", tool, which, err))
+		return nil, fmt.Errorf("llmtool: tool %q: %s schema: %w", tool, which, err)
 	}
 	sch, err := c.Compile(url)
 	if err != nil {
-		panic(fmt.Sprintf("llmtool: tool %q: %s schema does not compile: %v", tool, which, err))
+		return nil, fmt.Errorf("llmtool: tool %q: %s schema does not compile: %w", tool, which, err)
 	}
-	cs := &compiledSchema{root: root, json: doc, compiled: sch}
-	if root != nil {
-		cs.checkDefaults(tool, which, root, which)
-	}
-	return cs
+	return sch, nil
 }
 
-// checkDefaults validates each default against its own property schema, so a
-// default that its own bounds would refuse is caught at definition.
+// schema returns the jsonschema/v6 schema, compiling it on first use.
+func (cs *compiledSchema) schema() (*jsonschema.Schema, error) {
+	if cs.compile == nil {
+		return cs.compiled, nil
+	}
+	return cs.compile()
+}
+
+// checkDefaults checks each default against its own property schema, so a
+// default that its own bounds would refuse is caught at definition. The
+// fast path accepts most defaults; the others get jsonschema/v6's verdict,
+// which words the panic.
 func (cs *compiledSchema) checkDefaults(tool, which string, n *schemaNode, path string) {
 	for _, p := range n.props {
-		if p.schema.def != nil {
+		if p.schema.def != nil && !p.schema.accepts(p.schema.defValue) {
 			sub := compileSchema(tool, which+"."+p.name, nil, p.schema.appendJSON(nil))
 			if err := sub.compiled.Validate(p.schema.defValue); err != nil {
 				panic(fmt.Sprintf("llmtool: tool %q: %s field %s: default %s does not satisfy the field's own schema: %v", tool, which, path+"."+p.goName, p.schema.def, err))

@@ -55,7 +55,11 @@ func (cs *compiledSchema) reference(v any) (err error) {
 			err = fmt.Errorf("llmtool: jsonschema/v6 panicked validating arguments: %v", p)
 		}
 	}()
-	return cs.compiled.Validate(v)
+	sch, err := cs.schema()
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
 }
 
 // argsError is a jsonschema/v6 verdict on an argument value, kept with the
