@@ -76,7 +76,7 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	if stateless {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	}
-	h := &httpHandler{s: s, stateless: stateless}
+	h := &httpHandler{s: s, stateless: stateless, versions: protocolVersions()}
 	if !stateless {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}))
 		if s.cfg.heartbeat > 0 {
@@ -94,6 +94,7 @@ type httpHandler struct {
 	s         *Server
 	mcp       *server.StreamableHTTPServer
 	stateless bool
+	versions  []string // protocolVersions(), made once
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
