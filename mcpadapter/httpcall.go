@@ -41,18 +41,10 @@ type rpcAnswer struct {
 	err    *mcp.JSONRPCErrorDetails
 }
 
-// rpcPeek is the part of a JSON-RPC message that decides who serves it.
-type rpcPeek struct {
-	ID     json.RawMessage          `json:"id"`
-	Method string                   `json:"method"`
-	Result json.RawMessage          `json:"result"`
-	Error  *mcp.JSONRPCErrorDetails `json:"error"`
-}
-
-// serveCall serves msg if it is a tools/call whose client accepts an SSE
-// stream, or the answer to one of the adapter's requests, in a session the
-// adapter knows, and reports whether it did.
-func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// serveCall serves msg (body, checked) if it is a tools/call whose client
+// accepts an SSE stream, or the answer to one of the adapter's requests, in
+// a session the adapter knows, and reports whether it did.
+func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []byte, msg *wireMessage) bool {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" || h.stateless {
 		return false
@@ -63,19 +55,15 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !contains(h.versions, v) {
 		return false // mcp-go refuses it
 	}
-	var peek rpcPeek
-	if json.Unmarshal(body, &peek) != nil {
-		return false
-	}
 	v, ok := h.s.sessions.Load(id)
 	if !ok {
 		return false // unknown or ended: mcp-go answers 404
 	}
 	info := v.(*sessionInfo)
 	switch {
-	case peek.Method == "" && len(peek.ID) > 0 && bytes.HasPrefix(peek.ID, []byte(`"`+requestIDPrefix)):
-		return h.answer(w, id, peek)
-	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && acceptsSSE(r):
+	case msg.method == "" && len(msg.ID) > 0 && bytes.HasPrefix(msg.ID, []byte(`"`+requestIDPrefix)):
+		return h.answer(w, id, msg)
+	case msg.method == string(mcp.MethodToolsCall) && len(msg.ID) > 0 && acceptsSSE(r):
 		if cs := info.clientSession(); cs != nil && cs.Initialized() {
 			h.call(w, r, cs, body)
 			return true
@@ -85,9 +73,13 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // answer delivers the client's response to a request of the adapter.
-func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek) bool {
+func (h *httpHandler) answer(w http.ResponseWriter, session string, msg *wireMessage) bool {
 	var key string
-	if json.Unmarshal(peek.ID, &key) != nil {
+	if json.Unmarshal(msg.ID, &key) != nil {
+		return false
+	}
+	var rpcErr *mcp.JSONRPCErrorDetails
+	if len(msg.Error) > 0 && json.Unmarshal(msg.Error, &rpcErr) != nil {
 		return false
 	}
 	v, ok := h.s.pending.Load(key)
@@ -100,7 +92,7 @@ func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek
 		return true
 	}
 	select {
-	case req.answer <- rpcAnswer{result: peek.Result, err: peek.Error}:
+	case req.answer <- rpcAnswer{result: msg.Result, err: rpcErr}:
 	default: // answered twice: keep the first
 	}
 	w.WriteHeader(http.StatusAccepted)
