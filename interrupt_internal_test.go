@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -92,6 +93,21 @@ var spin = Read("spin", "Count forever.", func(c *ReadCtx, in spinIn) (countOut,
 	return out, err
 })
 
+// spinRows is spin through Query and rows.Next.
+var spinRows = Read("spin_rows", "List forever.", func(c *ReadCtx, in spinIn) (countOut, error) {
+	rows, err := c.Query(`WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s)
+		SELECT x FROM s WHERE llmtool_test_signal(?, x) < 0`, in.Key)
+	if err != nil {
+		return countOut{}, err
+	}
+	defer rows.Close()
+	var out countOut
+	for rows.Next() {
+		out.N++
+	}
+	return out, rows.Err()
+})
+
 var countItems = Read("count_items", "Count the items.", func(c *ReadCtx, _ struct{}) (countOut, error) {
 	var out countOut
 	err := c.QueryRow(`SELECT count(*) FROM items`).Scan(&out.N)
@@ -108,7 +124,7 @@ func newHookRegistry(t testing.TB, interrupter dbconn.Interrupter) *Registry {
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL); INSERT INTO items VALUES (1, 'apple')`)
 	require.NoError(t, err)
-	reg, err := NewRegistry(db, &Options{Logger: slog.New(slog.DiscardHandler)}, DefineTools("hook", spin, countItems))
+	reg, err := NewRegistry(db, &Options{Logger: slog.New(slog.DiscardHandler)}, DefineTools("hook", spin, spinRows, countItems))
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	reg.tx.Interrupter = interrupter
@@ -121,17 +137,36 @@ func newHookRegistry(t testing.TB, interrupter dbconn.Interrupter) *Registry {
 // serves the next call.
 func TestCancellationHook(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		hook     bool
-		deadline bool
-		want     string
-	}{
-		{"hook, cancelled", true, false, `{"error":"The call to spin was cancelled before it finished; nothing was saved. Call it again if it is still needed."}`},
-		{"hook, timed out", true, true, `{"error":"The call to spin timed out before it finished; nothing was saved. Call it again, with less work if possible."}`},
-		{"driver watcher, cancelled", false, false, `{"error":"The call to spin was cancelled before it finished; nothing was saved. Call it again if it is still needed."}`},
-		{"driver watcher, timed out", false, true, `{"error":"The call to spin timed out before it finished; nothing was saved. Call it again, with less work if possible."}`},
-	} {
+	cancelled := `{"error":"The call to %s was cancelled before it finished; nothing was saved. Call it again if it is still needed."}`
+	timedOut := `{"error":"The call to %s timed out before it finished; nothing was saved. Call it again, with less work if possible."}`
+	var cases []struct {
+		name, tool     string
+		hook, deadline bool
+		want           string
+	}
+	for _, tool := range []string{"spin", "spin_rows"} {
+		for _, hook := range []bool{true, false} {
+			for _, deadline := range []bool{false, true} {
+				name, want := tool+", ", fmt.Sprintf(cancelled, tool)
+				if hook {
+					name += "hook, "
+				} else {
+					name += "driver watcher, "
+				}
+				if deadline {
+					name, want = name+"timed out", fmt.Sprintf(timedOut, tool)
+				} else {
+					name += "cancelled"
+				}
+				cases = append(cases, struct {
+					name, tool     string
+					hook, deadline bool
+					want           string
+				}{name, tool, hook, deadline, want})
+			}
+		}
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var fired atomic.Int32
@@ -158,7 +193,7 @@ func TestCancellationHook(t *testing.T) {
 			}()
 			args, err := json.Marshal(spinIn{Key: key})
 			require.NoError(t, err)
-			res := reg.Invoke(ctx, Call{Tool: "spin", Args: args})
+			res := reg.Invoke(ctx, Call{Tool: tc.tool, Args: args})
 			require.True(t, res.IsError)
 			require.JSONEq(t, tc.want, string(res.JSON), "%v", res.Err)
 			if tc.hook {

@@ -17,6 +17,13 @@ import (
 // database/sql and the driver each watch the context of every statement:
 // modernc.org/sqlite and database/sql's *sql.Rows each start a goroutine
 // per statement.
+//
+// One gap remains: SQLite forgets an interrupt that comes while no
+// statement runs, so a cancellation that lands between a statement's
+// context check and its first step lets that one statement run to its
+// end (the driver closes the gap with a progress handler, which it does
+// not export); the call's next statement then fails with the context's
+// error, and the call reports the cancellation.
 type Interrupter func(driverConn any) func()
 
 // hook is a reserved read connection's cancellation hook: one per call,
