@@ -127,20 +127,32 @@ func encodeOut(out any) ([]byte, error) {
 }
 
 // marshal encodes v as compact JSON without HTML escaping.
+//
+// The encoder's buffer goes back to the pool only while it is small
+// (maxPooledBuffer): a small result is copied out of it, and a large one
+// is returned in the buffer itself, which leaves the pool with it, so a
+// large result costs no second copy.
 func marshal(v any) ([]byte, error) {
 	e := encoders.Get().(*encoder)
-	defer func() {
-		if e.buf.Cap() <= 64<<10 { // keep small buffers only
-			encoders.Put(e)
-		}
-	}()
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
+		if e.buf.Cap() <= maxPooledBuffer {
+			encoders.Put(e)
+		}
 		return nil, err
 	}
 	b := e.buf.Bytes()
-	return bytes.Clone(b[:len(b)-1]), nil
+	b = b[:len(b)-1] // Encode's newline
+	if e.buf.Cap() > maxPooledBuffer {
+		return b, nil // the buffer is the caller's now; e is dropped
+	}
+	out := bytes.Clone(b)
+	encoders.Put(e)
+	return out, nil
 }
+
+// maxPooledBuffer is the largest encoder buffer kept for reuse.
+const maxPooledBuffer = 64 << 10
 
 // encoder is a reusable JSON encoder that does not escape HTML.
 type encoder struct {

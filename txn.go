@@ -466,8 +466,14 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	// A connection that failed (the server went away) is closed rather
 	// than kept for the next read.
 	broken := err != nil && (engine.Unavailable(err) || engine.BrokenConn(err))
-	if open := r.tx.EndRead(rt, cs.refusal() != nil || broken); open > 0 {
+	open, interrupted := r.tx.EndRead(rt, cs.refusal() != nil || broken)
+	if open > 0 {
 		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
+	}
+	if interrupted && err != nil && !errors.Is(err, ctx.Err()) {
+		// The call's context ended and its hook interrupted a statement,
+		// which failed with the driver's error rather than the context's.
+		err = fmt.Errorf("%w (the database statement was interrupted: %v)", ctx.Err(), err)
 	}
 	statements = cs.statements.Load()
 	if cs.second.Load() {

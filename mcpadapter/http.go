@@ -76,7 +76,7 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	if stateless {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	}
-	h := &httpHandler{s: s, stateless: stateless}
+	h := &httpHandler{s: s, stateless: stateless, versions: protocolVersions()}
 	if !stateless {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}))
 		if s.cfg.heartbeat > 0 {
@@ -94,6 +94,7 @@ type httpHandler struct {
 	s         *Server
 	mcp       *server.StreamableHTTPServer
 	stateless bool
+	versions  []string // protocolVersions(), made once
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -231,7 +232,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && info != nil && s.events != nil && r.Header.Get("Last-Event-ID") != "":
 		h.serveResume(w, r, info.id, r.Header.Get("Last-Event-ID"))
 	default:
-		h.dispatch(w, r, body)
+		h.dispatchMessage(w, r, body, msg)
 	}
 }
 
@@ -239,15 +240,21 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request here (see serveCall), everything else in mcp-go, after refusing
 // a call the token's scopes do not allow (see scopeRefused).
 func (h *httpHandler) dispatch(w http.ResponseWriter, r *http.Request, body []byte) {
-	if h.scopeRefused(w, r, body) {
-		return
-	}
-	if body != nil && h.serveCall(w, r, body) {
-		return
-	}
 	var msg *wireMessage
 	if m, bad := checkMessage(body); body != nil && bad == nil {
 		msg = &m
+	}
+	h.dispatchMessage(w, r, body, msg)
+}
+
+// dispatchMessage is dispatch for a body already checked: msg is its
+// message, nil if it has none.
+func (h *httpHandler) dispatchMessage(w http.ResponseWriter, r *http.Request, body []byte, msg *wireMessage) {
+	if h.scopeRefused(w, r, body) {
+		return
+	}
+	if msg != nil && h.serveCall(w, r, body, msg) {
+		return
 	}
 	h.serveMCP(w, r, msg)
 }

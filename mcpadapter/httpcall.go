@@ -41,18 +41,10 @@ type rpcAnswer struct {
 	err    *mcp.JSONRPCErrorDetails
 }
 
-// rpcPeek is the part of a JSON-RPC message that decides who serves it.
-type rpcPeek struct {
-	ID     json.RawMessage          `json:"id"`
-	Method string                   `json:"method"`
-	Result json.RawMessage          `json:"result"`
-	Error  *mcp.JSONRPCErrorDetails `json:"error"`
-}
-
-// serveCall serves msg if it is a tools/call whose client accepts an SSE
-// stream, or the answer to one of the adapter's requests, in a session the
-// adapter knows, and reports whether it did.
-func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// serveCall serves msg (body, checked) if it is a tools/call whose client
+// accepts an SSE stream, or the answer to one of the adapter's requests, in
+// a session the adapter knows, and reports whether it did.
+func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []byte, msg *wireMessage) bool {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" || h.stateless {
 		return false
@@ -60,12 +52,8 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false // mcp-go refuses it
 	}
-	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !contains(protocolVersions(), v) {
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !contains(h.versions, v) {
 		return false // mcp-go refuses it
-	}
-	var peek rpcPeek
-	if json.Unmarshal(body, &peek) != nil {
-		return false
 	}
 	v, ok := h.s.sessions.Load(id)
 	if !ok {
@@ -73,9 +61,9 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	}
 	info := v.(*sessionInfo)
 	switch {
-	case peek.Method == "" && len(peek.ID) > 0 && bytes.HasPrefix(peek.ID, []byte(`"`+requestIDPrefix)):
-		return h.answer(w, id, peek)
-	case peek.Method == string(mcp.MethodToolsCall) && len(peek.ID) > 0 && acceptsSSE(r):
+	case msg.method == "" && len(msg.ID) > 0 && bytes.HasPrefix(msg.ID, []byte(`"`+requestIDPrefix)):
+		return h.answer(w, id, msg)
+	case msg.method == string(mcp.MethodToolsCall) && len(msg.ID) > 0 && acceptsSSE(r):
 		if cs := info.clientSession(); cs != nil && cs.Initialized() {
 			h.call(w, r, cs, body)
 			return true
@@ -85,9 +73,13 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // answer delivers the client's response to a request of the adapter.
-func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek) bool {
+func (h *httpHandler) answer(w http.ResponseWriter, session string, msg *wireMessage) bool {
 	var key string
-	if json.Unmarshal(peek.ID, &key) != nil {
+	if json.Unmarshal(msg.ID, &key) != nil {
+		return false
+	}
+	var rpcErr *mcp.JSONRPCErrorDetails
+	if len(msg.Error) > 0 && json.Unmarshal(msg.Error, &rpcErr) != nil {
 		return false
 	}
 	v, ok := h.s.pending.Load(key)
@@ -100,11 +92,39 @@ func (h *httpHandler) answer(w http.ResponseWriter, session string, peek rpcPeek
 		return true
 	}
 	select {
-	case req.answer <- rpcAnswer{result: peek.Result, err: peek.Error}:
+	case req.answer <- rpcAnswer{result: msg.Result, err: rpcErr}:
 	default: // answered twice: keep the first
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return true
+}
+
+// callRun is one tools/call over HTTP: its stream, connection, session,
+// notes and pump, made in one allocation. It is also the call's context
+// (the stream's context with the run's values on top), so CloseStream and
+// the adapter's notes find the call without a context value each.
+type callRun struct {
+	context.Context // the stream's context (see streamContext)
+
+	st    callStream
+	conn  streamConn
+	cs    callSession
+	notes callNotes
+	p     pump
+	done  chan json.RawMessage // the response, from the handler's goroutine
+	body  []byte
+}
+
+// Value answers the call's stream and notes, else asks the stream's
+// context.
+func (c *callRun) Value(key any) any {
+	switch key.(type) {
+	case streamKey:
+		return &c.st
+	case notesKey:
+		return &c.notes
+	}
+	return c.Context.Value(key)
 }
 
 // call runs a tools/call with a call session and streams what it sends
@@ -115,33 +135,26 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	if v, ok := base.(server.SessionWithProtocolVersion); ok {
 		rev = v.ProtocolVersion()
 	}
-	st := h.newCallStream(base.SessionID(), rev)
-	conn := newStreamConn(w)
+	run := &callRun{body: body, done: make(chan json.RawMessage, 1)}
+	st := &run.st
+	h.initCallStream(st, base.SessionID(), rev)
+	conn := &run.conn
+	conn.init(w)
 	st.conn = conn
 	if st.polling {
 		st.mu.Lock()
 		st.primer = time.AfterFunc(streamRetry, st.prime)
 		st.mu.Unlock()
 	}
-	cs := &callSession{ClientSession: base, h: h, reqs: make(chan mcp.JSONRPCRequest), ready: make(chan struct{})}
+	cs := &run.cs
+	*cs = callSession{ClientSession: base, h: h, ready: make(chan struct{})}
 	st.queue = cs.NotificationChannel
-	notes := &callNotes{}
-	ctx, cancel := h.streamContext(r, st)
-	ctx = h.s.mcp.WithContext(withNotes(context.WithValue(ctx, streamKey{}, st), notes), cs)
-	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
-	done := make(chan json.RawMessage, 1)
-	go func() {
-		b, err := json.Marshal(h.s.mcp.HandleMessage(ctx, body))
-		if err != nil {
-			b = (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
-		}
-		b, _ = notes.rewrite(b)
-		done <- b
-	}()
-	p := &pump{st: st, cs: cs, done: done, ready: cs.ready, end: func() {
-		cancel()
-		h.s.streams.Delete(st.id)
-	}}
+	run.Context, run.p.cancel = h.streamContext(r, st)
+	ctx := h.s.mcp.WithContext(run, cs)
+	ctx = server.WithSupportedProtocolVersions(ctx, h.versions)
+	go run.handle(ctx)
+	p := &run.p
+	p.st, p.cs, p.done, p.ready, p.h = st, cs, run.done, cs.ready, h
 	// This goroutine streams the call until its response is written. If
 	// the connection goes first (the client left, or the stream moved to a
 	// GET or was closed by CloseStream) the call goes on, and a goroutine
@@ -155,15 +168,31 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	go p.run(nil, nil)
 }
 
+// handle runs the call in mcp-go and hands its response to the pump.
+func (c *callRun) handle(ctx context.Context) {
+	msg := c.cs.h.s.mcp.HandleMessage(ctx, c.body)
+	b, err := json.Marshal(msg)
+	if err != nil {
+		b = (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
+	}
+	if _, ok := msg.(mcp.JSONRPCResponse); !ok {
+		// Only an error gets the adapter's notes (see callNotes.rewrite).
+		b, _ = c.notes.rewrite(b)
+	}
+	c.done <- b
+}
+
 // pump moves a call's notifications, requests and response, in order,
 // onto its stream.
 type pump struct {
-	st    *callStream
-	cs    *callSession
-	done  <-chan json.RawMessage
-	ready <-chan struct{}                // closed when the handler made its notification channel
-	notes <-chan mcp.JSONRPCNotification // nil until then
-	end   func()                         // after the response
+	st     *callStream
+	cs     *callSession
+	h      *httpHandler
+	cancel context.CancelFunc // ends the call's context, after the response
+	done   <-chan json.RawMessage
+	ready  <-chan struct{}                // closed when the handler made its notification channel
+	notes  <-chan mcp.JSONRPCNotification // nil until then
+	reqs   <-chan mcp.JSONRPCRequest      // nil until then
 }
 
 // run streams until the response is delivered (and reports true), or until
@@ -172,16 +201,17 @@ func (p *pump) run(gone <-chan struct{}, left <-chan struct{}) bool {
 	for {
 		select {
 		case <-p.ready:
-			p.notes, p.ready = p.cs.notes, nil
+			p.notes, p.reqs, p.ready = p.cs.notes, p.cs.reqs, nil
 		case n := <-p.notes:
 			p.note(n)
-		case req := <-p.cs.reqs:
+		case req := <-p.reqs:
 			p.drain() // the handler's notifications before the request go first
 			p.st.deliver(req, false)
 		case resp := <-p.done:
 			p.drain()
 			p.st.deliver(resp, true)
-			p.end()
+			p.cancel()
+			p.h.s.streams.Delete(p.st.id)
 			return true
 		case <-gone:
 			return false
@@ -204,7 +234,7 @@ func (p *pump) drain() {
 	if p.notes == nil {
 		select {
 		case <-p.ready: // made before what the handler did last
-			p.notes, p.ready = p.cs.notes, nil
+			p.notes, p.reqs, p.ready = p.cs.notes, p.cs.reqs, nil
 		default:
 			return
 		}
@@ -297,14 +327,15 @@ func (s *sseWriter) flush() {
 // session, with the call's response stream for notifications and requests.
 type callSession struct {
 	server.ClientSession
-	h    *httpHandler
-	reqs chan mcp.JSONRPCRequest // for the response stream, after the notes before them
+	h *httpHandler
 
-	// The notifications for the response stream, made by the first
-	// NotificationChannel: most calls send none, and a buffer of 256 is
-	// 12 KB to clear. ready is closed once notes is set.
+	// The channels to the response stream, made by the first
+	// NotificationChannel or request: most calls send nothing, and a
+	// buffer of 256 notifications is 12 KB to clear. ready is closed once
+	// they are set.
 	once  sync.Once
 	notes chan mcp.JSONRPCNotification
+	reqs  chan mcp.JSONRPCRequest // requests, after the notifications before them
 	ready chan struct{}
 }
 
@@ -312,13 +343,19 @@ type callSession struct {
 // mcp-go drops more (as it does on its own streams).
 const notesBuffer = 256
 
+// open makes the channels to the call's stream, once.
+func (c *callSession) open() {
+	c.once.Do(func() {
+		c.notes = make(chan mcp.JSONRPCNotification, notesBuffer)
+		c.reqs = make(chan mcp.JSONRPCRequest)
+		close(c.ready)
+	})
+}
+
 // NotificationChannel returns the call's own stream. mcp-go sends without
 // blocking and drops what does not fit, as it does on its own streams.
 func (c *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
-	c.once.Do(func() {
-		c.notes = make(chan mcp.JSONRPCNotification, notesBuffer)
-		close(c.ready)
-	})
+	c.open()
 	return c.notes
 }
 
@@ -330,6 +367,7 @@ func (c *callSession) request(ctx context.Context, method mcp.MCPMethod, params 
 	c.h.s.pending.Store(key, req)
 	defer c.h.s.pending.Delete(key)
 	msg := mcp.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(key), Request: mcp.Request{Method: string(method)}, Params: params}
+	c.open()
 	select {
 	case c.reqs <- msg:
 	case <-ctx.Done():

@@ -3,8 +3,8 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,13 +47,20 @@ type callStream struct {
 
 // streamConn is one HTTP response that a callStream writes to.
 type streamConn struct {
-	sw   *sseWriter
+	sw   sseWriter
 	gone chan struct{} // closed when the stream no longer writes here
 	once sync.Once
 }
 
 func newStreamConn(w http.ResponseWriter) *streamConn {
-	return &streamConn{sw: &sseWriter{w: w}, gone: make(chan struct{})}
+	c := &streamConn{}
+	c.init(w)
+	return c
+}
+
+func (c *streamConn) init(w http.ResponseWriter) {
+	c.sw.w = w
+	c.gone = make(chan struct{})
 }
 
 func (c *streamConn) close() { c.once.Do(func() { close(c.gone) }) }
@@ -254,17 +261,17 @@ func (h *httpHandler) serveResume(w http.ResponseWriter, r *http.Request, sessio
 	h.mcp.ServeHTTP(w, r)
 }
 
-// newCallStream opens the stream of a tools/call of a session of revision
-// rev, resumable when the revision has resumability and the store is on.
-func (h *httpHandler) newCallStream(session, rev string) *callStream {
-	st := &callStream{session: session}
+// initCallStream opens st, the stream of a tools/call of a session of
+// revision rev, resumable when the revision has resumability and the store
+// is on.
+func (h *httpHandler) initCallStream(st *callStream, session, rev string) {
+	st.session = session
 	if h.s.events != nil && rev >= mcp.ProtocolVersion20250326 {
 		st.store = h.s.events
-		st.id = fmt.Sprintf("%s%d", callStreamPrefix, h.s.nextID.Add(1))
+		st.id = callStreamPrefix + strconv.FormatInt(h.s.nextID.Add(1), 10)
 		st.polling = rev >= mcp.ProtocolVersion20251125
 		h.s.streams.Store(st.id, st)
 	}
-	return st
 }
 
 // streamContext is the context a tools/call of a resumable stream runs in:

@@ -39,7 +39,12 @@ type Pool struct {
 	ErrRow  ErrRower         // rows that fail with llmtool's own errors
 	Checked sqlcheck.Cache   // handler SQL already accepted
 	sqlite  bool             // enforce read-only with PRAGMA query_only
-	writes  chan struct{}    // one token: writes are serialized per registry
+
+	// Interrupter, when set (SQLite only), lets a read call watch its
+	// context with one hook rather than a watcher per statement (see
+	// Interrupter). Set it before the first call.
+	Interrupter Interrupter
+	writes      chan struct{} // one token: writes are serialized per registry
 
 	// Read connections reserved from db and kept in query_only mode, with
 	// BEGIN and ROLLBACK prepared once, so a read call costs neither PRAGMA
@@ -63,6 +68,8 @@ type readConn struct {
 	begin, rollback driver.StmtExecContext // prepared on the driver's connection
 	reserved        bool                   // stays query_only and goes back to t.idle
 	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
+
+	hook hook // the call's cancellation hook (see Interrupter)
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -142,31 +149,42 @@ func (rc *readConn) evict() bool {
 // QueryContext runs query on the connection, on its prepared statement when
 // it has one, and remembers the rows so EndRead can close them.
 func (rc *readConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	sctx, err := rc.hook.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var rows *sql.Rows
-	var err error
-	if s := rc.stmt(ctx, query); s != nil {
-		rows, err = s.st.QueryContext(ctx, args...)
+	if s := rc.stmt(sctx, query); s != nil {
+		rows, err = s.st.QueryContext(sctx, args...)
 		s.rows = rows
 	} else {
-		rows, err = rc.conn.QueryContext(ctx, query, args...)
+		rows, err = rc.conn.QueryContext(sctx, query, args...)
 	}
 	if rows != nil {
 		rc.lent = append(rc.lent, lent{rows: rows})
+	}
+	if err != nil && sctx != ctx && ctx.Err() != nil {
+		err = ctx.Err() // interrupted by the hook
 	}
 	return rows, err
 }
 
 // QueryRowContext is QueryContext for at most one row.
 func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	sctx, err := rc.hook.ctx(ctx)
+	if err != nil {
+		// A done context makes database/sql's row fail with its error.
+		return rc.conn.QueryRowContext(ctx, query, args...)
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var row *sql.Row
-	if s := rc.stmt(ctx, query); s != nil {
-		row = s.st.QueryRowContext(ctx, args...)
+	if s := rc.stmt(sctx, query); s != nil {
+		row = s.st.QueryRowContext(sctx, args...)
 	} else {
-		row = rc.conn.QueryRowContext(ctx, query, args...)
+		row = rc.conn.QueryRowContext(sctx, query, args...)
 	}
 	rc.lent = append(rc.lent, lent{row: row})
 	return row
@@ -278,11 +296,13 @@ func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 	if err != nil {
 		return ReadTx{}, err
 	}
+	rc.hook.arm(ctx)
 	if !t.sqlite {
 		if single {
 			return ReadTx{rc: rc, single: true}, nil
 		}
 		if _, err := rc.conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+			rc.hook.disarm()
 			t.putConn(rc, true)
 			return ReadTx{}, err
 		}
@@ -292,6 +312,7 @@ func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 	// the caller's context: under a cancellable context the driver would
 	// start a watcher goroutine for this one statement.
 	if err := rc.exec(rc.begin, "BEGIN"); err != nil {
+		rc.hook.disarm()
 		t.putConn(rc, true)
 		return ReadTx{}, err
 	}
@@ -327,6 +348,12 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 		return nil, err
 	}
 	rc.conn = conn
+	if t.sqlite && t.Interrupter != nil {
+		_ = conn.Raw(func(dc any) error {
+			rc.hook.interrupt = t.Interrupter(dc)
+			return nil
+		})
+	}
 	if rc.reserved && t.sqlite {
 		// Prepared once, reused by every call on this connection; if the
 		// driver cannot prepare them, plain statements do.
@@ -358,16 +385,20 @@ func (rc *readConn) closeStmts() {
 // is kept, and puts its connection back. A connection whose ROLLBACK
 // fails (its transaction was ended some other way), or whose call had a
 // statement refused, is closed rather than reused. It returns how many
-// rows the handler left open (EndRead closed them).
-func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
+// rows the handler left open (EndRead closed them), and whether the
+// call's cancellation hook interrupted the connection (see Interrupter):
+// then a statement may have failed with the driver's interruption error
+// rather than the context's.
+func (t *Pool) EndRead(r ReadTx, suspect bool) (open int, interrupted bool) {
+	interrupted = r.rc.hook.disarm()
 	open = r.rc.closeLent()
 	if r.single {
 		t.putConn(r.rc, suspect)
-		return open
+		return open, interrupted
 	}
 	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
 	t.putConn(r.rc, err != nil || suspect)
-	return open
+	return open, interrupted
 }
 
 // putConn keeps a reserved connection for the next read, or hands a
