@@ -316,9 +316,6 @@ func (t *Tool) overBudget(size, limit int) error {
 // group writes n with thousands separators: 1,240.
 func group(n int) string {
 	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + group(-n)
-	}
 	var b strings.Builder
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
