@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Output budgets.
@@ -167,7 +168,7 @@ func (r *Registry) outputBudget(ctx context.Context, t *Tool) int {
 // member is one top-level property of a result, in its order.
 type member struct {
 	name string          // the key
-	key  []byte          // the key, encoded
+	key  []byte          // the key, as encoded
 	val  json.RawMessage // the value, as encoded
 }
 
@@ -179,13 +180,14 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 	if cut < 0 {
 		return nil, t.overBudget(len(out), limit)
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(members[cut].val, &items); err != nil {
-		return nil, fmt.Errorf("llmtool: tool %s: cutting its result: %w", t.spec.Name, err)
+	list := members[cut].val
+	ends, ok := splitArray(list)
+	if !ok {
+		return nil, fmt.Errorf("llmtool: tool %s: cutting its result: the list %s is not a JSON array", t.spec.Name, members[cut].key)
 	}
-	list := members[cut].name
-	// The result's size with the list empty and no marker, then each
-	// item's share: the marker is measured for each candidate, since
+	name := members[cut].name
+	// The result's size with the list empty and no marker; a candidate
+	// adds its elements and its marker, measured for each candidate since
 	// its sentence and counts grow with it.
 	fixed := 2 // {}
 	for i, m := range members {
@@ -201,10 +203,10 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 	markerKey := appendJSONString(nil, t.budget.marker)
 	size := func(n int, marker []byte) int {
 		s := fixed + 1 + len(markerKey) + 1 + len(marker) // ,"marker":{...}
-		for _, it := range items[:n] {
-			s += len(it)
+		if n > 0 {
+			s += ends[n-1] - 1 // the first n elements, after "["
 		}
-		return s + max(n-1, 0)
+		return s
 	}
 	// The largest n whose result fits: sizes grow with n. The whole list
 	// does not fit: the result was over the budget without the marker.
@@ -212,9 +214,9 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 	// would get none again.
 	var marker []byte
 	shown := -1
-	for lo, hi := 1, len(items)-1; lo <= hi; {
+	for lo, hi := 1, len(ends)-1; lo <= hi; {
 		mid := (lo + hi) / 2
-		m, err := t.marker(c, args, list, mid, len(items))
+		m, err := t.marker(c, args, name, mid, len(ends))
 		if err != nil {
 			return nil, err
 		}
@@ -227,8 +229,7 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 	if shown < 0 {
 		return nil, t.overBudget(len(out), limit)
 	}
-	lo := shown
-	b := make([]byte, 0, size(lo, marker))
+	b := make([]byte, 0, size(shown, marker))
 	b = append(b, '{')
 	for i, m := range members {
 		if i > 0 {
@@ -239,14 +240,7 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 			b = append(b, m.val...)
 			continue
 		}
-		b = append(b, '[')
-		for j, it := range items[:lo] {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, it...)
-		}
-		b = append(b, ']')
+		b = append(append(b, list[:ends[shown-1]]...), ']')
 	}
 	b = append(append(append(append(b, ','), markerKey...), ':'), marker...)
 	return append(b, '}'), nil
@@ -259,32 +253,145 @@ func (t *Tool) members(out []byte) ([]member, int) {
 	if t.budget.marker == "" {
 		return nil, -1
 	}
-	d := json.NewDecoder(bytes.NewReader(out))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+	ms, ok := splitObject(out)
+	if !ok {
 		return nil, -1
 	}
-	var ms []member
 	cut := -1
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return nil, -1
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := d.Decode(&val); err != nil {
-			return nil, -1
-		}
-		if key == t.budget.marker {
+	kept := ms[:0]
+	for _, m := range ms {
+		if m.name == t.budget.marker {
 			continue // a marker the handler set is replaced
 		}
-		if len(val) > 0 && val[0] == '[' && (cut < 0 || len(val) > len(ms[cut].val)) {
-			cut = len(ms)
+		if m.val[0] == '[' && (cut < 0 || len(m.val) > len(kept[cut].val)) {
+			cut = len(kept)
 		}
-		ms = append(ms, member{name: key, key: appendJSONString(nil, key), val: val})
+		kept = append(kept, m)
 	}
-	return ms, cut
+	return kept, cut
 }
+
+// splitObject splits a JSON object, as the encoder wrote it (valid), into
+// its members in order, in one pass: a result is cut on the call path,
+// and encoding/json's decoder costs several times as much (the reference
+// in budget_internal_test.go).
+func splitObject(b []byte) ([]member, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	var ms []member
+	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; {
+		if b[i] != '"' {
+			return nil, false
+		}
+		k := skipString(b, i)
+		var m member
+		m.key = b[i:k]
+		if bytes.IndexByte(m.key, '\\') < 0 && utf8.Valid(m.key) {
+			m.name = string(m.key[1 : len(m.key)-1])
+		} else if json.Unmarshal(m.key, &m.name) != nil {
+			return nil, false
+		}
+		i = skipSpace(b, k)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
+		v := skipValue(b, i)
+		if v <= i {
+			return nil, false
+		}
+		m.val = b[i:v]
+		ms = append(ms, m)
+		if i = skipSpace(b, v); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return ms, i < len(b)
+}
+
+// splitArray returns the end of each element of a JSON array, as the
+// encoder wrote it: b[:ends[n-1]] is the array's first n elements after
+// its "[".
+func splitArray(b []byte) (ends []int, ok bool) {
+	if len(b) == 0 || b[0] != '[' {
+		return nil, false
+	}
+	for i := skipSpace(b, 1); i < len(b) && b[i] != ']'; {
+		v := skipValue(b, i)
+		if v <= i {
+			return nil, false
+		}
+		ends = append(ends, v)
+		if i = skipSpace(b, v); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return ends, true
+}
+
+// skipValue returns the end of the JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			for j < len(b) && !structural[b[j]] {
+				j++ // a run of plain bytes: one table lookup each
+			}
+			if j == len(b) {
+				break
+			}
+			switch b[j] {
+			case '"':
+				j = skipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && !isSpace(b[j]) {
+		j++
+	}
+	return j
+}
+
+// structural marks the bytes skipValue stops at inside a list or object.
+var structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+
+// skipString returns the end of the JSON string at b[i], after its quote.
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // marker encodes the Truncated marker of a result showing shown of total
 // items of list.
