@@ -313,22 +313,39 @@ func splitObject(b []byte) ([]member, bool) {
 
 // splitArray returns the end of each element of a JSON array, as the
 // encoder wrote it: b[:ends[n-1]] is the array's first n elements after
-// its "[".
+// its "[". One loop over the bytes, with no call per element.
 func splitArray(b []byte) (ends []int, ok bool) {
 	if len(b) == 0 || b[0] != '[' {
 		return nil, false
 	}
-	for i := skipSpace(b, 1); i < len(b) && b[i] != ']'; {
-		v := skipValue(b, i)
-		if v <= i {
-			return nil, false
-		}
-		ends = append(ends, v)
-		if i = skipSpace(b, v); i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+	depth, last, seen := 1, 0, false // last: the end of the element's last byte so far
+	for j := 1; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			j = skipString(b, j) - 1
+			last, seen = j+1, true
+		case '[', '{':
+			depth++
+			last, seen = j+1, true
+		case ']', '}':
+			if depth--; depth == 0 {
+				if seen {
+					ends = append(ends, last)
+				}
+				return ends, true
+			}
+			last = j + 1
+		case ',':
+			if depth == 1 {
+				ends = append(ends, last)
+				seen = false
+			}
+		case ' ', '\t', '\n', '\r':
+		default:
+			last, seen = j+1, true
 		}
 	}
-	return ends, true
+	return nil, false
 }
 
 // skipValue returns the end of the JSON value at b[i].
