@@ -170,6 +170,7 @@ type member struct {
 	name string          // the key
 	key  []byte          // the key, as encoded
 	val  json.RawMessage // the value, as encoded
+	ends []int           // a list's elements' ends in val (splitArray)
 }
 
 // fit cuts out, a result of t longer than limit bytes, to fit: the largest
@@ -180,11 +181,7 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 	if cut < 0 {
 		return nil, t.overBudget(len(out), limit)
 	}
-	list := members[cut].val
-	ends, ok := splitArray(list)
-	if !ok {
-		return nil, fmt.Errorf("llmtool: tool %s: cutting its result: the list %s is not a JSON array", t.spec.Name, members[cut].key)
-	}
+	list, ends := members[cut].val, members[cut].ends
 	name := members[cut].name
 	// The result's size with the list empty and no marker; a candidate
 	// adds its elements and its marker, measured for each candidate since
@@ -298,7 +295,17 @@ func splitObject(b []byte) ([]member, bool) {
 			return nil, false
 		}
 		i = skipSpace(b, i+1)
-		v := skipValue(b, i)
+		var v int
+		if i < len(b) && b[i] == '[' {
+			// A list is split as it is skipped, should it be the one cut.
+			ends, end, ok := splitArray(b[i:])
+			if !ok {
+				return nil, false
+			}
+			m.ends, v = ends, i+end
+		} else {
+			v = skipValue(b, i)
+		}
 		if v <= i {
 			return nil, false
 		}
@@ -311,12 +318,13 @@ func splitObject(b []byte) ([]member, bool) {
 	return ms, i < len(b)
 }
 
-// splitArray returns the end of each element of a JSON array, as the
-// encoder wrote it: b[:ends[n-1]] is the array's first n elements after
-// its "[". One loop over the bytes, with no call per element.
-func splitArray(b []byte) (ends []int, ok bool) {
+// splitArray returns the end of each element of the JSON array at the
+// start of b, as the encoder wrote it (b[:ends[n-1]] is the array's first
+// n elements after its "["), and the end of the array. One loop over the
+// bytes, with no call per element.
+func splitArray(b []byte) (ends []int, end int, ok bool) {
 	if len(b) == 0 || b[0] != '[' {
-		return nil, false
+		return nil, 0, false
 	}
 	depth, last, seen := 1, 0, false // last: the end of the element's last byte so far
 	for j := 1; j < len(b); j++ {
@@ -332,7 +340,7 @@ func splitArray(b []byte) (ends []int, ok bool) {
 				if seen {
 					ends = append(ends, last)
 				}
-				return ends, true
+				return ends, j + 1, true
 			}
 			last = j + 1
 		case ',':
@@ -345,7 +353,7 @@ func splitArray(b []byte) (ends []int, ok bool) {
 			last, seen = j+1, true
 		}
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // skipValue returns the end of the JSON value at b[i].

@@ -63,8 +63,10 @@ func FuzzSplitObject(f *testing.F) {
 			if m.val[0] != '[' {
 				continue
 			}
-			ends, ok := splitArray(m.val)
+			ends, end, ok := splitArray(m.val)
 			require.True(t, ok)
+			require.Equal(t, len(m.val), end)
+			require.Equal(t, ends, m.ends)
 			require.Len(t, ends, len(elems[i]))
 			for j, e := range ends {
 				// Element j ends at e, and the prefix up to it holds j+1
