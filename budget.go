@@ -2,6 +2,7 @@ package llmtool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,9 +119,9 @@ func planBudget[In any](name string, outT reflect.Type, cfg *toolConfig) budget 
 				continue
 			}
 			if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
-				panic(fmt.Sprintf("llmtool: tool %q: Out's *llmtool.Truncated field %s needs omitempty, so that a result that was not cut has none: `json:\"%s,omitempty\"`", name, f.Name, cmpOr(jname, f.Name)))
+				panic(fmt.Sprintf("llmtool: tool %q: Out's *llmtool.Truncated field %s needs omitempty, so that a result that was not cut has none: `json:\"%s,omitempty\"`", name, f.Name, cmp.Or(jname, f.Name)))
 			}
-			b.marker = cmpOr(jname, f.Name)
+			b.marker = cmp.Or(jname, f.Name)
 		}
 	}
 	if cfg.spec.OutputBudget < 0 {
@@ -141,13 +142,6 @@ func planBudget[In any](name string, outT reflect.Type, cfg *toolConfig) budget 
 			}
 			return marshal(f(in, shown))
 		}
-	}
-	return b
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
 	}
 	return b
 }
