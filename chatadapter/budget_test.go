@@ -36,7 +36,7 @@ var pagedTools = llmtool.DefineTools("paged", llmtool.Read("list_ids", "List IDs
 // provider's shape; without one, the whole result.
 func TestOutputBudgetChat(t *testing.T) {
 	t.Parallel()
-	// 248 bytes: one more ID, 251.
+	// 249 bytes: one more ID, 252.
 	cut := `{"ids":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36],"truncated":{"shown":36,"total":100,"list":"ids","next":"Showing 36 of 100 ids; call list_ids with {\"offset\":36,\"n\":100} for the rest."}}`
 	tests := []struct {
 		name   string
