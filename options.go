@@ -175,4 +175,11 @@ type Options struct {
 	//
 	// Default: nil, no metrics, and no cost.
 	MeterProvider metric.MeterProvider
+
+	// OutputBudget bounds, in bytes of JSON, the results of the tools
+	// without a budget of their own (llmtool.OutputBudget): a longer
+	// result is cut to fit, or fails when the tool's Out cannot mark a
+	// cut (see Truncated). A consumer's budget (WithOutputBudget) may
+	// lower it. Default: 0, no budget.
+	OutputBudget int
 }

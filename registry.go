@@ -122,6 +122,7 @@ type Registry struct {
 	invoke   InvokeFunc                            // Options.Middleware around call (middleware.go)
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per scope (discover.go)
+	budget   int                                   // Options.OutputBudget (budget.go)
 }
 
 type entry struct {
@@ -414,6 +415,7 @@ func (r *Registry) configure(o *Options) {
 		r.pol.writesOffNext.Store(&action)
 	}
 	r.validateOutput.Store(o.ValidateOutput)
+	r.budget = max(o.OutputBudget, 0)
 	r.invoke = r.chain(o.Middleware)
 	if err := r.tel.init(o); err != nil {
 		r.logger().Warn("llmtool: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
@@ -583,6 +585,13 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 		}
 	}()
 	out, err = t.run(c, args)
+	// A result over its budget is cut here, inside the transaction, so
+	// that one that cannot be cut rolls a write back (budget.go).
+	if err == nil && t.kind == kindTool && !t.spec.Rich {
+		if b := r.outputBudget(c.parent, t); b > 0 && len(out) > b {
+			out, err = t.fit(c, args, out, b)
+		}
+	}
 	if err == nil && r.validateOutput.Load() {
 		err = t.validateOutput(out)
 	}

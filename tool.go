@@ -41,6 +41,10 @@ type Spec struct {
 	// them, to list and call the tool (Scopes); principals not limited by
 	// scopes (Principal.Scopes nil) are not checked.
 	Scopes []string
+	// OutputBudget bounds the tool's results, in bytes of JSON
+	// (OutputBudget); 0 means the registry's default
+	// (Options.OutputBudget).
+	OutputBudget int
 }
 
 // Param is one top-level argument of a tool, as the man catalog and the
@@ -65,6 +69,7 @@ type Tool struct {
 	kind    toolKind     // a tool, a resource or a prompt
 	tmpl    *uriTemplate // a resource's URI template
 	changes []string     // the resources a write tool changes (Changes)
+	budget  budget       // how a result over its output budget is cut (budget.go)
 }
 
 // toolKind says what a *Tool defines: a tool the model calls, a resource a
@@ -99,6 +104,7 @@ type toolConfig struct {
 	spec        Spec
 	guards      []any
 	inputSchema json.RawMessage // supplied with InputSchema
+	next        any             // Continue's function, a func(In, int) In
 }
 
 // defaultCategory is the Category of a tool defined without one (or with
@@ -242,6 +248,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	t.out = schema.Infer(name, "Out", outT)
 	emptyNils := schema.EmptyNils(outT) // nil slices and maps as [] and {}; nil if Out has none
 	t.spec.Rich = outT == reflect.TypeFor[Rich]()
+	t.budget = planBudget[In](name, outT, &cfg) // budget.go
 	if t.out.Root().HasProp("error") {
 		panic(fmt.Sprintf("llmtool: tool %q: Out has a property named \"error\", which is reserved for failed calls; rename it", name))
 	}

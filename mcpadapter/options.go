@@ -178,6 +178,28 @@ type Options struct {
 	// the registry's (llmtool.Options.MeterProvider and TracerProvider).
 	// Default: nil, no metrics.
 	MeterProvider metric.MeterProvider
+
+	// OutputBudget bounds the results this server's clients get, in bytes
+	// of JSON: llmtool.WithOutputBudget on every tools/call, so that a
+	// longer result is cut to fit (see llmtool.Truncated). It lowers a
+	// tool's own budget, never raises it. Default: 0, the tools' budgets
+	// only.
+	OutputBudget int
+
+	// TextCopyLimit, when positive, shortens the text copy of a large
+	// structured result. A tool with an output schema returns its result
+	// as structuredContent and, for clients that read only text, the same
+	// JSON as a text block, which a client that hands both to its model
+	// pays for twice. With TextCopyLimit set, a result whose JSON is longer
+	// than this many bytes, called by a client of protocol revision
+	// 2025-06-18 or later (the revisions with structuredContent), gets a
+	// one-sentence text block instead, such as "The result is in
+	// structuredContent (48,213 bytes; notes: 1,240 items).". Clients of
+	// earlier revisions always get the full copy. Default: 0, always the
+	// full copy, as the specification recommends for clients that may
+	// read only text; set it when the clients served are known to give
+	// their model structuredContent.
+	TextCopyLimit int
 }
 
 // config is Options with the defaults applied, fixed at New.
@@ -201,6 +223,8 @@ type config struct {
 	replayEvents  int // negative: streams are not resumable
 	replayAge     time.Duration
 	meter         metric.MeterProvider
+	budget        int // OutputBudget
+	textLimit     int // TextCopyLimit
 
 	maxSessions     int
 	maxPerPrincipal int
@@ -236,6 +260,8 @@ func newConfig(o *Options) config {
 		replayEvents: o.ReplayEvents,
 		replayAge:    positiveOr(o.ReplayAge, DefaultReplayAge),
 		meter:        o.MeterProvider,
+		budget:       max(o.OutputBudget, 0),
+		textLimit:    max(o.TextCopyLimit, 0),
 
 		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),

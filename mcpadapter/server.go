@@ -8,7 +8,8 @@
 // spec; every tools/call goes through Registry.Invoke:
 //
 //   - a success returns structuredContent with the tool's JSON, and the same
-//     JSON as a text block;
+//     JSON as a text block (for a large result and a client that reads
+//     structuredContent, a one-sentence pointer to it: Options.TextCopyLimit);
 //   - a tool whose Out is llmtool.Rich returns its content blocks (text,
 //     image, audio, embedded resources);
 //   - a failed call returns isError with the message the model should read,
@@ -495,6 +496,9 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		// A retry that answers the approval question commits, or is denied,
 		// at once (approval.go).
 		approval := p.round.approvalAnswer()
+		if s.cfg.budget > 0 {
+			ctx = llmtool.WithOutputBudget(ctx, s.cfg.budget)
+		}
 		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: approval})
 		notes.awaitEvents(ctx)
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
@@ -518,12 +522,24 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 				return nil, errors.New(res.Text())
 			}
 		}
-		return callResult(res, rich), nil
+		return callResult(res, rich, s.textLimit(mctx)), nil
 	}
 }
 
-// callResult renders a registry result as an MCP tool result.
-func callResult(res llmtool.Result, rich bool) *mcp.CallToolResult {
+// textLimit is the size over which a result's text copy is a pointer to
+// structuredContent for the client of ctx: Options.TextCopyLimit for
+// revisions with structuredContent, 0 (never) for others.
+func (s *Server) textLimit(ctx context.Context) int {
+	if s.cfg.textLimit == 0 || server.RequestProtocolVersion(ctx) < mcp.ProtocolVersion20250618 {
+		return 0 // revisions compare as dates; "" (unknown) is earlier
+	}
+	return s.cfg.textLimit
+}
+
+// callResult renders a registry result as an MCP tool result; a structured
+// result longer than textLimit bytes (0: no limit) gets a pointer to
+// structuredContent as its text (textcopy.go).
+func callResult(res llmtool.Result, rich bool, textLimit int) *mcp.CallToolResult {
 	if res.IsError {
 		return &mcp.CallToolResult{
 			IsError: true,
@@ -537,8 +553,12 @@ func callResult(res llmtool.Result, rich bool) *mcp.CallToolResult {
 		}
 		return &mcp.CallToolResult{Content: content}
 	}
+	text := string(res.JSON)
+	if textLimit > 0 && len(res.JSON) > textLimit {
+		text = structuredPointer(res.JSON)
+	}
 	return &mcp.CallToolResult{
-		Content:              []mcp.Content{mcp.TextContent{Type: "text", Text: string(res.JSON)}},
+		Content:              []mcp.Content{mcp.TextContent{Type: "text", Text: text}},
 		RawStructuredContent: res.JSON,
 	}
 }

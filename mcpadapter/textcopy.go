@@ -1,0 +1,64 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// structuredPointer is the text block of a structured result too large to
+// copy (Options.TextCopyLimit): where the result is, its size, and the
+// length of each top-level list, so that the text still says what came
+// back: "The result is in structuredContent (48,213 bytes; notes: 1,240
+// items)."
+func structuredPointer(js []byte) string {
+	var b strings.Builder
+	b.WriteString("The result is in structuredContent (")
+	b.WriteString(group(len(js)))
+	b.WriteString(" bytes")
+	d := json.NewDecoder(bytes.NewReader(js))
+	if tok, err := d.Token(); err == nil && tok == json.Delim('{') {
+		for d.More() {
+			tok, err := d.Token()
+			if err != nil {
+				break
+			}
+			var val json.RawMessage
+			if err := d.Decode(&val); err != nil {
+				break
+			}
+			if len(val) == 0 || val[0] != '[' {
+				continue
+			}
+			var items []json.RawMessage
+			if json.Unmarshal(val, &items) != nil {
+				continue
+			}
+			b.WriteString("; ")
+			b.WriteString(tok.(string))
+			b.WriteString(": ")
+			b.WriteString(group(len(items)))
+			if len(items) == 1 {
+				b.WriteString(" item")
+			} else {
+				b.WriteString(" items")
+			}
+		}
+	}
+	b.WriteString(").")
+	return b.String()
+}
+
+// group writes n with thousands separators: 1,240.
+func group(n int) string {
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
