@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -279,4 +280,65 @@ func TestListingHTTP(t *testing.T) {
 		require.NoError(t, reg.SetEnabled("tool_00100", true))
 		require.Contains(t, listAllNames(), "tool_00100", revision)
 	}
+}
+
+// TestListingFollowsAuthorizer: an Authorizer whose answer changes without
+// any change the registry reports still decides the next listing, as
+// Registry.List does.
+func TestListingFollowsAuthorizer(t *testing.T) {
+	t.Parallel()
+	var hide atomic.Bool
+	authorize := func(_ context.Context, _ *llmtool.Principal, sp *llmtool.Spec) error {
+		if hide.Load() && sp.Name == "tool_00002" {
+			return errors.New("hidden")
+		}
+		return nil
+	}
+	reg := newScaleRegistry(t, &llmtool.Options{Authorize: authorize}, scaleTools(5)...)
+	srv := New(reg, &Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { srv.Close() })
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann"})
+	names := func() []string {
+		var r struct {
+			Result struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(serveMessage(t, ctx, srv.mcp, listMessage(1, "", "")), &r))
+		var out []string
+		for _, tool := range r.Result.Tools {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"man", "tool_00000", "tool_00001", "tool_00002", "tool_00003", "tool_00004"}, names())
+	hide.Store(true)
+	require.Equal(t, []string{"man", "tool_00000", "tool_00001", "tool_00003", "tool_00004"}, names())
+	hide.Store(false)
+	require.Contains(t, names(), "tool_00002")
+}
+
+// FuzzListingCursor compares the adapter's tools/list answer for any
+// cursor and page size with the reference's, byte for byte.
+func FuzzListingCursor(f *testing.F) {
+	for _, seed := range []string{"", "!!!", "dG9vbF8wMDAwNQ==", "bWFu", "eg==", "dG9vbF8wMDAwNXg="} {
+		f.Add(seed, uint8(3))
+	}
+	reg := newScaleRegistry(f, nil, scaleTools(17)...)
+	servers := map[int][2]*server.MCPServer{}
+	for _, pageSize := range []int{1, 2, 3, 5, 100} {
+		opts := &Options{PageSize: pageSize, Logger: slog.New(slog.DiscardHandler)}
+		srv := New(reg, opts)
+		f.Cleanup(func() { srv.Close() })
+		servers[pageSize] = [2]*server.MCPServer{referenceServer(reg, newConfig(opts)), srv.mcp}
+	}
+	sizes := []int{1, 2, 3, 5, 100}
+	f.Fuzz(func(t *testing.T, cursor string, size uint8) {
+		pair := servers[sizes[int(size)%len(sizes)]]
+		msg := listMessage(1, cursor, "")
+		want, got := serveMessage(t, context.Background(), pair[0], msg), serveMessage(t, context.Background(), pair[1], msg)
+		require.Equal(t, string(want), string(got))
+	})
 }
