@@ -32,9 +32,9 @@ import (
 // compared with the cached one tool by tool. The cache is emptied whenever
 // the registry reports a change (Registry.Subscribe).
 
-// maxListings bounds the listings kept per server: beyond it, the cache
-// starts again empty.
-const maxListings = 1024
+// maxListed bounds the tools the listings of a server hold in all (about
+// 40 bytes each): beyond it, the cache starts again empty.
+const maxListed = 1 << 20
 
 // listing is the tools one caller may list, sorted by name.
 type listing struct {
@@ -50,6 +50,7 @@ type listings struct {
 	shared map[sliceID]*listing // by the identity of Registry.List's slice
 	keyed  map[string]*listing  // by scope and principal
 	conv   map[*llmtool.Spec]*mcp.Tool
+	held   int // the tools the listings hold
 }
 
 // sliceID identifies a slice Registry.List returned: the registry returns
@@ -62,7 +63,7 @@ type sliceID struct {
 // reset forgets every listing; the registry reported a change.
 func (l *listings) reset() {
 	l.mu.Lock()
-	l.shared, l.keyed, l.conv = nil, nil, nil
+	l.shared, l.keyed, l.conv, l.held = nil, nil, nil, 0
 	l.mu.Unlock()
 }
 
@@ -81,8 +82,8 @@ func (l *listings) get(key string, specs []*llmtool.Spec) *listing {
 		return ls
 	}
 	ls := l.build(specs)
-	if len(l.shared)+len(l.keyed) >= maxListings {
-		l.shared, l.keyed = nil, nil
+	if l.held += len(specs); l.held > maxListed {
+		l.shared, l.keyed, l.held = nil, nil, len(specs)
 	}
 	if l.shared == nil {
 		l.shared, l.keyed = make(map[sliceID]*listing), make(map[string]*listing)
