@@ -228,7 +228,11 @@ type Server struct {
 	mcp *server.MCPServer
 
 	mu    sync.RWMutex
-	tools map[string]*toolEntry // registered with mcp, by name
+	tools map[string]*toolEntry // registered with mcp (the tools called), by name
+
+	listings    listings // the callers' tools/list listings (listing.go)
+	lists       sync.Map // context.Context of a tools/list being served → *listRequest
+	hostFilters bool     // the host added mcp-go tool filters (Options.ServerOptions)
 
 	sessions sync.Map // session ID → *sessionInfo
 	levels   sync.Map // session ID → mcp.LoggingLevel from logging/setLevel
@@ -276,7 +280,8 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	hooks.AddOnUnregisterSession(s.onUnregister)
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterSetLevel(s.afterSetLevel)
-	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.syncListed(ctx) })
+	hooks.AddBeforeListTools(s.beforeList)
+	hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, _ *mcp.ListToolsResult) { s.lists.Delete(ctx) })
 	hooks.AddBeforeCallTool(s.beforeCall)
 	// A subscriptions/listen stream (revision 2026-07-28) that nothing
 	// was subscribed on ends at once: its acknowledgement must be on the
@@ -289,8 +294,11 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	})
 	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.calls.Delete(ctx) })
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
-		if method == mcp.MethodToolsCall {
+		switch method {
+		case mcp.MethodToolsCall:
 			s.calls.Delete(ctx)
+		case mcp.MethodToolsList:
+			s.lists.Delete(ctx)
 		}
 	})
 
@@ -310,6 +318,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}
 	s.mcp = newMCPServer(cfg, hooks, sopts) // hostopts.go
+	s.hostFilters = countToolFilters(s.mcp) > 1
 	unsubscribe, unwatch := reg.Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
@@ -338,39 +347,29 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 }
 
 // filter keeps the tools the caller's scope and principal may call. mcp-go
-// runs it on every listing (all registered tools, sorted by name) and on
-// every call (the one tool named). A call that beforeCall marked passes:
-// Registry.Invoke decides it, so a tool the caller may not call answers
-// with the registry's sentence (how to enable writes, say), not with
-// mcp-go's "tool not found".
+// runs it on every listing and on every call (the one tool named). A call
+// that beforeCall marked passes at once: Registry.Invoke decides it, so a
+// tool the caller may not call answers with the registry's sentence (how
+// to enable writes, say), not with mcp-go's "tool not found". A listing
+// that beforeList marked gets the requested page of the caller's cached
+// listing (listing.go), whatever tools mcp-go has registered.
 func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 {
 		if v, ok := s.calls.Load(ctx); ok && v.(*callMark).name == tools[0].Name {
 			return tools
 		}
 	}
-	specs, err := s.reg.List(s.callContext(ctx))
-	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
+	if v, ok := s.lists.Load(ctx); ok {
+		return s.listPage(ctx, v.(*listRequest))
 	}
-	allowed := make(map[string]bool, len(specs))
-	for _, sp := range specs {
-		allowed[sp.Name] = true
-	}
+	ls := s.listed(ctx)
 	out := tools[:0]
 	for _, t := range tools {
-		if allowed[t.Name] {
+		if ls.has(t.Name) {
 			out = append(out, t)
 		}
 	}
 	return out
-}
-
-// syncListed registers with mcp-go every tool the caller may list, before
-// the listing, so tools of lazily loaded modules appear.
-func (s *Server) syncListed(ctx context.Context) {
-	specs, _ := s.reg.List(s.callContext(ctx))
-	s.register(specs)
 }
 
 // callMark is what beforeCall learned of a tools/call, for the filter and
@@ -381,8 +380,8 @@ type callMark struct {
 }
 
 // beforeCall runs before mcp-go looks the called tool up. It registers the
-// tool with mcp-go if the registry knows it and no listing has registered
-// it yet (a stateless replica is called without ever having been listed),
+// tool with mcp-go if the registry knows it and no call has registered it
+// yet (listings do not register tools: see listing.go),
 // and marks the call so that the filter lets it reach the handler and
 // Registry.Invoke, which refuses a tool the caller may not call with its
 // own sentence. A tool the registry does not know still goes through
@@ -401,9 +400,9 @@ func (s *Server) beforeCall(ctx context.Context, id any, req *mcp.CallToolReques
 		return
 	}
 	s.mu.RLock()
-	_, ok := s.tools[name]
+	e := s.tools[name]
 	s.mu.RUnlock()
-	if !ok {
+	if e == nil || e.spec != spec {
 		s.register([]*llmtool.Spec{spec})
 	}
 	s.calls.Store(ctx, &callMark{name: name, id: id})
@@ -584,6 +583,7 @@ func contentBlock(c llmtool.Content) mcp.Content {
 // scopeChanged tells the sessions of scope ("" for every session) that
 // their tool list changed.
 func (s *Server) scopeChanged(scope string) {
+	s.listings.reset()
 	s.sessions.Range(func(_, v any) bool {
 		info := v.(*sessionInfo)
 		if scope == "" || info.scope == scope {

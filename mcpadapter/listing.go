@@ -1,0 +1,239 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/base64"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/llmtool/llmtool"
+)
+
+// tools/list at scale. mcp-go lists the tools registered with it: it copies
+// and sorts all of them for every page, then runs the tool filters and cuts
+// the page. The adapter registers with mcp-go only the tools that were
+// called (beforeCall), and its filter hands mcp-go the requested page of
+// the caller's listing, which is kept converted and sorted by name per
+// scope and principal. mcp-go then paginates that page exactly as it
+// would the whole listing: same tools, same nextCursor, same errors for a
+// cursor it cannot decode.
+//
+// A listing is the registry's answer (Registry.List) for the caller,
+// converted once: the cache is looked up by that answer, so it is never
+// staler than the registry. When the registry returns the same slice as
+// before (no Authorizer, no per-tool scope settings, no OAuth scopes: the
+// common case) the lookup is constant-time; otherwise the answer is
+// compared with the cached one tool by tool. The cache is emptied whenever
+// the registry reports a change (Registry.Subscribe).
+
+// maxListed bounds the tools the listings of a server hold in all (about
+// 40 bytes each): beyond it, the cache starts again empty.
+const maxListed = 1 << 20
+
+// listing is the tools one caller may list, sorted by name.
+type listing struct {
+	specs []*llmtool.Spec // the registry's answer it was built from
+	names []string        // sorted
+	tools []*mcp.Tool     // in the order of names
+}
+
+// listings caches listings by the registry's answer (shared) and by scope
+// and principal, and the MCP form of every spec.
+type listings struct {
+	mu     sync.Mutex
+	shared map[sliceID]*listing // by the identity of Registry.List's slice
+	keyed  map[string]*listing  // by scope and principal
+	conv   map[*llmtool.Spec]*mcp.Tool
+	held   int // the tools the listings hold
+}
+
+// sliceID identifies a slice Registry.List returned: the registry returns
+// the same slice while nothing changes and no filter applies per caller.
+type sliceID struct {
+	first **llmtool.Spec // the address of its first element
+	n     int
+}
+
+// reset forgets every listing; the registry reported a change.
+func (l *listings) reset() {
+	l.mu.Lock()
+	l.shared, l.keyed, l.conv, l.held = nil, nil, nil, 0
+	l.mu.Unlock()
+}
+
+// get returns the listing of specs, the registry's answer for key.
+func (l *listings) get(key string, specs []*llmtool.Spec) *listing {
+	var id sliceID
+	if len(specs) > 0 {
+		id = sliceID{&specs[0], len(specs)}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ls := l.shared[id]; ls != nil && sameSlice(ls.specs, specs) {
+		return ls
+	}
+	if ls := l.keyed[key]; ls != nil && slices.Equal(ls.specs, specs) {
+		return ls
+	}
+	ls := l.build(specs)
+	if l.held += len(specs); l.held > maxListed {
+		l.shared, l.keyed, l.held = nil, nil, len(specs)
+	}
+	if l.shared == nil {
+		l.shared, l.keyed = make(map[sliceID]*listing), make(map[string]*listing)
+	}
+	// The registry hands the same slice to every caller it does not
+	// filter for, whatever their scope and principal: that slice is found
+	// by its identity; one built for a caller, by scope and principal.
+	l.shared[id], l.keyed[key] = ls, ls
+	return ls
+}
+
+// sameSlice reports whether a and b are the same slice (same array, same
+// length), which the registry returns while nothing changes.
+func sameSlice(a, b []*llmtool.Spec) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// build converts and sorts specs. Called with l.mu held.
+func (l *listings) build(specs []*llmtool.Spec) *listing {
+	if l.conv == nil {
+		l.conv = make(map[*llmtool.Spec]*mcp.Tool, len(specs))
+	}
+	ls := &listing{specs: specs, names: make([]string, len(specs)), tools: make([]*mcp.Tool, len(specs))}
+	order := make([]int, len(specs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(specs[a].Name, specs[b].Name) })
+	for i, k := range order {
+		sp := specs[k]
+		t := l.conv[sp]
+		if t == nil {
+			c := convertSpec(sp)
+			t = &c
+			l.conv[sp] = t
+		}
+		ls.names[i], ls.tools[i] = sp.Name, t
+	}
+	return ls
+}
+
+// after returns the index of the first tool listed after cursor, as mcp-go
+// finds it; ok is false for a cursor that is not base64.
+func (ls *listing) after(cursor mcp.Cursor) (int, bool) {
+	if cursor == "" {
+		return 0, true
+	}
+	c, err := base64.StdEncoding.DecodeString(string(cursor))
+	if err != nil {
+		return 0, false
+	}
+	name := string(c)
+	return sort.Search(len(ls.names), func(i int) bool { return ls.names[i] > name }), true
+}
+
+// has reports whether the listing holds the named tool.
+func (ls *listing) has(name string) bool {
+	_, ok := slices.BinarySearch(ls.names, name)
+	return ok
+}
+
+// page copies n tools from index i on (all of them for n < 0).
+func (ls *listing) page(i, n int) []mcp.Tool {
+	end := len(ls.tools)
+	if n >= 0 && i+n < end {
+		end = i + n
+	}
+	out := make([]mcp.Tool, 0, end-i)
+	for _, t := range ls.tools[i:end] {
+		out = append(out, *t)
+	}
+	return out
+}
+
+// listed returns the caller's listing: the registry's answer for the
+// scope and principal of ctx.
+func (s *Server) listed(ctx context.Context) *listing {
+	ctx = s.callContext(ctx)
+	specs, err := s.reg.List(ctx)
+	if err != nil {
+		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
+	}
+	return s.listings.get(listingKey(llmtool.ScopeFrom(ctx), llmtool.PrincipalFrom(ctx)), specs)
+}
+
+// listingKey identifies a caller's listing: the scope and everything of
+// the principal an Authorizer or OAuth scopes may look at.
+func listingKey(scope string, p *llmtool.Principal) string {
+	var b strings.Builder
+	b.WriteString(scope)
+	if p == nil {
+		return b.String()
+	}
+	field := func(s string) {
+		b.WriteByte(0)
+		b.WriteString(s)
+	}
+	field("p")
+	field(p.ID)
+	field(p.Name)
+	field(strings.Join(p.Roles, "\x01"))
+	keys := make([]string, 0, len(p.Attrs))
+	for k := range p.Attrs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field(k + "\x01" + p.Attrs[k])
+	}
+	if p.Scopes != nil {
+		field("s")
+		field(strings.Join(p.Scopes, "\x01"))
+	}
+	return b.String()
+}
+
+// listRequest is what beforeList learned of a tools/list, for the filter
+// that sees the same context.
+type listRequest struct {
+	cursor mcp.Cursor
+}
+
+// beforeList marks a tools/list, so that the filter hands mcp-go the
+// requested page.
+func (s *Server) beforeList(ctx context.Context, _ any, req *mcp.ListToolsRequest) {
+	s.lists.Store(ctx, &listRequest{cursor: req.Params.Cursor})
+}
+
+// listPage is the filter's answer to a tools/list: the page the cursor
+// asks for, or, when the host added tool filters of its own
+// (Options.ServerOptions), everything after the cursor, for them to
+// filter before mcp-go cuts the page.
+func (s *Server) listPage(ctx context.Context, req *listRequest) []mcp.Tool {
+	ls := s.listed(ctx)
+	i, ok := ls.after(req.cursor)
+	if !ok {
+		return []mcp.Tool{} // mcp-go answers the cursor's error
+	}
+	if s.hostFilters {
+		return ls.page(i, -1)
+	}
+	return ls.page(i, s.cfg.pageSize)
+}
+
+// countToolFilters returns how many tool filters m runs (mcp-go keeps them
+// unexported; reflection reads the count only).
+func countToolFilters(m *server.MCPServer) int {
+	f := reflect.ValueOf(m).Elem().FieldByName("toolFilters")
+	if !f.IsValid() || f.Kind() != reflect.Slice {
+		return 2 // unknown: assume the host's are there
+	}
+	return f.Len()
+}

@@ -1,0 +1,209 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+)
+
+// The scale benchmarks: registries of 10, 1,000 and 10,000 trivial read
+// tools (scaleTools), served in process to an mcp-go client at revision
+// 2025-11-25. Paths run one call each per round, in an order shuffled
+// every round by a seeded generator; the ratios are medians of the
+// per-round ratios, with their 25th and 75th percentiles as the spread.
+
+// scaleClient connects an in-process mcp-go client to m and initializes it.
+func scaleClient(b *testing.B, m *server.MCPServer) *client.Client {
+	b.Helper()
+	c, err := client.NewInProcessClientWithOptions(m, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	require.NoError(b, err)
+	require.NoError(b, c.Start(context.Background()))
+	b.Cleanup(func() { c.Close() })
+	_, err = c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "bench", Version: "1"}}})
+	require.NoError(b, err)
+	return c
+}
+
+// scaleAdapter serves a generated registry of n tools through the adapter.
+func scaleAdapter(b *testing.B, n int) (*llmtool.Registry, *client.Client) {
+	reg, c, _ := scaleAdapterServer(b, n)
+	return reg, c
+}
+
+func scaleAdapterServer(b *testing.B, n int) (*llmtool.Registry, *client.Client, *Server) {
+	b.Helper()
+	reg := newScaleRegistry(b, nil, scaleTools(n)...)
+	srv := New(reg, &Options{Logger: slog.New(slog.DiscardHandler)})
+	b.Cleanup(func() { srv.Close() })
+	return reg, scaleClient(b, srv.mcp), srv
+}
+
+// listAll follows tools/list to its last page and returns how many tools
+// it listed.
+func listAll(b testing.TB, c *client.Client) int {
+	n := 0
+	var cursor mcp.Cursor
+	for {
+		page, err := c.ListTools(context.Background(), mcp.ListToolsRequest{PaginatedRequest: mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: cursor}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(page.Tools)
+		if page.NextCursor == "" {
+			return n
+		}
+		cursor = page.NextCursor
+	}
+}
+
+var scaleCall = mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "tool_00005", Arguments: map[string]any{"id": 7}}}
+
+func callScale(b testing.TB, c *client.Client) {
+	res, err := c.CallTool(context.Background(), scaleCall)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatal(res.Content)
+	}
+}
+
+// shuffledTimes runs each of n paths once per round, in an order
+// shuffled every round, and returns each path's times by round.
+func shuffledTimes(b *testing.B, n int, run func(j int)) [][]time.Duration {
+	times := make([][]time.Duration, n)
+	rng := rand.New(rand.NewPCG(2026, 14))
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	for b.Loop() {
+		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, j := range order {
+			t0 := time.Now()
+			run(j)
+			times[j] = append(times[j], time.Since(t0))
+		}
+	}
+	return times
+}
+
+// reportRatio reports the median of num's over den's per-round times,
+// and its 25th and 75th percentiles.
+func reportRatio(b *testing.B, name string, num, den []time.Duration) {
+	r := make([]float64, len(num))
+	for i := range num {
+		r[i] = float64(num[i]) / float64(den[i])
+	}
+	slices.Sort(r)
+	b.ReportMetric(r[len(r)/2], name)
+	b.ReportMetric(r[len(r)/4], name+"-p25")
+	b.ReportMetric(r[len(r)*3/4], name+"-p75")
+}
+
+func medianOf(d []time.Duration) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[len(s)/2])
+}
+
+// BenchmarkToolsCallScale calls the same read tool through the adapter
+// on registries of 10, 1,000 and 10,000 tools (each listed once before)
+// and reports the time of a call at 1,000 and at 10,000 tools over the
+// time at 10 (target: at most 1.05 at 10,000). ns/op is one round: the
+// three calls.
+func BenchmarkToolsCallScale(b *testing.B) {
+	sizes := []int{10, 1000, 10000}
+	clients := make([]*client.Client, len(sizes))
+	for i, n := range sizes {
+		_, clients[i] = scaleAdapter(b, n)
+		require.Equal(b, n+1, listAll(b, clients[i])) // and the built-in man
+		callScale(b, clients[i])
+	}
+	times := shuffledTimes(b, len(clients), func(j int) { callScale(b, clients[j]) })
+	for i, n := range sizes {
+		b.ReportMetric(medianOf(times[i]), fmt.Sprintf("ns-p50@%d", n))
+	}
+	reportRatio(b, "at1000/at10", times[1], times[0])
+	reportRatio(b, "at10000/at10", times[2], times[0])
+}
+
+// serveAll lists to the last page as a transport serves the pages: each
+// request through MCPServer.HandleMessage and its response encoded to
+// JSON; the next cursor is read from the bytes. It returns the pages.
+func serveAll(b testing.TB, m *server.MCPServer) int {
+	ctx := context.Background()
+	cursor := ""
+	for pages := 1; ; pages++ {
+		body, err := json.Marshal(m.HandleMessage(ctx, listMessage(pages, cursor, "")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		const key = `"nextCursor":"`
+		i := bytes.Index(body, []byte(key))
+		if i < 0 {
+			return pages
+		}
+		rest := body[i+len(key):]
+		cursor = string(rest[:bytes.IndexByte(rest, '"')])
+	}
+}
+
+// BenchmarkToolsListScale lists 10,000 tools to the last page (100
+// tools a page, 101 pages with the built-in man) through the adapter and
+// through a raw mcp-go server with the same tools registered (converted as
+// the adapter converts them, no filter), and reports raw mcp-go's time
+// over the adapter's (target: at least 10). "server" serves the pages as
+// a transport does (serveAll: HandleMessage and the response's encoding);
+// "client" lists with an in-process mcp-go client, which also decodes
+// every tool on the client's side (the same work for both servers). ns/op
+// is one round: both full listings.
+func BenchmarkToolsListScale(b *testing.B) {
+	b.Run("server", func(b *testing.B) { benchListScale(b, true) })
+	b.Run("client", func(b *testing.B) { benchListScale(b, false) })
+}
+
+func benchListScale(b *testing.B, serverSide bool) {
+	const n = 10000
+	reg, adapter, srv := scaleAdapterServer(b, n)
+	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false), server.WithPaginationLimit(DefaultPageSize))
+	specs, err := reg.List(context.Background())
+	require.NoError(b, err)
+	for _, sp := range specs {
+		raw.AddTool(convertSpec(sp), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("{}"), nil
+		})
+	}
+	clients := []*client.Client{scaleClient(b, raw), adapter}
+	for _, c := range clients {
+		require.Equal(b, n+1, listAll(b, c))
+	}
+	servers := []*server.MCPServer{raw, srv.mcp}
+	for _, m := range servers {
+		require.Equal(b, n/DefaultPageSize+1, serveAll(b, m))
+	}
+	times := shuffledTimes(b, len(clients), func(j int) {
+		if serverSide {
+			serveAll(b, servers[j])
+		} else {
+			listAll(b, clients[j])
+		}
+	})
+	b.ReportMetric(medianOf(times[0]), "ns-p50-raw")
+	b.ReportMetric(medianOf(times[1]), "ns-p50-adapter")
+	reportRatio(b, "raw/adapter", times[0], times[1])
+}
