@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ func (cs *compiledSchema) validationError(err error) *Invalid {
 			leaves = append(leaves, e)
 			return
 		}
-		for _, c := range e.Causes {
+		for _, c := range propertyOrder(e) {
 			walk(c)
 		}
 	}
@@ -49,6 +50,38 @@ func (cs *compiledSchema) validationError(err error) *Invalid {
 		}
 	}
 	return &Invalid{Message: strings.Join(parts, " "), Err: err}
+}
+
+// propertyOrder returns e's causes with each run of causes about e's
+// properties (deeper instance locations) sorted by location: jsonschema/v6
+// gathers them from a map, in no fixed order, so the same arguments would
+// get their problems in a different order from call to call. Causes about
+// e's own location (required, additionalProperties, ...) keep their
+// keyword order.
+func propertyOrder(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	causes := e.Causes
+	deeper := func(c *jsonschema.ValidationError) bool { return len(c.InstanceLocation) > len(e.InstanceLocation) }
+	sorted := false
+	for i := 0; i < len(causes); {
+		if !deeper(causes[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(causes) && deeper(causes[j]) {
+			j++
+		}
+		if j-i > 1 {
+			if !sorted {
+				causes, sorted = slices.Clone(causes), true
+			}
+			slices.SortStableFunc(causes[i:j], func(a, b *jsonschema.ValidationError) int {
+				return strings.Compare(pointer(a.InstanceLocation), pointer(b.InstanceLocation))
+			})
+		}
+		i = j
+	}
+	return causes
 }
 
 func pointer(loc []string) string {
