@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,35 +15,22 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"modernc.org/libc"
 	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/sqlitehook"
 )
 
-// moderncInterrupter is a dbconn.Interrupter for modernc.org/sqlite: it
-// reads the connection's sqlite3 handle and calls sqlite3_interrupt, as
-// the driver's own per-statement watcher does. (The driver exports no
-// interrupt; a host that links it could offer this one.)
-func moderncInterrupter(count *atomic.Int32) dbconn.Interrupter {
+// countInterrupts wraps sqlitehook.Interrupt, the public option's
+// modernc.org/sqlite hook, to count the interrupts it makes.
+func countInterrupts(count *atomic.Int32) func(any) func() {
 	return func(dc any) func() {
-		v := reflect.ValueOf(dc)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct || v.Type().Elem().PkgPath() != "modernc.org/sqlite" {
+		interrupt := sqlitehook.Interrupt(dc)
+		if interrupt == nil {
 			return nil
 		}
-		f := v.Elem().FieldByName("db")
-		if !f.IsValid() || f.Kind() != reflect.Uintptr || f.Uint() == 0 {
-			return nil
-		}
-		db := uintptr(f.Uint())
 		return func() {
-			if count != nil {
-				count.Add(1)
-			}
-			tls := libc.NewTLS()
-			sqlite3.Xsqlite3_interrupt(tls, db)
-			tls.Close()
+			count.Add(1)
+			interrupt()
 		}
 	}
 }
@@ -114,9 +100,10 @@ var countItems = Read("count_items", "Count the items.", func(c *ReadCtx, _ stru
 	return out, err
 })
 
-// newHookRegistry is a registry on a fresh SQLite file whose read calls use
-// interrupter (nil: the driver's watcher per statement).
-func newHookRegistry(t testing.TB, interrupter dbconn.Interrupter) *Registry {
+// newHookRegistry is a registry on a fresh SQLite file whose read calls
+// are interrupted through Options.Interrupt (nil: the driver's watcher per
+// statement).
+func newHookRegistry(t testing.TB, interrupt func(any) func()) *Registry {
 	t.Helper()
 	registerSignalFunc()
 	db, err := OpenSQLite("sqlite", filepath.Join(t.TempDir(), "hook.db"))
@@ -124,55 +111,59 @@ func newHookRegistry(t testing.TB, interrupter dbconn.Interrupter) *Registry {
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL); INSERT INTO items VALUES (1, 'apple')`)
 	require.NoError(t, err)
-	reg, err := NewRegistry(db, &Options{Logger: slog.New(slog.DiscardHandler)}, DefineTools("hook", spin, spinRows, countItems))
+	opts := &Options{Logger: slog.New(slog.DiscardHandler), Interrupt: interrupt}
+	reg, err := NewRegistry(db, opts, DefineTools("hook", spin, spinRows, countItems))
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
-	reg.tx.Interrupter = interrupter
 	return reg
 }
 
 // TestCancellationHook: a running query is stopped when the call's context
-// ends, with the hook's one interrupt or with the driver's watcher, and the
-// call reports the same cancellation either way; the connection then
+// ends, with the hook's one interrupt (Options.Interrupt), with the
+// driver's watcher (no hook, or a hook that declines the connection), and
+// the call reports the same cancellation either way; the connection then
 // serves the next call.
 func TestCancellationHook(t *testing.T) {
 	t.Parallel()
 	cancelled := `{"error":"The call to %s was cancelled before it finished; nothing was saved. Call it again if it is still needed."}`
 	timedOut := `{"error":"The call to %s timed out before it finished; nothing was saved. Call it again, with less work if possible."}`
+	const (
+		hook     = "hook"
+		watcher  = "driver watcher"
+		declined = "hook declined" // Interrupt returns nil: not its driver
+	)
 	var cases []struct {
-		name, tool     string
-		hook, deadline bool
-		want           string
+		name, tool, mode string
+		deadline         bool
+		want             string
 	}
 	for _, tool := range []string{"spin", "spin_rows"} {
-		for _, hook := range []bool{true, false} {
+		for _, mode := range []string{hook, watcher, declined} {
 			for _, deadline := range []bool{false, true} {
-				name, want := tool+", ", fmt.Sprintf(cancelled, tool)
-				if hook {
-					name += "hook, "
-				} else {
-					name += "driver watcher, "
-				}
+				name, want := tool+", "+mode+", ", fmt.Sprintf(cancelled, tool)
 				if deadline {
 					name, want = name+"timed out", fmt.Sprintf(timedOut, tool)
 				} else {
 					name += "cancelled"
 				}
 				cases = append(cases, struct {
-					name, tool     string
-					hook, deadline bool
-					want           string
-				}{name, tool, hook, deadline, want})
+					name, tool, mode string
+					deadline         bool
+					want             string
+				}{name, tool, mode, deadline, want})
 			}
 		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var fired atomic.Int32
-			var in dbconn.Interrupter
-			if tc.hook {
-				in = moderncInterrupter(&fired)
+			var fired, asked atomic.Int32
+			var in func(any) func()
+			switch tc.mode {
+			case hook:
+				in = countInterrupts(&fired)
+			case declined:
+				in = func(any) func() { asked.Add(1); return nil }
 			}
 			reg := newHookRegistry(t, in)
 			key, started := registerSignal(t)
@@ -196,8 +187,11 @@ func TestCancellationHook(t *testing.T) {
 			res := reg.Invoke(ctx, Call{Tool: tc.tool, Args: args})
 			require.True(t, res.IsError)
 			require.JSONEq(t, tc.want, string(res.JSON), "%v", res.Err)
-			if tc.hook {
+			switch tc.mode {
+			case hook:
 				require.EqualValues(t, 1, fired.Load(), "one interrupt, by the call's hook")
+			case declined:
+				require.EqualValues(t, 1, asked.Load(), "asked once, for the one reserved connection")
 			}
 
 			next := reg.Invoke(context.Background(), Call{Tool: "count_items", Args: []byte(`{}`)})
@@ -223,7 +217,7 @@ func (c deadlineCtx) Err() error {
 // (no cancellation: neither database/sql nor the driver watches it), under
 // a cancellable context with the driver's watcher per statement (the
 // registry has no Interrupter), and under a cancellable context with the
-// call's one hook (moderncInterrupter).
+// call's one hook (Options.Interrupt: sqlitehook.Interrupt).
 
 type hookBenchPath struct {
 	name string
@@ -233,7 +227,7 @@ type hookBenchPath struct {
 
 func newHookBench(b *testing.B) []hookBenchPath {
 	plain := newHookRegistry(b, nil)
-	hooked := newHookRegistry(b, moderncInterrupter(nil))
+	hooked := newHookRegistry(b, sqlitehook.Interrupt)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	paths := []hookBenchPath{

@@ -416,6 +416,7 @@ func (r *Registry) configure(o *Options) {
 	}
 	r.validateOutput.Store(o.ValidateOutput)
 	r.budget = max(o.OutputBudget, 0)
+	r.tx.Interrupter = o.Interrupt
 	r.invoke = r.chain(o.Middleware)
 	if err := r.tel.init(o); err != nil {
 		r.logger().Warn("llmtool: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)

@@ -308,7 +308,9 @@ func (cs *callState) decodeIn(args []byte, in any) error {
 // foreign keys on, and BEGIN IMMEDIATE for write transactions. driverName
 // is the name the SQLite driver registered ("sqlite" for
 // modernc.org/sqlite, which the host imports). Use it when the host has no
-// setup of its own.
+// setup of its own. OpenSQLite does not import the driver, so it cannot
+// give the registry the driver's interrupt: with modernc.org/sqlite, set
+// Options.Interrupt to sqlitehook.Interrupt as well.
 func OpenSQLite(driverName, path string) (*sql.DB, error) {
 	// path goes into a file: URI, where a '#' would end the file name (and
 	// drop the settings) and a '%' start an escape; text after a '?' is the
