@@ -186,9 +186,9 @@ type Options struct {
 	// Interrupt, when set on a SQLite registry, gives each read call one
 	// cancellation hook instead of the driver's watcher goroutine per
 	// statement (under a cancellable context, as every MCP call has, those
-	// cost 15-27% of a one-row read). It is called once per read
-	// connection the registry reserves, with the driver's connection as
-	// (*sql.Conn).Raw passes it, and returns a function that stops the
+	// cost 15-27% of a one-row read). It is called once for each
+	// connection the registry takes for read calls, when it takes it,
+	// with the driver's connection as (*sql.Conn).Raw passes it, and returns a function that stops the
 	// statement running on that connection, callable from any goroutine,
 	// or nil when it cannot (then that connection's statements keep the
 	// driver's watchers). A call whose context ends is interrupted once
