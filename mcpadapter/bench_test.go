@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlitehook"
 )
 
 // The benchmarks compare a tools/call of a one-row read tool through
@@ -68,7 +69,10 @@ func newBenchServers(b *testing.B) benchServers {
 		INSERT INTO notes VALUES (1, 'Hello', 'World')`)
 	require.NoError(b, err)
 
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, llmtool.DefineTools("bench", benchGet))
+	// The interrupt hook, as a SQLite host sets it: one cancellation hook
+	// per call rather than the driver's watcher per statement.
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Interrupt: sqlitehook.Interrupt},
+		llmtool.DefineTools("bench", benchGet))
 	require.NoError(b, err)
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	b.Cleanup(func() { srv.Close() })
