@@ -47,7 +47,9 @@ import (
 // encodes the page itself.
 
 // maxListed bounds the tools the listings of a server hold in all (about
-// 40 bytes each): beyond it, the cache starts again empty.
+// 40 bytes each, plus, once listed, the tool's JSON in its page's encoded
+// bytes: a listing keeps only the pages its own cursors start, so one
+// copy): beyond it, the cache starts again empty.
 const maxListed = 1 << 20
 
 // listing is the tools one caller may list, sorted by name.
@@ -285,6 +287,12 @@ func (s *Server) afterList(ctx context.Context, id any, _ *mcp.ListToolsRequest,
 	req := v.(*listRequest)
 	notes := notesFrom(ctx)
 	if notes == nil || req.ls == nil || req.n == 0 || len(result.Tools) != req.n {
+		return
+	}
+	if req.start%s.cfg.pageSize != 0 {
+		// Only the pages the listing's own cursors start are kept
+		// encoded, at most one copy of the listing: a cursor naming any
+		// other tool gets its page encoded by mcp-go.
 		return
 	}
 	if len(s.mcp.GetHooks().OnAfterListTools) != s.listHooks {
