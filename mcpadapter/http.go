@@ -259,10 +259,17 @@ func (h *httpHandler) dispatchMessage(w http.ResponseWriter, r *http.Request, bo
 	h.serveMCP(w, r, msg)
 }
 
-// serveMCP has mcp-go serve a request; the answer to a tools/call or a
-// resources/read gets the adapter's notes (see callNotes), and a tools/call or subscriptions/listen
-// returns only when its notifications are on the wire.
+// serveMCP has mcp-go serve a request; the answer to a tools/call, a
+// resources/read or a tools/list gets the adapter's notes (see callNotes:
+// for tools/list, the page's pre-encoded tools), and a tools/call or
+// subscriptions/listen returns only when its notifications are on the wire.
 func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, msg *wireMessage) {
+	if msg != nil && msg.method == string(mcp.MethodToolsList) {
+		// The page's tools go out pre-encoded (listing.go).
+		notes := &callNotes{}
+		h.mcp.ServeHTTP(&noteWriter{ResponseWriter: w, notes: notes}, r.WithContext(withNotes(r.Context(), notes)))
+		return
+	}
 	if msg == nil || (msg.method != string(mcp.MethodToolsCall) && msg.method != string(mcp.MethodSubscriptionsListen) && msg.method != string(mcp.MethodResourcesRead)) {
 		h.mcp.ServeHTTP(w, r)
 		return

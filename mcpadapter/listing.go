@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"sort"
@@ -31,9 +32,24 @@ import (
 // common case) the lookup is constant-time; otherwise the answer is
 // compared with the cached one tool by tool. The cache is emptied whenever
 // the registry reports a change (Registry.Subscribe).
+//
+// A listing also keeps each page's tools encoded to JSON, as mcp-go would
+// encode them. Where the adapter's transports write mcp-go's answers
+// (Handler, StatelessHandler, ServeStdio: the requests that carry
+// callNotes), the last AfterListTools hook (afterList) moves the page out
+// of mcp-go's result into the request's notes, so that the transport
+// encodes a result whose "tools" is empty, and notes.rewrite splices the
+// page's bytes back in: the same bytes, without encoding a tool. Every
+// hook runs as before, and the adapter's and the host's hooks registered
+// up to New see the page's tools; if hooks were added after New (they run
+// after afterList), or the host added tool filters, or the request came
+// without notes (an in-process client on the mcp-go server), mcp-go
+// encodes the page itself.
 
 // maxListed bounds the tools the listings of a server hold in all (about
-// 40 bytes each): beyond it, the cache starts again empty.
+// 40 bytes each, plus, once listed, the tool's JSON in its page's encoded
+// bytes: a listing keeps only the pages its own cursors start, so one
+// copy): beyond it, the cache starts again empty.
 const maxListed = 1 << 20
 
 // listing is the tools one caller may list, sorted by name.
@@ -41,6 +57,9 @@ type listing struct {
 	specs []*llmtool.Spec // the registry's answer it was built from
 	names []string        // sorted
 	tools []*mcp.Tool     // in the order of names
+
+	mu  sync.Mutex
+	enc map[[2]int][]byte // {first index, length} → the page's tools as JSON
 }
 
 // listings caches listings by the registry's answer (shared) and by scope
@@ -158,6 +177,27 @@ func (ls *listing) page(i, n int) []mcp.Tool {
 	return out
 }
 
+// encoded returns the JSON array of the n tools from index i on, as
+// encoding/json writes the tools of mcp-go's result, encoding them once;
+// nil if they cannot be encoded (mcp-go then answers as it does).
+func (ls *listing) encoded(i, n int) []byte {
+	key := [2]int{i, n}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if b, ok := ls.enc[key]; ok {
+		return b
+	}
+	b, err := json.Marshal(ls.page(i, n))
+	if err != nil {
+		b = nil
+	}
+	if ls.enc == nil {
+		ls.enc = make(map[[2]int][]byte)
+	}
+	ls.enc[key] = b
+	return b
+}
+
 // listed returns the caller's listing: the registry's answer for the
 // scope and principal of ctx.
 func (s *Server) listed(ctx context.Context) *listing {
@@ -204,6 +244,10 @@ func listingKey(scope string, p *llmtool.Principal) string {
 // that sees the same context.
 type listRequest struct {
 	cursor mcp.Cursor
+
+	// The page listPage handed mcp-go: tools start to start+n of ls.
+	ls       *listing
+	start, n int
 }
 
 // beforeList marks a tools/list, so that the filter hands mcp-go the
@@ -225,7 +269,45 @@ func (s *Server) listPage(ctx context.Context, req *listRequest) []mcp.Tool {
 	if s.hostFilters {
 		return ls.page(i, -1)
 	}
-	return ls.page(i, s.cfg.pageSize)
+	page := ls.page(i, s.cfg.pageSize)
+	req.ls, req.start, req.n = ls, i, len(page)
+	return page
+}
+
+// afterList is the last AfterListTools hook: it ends the mark of
+// beforeList and, for a request a transport of the adapter writes (one
+// with callNotes), moves the page out of mcp-go's result into the notes
+// as the page's pre-encoded JSON, which notes.rewrite puts back in the
+// response's bytes.
+func (s *Server) afterList(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+	v, ok := s.lists.LoadAndDelete(ctx)
+	if !ok || result == nil || s.hostFilters {
+		return
+	}
+	req := v.(*listRequest)
+	notes := notesFrom(ctx)
+	if notes == nil || req.ls == nil || req.n == 0 || len(result.Tools) != req.n {
+		return
+	}
+	if req.start%s.cfg.pageSize != 0 {
+		// Only the pages the listing's own cursors start are kept
+		// encoded, at most one copy of the listing: a cursor naming any
+		// other tool gets its page encoded by mcp-go.
+		return
+	}
+	if len(s.mcp.GetHooks().OnAfterListTools) != s.listHooks {
+		return // hooks added after New run after this one and see the tools
+	}
+	if result.Tools[0].Name != req.ls.names[req.start] || result.Tools[req.n-1].Name != req.ls.names[req.start+req.n-1] {
+		return
+	}
+	enc := req.ls.encoded(req.start, req.n)
+	if enc == nil {
+		return
+	}
+	notes.noteList(id, enc)
+	result.Tools = []mcp.Tool{}
+	s.preEncoded.Add(1)
 }
 
 // countToolFilters returns how many tool filters m runs (mcp-go keeps them

@@ -31,6 +31,10 @@ import (
 //     which should carry the URI in its data (SEP-2164) and the registry's
 //     sentence.
 //
+// The same way, a tools/list page goes out with its tools pre-encoded: the
+// result mcp-go encodes has no tools, and the notes hold the page's JSON
+// (listing.go).
+//
 // The adapter notes these per JSON-RPC request ID while mcp-go serves the
 // request, and puts them into mcp-go's answer as the transport writes it:
 // the HTTP handlers through noteWriter, ServeStdio through lineNoteWriter,
@@ -44,6 +48,7 @@ type callNotes struct {
 	unknown map[string]string // request ID (JSON) → the registry's sentence
 	missing map[string]string // request ID (JSON) → the capability not declared
 	noURI   map[string]string // request ID (JSON) → a resources/read URI no resource has
+	lists   map[string][]byte // request ID (JSON) → the pre-encoded tools of a tools/list page (listing.go)
 
 	// Over mcp-go's HTTP transport, the SSE events written and the
 	// notifications the call's handler sent, so that the handler returns
@@ -114,10 +119,68 @@ func (n *callNotes) noteNoResource(id any, uri string) {
 	n.noURI[idKey(id)] = uri
 }
 
+// noteList records the tools of a tools/list page as JSON: mcp-go's
+// result goes out with no tools, and rewrite puts these bytes in.
+func (n *callNotes) noteList(id any, tools []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lists == nil {
+		n.lists = make(map[string][]byte)
+	}
+	n.lists[idKey(id)] = tools
+}
+
 func (n *callNotes) empty() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.unknown) == 0 && len(n.missing) == 0 && len(n.noURI) == 0
+	return len(n.unknown) == 0 && len(n.missing) == 0 && len(n.noURI) == 0 && len(n.lists) == 0
+}
+
+// The end of a tools/list response whose tools afterList took out, and
+// the start of every response mcp-go encodes.
+var (
+	emptyToolsTail = []byte(`"tools":[]}}`)
+	responseHead   = []byte(`{"jsonrpc":"2.0","id":`)
+	resultKey      = []byte(`,"result":`)
+)
+
+// spliceList puts the pre-encoded tools noted for the tools/list response
+// msg (one message, or one SSE event) into it, and reports whether it did.
+func (n *callNotes) spliceList(msg []byte) ([]byte, bool) {
+	n.mu.Lock()
+	none := len(n.lists) == 0
+	n.mu.Unlock()
+	if none {
+		return msg, false
+	}
+	end := len(bytes.TrimRight(msg, " \r\n"))
+	if !bytes.HasSuffix(msg[:end], emptyToolsTail) {
+		return msg, false
+	}
+	i := bytes.Index(msg, responseHead)
+	if i < 0 {
+		return msg, false
+	}
+	rest := msg[i+len(responseHead):]
+	j := bytes.Index(rest, resultKey)
+	if j < 0 {
+		return msg, false
+	}
+	key := idKey(json.RawMessage(rest[:j]))
+	n.mu.Lock()
+	tools, ok := n.lists[key]
+	delete(n.lists, key)
+	n.mu.Unlock()
+	if !ok {
+		return msg, false
+	}
+	cut := end - len(emptyToolsTail)
+	out := make([]byte, 0, len(msg)+len(tools))
+	out = append(out, msg[:cut]...)
+	out = append(out, `"tools":`...)
+	out = append(out, tools...)
+	out = append(out, "}}"...)
+	return append(out, msg[end:]...), true
 }
 
 // rewrite puts the notes about the request msg answers into msg, an error
@@ -125,6 +188,9 @@ func (n *callNotes) empty() bool {
 // that protocol revision 2026-07-28 prescribes for it (0 to keep mcp-go's).
 // Other messages come back unchanged.
 func (n *callNotes) rewrite(msg []byte) ([]byte, int) {
+	if out, ok := n.spliceList(msg); ok {
+		return out, 0
+	}
 	var resp struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -200,6 +266,7 @@ func (w *noteWriter) Write(p []byte) (int, error) {
 		if w.notes.listen != nil {
 			out = w.notes.listenAck(p) // the acknowledgement as the client's filter has it
 		}
+		out, _ = w.notes.spliceList(out) // a tools/list answered in an SSE event
 		if _, err := w.ResponseWriter.Write(out); err != nil {
 			return 0, err
 		}

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/require"
@@ -144,14 +147,26 @@ func BenchmarkToolsCallScale(b *testing.B) {
 
 // serveAll lists to the last page as a transport serves the pages: each
 // request through MCPServer.HandleMessage and its response encoded to
-// JSON; the next cursor is read from the bytes. It returns the pages.
-func serveAll(b testing.TB, m *server.MCPServer) int {
+// JSON; the next cursor is read from the bytes. noted serves them as the
+// adapter's transports (Handler, StatelessHandler, ServeStdio) do: with
+// callNotes in the context and the response rewritten by them, which puts
+// in the page's pre-encoded tools. It returns the pages.
+func serveAll(b testing.TB, m *server.MCPServer, noted bool) int {
 	ctx := context.Background()
 	cursor := ""
 	for pages := 1; ; pages++ {
-		body, err := json.Marshal(m.HandleMessage(ctx, listMessage(pages, cursor, "")))
+		var notes *callNotes
+		rctx := ctx
+		if noted {
+			notes = &callNotes{}
+			rctx = withNotes(ctx, notes)
+		}
+		body, err := json.Marshal(m.HandleMessage(rctx, listMessage(pages, cursor, "")))
 		if err != nil {
 			b.Fatal(err)
+		}
+		if noted {
+			body, _ = notes.rewrite(body)
 		}
 		const key = `"nextCursor":"`
 		i := bytes.Index(body, []byte(key))
@@ -163,21 +178,47 @@ func serveAll(b testing.TB, m *server.MCPServer) int {
 	}
 }
 
+// httpClient connects an mcp-go client to h over HTTP (a session at
+// revision 2025-11-25) and initializes it.
+func httpClient(b *testing.B, h http.Handler) *client.Client {
+	b.Helper()
+	ts := httptest.NewServer(h)
+	b.Cleanup(ts.Close)
+	tr, err := transport.NewStreamableHTTP(ts.URL)
+	require.NoError(b, err)
+	c := client.NewClient(tr)
+	require.NoError(b, c.Start(context.Background()))
+	b.Cleanup(func() { c.Close() })
+	_, err = c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "bench", Version: "1"}}})
+	require.NoError(b, err)
+	return c
+}
+
 // BenchmarkToolsListScale lists 10,000 tools to the last page (100
 // tools a page, 101 pages with the built-in man) through the adapter and
 // through a raw mcp-go server with the same tools registered (converted as
 // the adapter converts them, no filter), and reports raw mcp-go's time
-// over the adapter's (target: at least 10). "server" serves the pages as
-// a transport does (serveAll: HandleMessage and the response's encoding);
-// "client" lists with an in-process mcp-go client, which also decodes
-// every tool on the client's side (the same work for both servers). ns/op
-// is one round: both full listings.
+// over the adapter's (target: at least 10).
+//
+//   - "server" serves the pages as a transport does (serveAll:
+//     HandleMessage and the response's encoding; for the adapter as its
+//     transports do, with the page's tools pre-encoded);
+//   - "http" lists with an mcp-go client over HTTP (Handler, and mcp-go's
+//     StreamableHTTPServer for raw mcp-go), which also decodes every tool
+//     on the client's side (the same work for both servers);
+//   - "client" lists with an in-process mcp-go client on the mcp-go
+//     server, which bypasses the adapter's transports: its pages are
+//     encoded by mcp-go, not pre-encoded.
+//
+// ns/op is one round: both full listings.
 func BenchmarkToolsListScale(b *testing.B) {
-	b.Run("server", func(b *testing.B) { benchListScale(b, true) })
-	b.Run("client", func(b *testing.B) { benchListScale(b, false) })
+	b.Run("server", func(b *testing.B) { benchListScale(b, "server") })
+	b.Run("http", func(b *testing.B) { benchListScale(b, "http") })
+	b.Run("client", func(b *testing.B) { benchListScale(b, "client") })
 }
 
-func benchListScale(b *testing.B, serverSide bool) {
+func benchListScale(b *testing.B, path string) {
 	const n = 10000
 	reg, adapter, srv := scaleAdapterServer(b, n)
 	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false), server.WithPaginationLimit(DefaultPageSize))
@@ -189,16 +230,19 @@ func benchListScale(b *testing.B, serverSide bool) {
 		})
 	}
 	clients := []*client.Client{scaleClient(b, raw), adapter}
+	if path == "http" {
+		clients = []*client.Client{httpClient(b, server.NewStreamableHTTPServer(raw)), httpClient(b, srv.Handler())}
+	}
 	for _, c := range clients {
 		require.Equal(b, n+1, listAll(b, c))
 	}
 	servers := []*server.MCPServer{raw, srv.mcp}
-	for _, m := range servers {
-		require.Equal(b, n/DefaultPageSize+1, serveAll(b, m))
+	for j, m := range servers {
+		require.Equal(b, n/DefaultPageSize+1, serveAll(b, m, j == 1))
 	}
 	times := shuffledTimes(b, len(clients), func(j int) {
-		if serverSide {
-			serveAll(b, servers[j])
+		if path == "server" {
+			serveAll(b, servers[j], j == 1)
 		} else {
 			listAll(b, clients[j])
 		}

@@ -1,12 +1,16 @@
 package mcpadapter
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -120,6 +124,19 @@ func serveMessage(t *testing.T, ctx context.Context, m *server.MCPServer, msg js
 	return b
 }
 
+// serveNoted serves msg as the adapter's transports do: with notes in
+// the context, the response encoded, then rewritten by the notes (which
+// put in a page's pre-encoded tools).
+func serveNoted(t *testing.T, ctx context.Context, m *server.MCPServer, msg json.RawMessage) []byte {
+	t.Helper()
+	notes := &callNotes{}
+	b, err := json.Marshal(m.HandleMessage(withNotes(ctx, notes), msg))
+	require.NoError(t, err)
+	out, _ := notes.rewrite(b)
+	require.True(t, notes.empty(), "notes left after %s", b)
+	return out
+}
+
 // nextCursor returns a tools/list response's nextCursor ("" at the end).
 func nextCursor(t *testing.T, resp []byte) string {
 	var r struct {
@@ -185,21 +202,30 @@ func TestListingDifferential(t *testing.T) {
 						cctx = llmtool.WithPrincipal(cctx, c.principal)
 					}
 					name := fmt.Sprintf("page size %d, revision %q, round %d, %s", pageSize, revision, round, c.name)
-					compare := func(cursor string) string {
+					// walk: the cursor is "" or one of this listing's own, whose
+					// pages go out pre-encoded when they have tools.
+					compare := func(cursor string, walk bool) string {
 						msg := listMessage(len(cursors), cursor, revision)
 						want, got := serveMessage(t, cctx, ref, msg), serveMessage(t, cctx, srv.mcp, msg)
 						require.JSONEq(t, string(want), string(got), "%s, cursor %q", name, cursor)
 						require.Equal(t, string(want), string(got), "%s, cursor %q", name, cursor)
+						// As the adapter's transports serve it: pre-encoded
+						// when the page has tools.
+						encoded := srv.preEncoded.Load()
+						require.Equal(t, string(want), string(serveNoted(t, cctx, srv.mcp, msg)), "%s, cursor %q, pre-encoded", name, cursor)
+						if walk {
+							require.Equal(t, strings.Contains(string(want), `"tools":[{`), srv.preEncoded.Load() == encoded+1, "%s, cursor %q, pre-encoded", name, cursor)
+						}
 						return nextCursor(t, got)
 					}
 					pages := 0
-					for cursor := compare(""); cursor != ""; cursor = compare(cursor) {
+					for cursor := compare("", true); cursor != ""; cursor = compare(cursor, true) {
 						cursors = append(cursors, cursor)
 						pages++
 						require.Less(t, pages, 100, name)
 					}
 					for _, cursor := range append(old, "!!!", base64.StdEncoding.EncodeToString([]byte("tool_00010x")), base64.StdEncoding.EncodeToString([]byte("zzz"))) {
-						compare(cursor)
+						compare(cursor, false)
 					}
 				}
 				old = cursors
@@ -340,5 +366,136 @@ func FuzzListingCursor(f *testing.F) {
 		msg := listMessage(1, cursor, "")
 		want, got := serveMessage(t, context.Background(), pair[0], msg), serveMessage(t, context.Background(), pair[1], msg)
 		require.Equal(t, string(want), string(got))
+		require.Equal(t, string(want), string(serveNoted(t, context.Background(), pair[1], msg)), "pre-encoded")
 	})
+}
+
+// TestListingPreEncodedTransports lists a registry of 250 tools (and the
+// built-in man), page by page, on every transport the adapter serves:
+// HTTP with a session, stateless HTTP, HTTP at revision 2026-07-28 (no
+// session) and stdio. Every response must be, byte for byte, the
+// reference's answer, while the tools went out pre-encoded (counted by
+// the host hook below: the adapter's last hook took the tools out of
+// mcp-go's result after the host's hooks saw them).
+func TestListingPreEncodedTransports(t *testing.T) {
+	t.Parallel()
+	reg := newScaleRegistry(t, nil, scaleTools(250)...)
+	var seen atomic.Int64 // tools the host's OnSuccess hook saw in tools/list results
+	hooks := &server.Hooks{}
+	hooks.AddOnSuccess(func(_ context.Context, _ any, method mcp.MCPMethod, _ any, res any) {
+		if r, ok := res.(*mcp.ListToolsResult); ok && method == mcp.MethodToolsList {
+			seen.Add(int64(len(r.Tools)))
+		}
+	})
+	opts := &Options{Logger: slog.New(slog.DiscardHandler), ServerOptions: []server.ServerOption{server.WithHooks(hooks)}}
+	srv := New(reg, opts)
+	t.Cleanup(func() { srv.Close() })
+	ref := referenceServer(reg, newConfig(opts))
+
+	// list lists every page through send, which returns the response's
+	// bytes, and compares them with the reference's.
+	list := func(t *testing.T, revision string, send func(msg json.RawMessage) []byte) {
+		t.Helper()
+		before, encoded := seen.Load(), srv.preEncoded.Load()
+		cursor, pages := "", 0
+		for {
+			pages++
+			msg := listMessage(100+pages, cursor, revision)
+			want, got := serveMessage(t, context.Background(), ref, msg), send(msg)
+			require.Equal(t, string(want), string(got), "page %d", pages)
+			if cursor = nextCursor(t, got); cursor == "" {
+				break
+			}
+		}
+		require.Equal(t, 3, pages)
+		require.EqualValues(t, 251, seen.Load()-before)
+		require.EqualValues(t, 3, srv.preEncoded.Load()-encoded, "pages served pre-encoded")
+		// A cursor that is not base64 gets the same error as before.
+		msg := listMessage(99, "!!!", revision)
+		got := send(msg)
+		require.Equal(t, string(serveMessage(t, context.Background(), ref, msg)), string(got))
+		require.Contains(t, string(got), `"error"`)
+	}
+	post := func(t *testing.T, url string, headers map[string]string, body []byte) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	read := func(t *testing.T, resp *http.Response) []byte {
+		t.Helper()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, "application/json", resp.Header.Get("Content-Type"), string(b))
+		return bytes.TrimSpace(b)
+	}
+
+	t.Run("http session", func(t *testing.T) {
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(ts.Close)
+		resp := post(t, ts.URL, nil, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		headers := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-11-25"}
+		require.NotEmpty(t, headers["Mcp-Session-Id"])
+		require.Equal(t, http.StatusAccepted, post(t, ts.URL, headers, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)).StatusCode)
+		list(t, "", func(msg json.RawMessage) []byte { return read(t, post(t, ts.URL, headers, msg)) })
+	})
+	t.Run("http stateless", func(t *testing.T) {
+		ts := httptest.NewServer(srv.StatelessHandler())
+		t.Cleanup(ts.Close)
+		headers := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
+		list(t, "", func(msg json.RawMessage) []byte { return read(t, post(t, ts.URL, headers, msg)) })
+	})
+	t.Run("http 2026-07-28", func(t *testing.T) {
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(ts.Close)
+		headers := map[string]string{"Mcp-Protocol-Version": mcp.ProtocolVersion20260728, "Mcp-Method": "tools/list"}
+		list(t, mcp.ProtocolVersion20260728, func(msg json.RawMessage) []byte { return read(t, post(t, ts.URL, headers, msg)) })
+	})
+	t.Run("stdio", func(t *testing.T) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.ServeStdio(ctx, inR, outW) }()
+		t.Cleanup(func() {
+			cancel()
+			inW.Close()
+			<-done
+			outR.Close()
+		})
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(nil, 1<<20)
+		list(t, "", func(msg json.RawMessage) []byte {
+			_, err := inW.Write(append(append([]byte{}, msg...), '\n'))
+			require.NoError(t, err)
+			require.True(t, lines.Scan(), "no answer: %v", lines.Err())
+			return append([]byte{}, lines.Bytes()...)
+		})
+	})
+	// A cursor that starts no page of the listing gets its page encoded
+	// by mcp-go: the listing keeps only its own pages encoded.
+	encoded := srv.preEncoded.Load()
+	msg := listMessage(1, base64.StdEncoding.EncodeToString([]byte("tool_00010x")), "")
+	require.Equal(t, string(serveMessage(t, context.Background(), ref, msg)), string(serveNoted(t, context.Background(), srv.mcp, msg)))
+	require.Equal(t, encoded, srv.preEncoded.Load())
+	// An AfterListTools hook added after New runs after the adapter's
+	// last one: the tools then stay in mcp-go's result for it to see, and
+	// mcp-go encodes them.
+	var late atomic.Int64
+	srv.mcp.GetHooks().AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, r *mcp.ListToolsResult) {
+		late.Add(int64(len(r.Tools)))
+	})
+	msg = listMessage(1, "", "")
+	require.Equal(t, string(serveMessage(t, context.Background(), ref, msg)), string(serveNoted(t, context.Background(), srv.mcp, msg)))
+	require.EqualValues(t, 100, late.Load())
+	require.Equal(t, encoded, srv.preEncoded.Load())
 }

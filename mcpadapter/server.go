@@ -230,9 +230,11 @@ type Server struct {
 	mu    sync.RWMutex
 	tools map[string]*toolEntry // registered with mcp (the tools called), by name
 
-	listings    listings // the callers' tools/list listings (listing.go)
-	lists       sync.Map // context.Context of a tools/list being served → *listRequest
-	hostFilters bool     // the host added mcp-go tool filters (Options.ServerOptions)
+	listings    listings     // the callers' tools/list listings (listing.go)
+	lists       sync.Map     // context.Context of a tools/list being served → *listRequest
+	hostFilters bool         // the host added mcp-go tool filters (Options.ServerOptions)
+	listHooks   int          // the AfterListTools hooks at New, afterList the last (listing.go)
+	preEncoded  atomic.Int64 // tools/list pages answered with pre-encoded tools (listing.go)
 
 	sessions sync.Map // session ID → *sessionInfo
 	levels   sync.Map // session ID → mcp.LoggingLevel from logging/setLevel
@@ -281,7 +283,6 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterSetLevel(s.afterSetLevel)
 	hooks.AddBeforeListTools(s.beforeList)
-	hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, _ *mcp.ListToolsResult) { s.lists.Delete(ctx) })
 	hooks.AddBeforeCallTool(s.beforeCall)
 	// A subscriptions/listen stream (revision 2026-07-28) that nothing
 	// was subscribed on ends at once: its acknowledgement must be on the
@@ -318,6 +319,11 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		sopts = append(sopts, server.WithInstructions(cfg.instructions))
 	}
 	s.mcp = newMCPServer(cfg, hooks, sopts) // hostopts.go
+	// afterList runs after every AfterListTools hook registered so far
+	// (the adapter's, and the host's of Options.ServerOptions).
+	final := s.mcp.GetHooks()
+	final.AddAfterListTools(s.afterList)
+	s.listHooks = len(final.OnAfterListTools)
 	s.hostFilters = countToolFilters(s.mcp) > 1
 	unsubscribe, unwatch := reg.Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
