@@ -41,12 +41,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/tiktoken-go/tokenizer"
 	tokencodec "github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/mcpadapter"
 )
 
 // Shape names where a catalog goes: a chat provider's tools field or an
@@ -278,37 +278,9 @@ func boolInt(b bool) int {
 // definition returns one tool's definition in shape s.
 func definition(chat *chatadapter.Adapter, sp *llmtool.Spec, s Shape) (json.RawMessage, error) {
 	if s == MCP {
-		return MCPDefinition(sp)
+		return mcpadapter.Definition(sp)
 	}
 	return chat.Definition(sp, chatShapes[s])
-}
-
-// MCPDefinition returns a tool's entry in an MCP tools/list as mcpadapter
-// serves it: name, title, description, input schema, output schema (none
-// for a tool with Rich output, which answers with content blocks), and
-// the four annotations, all explicit.
-func MCPDefinition(sp *llmtool.Spec) (json.RawMessage, error) {
-	t := mcp.Tool{
-		Name:           sp.Name,
-		Title:          sp.FriendlyName,
-		Description:    sp.Description,
-		RawInputSchema: sp.InputSchema,
-		Annotations: mcp.ToolAnnotation{
-			Title:           sp.FriendlyName,
-			ReadOnlyHint:    mcp.ToBoolPtr(sp.ReadOnly),
-			DestructiveHint: mcp.ToBoolPtr(sp.Destructive),
-			IdempotentHint:  mcp.ToBoolPtr(sp.Idempotent),
-			OpenWorldHint:   mcp.ToBoolPtr(sp.OpenWorld),
-		},
-	}
-	if !sp.Rich {
-		t.RawOutputSchema = sp.OutputSchema
-	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, fmt.Errorf("cost: tool %q: building its MCP listing: %w", sp.Name, err)
-	}
-	return b, nil
 }
 
 // Total returns the tokens of the whole catalog in shape s: the sum of its

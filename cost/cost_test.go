@@ -226,7 +226,7 @@ func mustRow(t *testing.T, c *cost.Catalog, tool string, s cost.Shape) cost.Row 
 	return r
 }
 
-// MCPDefinition is byte for byte the entry mcpadapter serves in
+// mcpadapter.Definition is byte for byte the entry mcpadapter serves in
 // tools/list, as a real MCP client receives it: a rich tool without an
 // output schema, a destructive write tool with its annotations.
 func TestMCPDefinitionMatchesListing(t *testing.T) {
@@ -271,7 +271,7 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &tl))
 		spec, ok := reg.Tool(ctx, tl.Name)
 		require.True(t, ok, tl.Name)
-		def, err := cost.MCPDefinition(spec)
+		def, err := mcpadapter.Definition(spec)
 		require.NoError(t, err)
 		var compact bytes.Buffer
 		require.NoError(t, json.Compact(&compact, raw))
@@ -282,11 +282,11 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 	require.Equal(t, map[string]bool{"greet": true, "forget": true, "poem": true, "tag": true, "man": true}, seen)
 
 	poem, _ := reg.Tool(ctx, "poem")
-	def, err := cost.MCPDefinition(poem)
+	def, err := mcpadapter.Definition(poem)
 	require.NoError(t, err)
 	require.NotContains(t, string(def), "outputSchema")
 	forget, _ := reg.Tool(ctx, "forget")
-	def, err = cost.MCPDefinition(forget)
+	def, err = mcpadapter.Definition(forget)
 	require.NoError(t, err)
 	require.Contains(t, string(def), `"annotations":{"title":"Forget","readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}`)
 }

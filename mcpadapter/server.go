@@ -193,6 +193,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -442,6 +443,19 @@ func (s *Server) register(specs []*llmtool.Spec) {
 	if len(add) > 0 {
 		s.mcp.AddTools(add...)
 	}
+}
+
+// Definition returns a tool's entry in a tools/list answer, as the server
+// lists it: name, title, description, the input schema, the output schema
+// (none for a tool with Rich output, which answers with content blocks),
+// and the four annotations, all explicit. It is for applications that
+// measure or publish the listing (package cost counts its tokens).
+func Definition(spec *llmtool.Spec) (json.RawMessage, error) {
+	b, err := json.Marshal(convertSpec(spec))
+	if err != nil {
+		return nil, fmt.Errorf("mcpadapter: tool %q: encoding its listing entry: %w", spec.Name, err)
+	}
+	return b, nil
 }
 
 // convertSpec builds a tool's MCP listing: title, schemas verbatim, and all
