@@ -3,10 +3,7 @@ package llmtool_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,31 +45,7 @@ func BenchmarkApprovalRatio(b *testing.B) {
 			}
 		},
 	}
-	times := make([][]time.Duration, len(paths))
-	rng := rand.New(rand.NewPCG(2026, 11))
-	order := []int{0, 1}
-	for b.Loop() {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, j := range order {
-			t0 := time.Now()
-			paths[j]()
-			times[j] = append(times[j], time.Since(t0))
-		}
-	}
-	sum := func(i int) float64 {
-		var s time.Duration
-		for _, d := range times[i] {
-			s += d
-		}
-		return float64(s)
-	}
-	sorted := [][]time.Duration{slices.Sorted(slices.Values(times[0])), slices.Sorted(slices.Values(times[1]))}
-	pct := func(i int, p float64) float64 { return float64(sorted[i][int(p*float64(len(sorted[i])-1))]) }
-	b.ReportMetric(sum(1)/sum(0), "approval/plain")
-	b.ReportMetric(pct(1, .5)/pct(0, .5), "approval/plain-p50")
-	for i, name := range []string{"plain", "approval"} {
-		b.ReportMetric(pct(i, .1), "ns-p10-"+name)
-		b.ReportMetric(pct(i, .5), "ns-p50-"+name)
-		b.ReportMetric(pct(i, .9), "ns-p90-"+name)
-	}
+	t := shuffledRounds(b, len(paths), func(j int) { paths[j]() })
+	t.report(b, 1, 0, "approval/plain")
+	t.reportSpread(b, []string{"plain", "approval"}, "ns", 1)
 }

@@ -189,6 +189,26 @@ func (t *timings) median(i int) time.Duration {
 	return s[len(s)/2]
 }
 
+// pct returns path i's p-quantile call time (p in [0, 1]), in
+// nanoseconds.
+func (t *timings) pct(i int, p float64) float64 {
+	s := slices.Sorted(slices.Values(t.times[i]))
+	if len(s) == 0 {
+		return 0
+	}
+	return float64(s[int(p*float64(len(s)-1))])
+}
+
+// reportSpread reports each path's p10, p50 and p90 call times as
+// prefix-p10-NAME and so on, in nanoseconds times scale.
+func (t *timings) reportSpread(b *testing.B, names []string, prefix string, scale float64) {
+	for i, name := range names {
+		b.ReportMetric(t.pct(i, .1)*scale, prefix+"-p10-"+name)
+		b.ReportMetric(t.pct(i, .5)*scale, prefix+"-p50-"+name)
+		b.ReportMetric(t.pct(i, .9)*scale, prefix+"-p90-"+name)
+	}
+}
+
 // report reports path num's time over path den's as unit: the ratio of
 // their total times, and, as unit+"-p50", of their median times, which a
 // few calls stalled by the shared machine do not move.

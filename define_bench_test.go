@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -232,29 +230,10 @@ func BenchmarkDefineRegistry(b *testing.B) {
 		func() { defineMCP(ms, names, func(m defMaker, name string) mcp.Tool { return m.typed(name) }) },
 	}
 	pathNames := []string{"llmtool", "mcp", "mcptyped"}
-	times := make([][]time.Duration, len(paths))
-	rng := rand.New(rand.NewPCG(2026, 14))
-	order := []int{0, 1, 2}
-	for b.Loop() {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, j := range order {
-			t0 := time.Now()
-			paths[j]()
-			times[j] = append(times[j], time.Since(t0))
-		}
-	}
-	pct := func(i int, p float64) float64 {
-		s := slices.Sorted(slices.Values(times[i]))
-		return float64(s[int(p*float64(len(s)-1))])
-	}
-	b.ReportMetric(pct(0, .5)/pct(1, .5), "llmtool/mcp-p50")
-	b.ReportMetric(pct(0, .5)/pct(2, .5), "llmtool/mcptyped-p50")
-	scale := 1000 / float64(len(names)) / float64(time.Millisecond)
-	for i, name := range pathNames {
-		b.ReportMetric(pct(i, .1)*scale, "ms-p10-"+name)
-		b.ReportMetric(pct(i, .5)*scale, "ms-p50-"+name)
-		b.ReportMetric(pct(i, .9)*scale, "ms-p90-"+name)
-	}
+	t := shuffledRounds(b, len(paths), func(j int) { paths[j]() })
+	b.ReportMetric(t.pct(0, .5)/t.pct(1, .5), "llmtool/mcp-p50")
+	b.ReportMetric(t.pct(0, .5)/t.pct(2, .5), "llmtool/mcptyped-p50")
+	t.reportSpread(b, pathNames, "ms", 1000/float64(len(names))/float64(time.Millisecond))
 }
 
 // BenchmarkDefine is the llmtool path of BenchmarkDefineRegistry alone,

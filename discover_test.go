@@ -7,11 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -329,33 +327,9 @@ func BenchmarkFindToolsRatio(b *testing.B) {
 			}
 		},
 	}
-	times := make([][]time.Duration, len(paths))
-	rng := rand.New(rand.NewPCG(2026, 14))
-	order := []int{0, 1}
-	for b.Loop() {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, j := range order {
-			t0 := time.Now()
-			paths[j]()
-			times[j] = append(times[j], time.Since(t0))
-		}
-	}
-	sum := func(i int) float64 {
-		var s time.Duration
-		for _, d := range times[i] {
-			s += d
-		}
-		return float64(s)
-	}
-	sorted := [][]time.Duration{slices.Sorted(slices.Values(times[0])), slices.Sorted(slices.Values(times[1]))}
-	pct := func(i int, p float64) float64 { return float64(sorted[i][int(p*float64(len(sorted[i])-1))]) }
-	b.ReportMetric(sum(1)/sum(0), "find/read")
-	b.ReportMetric(pct(1, .5)/pct(0, .5), "find/read-p50")
-	for i, name := range []string{"read", "find"} {
-		b.ReportMetric(pct(i, .1), "ns-p10-"+name)
-		b.ReportMetric(pct(i, .5), "ns-p50-"+name)
-		b.ReportMetric(pct(i, .9), "ns-p90-"+name)
-	}
+	t := shuffledRounds(b, len(paths), func(j int) { paths[j]() })
+	t.report(b, 1, 0, "find/read")
+	t.reportSpread(b, []string{"read", "find"}, "ns", 1)
 }
 
 // The listing of a scope with loaded tools is cached per change; a seeded

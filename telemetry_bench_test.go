@@ -4,10 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -54,28 +51,10 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 		paths[i] = invokePath(b, ctx, reg, "get_item", readArgs)
 		paths[i]() // reserve the read connections outside the timing
 	}
-	times := make([][]time.Duration, len(paths))
-	rng := rand.New(rand.NewPCG(2026, 12))
-	order := []int{0, 1, 2}
-	for b.Loop() {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, j := range order {
-			t0 := time.Now()
-			paths[j]()
-			times[j] = append(times[j], time.Since(t0))
-		}
-	}
-	pct := func(i int, p float64) float64 {
-		s := slices.Sorted(slices.Values(times[i]))
-		return float64(s[int(p*float64(len(s)-1))])
-	}
-	b.ReportMetric(pct(1, .5)/pct(0, .5), "noop/off-p50")
-	b.ReportMetric(pct(2, .5)/pct(0, .5), "sdk/off-p50")
-	for i, name := range names {
-		b.ReportMetric(pct(i, .1), "ns-p10-"+name)
-		b.ReportMetric(pct(i, .5), "ns-p50-"+name)
-		b.ReportMetric(pct(i, .9), "ns-p90-"+name)
-	}
+	t := shuffledRounds(b, len(paths), func(j int) { paths[j]() })
+	b.ReportMetric(t.pct(1, .5)/t.pct(0, .5), "noop/off-p50")
+	b.ReportMetric(t.pct(2, .5)/t.pct(0, .5), "sdk/off-p50")
+	t.reportSpread(b, names, "ns", 1)
 }
 
 // BenchmarkTelemetryAllocs reports the allocations of one read Invoke with
