@@ -62,8 +62,8 @@ type Tool struct {
 	run func(c *ReadCtx, args []byte) ([]byte, error)
 	// refs are In's ref-tagged fields, checked by the entity guards.
 	refs []schema.Ref
-	// reads is what the tool's read calls showed of their statements on
-	// PostgreSQL: readsUnknown, readsOne or readsMany (txn.go). Shared
+	// reads is what the tool's read calls showed of their statements:
+	// readsUnknown, readsOne or readsMany (txn.go). Shared
 	// by the module copies of the tool.
 	reads   *atomic.Int32
 	kind    toolKind     // a tool, a resource or a prompt

@@ -374,7 +374,7 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	if t.spec.ReadOnly {
-		single := r.tx.Engine == engine.Postgres && t.reads.Load() == readsOne
+		single := t.reads.Load() == readsOne
 		out, statements, err := r.execRead(ctx, t, args, pa, res, single)
 		switch {
 		case single && errors.Is(err, errSecondStatement):
@@ -387,7 +387,7 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 			// PostgreSQL refused a statement prepared before a schema
 			// change; the driver has dropped it, so the call runs again.
 			out, _, err = r.execRead(ctx, t, args, pa, res, single)
-		case !single && r.tx.Engine == engine.Postgres && t.reads.Load() == readsUnknown:
+		case !single && t.reads.Load() == readsUnknown:
 			if statements <= 1 {
 				t.reads.CompareAndSwap(readsUnknown, readsOne)
 			} else {
@@ -416,12 +416,13 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 	}
 }
 
-// Read calls on PostgreSQL: what a tool's calls showed of their
-// statements (Tool.reads). A tool whose first call ran at most one
-// statement (guards and entity checks count) runs its later calls in
-// autocommit on a read-only connection: one statement sees one snapshot,
-// and the call costs one round trip rather than three (BEGIN, the query,
-// ROLLBACK). If such a call runs a second statement after all, the
+// Read calls: what a tool's calls showed of their statements
+// (Tool.reads). A tool whose first call ran at most one statement (guards
+// and entity checks count) runs its later calls in autocommit on a
+// read-only connection: one statement sees one snapshot, and the call
+// costs one statement rather than three (BEGIN, the query, ROLLBACK): on
+// PostgreSQL one round trip rather than three, on SQLite a third of the
+// virtual machine's runs. If such a call runs a second statement after all, the
 // statement fails with errSecondStatement, the call's result is dropped,
 // and the call runs again in a REPEATABLE READ snapshot, as the tool's
 // calls do from then on. Its handler then runs twice for that one call;

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -408,4 +409,87 @@ func TestConcurrentReadsSeeOneSnapshot(t *testing.T) {
 	close(stop)
 	writer.Wait()
 	require.Greater(t, countItems(t, db), 1, "the writer ran beside the readers")
+}
+
+// TestOneStatementReads: a read tool whose calls ran one statement runs
+// later calls in autocommit (one statement sees one snapshot, without
+// BEGIN and ROLLBACK); when such a call runs a second statement after
+// all, it runs again in a snapshot, and so do the tool's calls from then
+// on. Between its two counts the handler has another connection add an
+// item: in a snapshot the second count still sees the first's state.
+func TestOneStatementReads(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	var runs atomic.Int64
+	type in struct {
+		Twice bool `json:"twice,omitempty"`
+	}
+	type out struct {
+		Counts []int `json:"counts"`
+	}
+	count := llmtool.Read("count_twice", "Count the items, twice if asked, adding one in between.",
+		func(c *llmtool.ReadCtx, in in) (out, error) {
+			runs.Add(1)
+			var o out
+			n := 1
+			if in.Twice {
+				n = 2
+			}
+			for i := range n {
+				if i > 0 {
+					if _, err := db.Exec(`INSERT INTO items (name) VALUES ('between')`); err != nil {
+						return o, err
+					}
+				}
+				var k int
+				if err := c.QueryRow(`SELECT count(*) FROM items`).Scan(&k); err != nil {
+					return o, err
+				}
+				o.Counts = append(o.Counts, k)
+			}
+			return o, nil
+		})
+	reg := newRegistry(t, db, llmtool.DefineTools("count", count))
+	for i, tc := range []struct {
+		args string
+		want string
+		runs int64
+	}{
+		{`{}`, `{"counts":[1]}`, 1},               // the first call: a snapshot, one statement seen
+		{`{}`, `{"counts":[1]}`, 1},               // autocommit
+		{`{"twice":true}`, `{"counts":[2,2]}`, 2}, // a second statement: the run's first insert is seen, then run again in a snapshot
+		{`{"twice":true}`, `{"counts":[3,3]}`, 1}, // from then on in a snapshot: the insert between is not seen
+		{`{}`, `{"counts":[4]}`, 1},
+	} {
+		before := runs.Load()
+		res := invoke(reg, "count_twice", tc.args)
+		require.False(t, res.IsError, res.Text())
+		require.NotContains(t, decodeObj(t, res.JSON), "error")
+		require.JSONEq(t, tc.want, string(res.JSON), "call %d: %s", i, tc.args)
+		require.Equal(t, tc.runs, runs.Load()-before, "handler runs for call %d", i)
+	}
+
+	// Autocommit does not let a read tool write.
+	sneaky := newRegistry(t, db, llmtool.DefineTools("sneaky", llmtool.Read("sneaky", "Insert from a read tool.",
+		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
+			rows, err := c.Query(`INSERT INTO items (name) VALUES ('sneaky') RETURNING id`)
+			if err == nil {
+				for rows.Next() {
+				}
+				err = rows.Err()
+				rows.Close()
+			}
+			return struct{}{}, err
+		})))
+	before := countItems(t, db)
+	refused := "attempt to write a readonly database (8)"
+	if pgtest.FromEnv() {
+		refused = "ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
+	}
+	for range 2 { // a snapshot, then autocommit
+		res := invoke(sneaky, "sneaky", `{}`)
+		require.True(t, res.IsError)
+		require.EqualError(t, res.Err, "llmtool: tool sneaky is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: "+refused)
+	}
+	require.Equal(t, before, countItems(t, db))
 }

@@ -278,18 +278,18 @@ func New(db *sql.DB, e engine.Engine) *Pool {
 // database/sql's per-transaction goroutine.
 type ReadTx struct {
 	rc *readConn
-	// single: a PostgreSQL call that runs one statement, in autocommit
-	// on a connection whose transactions are read-only; no BEGIN and no
-	// ROLLBACK, since one statement sees one snapshot.
+	// single: a call that runs one statement, in autocommit on a
+	// read-only connection; no BEGIN and no ROLLBACK, since one statement
+	// sees one snapshot.
 	single bool
 }
 
 func (r ReadTx) Querier() Querier { return r.rc }
 
 // BeginRead starts a read-only transaction: a consistent snapshot in which
-// the database itself refuses writes. On PostgreSQL, single asks for a
-// call that runs one statement: it runs in autocommit on the read-only
-// connection, which saves the BEGIN and ROLLBACK round trips; the caller
+// the database itself refuses writes. Single asks for a call that runs
+// one statement: it runs in autocommit on the read-only connection, which
+// saves BEGIN and ROLLBACK (on PostgreSQL two round trips); the caller
 // makes sure the call runs no second statement.
 func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 	rc, err := t.readConn(ctx)
@@ -297,10 +297,10 @@ func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 		return ReadTx{}, err
 	}
 	rc.hook.arm(ctx)
+	if single {
+		return ReadTx{rc: rc, single: true}, nil
+	}
 	if !t.sqlite {
-		if single {
-			return ReadTx{rc: rc, single: true}, nil
-		}
 		if _, err := rc.conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 			rc.hook.disarm()
 			t.putConn(rc, true)
