@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // Approval tokens: what they bind, how they are signed and checked, and
@@ -233,12 +235,18 @@ func refusedApproval(msg string) *Error {
 }
 
 // argsDigest fingerprints arguments independently of key order and
-// spacing: the JSON of their decoded value, argv when the call decoded
-// them already.
+// spacing: the JSON of their decoded value (numbers as sent, as
+// json.Number keeps them), argv when the call decoded them already.
 func argsDigest(args []byte, argv map[string]any) string {
 	var v any = argv
-	if argv == nil && (len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &v) != nil) {
-		v = map[string]any{}
+	if argv == nil {
+		if len(bytes.TrimSpace(args)) == 0 {
+			v = map[string]any{}
+		} else if d, err := schema.DecodeArguments(args); err == nil {
+			v = d
+		} else {
+			v = map[string]any{}
+		}
 	}
 	b, _ := json.Marshal(v) // map keys sorted
 	sum := sha256.Sum256(b)

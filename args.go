@@ -35,6 +35,13 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, err
 	if raw[0] != '{' {
 		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
+	if !t.in.NestedDefaults() {
+		// The common case, a flat In and plain arguments, checked from the
+		// text without decoding it (decodeIn fills In from it the same way).
+		if fill, ok := t.in.CheckFlat(raw); ok {
+			return raw, fill, nil, nil
+		}
+	}
 	v, err := schema.DecodeArguments(raw)
 	if err != nil {
 		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())

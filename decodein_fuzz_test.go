@@ -77,7 +77,7 @@ func checkDecodeIn(t *testing.T, sel uint8, data []byte) {
 func decodeInLikeCall(tool *Tool, args []byte, fill uint64, argv map[string]any) (any, error) {
 	in := newIn(tool)
 	s := tool.in
-	if argv == nil || !s.Flat() || !s.FillFlat(in, argv) {
+	if !fillFlat(s, in, args, argv) {
 		if err := decodeArgs(args, in); err != nil {
 			return nil, err
 		}

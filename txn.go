@@ -17,6 +17,7 @@ import (
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // ReadCtx is what a read tool's handler and every guard get: a
@@ -290,17 +291,30 @@ type prepared struct {
 }
 
 // decodeIn fills in (a pointer to the tool's In) from the call's arguments:
-// straight from the decoded object when In is a flat struct of scalars,
+// when In is a flat struct of scalars, straight from their text (prepare
+// checked it with CheckFlat and left argv nil) or from the decoded object;
 // else by decoding the JSON; then sets the missing defaults.
 func (cs *callState) decodeIn(args []byte, in any) error {
-	s := cs.tool.in
-	if cs.argv == nil || !s.Flat() || !s.FillFlat(in, cs.argv) {
+	if !fillFlat(cs.tool.in, in, args, cs.argv) {
 		if err := decodeArgs(args, in); err != nil {
 			return err
 		}
 	}
-	s.SetDefaults(in, cs.fill)
+	cs.tool.in.SetDefaults(in, cs.fill)
 	return nil
+}
+
+// fillFlat fills a flat In from the decoded object argv, or from the text
+// args when prepare left argv nil, reporting false when In is not flat or
+// a value needs encoding/json (decode args then).
+func fillFlat(s *schema.Schema, in any, args []byte, argv map[string]any) bool {
+	if !s.Flat() {
+		return false
+	}
+	if argv != nil {
+		return s.FillFlat(in, argv)
+	}
+	return s.FillFlatRaw(in, args)
 }
 
 // OpenSQLite opens the SQLite file at path with the settings llmtool's

@@ -69,7 +69,10 @@ type readConn struct {
 	reserved        bool                   // stays query_only and goes back to t.idle
 	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
 
-	hook hook // the call's cancellation hook (see Interrupter)
+	hook hook                             // the call's cancellation hook (see Interrupter)
+	rows *ErrRower                        // makes the *sql.Row of a query run directly (direct.go)
+	rowc *sql.Conn                        // rows' connection for this one, under mu
+	nv   [maxDirectArgs]driver.NamedValue // a direct query's arguments, under mu
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -79,9 +82,16 @@ type readConn struct {
 
 // cachedStmt is a statement prepared on a reserved read connection.
 type cachedStmt struct {
-	st   *sql.Stmt
+	st   *sql.Stmt // nil until a Query or a QueryRow off the direct path needs it
 	call uint64    // the call it was last lent to
 	rows *sql.Rows // lent as rows in that call: free again once they close
+
+	// The statement on the driver's connection that QueryRow runs
+	// directly (direct.go), nil until then; numInput is its
+	// NumInput. noDirect: the driver cannot run it directly.
+	ds       driver.StmtQueryContext
+	numInput int
+	noDirect bool
 }
 
 // lent is a query result handed to a handler, closed when the call ends if
@@ -106,19 +116,22 @@ func (rc *readConn) stmt(ctx context.Context, query string) *cachedStmt {
 	}
 	s := rc.stmts[query]
 	switch {
-	case s == nil:
-		if len(rc.stmts) >= maxCachedStmts && !rc.evict() {
+	case s == nil || s.st == nil:
+		if s == nil && len(rc.stmts) >= maxCachedStmts && !rc.evict() {
 			return nil
 		}
 		st, err := rc.conn.PrepareContext(ctx, query)
 		if err != nil {
 			return nil
 		}
-		s = &cachedStmt{st: st}
-		if rc.stmts == nil {
-			rc.stmts = make(map[string]*cachedStmt)
+		if s == nil {
+			s = &cachedStmt{numInput: -1}
+			if rc.stmts == nil {
+				rc.stmts = make(map[string]*cachedStmt)
+			}
+			rc.stmts[query] = s
 		}
-		rc.stmts[query] = s
+		s.st = st
 	case s.call == rc.call:
 		// Lent earlier in this call: free only if it was lent as rows that
 		// have been closed since (Columns fails on closed rows).
@@ -138,12 +151,22 @@ func (rc *readConn) stmt(ctx context.Context, query string) *cachedStmt {
 func (rc *readConn) evict() bool {
 	for q, s := range rc.stmts {
 		if s.call != rc.call {
-			s.st.Close()
+			rc.closeStmt(s)
 			delete(rc.stmts, q)
 			return true
 		}
 	}
 	return false
+}
+
+// closeStmt closes s's statements.
+func (rc *readConn) closeStmt(s *cachedStmt) {
+	if s.st != nil {
+		s.st.Close()
+	}
+	if s.ds != nil {
+		_ = rc.conn.Raw(func(any) error { return s.ds.(driver.Stmt).Close() })
+	}
 }
 
 // QueryContext runs query on the connection, on its prepared statement when
@@ -180,7 +203,11 @@ func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...a
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	var row *sql.Row
+	row := rc.queryRowDirect(sctx, query, args)
+	if row != nil {
+		rc.lent = append(rc.lent, lent{row: row})
+		return row
+	}
 	if s := rc.stmt(sctx, query); s != nil {
 		row = s.st.QueryRowContext(sctx, args...)
 	} else {
@@ -328,7 +355,7 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 		return rc, nil
 	default:
 	}
-	rc := &readConn{pg: !t.sqlite}
+	rc := &readConn{pg: !t.sqlite, rows: &t.ErrRow}
 	if n := t.reserved.Add(1); int(n) <= cap(t.idle) {
 		rc.reserved = true
 	} else {
@@ -366,8 +393,12 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 }
 
 func (rc *readConn) closeStmts() {
+	if rc.rowc != nil {
+		rc.rowc.Close()
+		rc.rowc = nil
+	}
 	for q, s := range rc.stmts {
-		s.st.Close()
+		rc.closeStmt(s)
 		delete(rc.stmts, q)
 	}
 	_ = rc.conn.Raw(func(any) error {

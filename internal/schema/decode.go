@@ -175,6 +175,15 @@ func (d *decoder) array(depth int) (any, bool) {
 }
 
 func (d *decoder) number() (any, bool) {
+	t, ok := d.numberText()
+	if !ok {
+		return nil, false
+	}
+	return json.Number(t), true
+}
+
+// numberText scans a number, returning its text.
+func (d *decoder) numberText() ([]byte, bool) {
 	start := d.i
 	digits := func() int {
 		n := 0
@@ -207,7 +216,27 @@ func (d *decoder) number() (any, bool) {
 			return nil, false
 		}
 	}
-	return json.Number(d.b[start:d.i]), true
+	return d.b[start:d.i], true
+}
+
+// plainString scans a string without escapes, returning its content; it
+// declines escapes, control characters and invalid UTF-8.
+func (d *decoder) plainString() ([]byte, bool) {
+	d.i++ // "
+	start := d.i
+	for d.i < len(d.b) {
+		switch c := d.b[d.i]; {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			return s, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		default:
+			d.i++
+		}
+	}
+	return nil, false
 }
 
 // string decodes a string; it declines invalid UTF-8 and lone surrogates,

@@ -41,6 +41,7 @@ func (cs *compiledSchema) prepareFlat(t reflect.Type) {
 		cs.fields = append(cs.fields, ff)
 	}
 	cs.flat = true
+	cs.prepareRawFlat()
 }
 
 // fillFlat sets the fields of in (a pointer to a flat In) from the decoded
@@ -106,7 +107,7 @@ func (cs *compiledSchema) prepareDefaults(t reflect.Type) {
 		cs.nestedDefaults = true // more than the bit set holds: use the JSON path
 		return
 	}
-	for _, p := range cs.root.props {
+	for i, p := range cs.root.props {
 		if p.schema.hasDefaults() {
 			cs.nestedDefaults = true
 		}
@@ -118,7 +119,7 @@ func (cs *compiledSchema) prepareDefaults(t reflect.Type) {
 		if err := json.Unmarshal(p.schema.def, v.Interface()); err != nil {
 			panic(fmt.Sprintf("llmtool: In field %s: default %s: %v", f.Name, p.schema.def, err))
 		}
-		cs.defaults = append(cs.defaults, fieldDefault{name: p.name, index: p.index, value: v.Elem()})
+		cs.defaults = append(cs.defaults, fieldDefault{name: p.name, prop: i, index: p.index, value: v.Elem()})
 	}
 }
 

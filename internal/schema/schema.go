@@ -111,6 +111,9 @@ type compiledSchema struct {
 	// argument object without decoding the JSON again.
 	flat   bool
 	fields []flatField
+	// rawFlat: flat arguments are checked and decoded from their text
+	// (flatraw.go).
+	rawFlat bool
 }
 
 // flatField is a top-level field of a flat In.
@@ -124,6 +127,7 @@ type flatField struct {
 // fieldDefault is a top-level In field's default, decoded once.
 type fieldDefault struct {
 	name  string
+	prop  int // its index in root.props
 	index []int
 	value reflect.Value
 }

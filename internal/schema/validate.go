@@ -221,39 +221,11 @@ func (n *schemaNode) accepts(v any) bool {
 	}
 	switch x := v.(type) {
 	case string:
-		if !n.is("string") || n.encoding != "" {
-			return false
-		}
-		if n.minLength >= 0 || n.maxLength >= 0 {
-			l := utf8.RuneCountInString(x)
-			if (n.minLength >= 0 && l < n.minLength) || (n.maxLength >= 0 && l > n.maxLength) {
-				return false
-			}
-		}
-		if n.re != nil && !n.re.MatchString(x) {
-			return false
-		}
-		if n.formatCheck != nil && n.formatCheck.Validate(x) != nil {
-			return false
-		}
-		return true
+		return n.acceptsString(x)
 	case bool:
 		return n.is("boolean")
 	case json.Number:
-		if n.is("integer") {
-			if _, err := strconv.ParseInt(string(x), 10, 64); err != nil {
-				return false
-			}
-		} else if !n.is("number") {
-			return false
-		}
-		if n.minDec != nil || n.maxDec != nil {
-			d, ok := parseDecimal(string(x))
-			if !ok || (n.minDec != nil && d.cmp(n.minDec) < 0) || (n.maxDec != nil && d.cmp(n.maxDec) > 0) {
-				return false
-			}
-		}
-		return true
+		return n.acceptsNumber(string(x))
 	case []any:
 		if !n.is("array") || n.items == nil {
 			return false
@@ -293,4 +265,66 @@ func (n *schemaNode) accepts(v any) bool {
 		return !n.closed || seen == len(x)
 	}
 	return false
+}
+
+// acceptsString is accepts for a string, past the enum.
+func (n *schemaNode) acceptsString(x string) bool {
+	if !n.is("string") || n.encoding != "" {
+		return false
+	}
+	if n.minLength >= 0 || n.maxLength >= 0 {
+		l := utf8.RuneCountInString(x)
+		if (n.minLength >= 0 && l < n.minLength) || (n.maxLength >= 0 && l > n.maxLength) {
+			return false
+		}
+	}
+	if n.re != nil && !n.re.MatchString(x) {
+		return false
+	}
+	if n.formatCheck != nil && n.formatCheck.Validate(x) != nil {
+		return false
+	}
+	return true
+}
+
+// acceptsNumber is accepts for a number's JSON text, past the enum.
+func (n *schemaNode) acceptsNumber(x string) bool {
+	if n.is("integer") {
+		if _, err := strconv.ParseInt(x, 10, 64); err != nil {
+			return false
+		}
+	} else if !n.is("number") {
+		return false
+	}
+	if n.minDec != nil || n.maxDec != nil {
+		d, ok := parseDecimal(x)
+		if !ok || (n.minDec != nil && d.cmp(n.minDec) < 0) || (n.maxDec != nil && d.cmp(n.maxDec) > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptsText, acceptsNumberText and acceptsBool are accepts for a
+// string, a number's JSON text and a boolean without boxing them, except
+// to check an enum.
+func (n *schemaNode) acceptsText(x string) bool {
+	if n.any || n.enum != nil {
+		return n.accepts(x)
+	}
+	return n.acceptsString(x)
+}
+
+func (n *schemaNode) acceptsNumberText(x string) bool {
+	if n.any || n.enum != nil {
+		return n.accepts(json.Number(x))
+	}
+	return n.acceptsNumber(x)
+}
+
+func (n *schemaNode) acceptsBool(x bool) bool {
+	if n.any || n.enum != nil {
+		return n.accepts(x)
+	}
+	return n.is("boolean")
 }
