@@ -76,8 +76,8 @@ func TestCheckFlatTakesCommonArguments(t *testing.T) {
 		fill   uint64
 	}{
 		{0, `{"title":"ab","kind":"code","limit":50,"ratio":0.5,"on":false,"day":"2024-02-29"}`, true, 1 << 1}, // u's default
-		{0, `{"title":"ab"}`, true, 1<<0 | 1<<1 | 1<<2},                                                       // limit, u, on
-		{0, ` {"title": "ab", "limit": null} `, true, 1<<0 | 1<<1 | 1<<2},                                     // null means absent
+		{0, `{"title":"ab"}`, true, 1<<0 | 1<<1 | 1<<2},                                                        // limit, u, on
+		{0, ` {"title": "ab", "limit": null} `, true, 1<<0 | 1<<1 | 1<<2},                                      // null means absent
 		{1, `{"mode":"a","count":10,"ratio":1.5,"on":true}`, true, 0},
 		{0, `{"title":"a\u0062"}`, false, 0}, // escapes: the map path
 		{0, `{"title":"ab","other":1}`, false, 0},
