@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -256,6 +257,10 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	t.spec.OutputSchema = t.out.JSON()
 	t.spec.Params = t.in.Root().Params()
 	t.refs = schema.Refs(name, t.in.Root(), inT)
+	var flat *flatOut // Out's own encoder, when it is a flat struct (outenc.go)
+	if emptyNils == nil {
+		flat = newFlatOut(reflect.TypeFor[Out]())
+	}
 	t.run = func(c *ReadCtx, args []byte) ([]byte, error) {
 		var in In
 		if err := c.call.decodeIn(args, &in); err != nil {
@@ -274,11 +279,18 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		if err != nil {
 			return nil, err
 		}
-		var v any = out
-		if emptyNils != nil {
-			v = emptyNils(v)
+		var b []byte
+		ok := false
+		if flat != nil {
+			b, ok = flat.encode(unsafe.Pointer(&out))
 		}
-		b, err := encodeOut(v)
+		if !ok {
+			var v any = out
+			if emptyNils != nil {
+				v = emptyNils(v)
+			}
+			b, err = encodeOut(v)
+		}
 		if err == nil && c.call.tool.spec.Rich {
 			c.call.content = any(out).(Rich).Content
 		}
