@@ -185,38 +185,46 @@ func (d *decoder) number() (any, bool) {
 // numberText scans a number, returning its text.
 func (d *decoder) numberText() ([]byte, bool) {
 	start := d.i
-	digits := func() int {
-		n := 0
-		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-			d.i++
-			n++
+	b := d.b
+	i := d.i
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
 		}
-		return n
-	}
-	if d.b[d.i] == '-' {
-		d.i++
-	}
-	if d.i < len(d.b) && d.b[d.i] == '0' {
-		d.i++
-	} else if digits() == 0 {
+	default:
 		return nil, false
 	}
-	if d.i < len(d.b) && d.b[d.i] == '.' {
-		d.i++
-		if digits() == 0 {
+	if i < len(b) && b[i] == '.' {
+		i++
+		n := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == n {
 			return nil, false
 		}
 	}
-	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
-		d.i++
-		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
-			d.i++
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
 		}
-		if digits() == 0 {
+		n := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == n {
 			return nil, false
 		}
 	}
-	return d.b[start:d.i], true
+	d.i = i
+	return b[start:i], true
 }
 
 // plainString scans a string without escapes, returning its content; it
@@ -224,14 +232,18 @@ func (d *decoder) numberText() ([]byte, bool) {
 func (d *decoder) plainString() ([]byte, bool) {
 	d.i++ // "
 	start := d.i
+	ascii := true
 	for d.i < len(d.b) {
 		switch c := d.b[d.i]; {
 		case c == '"':
 			s := d.b[start:d.i]
 			d.i++
-			return s, utf8.Valid(s)
+			return s, ascii || utf8.Valid(s)
 		case c == '\\' || c < 0x20:
 			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+			d.i++
 		default:
 			d.i++
 		}

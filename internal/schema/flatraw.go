@@ -15,9 +15,6 @@ import (
 // then sets In's fields from the same text. FuzzCheckFlat holds both to
 // the map path.
 
-// maxRawMembers bounds the members of an object CheckFlat decides.
-const maxRawMembers = 16
-
 // rawMember is one member of an argument object: the property it names
 // (an index into root.props, and so into fields) and its value.
 type rawMember struct {
@@ -26,32 +23,50 @@ type rawMember struct {
 	text []byte // a string's content (it has no escapes) or a number's text
 }
 
+// flatScanner reads the members of one JSON object, each naming a
+// property of root once, with values that are strings without escapes,
+// numbers, true, false or null, and nothing after the object. next
+// reports false at the end, and ok false for anything else.
+type flatScanner struct {
+	d     decoder
+	root  *schemaNode
+	seen  uint64
+	state byte // 0 before '{', 1 in the object, 2 done
+}
+
 // prepareRawFlat decides whether flat arguments can be checked and decoded
 // from their text: a flat In whose inferred root is a plain object.
 func (cs *compiledSchema) prepareRawFlat() {
 	r := cs.root
 	cs.rawFlat = cs.flat && !cs.verbatim && r != nil && !r.any && r.enum == nil &&
 		r.is("object") && r.additional == nil && len(r.props) <= 64 && len(cs.fields) == len(r.props)
+	for i, p := range r.props {
+		if p.required && i < 64 {
+			cs.required |= 1 << i
+		}
+	}
 }
 
 // CheckFlat reports whether raw, a JSON object, is valid arguments for a
 // flat In, and which top-level defaults it lacks (as MissingDefaults does
 // for the decoded value); ok is false when raw is not valid or not a case
 // it decides (escapes in a string, an unknown or repeated key, a null a
-// property takes, more than maxRawMembers members): validate the decoded
-// value instead.
+// property takes): validate the decoded value instead.
 func (cs *compiledSchema) CheckFlat(raw []byte) (fill uint64, ok bool) {
 	if !cs.rawFlat {
 		return 0, false
 	}
-	var ms [maxRawMembers]rawMember
-	n, ok := cs.scanFlat(raw, &ms)
-	if !ok {
-		return 0, false
-	}
 	props := cs.root.props
 	var present uint64
-	for _, m := range ms[:n] {
+	sc := flatScanner{d: decoder{b: raw}, root: cs.root}
+	for {
+		m, more, ok := sc.next()
+		if !ok {
+			return 0, false
+		}
+		if !more {
+			break
+		}
 		p := props[m.prop].schema
 		switch m.kind {
 		case 'n':
@@ -77,10 +92,8 @@ func (cs *compiledSchema) CheckFlat(raw []byte) (fill uint64, ok bool) {
 		}
 		present |= 1 << m.prop
 	}
-	for i, p := range props {
-		if p.required && present&(1<<i) == 0 {
-			return 0, false
-		}
+	if present&cs.required != cs.required {
+		return 0, false
 	}
 	for i, d := range cs.defaults {
 		if present&(1<<d.prop) == 0 {
@@ -99,13 +112,16 @@ func (cs *compiledSchema) FillFlatRaw(in any, raw []byte) bool {
 	if !cs.rawFlat {
 		return false
 	}
-	var ms [maxRawMembers]rawMember
-	n, ok := cs.scanFlat(raw, &ms)
-	if !ok {
-		return false
-	}
 	v := reflect.ValueOf(in).Elem()
-	for _, m := range ms[:n] {
+	sc := flatScanner{d: decoder{b: raw}, root: cs.root}
+	for {
+		m, more, ok := sc.next()
+		if !ok {
+			return false
+		}
+		if !more {
+			return true
+		}
 		if m.kind == 'n' {
 			continue
 		}
@@ -149,87 +165,88 @@ func (cs *compiledSchema) FillFlatRaw(in any, raw []byte) bool {
 			}
 		}
 	}
-	return true
 }
 
-// scanFlat splits raw, one JSON object and nothing after it, into its
-// members, each naming a property of the root once, with values that are
-// strings without escapes, numbers, true, false or null. It reports false
-// for anything else.
-func (cs *compiledSchema) scanFlat(raw []byte, ms *[maxRawMembers]rawMember) (n int, ok bool) {
-	d := decoder{b: raw}
-	d.space()
-	if d.i >= len(d.b) || d.b[d.i] != '{' {
-		return 0, false
-	}
-	d.i++
-	d.space()
-	if d.i < len(d.b) && d.b[d.i] == '}' {
-		d.i++
+// next returns the next member; more is false after the last.
+func (sc *flatScanner) next() (m rawMember, more, ok bool) {
+	d := &sc.d
+	switch sc.state {
+	case 0:
 		d.space()
-		return 0, d.i == len(d.b)
-	}
-	var seen uint64
-	for {
-		d.space()
-		if d.i >= len(d.b) || d.b[d.i] != '"' || n == maxRawMembers {
-			return 0, false
-		}
-		key, ok := d.plainString()
-		if !ok {
-			return 0, false
-		}
-		p := cs.root.propIndex(key)
-		if p < 0 || seen&(1<<p) != 0 {
-			return 0, false
-		}
-		seen |= 1 << p
-		d.space()
-		if d.i >= len(d.b) || d.b[d.i] != ':' {
-			return 0, false
+		if d.i >= len(d.b) || d.b[d.i] != '{' {
+			return m, false, false
 		}
 		d.i++
 		d.space()
-		if d.i >= len(d.b) {
-			return 0, false
+		sc.state = 1
+		if d.i < len(d.b) && d.b[d.i] == '}' {
+			d.i++
+			return sc.end()
 		}
-		m := &ms[n]
-		n++
-		m.prop, m.text = p, nil
-		switch c := d.b[d.i]; {
-		case c == '"':
-			m.kind = '"'
-			m.text, ok = d.plainString()
-		case c == '-' || (c >= '0' && c <= '9'):
-			m.kind = '0'
-			m.text, ok = d.numberText()
-		case d.literal("true"):
-			m.kind = 't'
-		case d.literal("false"):
-			m.kind = 'f'
-		case d.literal("null"):
-			m.kind = 'n'
-		default:
-			ok = false
-		}
-		if !ok {
-			return 0, false
-		}
+	case 1:
 		d.space()
 		if d.i >= len(d.b) {
-			return 0, false
+			return m, false, false
 		}
 		switch d.b[d.i] {
 		case ',':
 			d.i++
 		case '}':
 			d.i++
-			d.space()
-			return n, d.i == len(d.b)
+			return sc.end()
 		default:
-			return 0, false
+			return m, false, false
 		}
+	default:
+		return m, false, false
 	}
+	d.space()
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return m, false, false
+	}
+	key, ok := d.plainString()
+	if !ok {
+		return m, false, false
+	}
+	p := sc.root.propIndex(key)
+	if p < 0 || sc.seen&(1<<p) != 0 {
+		return m, false, false
+	}
+	sc.seen |= 1 << p
+	d.space()
+	if d.i >= len(d.b) || d.b[d.i] != ':' {
+		return m, false, false
+	}
+	d.i++
+	d.space()
+	if d.i >= len(d.b) {
+		return m, false, false
+	}
+	m.prop = p
+	switch c := d.b[d.i]; {
+	case c == '"':
+		m.kind = '"'
+		m.text, ok = d.plainString()
+	case c == '-' || (c >= '0' && c <= '9'):
+		m.kind = '0'
+		m.text, ok = d.numberText()
+	case d.literal("true"):
+		m.kind = 't'
+	case d.literal("false"):
+		m.kind = 'f'
+	case d.literal("null"):
+		m.kind = 'n'
+	default:
+		ok = false
+	}
+	return m, ok, ok
+}
+
+// end finishes the object: nothing but space may follow.
+func (sc *flatScanner) end() (m rawMember, more, ok bool) {
+	sc.state = 2
+	sc.d.space()
+	return m, false, sc.d.i == len(sc.d.b)
 }
 
 // propIndex returns the index of the property named key, exactly, or -1.

@@ -62,16 +62,21 @@ type schemaNode struct {
 	maximum     string
 	minDec      *decimal // minimum parsed, for the fast path; nil if unset
 	maxDec      *decimal
-	formatCheck *jsonschema.Schema // {"format": format}, the reference's verdict on one string
-	minLength   int                // -1 if unset
-	maxLength   int                // -1 if unset
-	pattern     string
-	re          *regexp.Regexp // pattern, compiled
-	encoding    string         // contentEncoding
-	props       []*propNode
-	closed      bool        // additionalProperties: false
-	additional  *schemaNode // schema of map values
-	items       *schemaNode
+	// intBounds: minimum and maximum are unset or integers, minInt and
+	// maxInt (math.MinInt64 and math.MaxInt64 when unset), so an integer
+	// compares with them without parseDecimal.
+	intBounds      bool
+	minInt, maxInt int64
+	formatCheck    *jsonschema.Schema // {"format": format}, the reference's verdict on one string
+	minLength      int                // -1 if unset
+	maxLength      int                // -1 if unset
+	pattern        string
+	re             *regexp.Regexp // pattern, compiled
+	encoding       string         // contentEncoding
+	props          []*propNode
+	closed         bool        // additionalProperties: false
+	additional     *schemaNode // schema of map values
+	items          *schemaNode
 }
 
 type propNode struct {
@@ -112,8 +117,9 @@ type compiledSchema struct {
 	flat   bool
 	fields []flatField
 	// rawFlat: flat arguments are checked and decoded from their text
-	// (flatraw.go).
-	rawFlat bool
+	// (flatraw.go); required has a bit set for each required property.
+	rawFlat  bool
+	required uint64
 }
 
 // flatField is a top-level field of a flat In.
