@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +121,7 @@ type Registry struct {
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
 	invoke   InvokeFunc                            // Options.Middleware around call (middleware.go)
+	chained  bool                                  // there is middleware: invoke is not call
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per scope (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
@@ -418,6 +420,7 @@ func (r *Registry) configure(o *Options) {
 	r.budget = max(o.OutputBudget, 0)
 	r.tx.Interrupter = o.Interrupt
 	r.invoke = r.chain(o.Middleware)
+	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {
 		r.logger().Warn("llmtool: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
 	}
@@ -506,7 +509,16 @@ func (r *Registry) invokeChain(ctx context.Context, req *Request) (res Result) {
 			res = r.failure(req.Spec.Name, &panicError{Tool: req.Spec.Name, Value: p, Stack: debug.Stack()})
 		}
 	}()
-	return r.invoke(ctx, req)
+	if !r.chained {
+		return r.call(ctx, req)
+	}
+	// The middleware gets a copy, so that req, which they may keep, need
+	// not live on the heap when there are none.
+	h := new(Request)
+	*h = *req
+	res = r.invoke(ctx, h)
+	*req = *h
+	return res
 }
 
 // call is the registry's own call path, the innermost InvokeFunc: policy,

@@ -308,8 +308,10 @@ func runGuards[In any](c *ReadCtx, in In, guards []func(*ReadCtx, In) error) (er
 		c, span = c.child(spanGuards) // telemetry.go
 		defer func() { endChild(span, err) }()
 	}
-	if err := c.checkRefs(in); err != nil {
-		return err
+	if len(c.call.tool.refs) > 0 {
+		if err := c.checkRefs(in); err != nil {
+			return err
+		}
 	}
 	for _, g := range guards {
 		if err := g(c, in); err != nil {

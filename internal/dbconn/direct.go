@@ -78,35 +78,13 @@ func (rc *readConn) queryRowDirect(ctx context.Context, query string, args []any
 	if s == nil || (s.numInput >= 0 && s.numInput != len(args)) {
 		return nil
 	}
-	r := &replayed{}
-	err := rc.conn.Raw(func(any) error {
-		rows, err := s.ds.QueryContext(ctx, nv)
-		if err != nil {
-			r.err = err
-			return nil
-		}
-		r.cols = rows.Columns()
-		if len(r.cols) <= len(r.buf) {
-			r.vals = r.buf[:len(r.cols)]
-		} else {
-			r.vals = make([]driver.Value, len(r.cols))
-		}
-		switch err := rows.Next(r.vals); err {
-		case nil:
-			r.row = true
-			// The driver may reuse a []byte's memory once its rows close.
-			for i, v := range r.vals {
-				if b, ok := v.([]byte); ok {
-					r.vals[i] = append([]byte(nil), b...)
-				}
-			}
-		case io.EOF:
-		default:
-			r.nextErr = err
-		}
-		r.closeErr = rows.Close()
-		return nil
-	})
+	r := rc.replayed()
+	rc.dq = directQuery{ctx: ctx, s: s, nv: nv, r: r}
+	if rc.runDirect == nil {
+		rc.runDirect = rc.direct // one closure per connection, not per query
+	}
+	err := rc.conn.Raw(rc.runDirect)
+	rc.dq = directQuery{}
 	clear(nv)
 	if err != nil {
 		return nil // the connection is gone: database/sql reports it
@@ -120,6 +98,69 @@ func (rc *readConn) queryRowDirect(ctx context.Context, query string, args []any
 	}
 	return rc.rowc.QueryRowContext(context.Background(), "", r)
 }
+
+// directQuery is the query direct runs, under rc.mu.
+type directQuery struct {
+	ctx context.Context
+	s   *cachedStmt
+	nv  []driver.NamedValue
+	r   *replayed
+}
+
+// direct runs rc.dq on the driver's connection (rc.conn.Raw calls it):
+// the query, its first row, its rows closed.
+func (rc *readConn) direct(any) error {
+	q := &rc.dq
+	r := q.r
+	rows, err := q.s.ds.QueryContext(q.ctx, q.nv)
+	if err != nil {
+		r.err = err
+		return nil
+	}
+	r.cols = rows.Columns()
+	if len(r.cols) <= len(r.buf) {
+		r.vals = r.buf[:len(r.cols)]
+	} else {
+		r.vals = make([]driver.Value, len(r.cols))
+	}
+	switch err := rows.Next(r.vals); err {
+	case nil:
+		r.row = true
+		// The driver may reuse a []byte's memory once its rows close.
+		for i, v := range r.vals {
+			if b, ok := v.([]byte); ok {
+				r.vals[i] = append([]byte(nil), b...)
+			}
+		}
+	case io.EOF:
+	default:
+		r.nextErr = err
+	}
+	r.closeErr = rows.Close()
+	return nil
+}
+
+// replayed returns a *replayed for a query of the current call: one the
+// connection's earlier calls used, or a new one. Every row of a call is
+// closed when the call ends (closeLent), so none of them reads its
+// replayed again, and the next call may use it.
+func (rc *readConn) replayed() *replayed {
+	if rc.nrep < len(rc.reps) {
+		r := rc.reps[rc.nrep]
+		rc.nrep++
+		*r = replayed{}
+		return r
+	}
+	r := &replayed{}
+	if len(rc.reps) < maxKeptReplays {
+		rc.reps = append(rc.reps, r)
+		rc.nrep++
+	}
+	return r
+}
+
+// maxKeptReplays bounds the replayed rows a connection keeps for reuse.
+const maxKeptReplays = 8
 
 // directStmt returns query's entry with its driver statement prepared, or
 // nil when the driver cannot run it directly.

@@ -69,10 +69,14 @@ type readConn struct {
 	reserved        bool                   // stays query_only and goes back to t.idle
 	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
 
-	hook hook                             // the call's cancellation hook (see Interrupter)
-	rows *ErrRower                        // makes the *sql.Row of a query run directly (direct.go)
-	rowc *sql.Conn                        // rows' connection for this one, under mu
-	nv   [maxDirectArgs]driver.NamedValue // a direct query's arguments, under mu
+	hook      hook                             // the call's cancellation hook (see Interrupter)
+	rows      *ErrRower                        // makes the *sql.Row of a query run directly (direct.go)
+	rowc      *sql.Conn                        // rows' connection for this one, under mu
+	dq        directQuery                      // the direct query running, under mu
+	runDirect func(any) error                  // rc.direct, made once
+	reps      []*replayed                      // replayed rows kept for reuse, under mu
+	nrep      int                              // how many of reps the current call uses
+	nv        [maxDirectArgs]driver.NamedValue // a direct query's arguments, under mu
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -236,6 +240,7 @@ func (rc *readConn) closeLent() (open int) {
 		rc.lent[i] = lent{}
 	}
 	rc.lent = rc.lent[:0]
+	rc.nrep = 0
 	if cap(rc.lent) > 256 { // one call ran many queries; do not keep its array
 		rc.lent = nil
 	}
