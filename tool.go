@@ -262,9 +262,13 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 		flat = newFlatOut(reflect.TypeFor[Out]())
 	}
 	t.run = func(c *ReadCtx, args []byte) ([]byte, error) {
-		var in In
-		if err := c.call.decodeIn(args, &in); err != nil {
-			return nil, err
+		var in In // on the stack when the arguments take the flat path
+		if !c.call.decodeFlat(args, unsafe.Pointer(&in)) {
+			p := new(In)
+			if err := c.call.decodeIn(args, p); err != nil {
+				return nil, err
+			}
+			in = *p
 		}
 		if err := runGuards(c, in, guards); err != nil {
 			return nil, err

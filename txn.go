@@ -13,11 +13,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
-	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // ReadCtx is what a read tool's handler and every guard get: a
@@ -290,31 +290,26 @@ type prepared struct {
 	traced   bool // the call's span is recording: add child spans (telemetry.go)
 }
 
-// decodeIn fills in (a pointer to the tool's In) from the call's arguments:
-// when In is a flat struct of scalars, straight from their text (prepare
-// checked it with CheckFlat and left argv nil) or from the decoded object;
-// else by decoding the JSON; then sets the missing defaults.
+// decodeFlat fills the In at p (a zero In) from the call's arguments when
+// In is flat and prepare checked them from their text (CheckFlat, which
+// leaves argv nil), defaults included, reporting false otherwise: then
+// decodeIn fills a fresh In.
+func (cs *callState) decodeFlat(args []byte, p unsafe.Pointer) bool {
+	return cs.argv == nil && cs.tool.in.FillFlatRaw(p, args, cs.fill)
+}
+
+// decodeIn fills in (a pointer to a zero In) from the call's arguments:
+// when In is a flat struct of scalars, from the decoded object; else by
+// decoding the JSON; then sets the missing defaults.
 func (cs *callState) decodeIn(args []byte, in any) error {
-	if !fillFlat(cs.tool.in, in, args, cs.argv) {
+	s := cs.tool.in
+	if cs.argv == nil || !s.Flat() || !s.FillFlat(in, cs.argv) {
 		if err := decodeArgs(args, in); err != nil {
 			return err
 		}
 	}
-	cs.tool.in.SetDefaults(in, cs.fill)
+	s.SetDefaults(in, cs.fill)
 	return nil
-}
-
-// fillFlat fills a flat In from the decoded object argv, or from the text
-// args when prepare left argv nil, reporting false when In is not flat or
-// a value needs encoding/json (decode args then).
-func fillFlat(s *schema.Schema, in any, args []byte, argv map[string]any) bool {
-	if !s.Flat() {
-		return false
-	}
-	if argv != nil {
-		return s.FillFlat(in, argv)
-	}
-	return s.FillFlatRaw(in, args)
 }
 
 // OpenSQLite opens the SQLite file at path with the settings llmtool's

@@ -59,24 +59,24 @@ func directValue(a any) (v driver.Value, ok bool) {
 }
 
 // queryRowDirect runs query on the driver's connection and returns its
-// first row as a *sql.Row, or nil when the direct path does not apply
-// (see above); the caller then runs the query through database/sql. The
-// caller holds rc.mu.
-func (rc *readConn) queryRowDirect(ctx context.Context, query string, args []any) *sql.Row {
+// first row as a *sql.Row, with the replayed rows it reads, or nil when
+// the direct path does not apply (see above); the caller then runs the
+// query through database/sql. The caller holds rc.mu.
+func (rc *readConn) queryRowDirect(ctx context.Context, query string, args []any) (*sql.Row, *replayed) {
 	if !rc.reserved || rc.pg || rc.rows == nil || len(args) > maxDirectArgs {
-		return nil
+		return nil, nil
 	}
 	nv := rc.nv[:len(args)]
 	for i, a := range args {
 		v, ok := directValue(a)
 		if !ok {
-			return nil
+			return nil, nil
 		}
 		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
 	}
 	s := rc.directStmt(ctx, query)
 	if s == nil || (s.numInput >= 0 && s.numInput != len(args)) {
-		return nil
+		return nil, nil
 	}
 	r := rc.replayed()
 	rc.dq = directQuery{ctx: ctx, s: s, nv: nv, r: r}
@@ -87,16 +87,16 @@ func (rc *readConn) queryRowDirect(ctx context.Context, query string, args []any
 	rc.dq = directQuery{}
 	clear(nv)
 	if err != nil {
-		return nil // the connection is gone: database/sql reports it
+		return nil, nil // the connection is gone: database/sql reports it
 	}
 	if rc.rowc == nil {
 		c, err := rc.rows.conn()
 		if err != nil {
-			return nil
+			return nil, nil
 		}
 		rc.rowc = c
 	}
-	return rc.rowc.QueryRowContext(context.Background(), "", r)
+	return rc.rowc.QueryRowContext(context.Background(), "", r), r
 }
 
 // directQuery is the query direct runs, under rc.mu.

@@ -46,11 +46,15 @@ type replayed struct {
 	row      bool  // vals holds a row not yet handed out
 	nextErr  error // reading the first row failed
 	closeErr error // closing the driver's rows failed
+	closed   bool  // database/sql closed these rows: the row was scanned
 	buf      [4]driver.Value
 }
 
 func (r *replayed) Columns() []string { return r.cols }
-func (r *replayed) Close() error      { return r.closeErr }
+func (r *replayed) Close() error {
+	r.closed = true
+	return r.closeErr
+}
 
 func (r *replayed) Next(dest []driver.Value) error {
 	if r.row {

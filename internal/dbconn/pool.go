@@ -103,6 +103,7 @@ type cachedStmt struct {
 type lent struct {
 	rows *sql.Rows
 	row  *sql.Row
+	rep  *replayed // row's replayed rows, when it ran directly
 }
 
 // maxCachedStmts bounds the statements a reserved read connection keeps.
@@ -207,11 +208,11 @@ func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...a
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	row := rc.queryRowDirect(sctx, query, args)
-	if row != nil {
-		rc.lent = append(rc.lent, lent{row: row})
+	if row, rep := rc.queryRowDirect(sctx, query, args); row != nil {
+		rc.lent = append(rc.lent, lent{row: row, rep: rep})
 		return row
 	}
+	var row *sql.Row
 	if s := rc.stmt(sctx, query); s != nil {
 		row = s.st.QueryRowContext(sctx, args...)
 	} else {
@@ -234,7 +235,7 @@ func (rc *readConn) closeLent() (open int) {
 				open++
 			}
 			l.rows.Close()
-		} else {
+		} else if l.rep == nil || !l.rep.closed {
 			_ = l.row.Scan()
 		}
 		rc.lent[i] = lent{}

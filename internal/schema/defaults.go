@@ -34,7 +34,7 @@ func (cs *compiledSchema) prepareFlat(t reflect.Type) {
 		default:
 			return
 		}
-		ff := flatField{name: p.name, index: p.index, kind: ft.Kind()}
+		ff := flatField{name: p.name, index: p.index, kind: ft.Kind(), off: fieldOffset(t, p.index)}
 		if k := ft.Kind(); k != reflect.String && k != reflect.Bool {
 			ff.bits = ft.Bits()
 		}
@@ -42,6 +42,22 @@ func (cs *compiledSchema) prepareFlat(t reflect.Type) {
 	}
 	cs.flat = true
 	cs.prepareRawFlat()
+}
+
+// fieldOffset returns the offset in t of the field at index, or ^0 when
+// the path to it goes through a pointer (an embedded *T, which inference
+// refuses today).
+func fieldOffset(t reflect.Type, index []int) uintptr {
+	var off uintptr
+	for i, x := range index {
+		f := t.Field(x)
+		off += f.Offset
+		t = f.Type
+		if i < len(index)-1 && t.Kind() != reflect.Struct {
+			return ^uintptr(0)
+		}
+	}
+	return off
 }
 
 // fillFlat sets the fields of in (a pointer to a flat In) from the decoded

@@ -40,6 +40,11 @@ func (cs *compiledSchema) prepareRawFlat() {
 	r := cs.root
 	cs.rawFlat = cs.flat && !cs.verbatim && r != nil && !r.any && r.enum == nil &&
 		r.is("object") && r.additional == nil && len(r.props) <= 64 && len(cs.fields) == len(r.props)
+	for _, f := range cs.fields {
+		if f.off == ^uintptr(0) {
+			cs.rawFlat = false
+		}
+	}
 	for i, p := range r.props {
 		if p.required && i < 64 {
 			cs.required |= 1 << i
@@ -103,16 +108,19 @@ func (cs *compiledSchema) CheckFlat(raw []byte) (fill uint64, ok bool) {
 	return fill, true
 }
 
-// FillFlatRaw sets the fields of in (a pointer to a flat In) from raw,
-// arguments CheckFlat accepted, as json.Unmarshal would. It reports false,
+// RawFlat reports whether CheckFlat and FillFlatRaw apply to In.
+func (cs *compiledSchema) RawFlat() bool { return cs.rawFlat }
+
+// FillFlatRaw sets the fields of the In at p (an In of the type the
+// schema was inferred from) from raw, arguments CheckFlat accepted, as
+// json.Unmarshal would, and then the defaults in fill. It reports false,
 // having possibly set some fields, when a value needs encoding/json's own
-// handling (a number out of the field's range, say); decode the JSON
-// instead, which sets every field FillFlatRaw set.
-func (cs *compiledSchema) FillFlatRaw(in any, raw []byte) bool {
+// handling (a number out of the field's range, say); decode the JSON into
+// a fresh In instead.
+func (cs *compiledSchema) FillFlatRaw(p unsafe.Pointer, raw []byte, fill uint64) bool {
 	if !cs.rawFlat {
 		return false
 	}
-	v := reflect.ValueOf(in).Elem()
 	sc := flatScanner{d: decoder{b: raw}, root: cs.root}
 	for {
 		m, more, ok := sc.next()
@@ -120,50 +128,118 @@ func (cs *compiledSchema) FillFlatRaw(in any, raw []byte) bool {
 			return false
 		}
 		if !more {
-			return true
+			break
 		}
 		if m.kind == 'n' {
 			continue
 		}
-		f := cs.fields[m.prop]
-		fv := v.FieldByIndex(f.index)
-		switch f.kind {
-		case reflect.String:
-			if m.kind != '"' {
-				return false
-			}
-			fv.SetString(string(m.text))
-		case reflect.Bool:
-			if m.kind != 't' && m.kind != 'f' {
-				return false
-			}
-			fv.SetBool(m.kind == 't')
-		default:
-			if m.kind != '0' {
-				return false
-			}
-			s := bytesString(m.text)
-			switch f.kind {
-			case reflect.Float32, reflect.Float64:
-				x, err := strconv.ParseFloat(s, f.bits)
-				if err != nil {
-					return false
-				}
-				fv.SetFloat(x)
-			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-				x, err := strconv.ParseUint(s, 10, f.bits)
-				if err != nil {
-					return false
-				}
-				fv.SetUint(x)
-			default:
-				x, err := strconv.ParseInt(s, 10, f.bits)
-				if err != nil {
-					return false
-				}
-				fv.SetInt(x)
-			}
+		f := &cs.fields[m.prop]
+		if !setScalar(unsafe.Add(p, f.off), f, m) {
+			return false
 		}
+	}
+	for i, d := range cs.defaults {
+		if fill&(1<<i) != 0 {
+			f := &cs.fields[d.prop]
+			setValue(unsafe.Add(p, f.off), f.kind, d.value)
+		}
+	}
+	return true
+}
+
+// setScalar sets the field f at p from m, as json.Unmarshal would.
+func setScalar(p unsafe.Pointer, f *flatField, m rawMember) bool {
+	switch f.kind {
+	case reflect.String:
+		if m.kind != '"' {
+			return false
+		}
+		*(*string)(p) = string(m.text)
+		return true
+	case reflect.Bool:
+		if m.kind != 't' && m.kind != 'f' {
+			return false
+		}
+		*(*bool)(p) = m.kind == 't'
+		return true
+	}
+	if m.kind != '0' {
+		return false
+	}
+	s := bytesString(m.text)
+	switch f.kind {
+	case reflect.Float32, reflect.Float64:
+		x, err := strconv.ParseFloat(s, f.bits)
+		if err != nil {
+			return false
+		}
+		if f.kind == reflect.Float32 {
+			*(*float32)(p) = float32(x)
+		} else {
+			*(*float64)(p) = x
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		x, err := strconv.ParseUint(s, 10, f.bits)
+		if err != nil {
+			return false
+		}
+		setUint(p, f.kind, x)
+	default:
+		x, err := strconv.ParseInt(s, 10, f.bits)
+		if err != nil {
+			return false
+		}
+		setInt(p, f.kind, x)
+	}
+	return true
+}
+
+func setInt(p unsafe.Pointer, k reflect.Kind, x int64) {
+	switch k {
+	case reflect.Int:
+		*(*int)(p) = int(x)
+	case reflect.Int8:
+		*(*int8)(p) = int8(x)
+	case reflect.Int16:
+		*(*int16)(p) = int16(x)
+	case reflect.Int32:
+		*(*int32)(p) = int32(x)
+	case reflect.Int64:
+		*(*int64)(p) = x
+	}
+}
+
+func setUint(p unsafe.Pointer, k reflect.Kind, x uint64) {
+	switch k {
+	case reflect.Uint:
+		*(*uint)(p) = uint(x)
+	case reflect.Uint8:
+		*(*uint8)(p) = uint8(x)
+	case reflect.Uint16:
+		*(*uint16)(p) = uint16(x)
+	case reflect.Uint32:
+		*(*uint32)(p) = uint32(x)
+	case reflect.Uint64:
+		*(*uint64)(p) = x
+	}
+}
+
+// setValue sets the scalar field of kind k at p to v, a value of the
+// field's type.
+func setValue(p unsafe.Pointer, k reflect.Kind, v reflect.Value) {
+	switch k {
+	case reflect.String:
+		*(*string)(p) = v.String()
+	case reflect.Bool:
+		*(*bool)(p) = v.Bool()
+	case reflect.Float32:
+		*(*float32)(p) = float32(v.Float())
+	case reflect.Float64:
+		*(*float64)(p) = v.Float()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		setUint(p, k, v.Uint())
+	default:
+		setInt(p, k, v.Int())
 	}
 }
 

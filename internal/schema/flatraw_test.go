@@ -3,6 +3,7 @@ package schema
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -28,9 +29,39 @@ type rawFlatIn struct {
 	Exact float64 `json:"exact,omitempty" enum:"1|2.5|1e3"`
 }
 
+// rawBase is embedded in rawEmbeddedIn: its fields sit at offsets within
+// it.
+type rawBase struct {
+	Pad   [3]byte `json:"-"`
+	Title string  `json:"title" minLength:"1"`
+	Limit int     `json:"limit,omitempty" default:"10"`
+}
+
+type rawEmbeddedIn struct {
+	On bool `json:"on,omitempty"`
+	rawBase
+	U uint16 `json:"u,omitempty"`
+}
+
 var rawFlatSchemas = []*compiledSchema{
 	inferSchema("raw_flat", "In", reflect.TypeFor[rawFlatIn]()),
 	inferSchema("fuzz_flat", "In", reflect.TypeFor[FuzzFlatIn]()),
+	inferSchema("raw_embedded", "In", reflect.TypeFor[rawEmbeddedIn]()),
+}
+
+var rawFlatTypes = []reflect.Type{reflect.TypeFor[rawFlatIn](), reflect.TypeFor[FuzzFlatIn](), reflect.TypeFor[rawEmbeddedIn]()}
+
+// An embedded struct's fields are filled at their offsets within it.
+func TestRawFlatEmbedded(t *testing.T) {
+	t.Parallel()
+	cs := rawFlatSchemas[2]
+	require.True(t, cs.RawFlat())
+	raw := []byte(`{"title":"ab","u":7,"on":true}`)
+	fill, ok := cs.CheckFlat(raw)
+	require.True(t, ok)
+	var in rawEmbeddedIn
+	require.True(t, cs.FillFlatRaw(unsafe.Pointer(&in), raw, fill))
+	require.Equal(t, rawEmbeddedIn{On: true, rawBase: rawBase{Title: "ab", Limit: 10}, U: 7}, in)
 }
 
 var rawFlatSeeds = []string{
@@ -91,7 +122,8 @@ func TestCheckFlatTakesCommonArguments(t *testing.T) {
 }
 
 // checkFlatRaw: what CheckFlat accepts, the map path accepts with the same
-// missing defaults, and FillFlatRaw fills In as FillFlat does.
+// missing defaults, and FillFlatRaw fills In as FillFlat and SetDefaults
+// do.
 func checkFlatRaw(t *testing.T, sel uint8, data []byte) {
 	cs := rawFlatSchemas[int(sel)%len(rawFlatSchemas)]
 	fill, ok := cs.CheckFlat(data)
@@ -104,13 +136,11 @@ func checkFlatRaw(t *testing.T, sel uint8, data []byte) {
 	require.NoError(t, cs.validate(v), "CheckFlat accepted %s, which validate refuses", data)
 	require.Equal(t, cs.missingDefaults(v), fill, "missing defaults of %s", data)
 
-	typ := reflect.TypeOf(rawFlatIn{})
-	if sel%2 == 1 {
-		typ = reflect.TypeOf(FuzzFlatIn{})
-	}
+	typ := rawFlatTypes[int(sel)%len(rawFlatSchemas)]
 	got, want := reflect.New(typ), reflect.New(typ)
-	gotOK := cs.FillFlatRaw(got.Interface(), data)
+	gotOK := cs.FillFlatRaw(got.UnsafePointer(), data, fill)
 	wantOK := cs.fillFlat(want.Interface(), v.(map[string]any))
+	cs.setDefaults(want.Interface(), fill)
 	require.Equal(t, wantOK, gotOK, "FillFlatRaw and FillFlat disagree on %s", data)
 	if wantOK {
 		require.Equal(t, want.Elem().Interface(), got.Elem().Interface(), "for %s", data)

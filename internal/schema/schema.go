@@ -128,6 +128,7 @@ type flatField struct {
 	index []int
 	kind  reflect.Kind
 	bits  int
+	off   uintptr // its offset in In, ^0 if behind a pointer
 }
 
 // fieldDefault is a top-level In field's default, decoded once.
