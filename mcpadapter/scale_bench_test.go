@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,8 +215,85 @@ func httpClient(b *testing.B, h http.Handler) *client.Client {
 // ns/op is one round: both full listings.
 func BenchmarkToolsListScale(b *testing.B) {
 	b.Run("server", func(b *testing.B) { benchListScale(b, "server") })
+	b.Run("wire", func(b *testing.B) { benchListScale(b, "wire") })
 	b.Run("http", func(b *testing.B) { benchListScale(b, "http") })
 	b.Run("client", func(b *testing.B) { benchListScale(b, "client") })
+}
+
+// wireLister is an MCP client over streamable HTTP at 2025-11-25 that
+// reads every page of tools/list to its last byte and follows the
+// cursor, decoding nothing else: the listing as the wire delivers it,
+// without a client library's decoding of 10,000 tools into its types
+// (the same work for either server, and most of what the "http" path
+// measures).
+type wireLister struct {
+	url, session string
+	id           int
+	last         []byte // the last answer's body
+}
+
+func newWireLister(b *testing.B, h http.Handler) *wireLister {
+	b.Helper()
+	ts := httptest.NewServer(h)
+	b.Cleanup(ts.Close)
+	w := &wireLister{url: ts.URL}
+	resp := w.post(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	w.session = resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(b, w.session, "the server gave no session")
+	w.post(b, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return w
+}
+
+// post sends one JSON-RPC message and reads the answer to its end.
+func (w *wireLister) post(b testing.TB, body string) *http.Response {
+	req, err := http.NewRequest(http.MethodPost, w.url, strings.NewReader(body))
+	require.NoError(b, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if w.session != "" {
+		req.Header.Set("Mcp-Session-Id", w.session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b.Fatalf("%s: %s", resp.Status, buf.Bytes())
+	}
+	w.last = buf.Bytes()
+	return resp
+}
+
+// listAll reads every page and returns how many it read, and how many
+// tools they listed when count is set (a scan of every byte, left out of
+// the timed runs).
+func (w *wireLister) listAll(b testing.TB, count bool) (pages, tools int) {
+	cursor := ""
+	for {
+		w.id++
+		params := "{}"
+		if cursor != "" {
+			params = `{"cursor":"` + cursor + `"}`
+		}
+		w.post(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, w.id, params))
+		pages++
+		if count {
+			tools += bytes.Count(w.last, []byte(`"inputSchema"`))
+		}
+		const key = `"nextCursor":"`
+		i := bytes.LastIndex(w.last, []byte(key))
+		if i < 0 {
+			return pages, tools
+		}
+		rest := w.last[i+len(key):]
+		cursor = string(rest[:bytes.IndexByte(rest, '"')])
+	}
 }
 
 func benchListScale(b *testing.B, path string) {
@@ -232,6 +310,19 @@ func benchListScale(b *testing.B, path string) {
 	clients := []*client.Client{scaleClient(b, raw), adapter}
 	if path == "http" {
 		clients = []*client.Client{httpClient(b, server.NewStreamableHTTPServer(raw)), httpClient(b, srv.Handler())}
+	}
+	if path == "wire" {
+		wires := []*wireLister{newWireLister(b, server.NewStreamableHTTPServer(raw)), newWireLister(b, srv.Handler())}
+		for _, w := range wires {
+			pages, tools := w.listAll(b, true)
+			require.Equal(b, n/DefaultPageSize+1, pages)
+			require.Equal(b, n+1, tools)
+		}
+		times := shuffledTimes(b, len(wires), func(j int) { wires[j].listAll(b, false) })
+		b.ReportMetric(medianOf(times[0]), "ns-p50-raw")
+		b.ReportMetric(medianOf(times[1]), "ns-p50-adapter")
+		reportRatio(b, "raw/adapter", times[0], times[1])
+		return
 	}
 	for _, c := range clients {
 		require.Equal(b, n+1, listAll(b, c))
