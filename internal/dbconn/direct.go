@@ -165,8 +165,12 @@ const maxKeptReplays = 8
 // directStmt returns query's entry with its driver statement prepared, or
 // nil when the driver cannot run it directly.
 func (rc *readConn) directStmt(ctx context.Context, query string) *cachedStmt {
+	if s := rc.lastDirect; s != nil && rc.lastQuery == query {
+		return s // the same text as the last: no hashing
+	}
 	s := rc.stmts[query]
 	if s != nil && s.ds != nil {
+		rc.lastQuery, rc.lastDirect = query, s
 		return s
 	}
 	if s != nil && s.noDirect {

@@ -69,14 +69,18 @@ type readConn struct {
 	reserved        bool                   // stays query_only and goes back to t.idle
 	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
 
-	hook      hook                             // the call's cancellation hook (see Interrupter)
-	rows      *ErrRower                        // makes the *sql.Row of a query run directly (direct.go)
-	rowc      *sql.Conn                        // rows' connection for this one, under mu
-	dq        directQuery                      // the direct query running, under mu
-	runDirect func(any) error                  // rc.direct, made once
-	reps      []*replayed                      // replayed rows kept for reuse, under mu
-	nrep      int                              // how many of reps the current call uses
-	nv        [maxDirectArgs]driver.NamedValue // a direct query's arguments, under mu
+	hook      hook            // the call's cancellation hook (see Interrupter)
+	rows      *ErrRower       // makes the *sql.Row of a query run directly (direct.go)
+	rowc      *sql.Conn       // rows' connection for this one, under mu
+	dq        directQuery     // the direct query running, under mu
+	runDirect func(any) error // rc.direct, made once
+	reps      []*replayed     // replayed rows kept for reuse, under mu
+	nrep      int             // how many of reps the current call uses
+	// lastQuery's entry was the last that directStmt found, under mu;
+	// forgotten when a statement is closed.
+	lastQuery  string
+	lastDirect *cachedStmt
+	nv         [maxDirectArgs]driver.NamedValue // a direct query's arguments, under mu
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -166,6 +170,7 @@ func (rc *readConn) evict() bool {
 
 // closeStmt closes s's statements.
 func (rc *readConn) closeStmt(s *cachedStmt) {
+	rc.lastQuery, rc.lastDirect = "", nil
 	if s.st != nil {
 		s.st.Close()
 	}

@@ -15,9 +15,17 @@ const maxCached = 4096
 // CheckRebind). It keeps each dialect's texts apart. The zero value is
 // ready to use.
 type Cache struct {
-	ok [Postgres + 1]sync.Map // per dialect: query text -> text to send (string)
+	ok [Postgres + 1]sync.Map // per dialect: query text -> *accepted
 	n  atomic.Int32
+	// last is the last query answered from ok, per dialect: a handler
+	// runs the same constant text call after call, and comparing it with
+	// the last one (the same pointer, so no byte is compared) costs less
+	// than hashing it.
+	last [Postgres + 1]atomic.Pointer[accepted]
 }
+
+// accepted is a query the cache accepted and the text to send for it.
+type accepted struct{ query, text string }
 
 // Check is Check for d, answered from the cache when query was accepted
 // before.
@@ -37,8 +45,13 @@ func (c *Cache) CheckRebind(d Dialect, query string) (string, *Refusal) {
 		}
 		return query, nil
 	}
+	if a := c.last[d].Load(); a != nil && a.query == query {
+		return a.text, nil
+	}
 	if v, ok := c.ok[d].Load(query); ok {
-		return v.(string), nil
+		a := v.(*accepted)
+		c.last[d].Store(a)
+		return a.text, nil
 	}
 	if r := Check(d, query); r != nil {
 		return "", r
@@ -48,7 +61,7 @@ func (c *Cache) CheckRebind(d Dialect, query string) (string, *Refusal) {
 		text, _ = Rebind(query)
 	}
 	if c.n.Load() < maxCached {
-		if _, loaded := c.ok[d].LoadOrStore(query, text); !loaded {
+		if _, loaded := c.ok[d].LoadOrStore(query, &accepted{query, text}); !loaded {
 			c.n.Add(1)
 		}
 	}
