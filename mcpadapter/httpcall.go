@@ -113,6 +113,7 @@ type callRun struct {
 	p     pump
 	done  chan json.RawMessage // the response, from the handler's goroutine
 	body  []byte
+	hctx  context.Context // the context the handler runs in
 }
 
 // Value answers the call's stream and notes, else asks the stream's
@@ -152,7 +153,8 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	run.Context, run.p.cancel = h.streamContext(r, st)
 	ctx := h.s.mcp.WithContext(run, cs)
 	ctx = server.WithSupportedProtocolVersions(ctx, h.versions)
-	go run.handle(ctx)
+	run.hctx = ctx
+	h.s.handlers.run(run)
 	p := &run.p
 	p.st, p.cs, p.done, p.ready, p.h = st, cs, run.done, cs.ready, h
 	// This goroutine streams the call until its response is written. If
@@ -169,8 +171,8 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 }
 
 // handle runs the call in mcp-go and hands its response to the pump.
-func (c *callRun) handle(ctx context.Context) {
-	msg := c.cs.h.s.mcp.HandleMessage(ctx, c.body)
+func (c *callRun) handle() {
+	msg := c.cs.h.s.mcp.HandleMessage(c.hctx, c.body)
 	b, err := json.Marshal(msg)
 	if err != nil {
 		b = (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()

@@ -253,9 +253,10 @@ type Server struct {
 	unsubscribe func()
 	extras      extras // resources and prompts registered with mcp-go (resources.go)
 
-	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
-	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
-	listens sync.Map    // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
+	handlers *handlerPool // the goroutines of HTTP tools/call handlers (handlers.go)
+	events   *eventStore  // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
+	streams  sync.Map     // store ID → *callStream of a tools/call in progress (streams.go)
+	listens  sync.Map     // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
 
 	openSessions metric.Int64UpDownCounter // llmtool.mcp.sessions; nil without Options.MeterProvider (tracing.go)
 }
@@ -273,6 +274,7 @@ type toolEntry struct {
 func New(reg *llmtool.Registry, opts *Options) *Server {
 	cfg := newConfig(opts)
 	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry), now: time.Now, closed: make(chan struct{})}
+	s.handlers = newHandlerPool(s.closed)
 	if cfg.replayEvents > 0 {
 		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
 	}
