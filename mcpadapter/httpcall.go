@@ -101,31 +101,42 @@ func (h *httpHandler) answer(w http.ResponseWriter, session string, msg *wireMes
 
 // callRun is one tools/call over HTTP: its stream, connection, session,
 // notes and pump, made in one allocation. It is also the call's context
-// (the stream's context with the run's values on top), so CloseStream and
-// the adapter's notes find the call without a context value each.
+// (the stream's context with the run's values on top), so CloseStream, the
+// adapter's notes and the call's mark (beforeCall) find the call without a
+// context value each.
 type callRun struct {
-	context.Context // the stream's context (see streamContext)
+	context.Context // the call's cancellation (see streamContext)
+
+	// values is the request's context, whose values the call sees, when
+	// Context does not derive from it (a resumable stream).
+	values context.Context
 
 	st    callStream
 	conn  streamConn
 	cs    callSession
 	notes callNotes
 	p     pump
-	done  chan json.RawMessage // the response, from the handler's goroutine
+	mark  callMark // what beforeCall learned of the call
+	done  chan any // from the handler's side to the pump (see pump.run)
 	body  []byte
 	hctx  context.Context // the context the handler runs in
 }
 
-// Value answers the call's stream and notes, else asks the stream's
-// context.
+// Value answers the call's stream, notes and mark, else asks the call's
+// context, then the request's.
 func (c *callRun) Value(key any) any {
 	switch key.(type) {
 	case streamKey:
 		return &c.st
 	case notesKey:
 		return &c.notes
+	case markKey:
+		return &c.mark
 	}
-	return c.Context.Value(key)
+	if v := c.Context.Value(key); v != nil || c.values == nil {
+		return v
+	}
+	return c.values.Value(key)
 }
 
 // call runs a tools/call with a call session and streams what it sends
@@ -136,11 +147,13 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	if v, ok := base.(server.SessionWithProtocolVersion); ok {
 		rev = v.ProtocolVersion()
 	}
-	run := &callRun{body: body, done: make(chan json.RawMessage, 1)}
+	// done holds, at most, the call session's opened, the connection's
+	// connGone and the response: the handler's side never waits on it.
+	run := &callRun{body: body, done: make(chan any, 3)}
 	st := &run.st
 	h.initCallStream(st, base.SessionID(), rev)
 	conn := &run.conn
-	conn.init(w)
+	conn.sw.w, conn.notify = w, run.done
 	st.conn = conn
 	if st.polling {
 		st.mu.Lock()
@@ -148,75 +161,95 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 		st.mu.Unlock()
 	}
 	cs := &run.cs
-	*cs = callSession{ClientSession: base, h: h, ready: make(chan struct{})}
-	st.queue = cs.NotificationChannel
-	run.Context, run.p.cancel = h.streamContext(r, st)
+	*cs = callSession{ClientSession: base, h: h, done: run.done}
+	st.cs = cs
+	run.Context, run.values, run.p.cancel = h.streamContext(r, st)
 	ctx := h.s.mcp.WithContext(run, cs)
 	ctx = server.WithSupportedProtocolVersions(ctx, h.versions)
 	run.hctx = ctx
 	h.s.handlers.run(run)
 	p := &run.p
-	p.st, p.cs, p.done, p.ready, p.h = st, cs, run.done, cs.ready, h
+	p.st, p.cs, p.done = st, cs, run.done
 	// This goroutine streams the call until its response is written. If
 	// the connection goes first (the client left, or the stream moved to a
 	// GET or was closed by CloseStream) the call goes on, and a goroutine
 	// of its own streams the rest into the stream's record.
-	if p.run(conn.gone, r.Context().Done()) {
+	if p.run(true, r.Context().Done()) {
 		return
 	}
 	if r.Context().Err() != nil {
 		st.detach(conn)
 	}
-	go p.run(nil, nil)
+	go p.run(false, nil)
 }
 
-// handle runs the call in mcp-go and hands its response to the pump.
+// handle runs the call in mcp-go and hands its response to the pump: a
+// result as mcp-go made it (the pump encodes it onto the connection), an
+// error encoded, with the adapter's notes (see callNotes.rewrite).
 func (c *callRun) handle() {
 	msg := c.cs.h.s.mcp.HandleMessage(c.hctx, c.body)
+	if _, ok := msg.(mcp.JSONRPCResponse); ok {
+		c.done <- msg
+		return
+	}
 	b, err := json.Marshal(msg)
 	if err != nil {
-		b = (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
+		b = internalError()
 	}
-	if _, ok := msg.(mcp.JSONRPCResponse); !ok {
-		// Only an error gets the adapter's notes (see callNotes.rewrite).
-		b, _ = c.notes.rewrite(b)
-	}
-	c.done <- b
+	b, _ = c.notes.rewrite(b)
+	c.done <- json.RawMessage(b)
 }
+
+// internalError is the response the adapter sends when mcp-go's cannot be
+// encoded.
+func internalError() json.RawMessage {
+	return (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
+}
+
+// What the handler's side sends the pump on callRun.done, besides the
+// response.
+type (
+	opened   struct{} // the call session made its channels (callSession.open)
+	connGone struct{} // the POST's connection no longer carries the stream (streamConn.close)
+)
 
 // pump moves a call's notifications, requests and response, in order,
 // onto its stream.
 type pump struct {
 	st     *callStream
 	cs     *callSession
-	h      *httpHandler
-	cancel context.CancelFunc // ends the call's context, after the response
-	done   <-chan json.RawMessage
-	ready  <-chan struct{}                // closed when the handler made its notification channel
-	notes  <-chan mcp.JSONRPCNotification // nil until then
-	reqs   <-chan mcp.JSONRPCRequest      // nil until then
+	cancel context.CancelFunc             // ends the call's context, after the response
+	done   <-chan any                     // opened, connGone, then the response
+	notes  <-chan mcp.JSONRPCNotification // nil until opened
+	reqs   <-chan mcp.JSONRPCRequest      // nil until opened
 }
 
-// run streams until the response is delivered (and reports true), or until
-// gone or left is closed (false).
-func (p *pump) run(gone <-chan struct{}, left <-chan struct{}) bool {
+// run streams until the response is delivered (and reports true), or, on
+// the POST's goroutine (onPost), until its connection no longer carries
+// the stream or left is closed (false).
+func (p *pump) run(onPost bool, left <-chan struct{}) bool {
 	for {
 		select {
-		case <-p.ready:
-			p.notes, p.reqs, p.ready = p.cs.notes, p.cs.reqs, nil
 		case n := <-p.notes:
 			p.note(n)
 		case req := <-p.reqs:
 			p.drain() // the handler's notifications before the request go first
 			p.st.deliver(req, false)
-		case resp := <-p.done:
+		case v := <-p.done:
+			switch v.(type) {
+			case opened:
+				p.notes, p.reqs = p.cs.notes, p.cs.reqs
+				continue
+			case connGone:
+				if onPost {
+					return false
+				}
+				continue
+			}
 			p.drain()
-			p.st.deliver(resp, true)
+			p.st.deliver(v, true)
 			p.cancel()
-			p.h.s.streams.Delete(p.st.id)
 			return true
-		case <-gone:
-			return false
 		case <-left:
 			return false
 		}
@@ -231,16 +264,10 @@ func (p *pump) note(n mcp.JSONRPCNotification) {
 	p.st.deliver(n, false)
 }
 
-// drain delivers the notifications queued so far.
+// drain delivers the notifications queued so far. (The channels were
+// opened before what the handler did last, and opened was received before
+// it: done is in order.)
 func (p *pump) drain() {
-	if p.notes == nil {
-		select {
-		case <-p.ready: // made before what the handler did last
-			p.notes, p.reqs, p.ready = p.cs.notes, p.cs.reqs, nil
-		default:
-			return
-		}
-	}
 	for {
 		select {
 		case n := <-p.notes:
@@ -333,12 +360,12 @@ type callSession struct {
 
 	// The channels to the response stream, made by the first
 	// NotificationChannel or request: most calls send nothing, and a
-	// buffer of 256 notifications is 12 KB to clear. ready is closed once
+	// buffer of 256 notifications is 12 KB to clear. done is told once
 	// they are set.
 	once  sync.Once
 	notes chan mcp.JSONRPCNotification
 	reqs  chan mcp.JSONRPCRequest // requests, after the notifications before them
-	ready chan struct{}
+	done  chan<- any
 }
 
 // notesBuffer is how many notifications a call's stream holds before
@@ -350,7 +377,7 @@ func (c *callSession) open() {
 	c.once.Do(func() {
 		c.notes = make(chan mcp.JSONRPCNotification, notesBuffer)
 		c.reqs = make(chan mcp.JSONRPCRequest)
-		close(c.ready)
+		c.done <- opened{}
 	})
 }
 

@@ -296,11 +296,11 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 			n.awaitEvents(ctx)
 		}
 	})
-	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.calls.Delete(ctx) })
+	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.unmarkCall(ctx) })
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
 		switch method {
 		case mcp.MethodToolsCall:
-			s.calls.Delete(ctx)
+			s.unmarkCall(ctx)
 		case mcp.MethodToolsList:
 			s.lists.Delete(ctx)
 		}
@@ -364,7 +364,7 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 // listing (listing.go), whatever tools mcp-go has registered.
 func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 {
-		if v, ok := s.calls.Load(ctx); ok && v.(*callMark).name == tools[0].Name {
+		if m := s.callMark(ctx); m != nil && m.name == tools[0].Name {
 			return tools
 		}
 	}
@@ -382,10 +382,49 @@ func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 }
 
 // callMark is what beforeCall learned of a tools/call, for the filter and
-// the handler that see the same context.
+// the handler that see the same context. The adapter's HTTP call path
+// keeps it in the call's run (httpcall.go), found under markKey; other
+// calls keep it in Server.calls, by context.
 type callMark struct {
-	name string
-	id   any // the JSON-RPC request ID
+	name string // "" while unmarked
+	id   any    // the JSON-RPC request ID
+}
+
+// markKey is the context key of a call's own callMark.
+type markKey struct{}
+
+// markCall records m for the call of ctx.
+func (s *Server) markCall(ctx context.Context, m callMark) {
+	if slot, ok := ctx.Value(markKey{}).(*callMark); ok {
+		*slot = m
+		return
+	}
+	p := new(callMark) // m stays on the stack when the run has a slot
+	*p = m
+	s.calls.Store(ctx, p)
+}
+
+// callMark returns the mark of the call of ctx, nil if it has none.
+func (s *Server) callMark(ctx context.Context) *callMark {
+	if slot, ok := ctx.Value(markKey{}).(*callMark); ok {
+		if slot.name == "" {
+			return nil
+		}
+		return slot
+	}
+	if v, ok := s.calls.Load(ctx); ok {
+		return v.(*callMark)
+	}
+	return nil
+}
+
+// unmarkCall forgets the mark of the call of ctx, which ended.
+func (s *Server) unmarkCall(ctx context.Context) {
+	if slot, ok := ctx.Value(markKey{}).(*callMark); ok {
+		*slot = callMark{}
+		return
+	}
+	s.calls.Delete(ctx)
 }
 
 // beforeCall runs before mcp-go looks the called tool up. It registers the
@@ -414,7 +453,7 @@ func (s *Server) beforeCall(ctx context.Context, id any, req *mcp.CallToolReques
 	if e == nil || e.spec != spec {
 		s.register([]*llmtool.Spec{spec})
 	}
-	s.calls.Store(ctx, &callMark{name: name, id: id})
+	s.markCall(ctx, callMark{name: name, id: id})
 }
 
 // register converts and registers the specs mcp-go does not have yet.
@@ -538,8 +577,8 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			// Revision 2026-07-28: a request that needs a capability its
 			// _meta does not declare is refused with -32021, which
 			// callNotes writes in place of mcp-go's internal error.
-			if v, ok := s.calls.Load(mctx); ok && notes != nil {
-				notes.noteMissing(v.(*callMark).id, capability)
+			if m := s.callMark(mctx); m != nil && notes != nil {
+				notes.noteMissing(m.id, capability)
 				return nil, errors.New(res.Text())
 			}
 		}
