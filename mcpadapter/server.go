@@ -543,16 +543,19 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			}
 			args = b
 		}
-		p, err := s.askingPeer(ctx, name, name, args, req.Params.MultiRoundTripParams)
-		if err != nil {
+		cp := new(callPeer)
+		if err := s.initPeer(ctx, cp, name, name, args, req.Params.MultiRoundTripParams); err != nil {
 			return nil, err
 		}
+		p := &cp.peer
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
-		w := &capWatch{peer: p}
+		w := &cp.watch
+		w.peer = p
+		cp.rep = countingReporter{peer: p, notes: notes}
 		// p reports progress and logs, and asks the client
-		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
+		ctx = ask.With(callinfo.WithReporter(ctx, &cp.rep), w)
 		// A retry that answers the approval question commits, or is denied,
 		// at once (approval.go).
 		approval := p.round.approvalAnswer()
