@@ -155,11 +155,6 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	conn := &run.conn
 	conn.sw.w, conn.notify = w, run.done
 	st.conn = conn
-	if st.polling {
-		st.mu.Lock()
-		st.primer = time.AfterFunc(streamRetry, st.prime)
-		st.mu.Unlock()
-	}
 	cs := &run.cs
 	*cs = callSession{ClientSession: base, h: h, done: run.done}
 	st.cs = cs
@@ -170,6 +165,9 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	h.s.handlers.run(run)
 	p := &run.p
 	p.st, p.cs, p.done = st, cs, run.done
+	if st.polling {
+		p.startPrimer()
+	}
 	// This goroutine streams the call until its response is written. If
 	// the connection goes first (the client left, or the stream moved to a
 	// GET or was closed by CloseStream) the call goes on, and a goroutine
@@ -222,6 +220,34 @@ type pump struct {
 	done   <-chan any                     // opened, connGone, then the response
 	notes  <-chan mcp.JSONRPCNotification // nil until opened
 	reqs   <-chan mcp.JSONRPCRequest      // nil until opened
+
+	// At revision 2025-11-25, primer primes the stream after streamRetry
+	// of silence (see callStream.prime). Its timer comes from
+	// Server.primers and goes back there after the response: a timer is
+	// an allocation, and most calls answer well within streamRetry.
+	primer *time.Timer
+	primed <-chan time.Time // primer's channel; nil once received
+}
+
+// startPrimer starts the pump's primer.
+func (p *pump) startPrimer() {
+	t, _ := p.st.srv.primers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(streamRetry)
+	} else {
+		t.Reset(streamRetry)
+	}
+	p.primer, p.primed = t, t.C
+}
+
+// stopPrimer stops the pump's primer and gives its timer back. A stopped
+// timer's channel receives no stale time after Reset.
+func (p *pump) stopPrimer() {
+	if t := p.primer; t != nil {
+		p.primer, p.primed = nil, nil
+		t.Stop()
+		p.st.srv.primers.Put(t)
+	}
 }
 
 // run streams until the response is delivered (and reports true), or, on
@@ -248,8 +274,12 @@ func (p *pump) run(onPost bool, left <-chan struct{}) bool {
 			}
 			p.drain()
 			p.st.deliver(v, true)
+			p.stopPrimer()
 			p.cancel()
 			return true
+		case <-p.primed:
+			p.primed = nil
+			p.st.prime()
 		case <-left:
 			return false
 		}

@@ -254,6 +254,7 @@ type Server struct {
 	extras      extras // resources and prompts registered with mcp-go (resources.go)
 
 	handlers *handlerPool // the goroutines of HTTP tools/call handlers (handlers.go)
+	primers  sync.Pool    // stopped *time.Timer of the pumps of HTTP tools/calls (httpcall.go)
 	events   *eventStore  // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
 	streams  sync.Map     // store ID → *callStream of a tools/call in progress (streams.go)
 	listens  sync.Map     // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)

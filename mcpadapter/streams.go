@@ -43,7 +43,6 @@ type callStream struct {
 	conn     *streamConn // where events are written; nil while none is attached
 	ended    bool        // the response is recorded
 	streamed bool        // an event with an ID was recorded: the client may resume
-	primer   *time.Timer // primes a quiet call's stream after streamRetry
 }
 
 // streamConn is one HTTP response that a callStream writes to. When the
@@ -181,9 +180,6 @@ func (st *callStream) deliver(msg any, last bool) {
 	record := st.store != nil && (!last || st.streamed)
 	if last {
 		st.ended = true
-		if st.primer != nil {
-			st.primer.Stop()
-		}
 		if st.id != "" {
 			st.srv.streams.Delete(st.id) // its events are all in the store
 		}
