@@ -49,8 +49,10 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	if id == "" || h.stateless {
 		return false
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false // mcp-go refuses it
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return false // mcp-go refuses it
+		}
 	}
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !contains(h.versions, v) {
 		return false // mcp-go refuses it
