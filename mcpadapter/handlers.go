@@ -23,16 +23,20 @@ const handlerIdle = 10 * time.Second
 // handlerPool hands calls to idle handler goroutines, starting one when
 // none is idle.
 type handlerPool struct {
-	calls  chan *callRun   // unbuffered: an idle goroutine receives here
+	calls  chan handled    // unbuffered: an idle goroutine receives here
 	closed <-chan struct{} // closed by Server.Close
+	idle   time.Duration   // handlerIdle
 }
 
+// handled is a call the pool runs: a *callRun.
+type handled interface{ handle() }
+
 func newHandlerPool(closed <-chan struct{}) *handlerPool {
-	return &handlerPool{calls: make(chan *callRun), closed: closed}
+	return &handlerPool{calls: make(chan handled), closed: closed, idle: handlerIdle}
 }
 
 // run runs c's handler on an idle goroutine, or on a new one.
-func (p *handlerPool) run(c *callRun) {
+func (p *handlerPool) run(c handled) {
 	select {
 	case p.calls <- c:
 	default:
@@ -42,8 +46,8 @@ func (p *handlerPool) run(c *callRun) {
 
 // serve handles c, then the calls handed to it, until it was idle a whole
 // handlerIdle period or the Server is closed.
-func (p *handlerPool) serve(c *callRun) {
-	idle := time.NewTimer(handlerIdle)
+func (p *handlerPool) serve(c handled) {
+	idle := time.NewTimer(p.idle)
 	defer idle.Stop()
 	used := true // a call came since the timer last fired
 	for {
@@ -58,7 +62,7 @@ func (p *handlerPool) serve(c *callRun) {
 					return
 				}
 				used = false
-				idle.Reset(handlerIdle)
+				idle.Reset(p.idle)
 			case <-p.closed:
 				return
 			}
