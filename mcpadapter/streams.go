@@ -166,6 +166,15 @@ func (st *callStream) storeLocked(data json.RawMessage) (string, error) {
 	return st.store.StoreEvent(context.Background(), st.session, st.id, data)
 }
 
+// forgetLocked takes the ended stream, its response recorded, out of
+// Server.streams: a GET with Last-Event-ID then replays it from the store
+// (serveResume).
+func (st *callStream) forgetLocked() {
+	if st.id != "" {
+		st.srv.streams.Delete(st.id)
+	}
+}
+
 // deliver records a message of the call and writes it to the attached
 // connection; last marks the call's response, which ends the stream. A
 // message is an encoded json.RawMessage, or a value to encode.
@@ -180,14 +189,12 @@ func (st *callStream) deliver(msg any, last bool) {
 	record := st.store != nil && (!last || st.streamed)
 	if last {
 		st.ended = true
-		if st.id != "" {
-			st.srv.streams.Delete(st.id) // its events are all in the store
-		}
 	}
 	c := st.conn
 	if last && !record && c != nil && !c.sw.started {
 		// Nothing went on the stream: the response is a JSON body, encoded
 		// straight onto the connection (most calls).
+		st.forgetLocked()
 		h := c.sw.w.Header()
 		h.Set("Content-Type", "application/json")
 		c.sw.w.WriteHeader(http.StatusOK)
@@ -210,6 +217,9 @@ func (st *callStream) deliver(msg any, last bool) {
 	if record {
 		id, _ = st.storeLocked(data)
 		st.streamed = true
+	}
+	if last {
+		st.forgetLocked()
 	}
 	if c == nil {
 		return
