@@ -69,8 +69,11 @@ func newBenchServers(b *testing.B) benchServers {
 		INSERT INTO notes VALUES (1, 'Hello', 'World')`)
 	require.NoError(b, err)
 
-	// The interrupt hook, as a SQLite host sets it: one cancellation hook
-	// per call rather than the driver's watcher per statement.
+	// Options.Interrupt: sqlitehook.Interrupt is what a host on
+	// modernc.org/sqlite configures: one cancellation hook per call rather
+	// than the driver's watcher goroutine per statement. The raw handler
+	// below does the same query on the same database as the tool, with
+	// database/sql as a raw mcp-go host would.
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Interrupt: sqlitehook.Interrupt},
 		llmtool.DefineTools("bench", benchGet))
 	require.NoError(b, err)

@@ -41,3 +41,14 @@ func SessionCounts(s *Server) (int, map[string]int) {
 	}
 	return s.counts.total, per
 }
+
+// OpenCallStreams returns how many tools/call streams are open for
+// resumption: those that recorded an event and have not ended.
+func OpenCallStreams(s *Server) int {
+	n := 0
+	s.streams.Range(func(_, _ any) bool {
+		n++
+		return true
+	})
+	return n
+}

@@ -141,7 +141,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "Reading the request body failed: "+err.Error())
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// mcp-go reads it again: serveMCP gives it a new reader of body.
 	}
 	ctx = withHeaderTrace(ctx, r.Header) // the client's trace context (tracing.go)
 	if ctx != r.Context() {
@@ -154,13 +154,13 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var batch []json.RawMessage
 	if len(body) > 0 && json.Valid(body) {
 		if jsonKind(body) == "an array" {
-			_ = json.Unmarshal(body, &batch)
+			batch = decodeBatch(body)
 			if len(batch) == 0 {
 				writeRPC(w, http.StatusBadRequest, invalid(nil, "the batch is empty."))
 				return
 			}
 		} else {
-			m, bad := checkMessage(body)
+			m, bad := checkValidMessage(body)
 			if bad != nil {
 				writeRPC(w, http.StatusBadRequest, bad)
 				return
@@ -178,7 +178,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !h.scopeRefused(w, r, body) {
-			h.serveMCP(w, r, msg)
+			h.serveMCP(w, r, body, msg)
 		}
 		return
 	}
@@ -256,14 +256,18 @@ func (h *httpHandler) dispatchMessage(w http.ResponseWriter, r *http.Request, bo
 	if msg != nil && h.serveCall(w, r, body, msg) {
 		return
 	}
-	h.serveMCP(w, r, msg)
+	h.serveMCP(w, r, body, msg)
 }
 
-// serveMCP has mcp-go serve a request; the answer to a tools/call, a
-// resources/read or a tools/list gets the adapter's notes (see callNotes:
-// for tools/list, the page's pre-encoded tools), and a tools/call or
-// subscriptions/listen returns only when its notifications are on the wire.
-func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, msg *wireMessage) {
+// serveMCP has mcp-go serve a request whose body (a POST's) the adapter
+// read; the answer to a tools/call, a resources/read or a tools/list gets
+// the adapter's notes (see callNotes: for tools/list, the page's
+// pre-encoded tools), and a tools/call or subscriptions/listen returns
+// only when its notifications are on the wire.
+func (h *httpHandler) serveMCP(w http.ResponseWriter, r *http.Request, body []byte, msg *wireMessage) {
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	if msg != nil && msg.method == string(mcp.MethodToolsList) {
 		// The page's tools go out pre-encoded (listing.go).
 		notes := &callNotes{}
@@ -385,4 +389,11 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// decodeBatch returns the messages of a JSON array.
+func decodeBatch(body []byte) []json.RawMessage {
+	var batch []json.RawMessage
+	_ = json.Unmarshal(body, &batch)
+	return batch
 }

@@ -49,8 +49,10 @@ func (h *httpHandler) serveCall(w http.ResponseWriter, r *http.Request, body []b
 	if id == "" || h.stateless {
 		return false
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false // mcp-go refuses it
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return false // mcp-go refuses it
+		}
 	}
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !contains(h.versions, v) {
 		return false // mcp-go refuses it
@@ -101,30 +103,42 @@ func (h *httpHandler) answer(w http.ResponseWriter, session string, msg *wireMes
 
 // callRun is one tools/call over HTTP: its stream, connection, session,
 // notes and pump, made in one allocation. It is also the call's context
-// (the stream's context with the run's values on top), so CloseStream and
-// the adapter's notes find the call without a context value each.
+// (the stream's context with the run's values on top), so CloseStream, the
+// adapter's notes and the call's mark (beforeCall) find the call without a
+// context value each.
 type callRun struct {
-	context.Context // the stream's context (see streamContext)
+	context.Context // the call's cancellation (see streamContext)
+
+	// values is the request's context, whose values the call sees, when
+	// Context does not derive from it (a resumable stream).
+	values context.Context
 
 	st    callStream
 	conn  streamConn
 	cs    callSession
 	notes callNotes
 	p     pump
-	done  chan json.RawMessage // the response, from the handler's goroutine
+	mark  callMark // what beforeCall learned of the call
+	done  chan any // from the handler's side to the pump (see pump.run)
 	body  []byte
+	hctx  context.Context // the context the handler runs in
 }
 
-// Value answers the call's stream and notes, else asks the stream's
-// context.
+// Value answers the call's stream, notes and mark, else asks the call's
+// context, then the request's.
 func (c *callRun) Value(key any) any {
 	switch key.(type) {
 	case streamKey:
 		return &c.st
 	case notesKey:
 		return &c.notes
+	case markKey:
+		return &c.mark
 	}
-	return c.Context.Value(key)
+	if v := c.Context.Value(key); v != nil || c.values == nil {
+		return v
+	}
+	return c.values.Value(key)
 }
 
 // call runs a tools/call with a call session and streams what it sends
@@ -135,86 +149,139 @@ func (h *httpHandler) call(w http.ResponseWriter, r *http.Request, base server.C
 	if v, ok := base.(server.SessionWithProtocolVersion); ok {
 		rev = v.ProtocolVersion()
 	}
-	run := &callRun{body: body, done: make(chan json.RawMessage, 1)}
+	// done holds, at most, the call session's opened, the connection's
+	// connGone and the response: the handler's side never waits on it.
+	run := &callRun{body: body, done: make(chan any, 3)}
 	st := &run.st
 	h.initCallStream(st, base.SessionID(), rev)
 	conn := &run.conn
-	conn.init(w)
+	conn.sw.w, conn.notify = w, run.done
 	st.conn = conn
-	if st.polling {
-		st.mu.Lock()
-		st.primer = time.AfterFunc(streamRetry, st.prime)
-		st.mu.Unlock()
-	}
 	cs := &run.cs
-	*cs = callSession{ClientSession: base, h: h, ready: make(chan struct{})}
-	st.queue = cs.NotificationChannel
-	run.Context, run.p.cancel = h.streamContext(r, st)
+	*cs = callSession{ClientSession: base, h: h, done: run.done}
+	st.cs = cs
+	run.Context, run.values, run.p.cancel = h.streamContext(r, st)
 	ctx := h.s.mcp.WithContext(run, cs)
 	ctx = server.WithSupportedProtocolVersions(ctx, h.versions)
-	go run.handle(ctx)
+	run.hctx = ctx
+	h.s.handlers.run(run)
 	p := &run.p
-	p.st, p.cs, p.done, p.ready, p.h = st, cs, run.done, cs.ready, h
+	p.st, p.cs, p.done = st, cs, run.done
+	if st.polling {
+		p.startPrimer()
+	}
 	// This goroutine streams the call until its response is written. If
 	// the connection goes first (the client left, or the stream moved to a
 	// GET or was closed by CloseStream) the call goes on, and a goroutine
 	// of its own streams the rest into the stream's record.
-	if p.run(conn.gone, r.Context().Done()) {
+	if p.run(true, r.Context().Done()) {
 		return
 	}
 	if r.Context().Err() != nil {
 		st.detach(conn)
 	}
-	go p.run(nil, nil)
+	go p.run(false, nil)
 }
 
-// handle runs the call in mcp-go and hands its response to the pump.
-func (c *callRun) handle(ctx context.Context) {
-	msg := c.cs.h.s.mcp.HandleMessage(ctx, c.body)
+// handle runs the call in mcp-go and hands its response to the pump: a
+// result as mcp-go made it (the pump encodes it onto the connection), an
+// error encoded, with the adapter's notes (see callNotes.rewrite).
+func (c *callRun) handle() {
+	msg := c.cs.h.s.mcp.HandleMessage(c.hctx, c.body)
+	if _, ok := msg.(mcp.JSONRPCResponse); ok {
+		c.done <- msg
+		return
+	}
 	b, err := json.Marshal(msg)
 	if err != nil {
-		b = (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
+		b = internalError()
 	}
-	if _, ok := msg.(mcp.JSONRPCResponse); !ok {
-		// Only an error gets the adapter's notes (see callNotes.rewrite).
-		b, _ = c.notes.rewrite(b)
-	}
-	c.done <- b
+	b, _ = c.notes.rewrite(b)
+	c.done <- json.RawMessage(b)
 }
+
+// internalError is the response the adapter sends when mcp-go's cannot be
+// encoded.
+func internalError() json.RawMessage {
+	return (&rpcError{code: codeInternalError, message: "Encoding the response failed."}).response()
+}
+
+// What the handler's side sends the pump on callRun.done, besides the
+// response.
+type (
+	opened   struct{} // the call session made its channels (callSession.open)
+	connGone struct{} // the POST's connection no longer carries the stream (streamConn.close)
+)
 
 // pump moves a call's notifications, requests and response, in order,
 // onto its stream.
 type pump struct {
 	st     *callStream
 	cs     *callSession
-	h      *httpHandler
-	cancel context.CancelFunc // ends the call's context, after the response
-	done   <-chan json.RawMessage
-	ready  <-chan struct{}                // closed when the handler made its notification channel
-	notes  <-chan mcp.JSONRPCNotification // nil until then
-	reqs   <-chan mcp.JSONRPCRequest      // nil until then
+	cancel context.CancelFunc             // ends the call's context, after the response
+	done   <-chan any                     // opened, connGone, then the response
+	notes  <-chan mcp.JSONRPCNotification // nil until opened
+	reqs   <-chan mcp.JSONRPCRequest      // nil until opened
+
+	// At revision 2025-11-25, primer primes the stream after streamRetry
+	// of silence (see callStream.prime). Its timer comes from
+	// Server.primers and goes back there after the response: a timer is
+	// an allocation, and most calls answer well within streamRetry.
+	primer *time.Timer
+	primed <-chan time.Time // primer's channel; nil once received
 }
 
-// run streams until the response is delivered (and reports true), or until
-// gone or left is closed (false).
-func (p *pump) run(gone <-chan struct{}, left <-chan struct{}) bool {
+// startPrimer starts the pump's primer.
+func (p *pump) startPrimer() {
+	t, _ := p.st.srv.primers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(streamRetry)
+	} else {
+		t.Reset(streamRetry)
+	}
+	p.primer, p.primed = t, t.C
+}
+
+// stopPrimer stops the pump's primer and gives its timer back. A stopped
+// timer's channel receives no stale time after Reset.
+func (p *pump) stopPrimer() {
+	if t := p.primer; t != nil {
+		p.primer, p.primed = nil, nil
+		t.Stop()
+		p.st.srv.primers.Put(t)
+	}
+}
+
+// run streams until the response is delivered (and reports true), or, on
+// the POST's goroutine (onPost), until its connection no longer carries
+// the stream or left is closed (false).
+func (p *pump) run(onPost bool, left <-chan struct{}) bool {
 	for {
 		select {
-		case <-p.ready:
-			p.notes, p.reqs, p.ready = p.cs.notes, p.cs.reqs, nil
 		case n := <-p.notes:
 			p.note(n)
 		case req := <-p.reqs:
 			p.drain() // the handler's notifications before the request go first
 			p.st.deliver(req, false)
-		case resp := <-p.done:
+		case v := <-p.done:
+			switch v.(type) {
+			case opened:
+				p.notes, p.reqs = p.cs.notes, p.cs.reqs
+				continue
+			case connGone:
+				if onPost {
+					return false
+				}
+				continue
+			}
 			p.drain()
-			p.st.deliver(resp, true)
+			p.st.deliver(v, true)
+			p.stopPrimer()
 			p.cancel()
-			p.h.s.streams.Delete(p.st.id)
 			return true
-		case <-gone:
-			return false
+		case <-p.primed:
+			p.primed = nil
+			p.st.prime()
 		case <-left:
 			return false
 		}
@@ -229,16 +296,10 @@ func (p *pump) note(n mcp.JSONRPCNotification) {
 	p.st.deliver(n, false)
 }
 
-// drain delivers the notifications queued so far.
+// drain delivers the notifications queued so far. (The channels were
+// opened before what the handler did last, and opened was received before
+// it: done is in order.)
 func (p *pump) drain() {
-	if p.notes == nil {
-		select {
-		case <-p.ready: // made before what the handler did last
-			p.notes, p.reqs, p.ready = p.cs.notes, p.cs.reqs, nil
-		default:
-			return
-		}
-	}
 	for {
 		select {
 		case n := <-p.notes:
@@ -331,12 +392,12 @@ type callSession struct {
 
 	// The channels to the response stream, made by the first
 	// NotificationChannel or request: most calls send nothing, and a
-	// buffer of 256 notifications is 12 KB to clear. ready is closed once
+	// buffer of 256 notifications is 12 KB to clear. done is told once
 	// they are set.
 	once  sync.Once
 	notes chan mcp.JSONRPCNotification
 	reqs  chan mcp.JSONRPCRequest // requests, after the notifications before them
-	ready chan struct{}
+	done  chan<- any
 }
 
 // notesBuffer is how many notifications a call's stream holds before
@@ -348,7 +409,7 @@ func (c *callSession) open() {
 	c.once.Do(func() {
 		c.notes = make(chan mcp.JSONRPCNotification, notesBuffer)
 		c.reqs = make(chan mcp.JSONRPCRequest)
-		close(c.ready)
+		c.done <- opened{}
 	})
 }
 

@@ -75,12 +75,28 @@ func invalid(id json.RawMessage, format string, args ...any) *rpcError {
 // exactly one of result and error). The error echoes the message's id when
 // the id itself is valid, and is null otherwise, as JSON-RPC prescribes.
 func checkMessage(raw json.RawMessage) (wireMessage, *rpcError) {
+	return checkWireMessage(raw, json.Valid(raw))
+}
+
+// checkValidMessage is checkMessage of raw known to be valid JSON.
+func checkValidMessage(raw json.RawMessage) (wireMessage, *rpcError) {
+	return checkWireMessage(raw, true)
+}
+
+func checkWireMessage(raw json.RawMessage, valid bool) (wireMessage, *rpcError) {
 	var m wireMessage
 	if kind := jsonKind(raw); kind != "an object" {
 		return m, invalid(nil, "a JSON-RPC message is a JSON object, not %s.", kind)
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return m, invalid(nil, "the message cannot be decoded: %v.", err)
+	scanned := false
+	if valid {
+		m, scanned = scanMessage(raw)
+	}
+	if !scanned {
+		var err error
+		if m, err = decodeMessage(raw); err != nil {
+			return m, invalid(nil, "the message cannot be decoded: %v.", err)
+		}
 	}
 	var id json.RawMessage // the id to echo
 	if m.ID != nil {
@@ -98,9 +114,11 @@ func checkMessage(raw json.RawMessage) (wireMessage, *rpcError) {
 	hasResult, hasError := m.Result != nil, m.Error != nil
 	switch {
 	case m.Method != nil:
-		if json.Unmarshal(m.Method, &m.method) != nil {
+		method, ok := decodeString(m.Method)
+		if !ok {
 			return m, invalid(id, `"method" must be a string, not %s.`, jsonKind(m.Method))
 		}
+		m.method = method
 		if hasResult || hasError {
 			return m, invalid(id, `a message has a "method" (a request or notification) or a "result" or "error" (a response), not both.`)
 		}
@@ -112,6 +130,157 @@ func checkMessage(raw json.RawMessage) (wireMessage, *rpcError) {
 		return m, invalid(id, `a response has a "result" or an "error", not both.`)
 	}
 	return m, nil
+}
+
+// decodeMessage decodes raw with encoding/json: the reference that
+// scanMessage follows.
+func decodeMessage(raw json.RawMessage) (wireMessage, error) {
+	var m wireMessage
+	err := json.Unmarshal(raw, &m)
+	return m, err
+}
+
+// decodeString decodes a JSON value into a string as json.Unmarshal does
+// (null leaves it empty), and reports whether it could.
+func decodeString(raw json.RawMessage) (string, bool) {
+	if s, ok := plainString(raw); ok {
+		return s, true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// plainString returns the text of raw, a JSON string of printable ASCII
+// without escapes (a method name), and reports whether it was one.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	text := raw[1 : len(raw)-1]
+	for _, c := range text {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(text), true
+}
+
+// scanMessage reads the members of raw, a valid JSON object, into a
+// wireMessage as json.Unmarshal does (the last of a repeated member wins;
+// a member's bytes are its value's, without the space around it), but
+// without decoding or copying anything: the members are slices of raw. It
+// reports false, leaving the message to decodeMessage, for what it does
+// not follow: a key with an escape or a byte outside ASCII, or one that
+// names a member only case-insensitively (encoding/json matches keys so,
+// with Unicode's case folding).
+func scanMessage(raw []byte) (m wireMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return m, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return m, true
+	}
+	for i < len(raw) && raw[i] == '"' {
+		end := i + 1
+		for end < len(raw) && raw[end] != '"' {
+			if c := raw[end]; c == '\\' || c >= 0x80 {
+				return m, false
+			}
+			end++
+		}
+		key := raw[i+1 : min(end, len(raw))]
+		i = skipSpace(raw, end+1)
+		if i >= len(raw) || raw[i] != ':' {
+			return m, false
+		}
+		i = skipSpace(raw, i+1)
+		vend := skipValue(raw, i)
+		if vend <= i {
+			return m, false
+		}
+		val := json.RawMessage(raw[i:vend:vend])
+		switch string(key) {
+		case "id":
+			m.ID = val
+		case "method":
+			m.Method = val
+		case "result":
+			m.Result = val
+		case "error":
+			m.Error = val
+		default:
+			for _, name := range [...]string{"id", "method", "result", "error"} {
+				if len(key) == len(name) && strings.EqualFold(string(key), name) {
+					return m, false
+				}
+			}
+		}
+		i = skipSpace(raw, vend)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		return m, i < len(raw) && raw[i] == '}'
+	}
+	return m, false
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value of a valid document that
+// starts at raw[i], or i if there is none.
+func skipValue(raw []byte, i int) int {
+	if i >= len(raw) {
+		return i
+	}
+	switch raw[i] {
+	case '"':
+		return skipString(raw, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(raw); j++ {
+			switch raw[j] {
+			case '"':
+				j = skipString(raw, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return i
+	}
+	j := i // a number, true, false or null
+	for j < len(raw) {
+		switch raw[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// skipString returns the end of the JSON string that starts at raw[i].
+func skipString(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(raw)
 }
 
 // jsonKind names the kind of a JSON value, with its article: "an object",

@@ -247,7 +247,20 @@ type round struct {
 // newRound builds the answers of a call from its verified state and the
 // client's inputResponses.
 func newRound(st *roundState, responses mcp.InputResponses) *round {
-	r := &round{book: make(map[string]known), state: st}
+	r := &round{}
+	r.init(st, responses)
+	return r
+}
+
+// init builds, in r, the answers of a call from its verified state and
+// the client's inputResponses. A call that brings none (most calls) gets
+// no book.
+func (r *round) init(st *roundState, responses mcp.InputResponses) {
+	r.state = st
+	if st == nil && len(responses) == 0 {
+		return
+	}
+	r.book = make(map[string]known)
 	raw := func(key string) (json.RawMessage, bool) {
 		resp, ok := responses[key]
 		if !ok {
@@ -265,7 +278,7 @@ func newRound(st *roundState, responses mcp.InputResponses) *round {
 				r.book[key] = known{value: b}
 			}
 		}
-		return r
+		return
 	}
 	for _, a := range st.Answers {
 		r.book[a.Key] = known{method: a.Method, digest: a.Digest, value: a.Value}
@@ -275,7 +288,6 @@ func newRound(st *roundState, responses mcp.InputResponses) *round {
 			r.book[q.Key] = known{method: q.Method, digest: q.Digest, value: b}
 		}
 	}
-	return r
 }
 
 // ask answers req, made under key (or the method's next default key),
@@ -521,13 +533,33 @@ func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, err
 // answers in mp, after checking the requestState of a retry. A refused
 // state is the request's error: nothing runs.
 func (s *Server) askingPeer(ctx context.Context, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) (*peer, error) {
+	cp := new(callPeer)
+	if err := s.initPeer(ctx, cp, target, name, args, mp); err != nil {
+		return nil, err
+	}
+	return &cp.peer, nil
+}
+
+// callPeer is a call's peer, its round, and the capWatch and
+// countingReporter a tool call wraps it in, made in one allocation.
+type callPeer struct {
+	peer
+	round round
+	watch capWatch
+	rep   countingReporter
+}
+
+// initPeer sets up cp.peer as askingPeer returns it.
+func (s *Server) initPeer(ctx context.Context, cp *callPeer, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) error {
 	var st *roundState
 	if mp.RequestState != "" {
 		var err error
 		if st, err = s.open(ctx, mp.RequestState, target, args); err != nil {
 			s.cfg.logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
-			return nil, err
+			return err
 		}
 	}
-	return &peer{s: s, tool: name, round: newRound(st, mp.InputResponses)}, nil
+	cp.round.init(st, mp.InputResponses)
+	cp.peer = peer{s: s, tool: name, round: &cp.round}
+	return nil
 }

@@ -335,8 +335,8 @@ func newStreamNotes() *callNotes {
 // but had not written when the call's response came (a race in mcp-go
 // v1.2.1): the last progress notification of a call would often be lost.
 func (n *callNotes) awaitEvents(ctx context.Context) {
-	if n == nil || !n.stream {
-		return
+	if n == nil || !n.stream || n.written.Load() >= n.sent.Load() {
+		return // most calls send nothing: no timer
 	}
 	deadline := time.NewTimer(time.Second)
 	defer deadline.Stop()

@@ -253,9 +253,11 @@ type Server struct {
 	unsubscribe func()
 	extras      extras // resources and prompts registered with mcp-go (resources.go)
 
-	events  *eventStore // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
-	streams sync.Map    // store ID → *callStream of a tools/call in progress (streams.go)
-	listens sync.Map    // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
+	handlers *handlerPool // the goroutines of HTTP tools/call handlers (handlers.go)
+	primers  sync.Pool    // stopped *time.Timer of the pumps of HTTP tools/calls (httpcall.go)
+	events   *eventStore  // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
+	streams  sync.Map     // store ID → *callStream of a tools/call in progress (streams.go)
+	listens  sync.Map     // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
 
 	openSessions metric.Int64UpDownCounter // llmtool.mcp.sessions; nil without Options.MeterProvider (tracing.go)
 }
@@ -273,6 +275,7 @@ type toolEntry struct {
 func New(reg *llmtool.Registry, opts *Options) *Server {
 	cfg := newConfig(opts)
 	s := &Server{reg: reg, cfg: cfg, tools: make(map[string]*toolEntry), now: time.Now, closed: make(chan struct{})}
+	s.handlers = newHandlerPool(s.closed)
 	if cfg.replayEvents > 0 {
 		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
 	}
@@ -294,11 +297,11 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 			n.awaitEvents(ctx)
 		}
 	})
-	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.calls.Delete(ctx) })
+	hooks.AddAfterCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest, _ any) { s.unmarkCall(ctx) })
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
 		switch method {
 		case mcp.MethodToolsCall:
-			s.calls.Delete(ctx)
+			s.unmarkCall(ctx)
 		case mcp.MethodToolsList:
 			s.lists.Delete(ctx)
 		}
@@ -362,7 +365,7 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 // listing (listing.go), whatever tools mcp-go has registered.
 func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 {
-		if v, ok := s.calls.Load(ctx); ok && v.(*callMark).name == tools[0].Name {
+		if m := s.callMark(ctx); m != nil && m.name == tools[0].Name {
 			return tools
 		}
 	}
@@ -380,10 +383,49 @@ func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 }
 
 // callMark is what beforeCall learned of a tools/call, for the filter and
-// the handler that see the same context.
+// the handler that see the same context. The adapter's HTTP call path
+// keeps it in the call's run (httpcall.go), found under markKey; other
+// calls keep it in Server.calls, by context.
 type callMark struct {
-	name string
-	id   any // the JSON-RPC request ID
+	name string // "" while unmarked
+	id   any    // the JSON-RPC request ID
+}
+
+// markKey is the context key of a call's own callMark.
+type markKey struct{}
+
+// markCall records m for the call of ctx.
+func (s *Server) markCall(ctx context.Context, m callMark) {
+	if slot, ok := ctx.Value(markKey{}).(*callMark); ok {
+		*slot = m
+		return
+	}
+	p := new(callMark) // m stays on the stack when the run has a slot
+	*p = m
+	s.calls.Store(ctx, p)
+}
+
+// callMark returns the mark of the call of ctx, nil if it has none.
+func (s *Server) callMark(ctx context.Context) *callMark {
+	if slot, ok := ctx.Value(markKey{}).(*callMark); ok {
+		if slot.name == "" {
+			return nil
+		}
+		return slot
+	}
+	if v, ok := s.calls.Load(ctx); ok {
+		return v.(*callMark)
+	}
+	return nil
+}
+
+// unmarkCall forgets the mark of the call of ctx, which ended.
+func (s *Server) unmarkCall(ctx context.Context) {
+	if slot, ok := ctx.Value(markKey{}).(*callMark); ok {
+		*slot = callMark{}
+		return
+	}
+	s.calls.Delete(ctx)
 }
 
 // beforeCall runs before mcp-go looks the called tool up. It registers the
@@ -412,7 +454,7 @@ func (s *Server) beforeCall(ctx context.Context, id any, req *mcp.CallToolReques
 	if e == nil || e.spec != spec {
 		s.register([]*llmtool.Spec{spec})
 	}
-	s.calls.Store(ctx, &callMark{name: name, id: id})
+	s.markCall(ctx, callMark{name: name, id: id})
 }
 
 // register converts and registers the specs mcp-go does not have yet.
@@ -502,16 +544,19 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			}
 			args = b
 		}
-		p, err := s.askingPeer(ctx, name, name, args, req.Params.MultiRoundTripParams)
-		if err != nil {
+		cp := new(callPeer)
+		if err := s.initPeer(ctx, cp, name, name, args, req.Params.MultiRoundTripParams); err != nil {
 			return nil, err
 		}
+		p := &cp.peer
 		if m := req.Params.Meta; m != nil {
 			p.token = m.ProgressToken
 		}
-		w := &capWatch{peer: p}
+		w := &cp.watch
+		w.peer = p
+		cp.rep = countingReporter{peer: p, notes: notes}
 		// p reports progress and logs, and asks the client
-		ctx = ask.With(callinfo.WithReporter(ctx, &countingReporter{peer: p, notes: notes}), w)
+		ctx = ask.With(callinfo.WithReporter(ctx, &cp.rep), w)
 		// A retry that answers the approval question commits, or is denied,
 		// at once (approval.go).
 		approval := p.round.approvalAnswer()
@@ -536,8 +581,8 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 			// Revision 2026-07-28: a request that needs a capability its
 			// _meta does not declare is refused with -32021, which
 			// callNotes writes in place of mcp-go's internal error.
-			if v, ok := s.calls.Load(mctx); ok && notes != nil {
-				notes.noteMissing(v.(*callMark).id, capability)
+			if m := s.callMark(mctx); m != nil && notes != nil {
+				notes.noteMissing(m.id, capability)
 				return nil, errors.New(res.Text())
 			}
 		}

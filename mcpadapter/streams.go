@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -32,38 +33,44 @@ const callStreamPrefix = "call-"
 // event reaches the client once: in the replay or live.
 type callStream struct {
 	store   *eventStore // nil: events carry no IDs and the stream cannot be resumed
+	srv     *Server
 	session string
-	id      string // the stream's ID in the store
-	polling bool   // revision 2025-11-25: a priming event opens it, and the server may close its connection
-
-	queue func() chan<- mcp.JSONRPCNotification // the call's notifications, in order
+	polling bool         // revision 2025-11-25: a priming event opens it, and the server may close its connection
+	cs      *callSession // its notification channel: the call's notifications, in order
 
 	mu       sync.Mutex
+	id       string      // the stream's ID in the store and in Server.streams, from its first event
 	conn     *streamConn // where events are written; nil while none is attached
 	ended    bool        // the response is recorded
 	streamed bool        // an event with an ID was recorded: the client may resume
-	primer   *time.Timer // primes a quiet call's stream after streamRetry
 }
 
-// streamConn is one HTTP response that a callStream writes to.
+// streamConn is one HTTP response that a callStream writes to. When the
+// stream no longer writes there, gone is closed (a GET that resumed the
+// stream) or notify is sent connGone (the call's POST, whose pump waits on
+// the call's channel: see pump.run).
 type streamConn struct {
-	sw   sseWriter
-	gone chan struct{} // closed when the stream no longer writes here
-	once sync.Once
+	sw     sseWriter
+	gone   chan struct{}
+	notify chan<- any
+	once   sync.Once
 }
 
+// newStreamConn returns the connection of a GET that resumes a stream.
 func newStreamConn(w http.ResponseWriter) *streamConn {
-	c := &streamConn{}
-	c.init(w)
-	return c
+	return &streamConn{sw: sseWriter{w: w}, gone: make(chan struct{})}
 }
 
-func (c *streamConn) init(w http.ResponseWriter) {
-	c.sw.w = w
-	c.gone = make(chan struct{})
+func (c *streamConn) close() {
+	c.once.Do(func() {
+		if c.gone != nil {
+			close(c.gone)
+		}
+		if c.notify != nil {
+			c.notify <- connGone{}
+		}
+	})
 }
-
-func (c *streamConn) close() { c.once.Do(func() { close(c.gone) }) }
 
 type streamKey struct{}
 
@@ -95,7 +102,7 @@ func CloseStream(ctx context.Context) bool {
 	// The pump closes the connection when it meets this in the call's
 	// queue, after what the handler sent before.
 	select {
-	case st.queue() <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
+	case st.cs.NotificationChannel() <- mcp.JSONRPCNotification{Notification: mcp.Notification{Method: closeMarker}}:
 		return true
 	case <-ctx.Done():
 		return false
@@ -137,7 +144,7 @@ func (st *callStream) primeLocked() {
 	if !st.polling || st.streamed {
 		return
 	}
-	id, err := st.store.StoreEvent(context.Background(), st.session, st.id, nil)
+	id, err := st.storeLocked(nil)
 	if err != nil {
 		return
 	}
@@ -147,51 +154,102 @@ func (st *callStream) primeLocked() {
 	}
 }
 
-// deliver records a message of the call and writes it to the attached
-// connection; last marks the call's response, which ends the stream.
-func (st *callStream) deliver(msg any, last bool) {
-	data, ok := msg.(json.RawMessage)
-	if !ok {
-		var err error
-		if data, err = json.Marshal(msg); err != nil {
-			return
-		}
+// storeLocked records an event of the stream (nil data: the priming
+// event) and returns its ID. The stream's first event gives it its ID and
+// puts it where a GET with Last-Event-ID finds it (serveResume): a stream
+// with no event has nothing to resume from.
+func (st *callStream) storeLocked(data json.RawMessage) (string, error) {
+	if st.id == "" {
+		st.id = callStreamPrefix + strconv.FormatInt(st.srv.nextID.Add(1), 10)
+		st.srv.streams.Store(st.id, st)
 	}
+	return st.store.StoreEvent(context.Background(), st.session, st.id, data)
+}
+
+// forgetLocked takes the ended stream, its response recorded, out of
+// Server.streams: a GET with Last-Event-ID then replays it from the store
+// (serveResume).
+func (st *callStream) forgetLocked() {
+	if st.id != "" {
+		st.srv.streams.Delete(st.id)
+	}
+}
+
+// deliver records a message of the call and writes it to the attached
+// connection; last marks the call's response, which ends the stream. A
+// message is an encoded json.RawMessage, or a value to encode.
+func (st *callStream) deliver(msg any, last bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !last {
 		st.primeLocked()
 	}
-	id := ""
 	// A response with nothing before it goes out as plain JSON, with no ID
 	// to resume from: recording it would serve no one.
-	if st.store != nil && (!last || st.streamed) {
-		id, _ = st.store.StoreEvent(context.Background(), st.session, st.id, data)
+	record := st.store != nil && (!last || st.streamed)
+	if last {
+		st.ended = true
+	}
+	c := st.conn
+	if last && !record && c != nil && !c.sw.started {
+		// Nothing went on the stream: the response is a JSON body, encoded
+		// straight onto the connection (most calls).
+		st.forgetLocked()
+		h := c.sw.w.Header()
+		h.Set("Content-Type", "application/json")
+		c.sw.w.WriteHeader(http.StatusOK)
+		writeJSONLine(c.sw.w, msg)
+		c.close()
+		st.conn = nil
+		return
+	}
+	data, ok := msg.(json.RawMessage)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(msg); err != nil {
+			if !last {
+				return
+			}
+			data = internalError()
+		}
+	}
+	id := ""
+	if record {
+		id, _ = st.storeLocked(data)
 		st.streamed = true
 	}
 	if last {
-		st.ended = true
-		if st.primer != nil {
-			st.primer.Stop()
-		}
+		st.forgetLocked()
 	}
-	c := st.conn
 	if c == nil {
 		return
 	}
-	switch {
-	case last && !c.sw.started:
-		// Nothing went on the stream: the response is a JSON body.
+	if last && !c.sw.started {
+		// Nothing went on this connection: the response is a JSON body.
 		h := c.sw.w.Header()
 		h.Set("Content-Type", "application/json")
 		c.sw.w.WriteHeader(http.StatusOK)
 		_, _ = c.sw.w.Write(append(data, '\n'))
-	default:
+	} else {
 		c.sw.event(id, data)
 	}
 	if last || c.sw.broken {
 		c.close()
 		st.conn = nil
+	}
+}
+
+// writeJSONLine writes msg, an encoded json.RawMessage or a value to
+// encode, and a newline: the bytes of json.Marshal, without copying them
+// out of the encoder's buffer. A value that cannot be encoded is answered
+// with an internal error.
+func writeJSONLine(w io.Writer, msg any) {
+	if data, ok := msg.(json.RawMessage); ok {
+		_, _ = w.Write(append(data, '\n'))
+		return
+	}
+	if json.NewEncoder(w).Encode(msg) != nil { // Encode writes nothing when it fails
+		_, _ = w.Write(append(internalError(), '\n'))
 	}
 }
 
@@ -265,27 +323,28 @@ func (h *httpHandler) serveResume(w http.ResponseWriter, r *http.Request, sessio
 // revision rev, resumable when the revision has resumability and the store
 // is on.
 func (h *httpHandler) initCallStream(st *callStream, session, rev string) {
-	st.session = session
+	st.session, st.srv = session, h.s
 	if h.s.events != nil && rev >= mcp.ProtocolVersion20250326 {
 		st.store = h.s.events
-		st.id = callStreamPrefix + strconv.FormatInt(h.s.nextID.Add(1), 10)
 		st.polling = rev >= mcp.ProtocolVersion20251125
-		h.s.streams.Store(st.id, st)
 	}
 }
 
-// streamContext is the context a tools/call of a resumable stream runs in:
-// it does not end with the POST's connection, which may break or be closed
-// while the call goes on, but with the session (or notifications/cancelled,
-// which mcp-go handles).
-func (h *httpHandler) streamContext(r *http.Request, st *callStream) (context.Context, context.CancelFunc) {
+// streamContext returns the context a tools/call of st runs in, and the
+// context whose values it has when that one does not carry them (see
+// callRun.Value). On a resumable stream the call does not end with the
+// POST's connection, which may break or be closed while the call goes on,
+// but with the session (or notifications/cancelled, which mcp-go handles):
+// its context is the session's, with the request's values.
+func (h *httpHandler) streamContext(r *http.Request, st *callStream) (ctx, values context.Context, cancel context.CancelFunc) {
 	if st.store == nil {
-		return context.WithCancel(r.Context())
+		ctx, cancel = context.WithCancel(r.Context())
+		return ctx, nil, cancel
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	parent := context.Background()
 	if v, ok := h.s.sessions.Load(st.session); ok {
-		stop := context.AfterFunc(v.(*sessionInfo).endedContext(), cancel)
-		return ctx, func() { stop(); cancel() }
+		parent = v.(*sessionInfo).endedContext()
 	}
-	return ctx, cancel
+	ctx, cancel = context.WithCancel(parent)
+	return ctx, r.Context(), cancel
 }
