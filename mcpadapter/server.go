@@ -334,8 +334,11 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	return s
 }
 
-// Close stops listening to the registry's changes and stops ending idle
-// sessions. Serving functions return on their own when their context ends.
+// Close stops listening to the registry's changes, stops ending idle
+// sessions, and ends the idle goroutines that run HTTP tool calls (a
+// goroutine serves one call after another and ends after 10 to 20
+// seconds without one). Serving functions return on their own when their
+// context ends.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
