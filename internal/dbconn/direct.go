@@ -194,6 +194,7 @@ func (rc *readConn) directStmt(ctx context.Context, query string) *cachedStmt {
 		}
 		q, ok := st.(driver.StmtQueryContext)
 		_, checks := st.(driver.NamedValueChecker)
+		//lint:ignore SA1019 database/sql still converts with a statement's ColumnConverter, so the direct path must not
 		_, converts := st.(driver.ColumnConverter)
 		if !ok || checks || converts {
 			st.Close()
