@@ -1,7 +1,6 @@
 package llmtool
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -54,20 +53,9 @@ func fillFlatOutAll(s string, n int64, u uint64, f float64, g uint32, b bool) fl
 	}
 }
 
-// encodingJSON is the reference: compact, no HTML escaping.
-func encodingJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 func checkFlatOut(t *testing.T, s string, n int64, u uint64, f float64, g uint32, b bool) {
 	v := fillFlatOutAll(s, n, u, f, g, b)
-	want, wantErr := encodingJSON(v)
+	want, wantErr := referenceMarshal(v)
 	got, ok := flatOutAllEnc.encode(unsafe.Pointer(&v))
 	if wantErr != nil {
 		require.False(t, ok, "flatOut encoded what encoding/json refuses (%v): %s", wantErr, got)
@@ -96,7 +84,7 @@ func TestFlatOutTakesCommonValues(t *testing.T) {
 		fillFlatOutAll("", 0, 0, 0, 0, false),
 		fillFlatOutAll("日本", -9, 1<<40, 1e30, math.Float32bits(1e-9), false),
 	} {
-		want, err := encodingJSON(v)
+		want, err := referenceMarshal(v)
 		require.NoError(t, err)
 		got, ok := flatOutAllEnc.encode(unsafe.Pointer(&v))
 		require.True(t, ok, "%+v", v)
