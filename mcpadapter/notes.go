@@ -248,6 +248,10 @@ type noteWriter struct {
 	notes  *callNotes
 	status int  // held back
 	held   bool // a JSON status is held back
+
+	// bare: serveModern's writer of a message without notes, which
+	// serveMCP would have given mcp-go as it is (see CanStream).
+	bare bool
 }
 
 func (w *noteWriter) WriteHeader(status int) {
