@@ -29,10 +29,10 @@ func (h *httpHandler) serveModern(w http.ResponseWriter, r *http.Request, body [
 	if msg != nil {
 		switch msg.method {
 		case string(mcp.MethodToolsList):
-			m.noted, m.nw.bare = true, false // the page's tools go out pre-encoded (listing.go)
+			m.nw.bare = false // the page's tools go out pre-encoded (listing.go)
 		case string(mcp.MethodToolsCall), string(mcp.MethodSubscriptionsListen), string(mcp.MethodResourcesRead):
-			m.noted, m.nw.bare = true, false
-			m.notes.stream, m.notes.wrote = true, make(chan struct{}, 1) // as newStreamNotes
+			m.nw.bare = false
+			m.notes.stream = true // as newStreamNotes
 		}
 	}
 	m.hr = server.HTTPRequest{Method: r.Method, URL: r.URL, Header: r.Header, Body: body, Context: m}
@@ -46,19 +46,21 @@ func (h *httpHandler) serveModern(w http.ResponseWriter, r *http.Request, body [
 type modernPost struct {
 	context.Context // the request's
 
-	noted bool      // a tools/call, tools/list, resources/read or subscriptions/listen: the context has the notes
-	notes callNotes // empty unless noted: nw writes through unchanged
-	mark  callMark  // what beforeCall learned of the call
+	// notes are in the context of a tools/call, tools/list,
+	// resources/read or subscriptions/listen (nw is not bare); for other
+	// messages they stay empty, and nw writes through unchanged.
+	notes callNotes
+	mark  callMark // what beforeCall learned of the call
 	nw    noteWriter
 	hr    server.HTTPRequest
 }
 
-// Value answers the notes (when noted) and the call's mark, else asks the
+// Value answers the notes (of a message that has them) and the call's mark, else asks the
 // request's context.
 func (m *modernPost) Value(key any) any {
 	switch key.(type) {
 	case notesKey:
-		if m.noted {
+		if !m.nw.bare {
 			return &m.notes
 		}
 	case markKey:
