@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"net/http"
 	"sort"
 	"time"
 
@@ -52,3 +53,7 @@ func OpenCallStreams(s *Server) int {
 	})
 	return n
 }
+
+// DirectHTTP reports whether h, of Handler or StatelessHandler, hands
+// mcp-go the body of a 2026-07-28 POST through Handle (serveModern).
+func DirectHTTP(h http.Handler) bool { return h.(*httpHandler).direct }

@@ -76,7 +76,10 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	if stateless {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	}
-	h := &httpHandler{s: s, stateless: stateless, versions: protocolVersions()}
+	// Without the host's HTTPOptions, mcp-go's Handle serves a POST as its
+	// ServeHTTP would (see serveModern): no CORS, protected resource
+	// metadata, rebinding check or HTTPContextFunc of the host's.
+	h := &httpHandler{s: s, stateless: stateless, versions: protocolVersions(), direct: len(s.cfg.httpOptions) == 0}
 	if !stateless {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}))
 		if s.cfg.heartbeat > 0 {
@@ -95,6 +98,7 @@ type httpHandler struct {
 	mcp       *server.StreamableHTTPServer
 	stateless bool
 	versions  []string // protocolVersions(), made once
+	direct    bool     // mcp-go's Handle may serve revision 2026-07-28 POSTs (serveModern)
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +135,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
 		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBody))
+		body, err = s.readBody(w, r)
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
@@ -141,7 +145,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "Reading the request body failed: "+err.Error())
 			return
 		}
-		// mcp-go reads it again: serveMCP gives it a new reader of body.
+		// mcp-go is handed body (serveModern), or reads it again from a
+		// new reader of it (serveMCP).
 	}
 	ctx = withHeaderTrace(ctx, r.Header) // the client's trace context (tracing.go)
 	if ctx != r.Context() {
@@ -178,7 +183,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !h.scopeRefused(w, r, body) {
-			h.serveMCP(w, r, body, msg)
+			h.serveModern(w, r, body, msg)
 		}
 		return
 	}
@@ -389,6 +394,47 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// maxPooledBody is the largest buffer readBody keeps for the next request:
+// larger bodies are rare, and a pooled buffer is memory held.
+const maxPooledBody = 64 << 10
+
+// readBody reads r's body, at most Options.MaxBodyBytes of it (an
+// *http.MaxBytesError beyond, as http.MaxBytesReader reports), as
+// io.ReadAll would. It reads into a buffer of Server.bodies and returns a
+// copy of what it read, whose size is the body's: io.ReadAll's buffer starts
+// at 512 bytes and doubles. The copy is the request's own: a call's handler
+// may outlive the request (httpcall.go).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	bp, _ := s.bodies.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 0, 512)
+		bp = &b
+	}
+	buf := (*bp)[:0]
+	rd := http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
+	var err error
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow, as io.ReadAll does
+		}
+		var n int
+		n, err = rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			break
+		}
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	body := append(make([]byte, 0, len(buf)), buf...)
+	if cap(buf) <= maxPooledBody {
+		*bp = buf[:0]
+		s.bodies.Put(bp)
+	}
+	return body, err
 }
 
 // decodeBatch returns the messages of a JSON array.

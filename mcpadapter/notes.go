@@ -56,7 +56,9 @@ type callNotes struct {
 	stream  bool // the answer goes through a noteWriter
 	sent    atomic.Int32
 	written atomic.Int32
-	wrote   chan struct{} // signalled at each event written
+	// wrote is signalled at each event written once awaitEvents waits:
+	// most calls send nothing, and a channel is 96 bytes.
+	wrote atomic.Pointer[chan struct{}]
 
 	listen *listenInfo // the subscriptions/listen stream of this request (listen.go)
 }
@@ -248,6 +250,10 @@ type noteWriter struct {
 	notes  *callNotes
 	status int  // held back
 	held   bool // a JSON status is held back
+
+	// bare: serveModern's writer of a message without notes, which
+	// serveMCP would have given mcp-go as it is (see CanStream).
+	bare bool
 }
 
 func (w *noteWriter) WriteHeader(status int) {
@@ -272,9 +278,11 @@ func (w *noteWriter) Write(p []byte) (int, error) {
 		}
 		if bytes.HasPrefix(p, []byte("event: ")) || bytes.HasPrefix(p, []byte("id: ")) {
 			w.notes.written.Add(1)
-			select {
-			case w.notes.wrote <- struct{}{}:
-			default:
+			if c := w.notes.wrote.Load(); c != nil {
+				select {
+				case *c <- struct{}{}:
+				default:
+				}
 			}
 		}
 		return len(p), nil
@@ -326,7 +334,7 @@ func (w lineNoteWriter) Write(p []byte) (int, error) {
 // newStreamNotes returns the notes of an HTTP request that mcp-go's
 // transport answers.
 func newStreamNotes() *callNotes {
-	return &callNotes{stream: true, wrote: make(chan struct{}, 1)}
+	return &callNotes{stream: true}
 }
 
 // awaitEvents waits, at most a second, until the notifications a call sent
@@ -336,13 +344,24 @@ func newStreamNotes() *callNotes {
 // v1.2.1): the last progress notification of a call would often be lost.
 func (n *callNotes) awaitEvents(ctx context.Context) {
 	if n == nil || !n.stream || n.written.Load() >= n.sent.Load() {
-		return // most calls send nothing: no timer
+		return // most calls send nothing: no timer, no channel
+	}
+	// The channel is published before written is read again, and the
+	// writer adds to written before it looks for the channel: one of the
+	// two sees the other, so no event goes unnoticed.
+	wrote := n.wrote.Load()
+	if wrote == nil {
+		c := make(chan struct{}, 1)
+		if !n.wrote.CompareAndSwap(nil, &c) {
+			c = *n.wrote.Load()
+		}
+		wrote = &c
 	}
 	deadline := time.NewTimer(time.Second)
 	defer deadline.Stop()
 	for n.written.Load() < n.sent.Load() {
 		select {
-		case <-n.wrote:
+		case <-*wrote:
 		case <-deadline.C:
 			return
 		case <-ctx.Done():

@@ -255,6 +255,7 @@ type Server struct {
 
 	handlers *handlerPool // the goroutines of HTTP tools/call handlers (handlers.go)
 	primers  sync.Pool    // stopped *time.Timer of the pumps of HTTP tools/calls (httpcall.go)
+	bodies   sync.Pool    // *[]byte buffers that HTTP request bodies are read into (http.go)
 	events   *eventStore  // the events of Handler's SSE streams; nil: not resumable (eventstore.go)
 	streams  sync.Map     // store ID → *callStream of a tools/call in progress (streams.go)
 	listens  sync.Map     // mcp-go session → *listenInfo of an open subscriptions/listen (listen.go)
