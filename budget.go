@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/llmtool/llmtool/internal/text"
 )
 
 // Output budgets.
@@ -422,9 +423,9 @@ func (t *Tool) marker(c *ReadCtx, args []byte, list string, shown, total int) ([
 		if err != nil {
 			return nil, fmt.Errorf("llmtool: tool %s: Continue: %w", name, err)
 		}
-		next = fmt.Sprintf("Showing %s of %s %s; call %s with %s for the rest.", group(shown), group(total), list, name, a)
+		next = fmt.Sprintf("Showing %s of %s %s; call %s with %s for the rest.", text.Group(shown), text.Group(total), list, name, a)
 	} else {
-		next = fmt.Sprintf("Showing %s of %s %s, as many as fit in the output budget; call %s again with narrower arguments to see the others.", group(shown), group(total), list, name)
+		next = fmt.Sprintf("Showing %s of %s %s, as many as fit in the output budget; call %s again with narrower arguments to see the others.", text.Group(shown), text.Group(total), list, name)
 	}
 	return marshal(Truncated{Shown: shown, Total: total, List: list, Next: next})
 }
@@ -435,19 +436,6 @@ func (t *Tool) overBudget(size, limit int) error {
 	if !t.spec.ReadOnly {
 		saved = " Nothing was saved."
 	}
-	return Limited("The result of %s is %s bytes, over the output budget of %s bytes, and cannot be shortened to fit.%s", t.spec.Name, group(size), group(limit), saved).
+	return Limited("The result of %s is %s bytes, over the output budget of %s bytes, and cannot be shortened to fit.%s", t.spec.Name, text.Group(size), text.Group(limit), saved).
 		Next(fmt.Sprintf("Call %s again with narrower arguments (a filter, a smaller limit) so that it returns less.", t.spec.Name))
-}
-
-// group writes n with thousands separators: 1,240.
-func group(n int) string {
-	s := strconv.Itoa(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

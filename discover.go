@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/text"
 )
 
 // On-demand tools: a large catalog is not sent whole. The tools that
@@ -295,18 +296,7 @@ func summaryLine(s *Spec) string {
 	if s.Summary != "" {
 		return s.Summary
 	}
-	text := strings.TrimSpace(s.Description)
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '.', '!', '?':
-			if i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n' {
-				return text[:i+1]
-			}
-		case '\n':
-			return strings.TrimSpace(text[:i])
-		}
-	}
-	return text
+	return text.FirstSentence(s.Description)
 }
 
 // The search: words of the query against the words of each tool's name,

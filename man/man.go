@@ -26,6 +26,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/llmtool/llmtool/internal/text"
 )
 
 // Tool is what the manual shows of one tool.
@@ -160,22 +162,7 @@ func (t *Tool) summary() string {
 	if t.Summary != "" {
 		return t.Summary
 	}
-	return firstSentence(t.Description)
-}
-
-func firstSentence(text string) string {
-	text = strings.TrimSpace(text)
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '.', '!', '?':
-			if i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n' {
-				return text[:i+1]
-			}
-		case '\n':
-			return strings.TrimSpace(text[:i])
-		}
-	}
-	return text
+	return text.FirstSentence(t.Description)
 }
 
 func firstLine(text string) string {

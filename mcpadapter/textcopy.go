@@ -3,8 +3,9 @@ package mcpadapter
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
+
+	"github.com/llmtool/llmtool/internal/text"
 )
 
 // structuredPointer is the text block of a structured result too large to
@@ -15,7 +16,7 @@ import (
 func structuredPointer(js []byte) string {
 	var b strings.Builder
 	b.WriteString("The result is in structuredContent (")
-	b.WriteString(group(len(js)))
+	b.WriteString(text.Group(len(js)))
 	b.WriteString(" bytes")
 	d := json.NewDecoder(bytes.NewReader(js))
 	if tok, err := d.Token(); err == nil && tok == json.Delim('{') {
@@ -38,7 +39,7 @@ func structuredPointer(js []byte) string {
 			b.WriteString("; ")
 			b.WriteString(tok.(string))
 			b.WriteString(": ")
-			b.WriteString(group(len(items)))
+			b.WriteString(text.Group(len(items)))
 			if len(items) == 1 {
 				b.WriteString(" item")
 			} else {
@@ -47,18 +48,5 @@ func structuredPointer(js []byte) string {
 		}
 	}
 	b.WriteString(").")
-	return b.String()
-}
-
-// group writes n with thousands separators: 1,240.
-func group(n int) string {
-	s := strconv.Itoa(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
 	return b.String()
 }
