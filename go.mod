@@ -1,6 +1,6 @@
 module github.com/llmtool/llmtool
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/go-jose/go-jose/v4 v4.1.9

@@ -1,6 +1,6 @@
 module github.com/llmtool/llmtool/examples/notes-mcp
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/llmtool/llmtool v0.0.0
