@@ -1,99 +1,162 @@
-// Command counts prints the size of a package's exported API: exported
-// names (functions, types, variables, constants and methods of exported
-// types), the methods of one type, and the longest non-test Go file.
+// Command counts holds llmtool to its size budget, and fails when the
+// budget is exceeded:
 //
-//	go run ./.ci/counts [-dir .] [-type Registry]
+//   - the root package exports at most 110 names (functions, types,
+//     variables, constants and methods of exported types);
+//   - *Registry has at most 15 methods;
+//   - no non-test Go file of the library (every package but the examples
+//     and testdata) is longer than 600 lines.
 //
-// .ci/run prints it for the root package, so a change that grows the API
-// or a file shows in CI's log. It lives under .ci, which ./... skips.
+//	go run ./.ci/counts
+//
+// .ci/run runs it from the module root. It lives under .ci, which ./...
+// skips.
 package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"go/ast"
 	"go/doc"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 )
 
+// The budget.
+const (
+	maxRootNames       = 110
+	maxRegistryMethods = 15
+	maxFileLines       = 600
+)
+
 func main() {
-	dir := flag.String("dir", ".", "package directory")
-	typ := flag.String("type", "Registry", "type whose methods to count")
-	flag.Parse()
-	if err := run(*dir, *typ); err != nil {
+	problems, err := run(".")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "counts:", err)
+		os.Exit(2)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(os.Stderr, "counts: over budget:", p)
+	}
+	if len(problems) > 0 {
 		os.Exit(1)
 	}
 }
 
-func run(dir, typ string) error {
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+// run prints the figures of the module at root and returns what exceeds
+// the budget.
+func run(root string) ([]string, error) {
+	var problems []string
+	names, methods, err := exported(root, "Registry")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sort.Strings(names)
+	fmt.Printf("package llmtool: %d exported names (budget %d), %d methods of Registry (budget %d)\n",
+		names, maxRootNames, methods, maxRegistryMethods)
+	if names > maxRootNames {
+		problems = append(problems, fmt.Sprintf("the root package exports %d names; at most %d (move a feature to its own package, or unexport what no caller needs)", names, maxRootNames))
+	}
+	if methods > maxRegistryMethods {
+		problems = append(problems, fmt.Sprintf("*Registry has %d methods; at most %d (give the feature a handle or a package of its own)", methods, maxRegistryMethods))
+	}
+	long, err := longFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range long {
+		problems = append(problems, fmt.Sprintf("%s has %d lines; at most %d (split it by concern)", f.path, f.lines, maxFileLines))
+	}
+	fmt.Printf("library files over %d lines: %d\n", maxFileLines, len(long))
+	return problems, nil
+}
+
+// exported counts the exported names of the package in dir and the
+// methods of its type typ.
+func exported(dir, typ string) (names, methods int, err error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return 0, 0, err
+	}
 	fset := token.NewFileSet()
-	files := map[string][]*ast.File{} // by package name
-	longest, lines := "", 0
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
 			continue
 		}
-		src, err := os.ReadFile(name)
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		files[f.Name.Name] = append(files[f.Name.Name], f)
-		if n := bytes.Count(src, []byte("\n")); n > lines {
-			longest, lines = filepath.Base(name), n
-		}
+		files = append(files, f)
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no non-test Go files in %s", dir)
+		return 0, 0, fmt.Errorf("no non-test Go files in %s", dir)
 	}
-	pkgs := make([]string, 0, len(files))
-	for p := range files {
-		pkgs = append(pkgs, p)
+	d, err := doc.NewFromFiles(fset, files, "x")
+	if err != nil {
+		return 0, 0, err
 	}
-	sort.Strings(pkgs)
-	for _, p := range pkgs {
-		d, err := doc.NewFromFiles(fset, files[p], "x")
+	for _, c := range d.Consts {
+		names += len(c.Names)
+	}
+	for _, v := range d.Vars {
+		names += len(v.Names)
+	}
+	names += len(d.Funcs)
+	for _, t := range d.Types {
+		names++
+		for _, c := range t.Consts {
+			names += len(c.Names)
+		}
+		for _, v := range t.Vars {
+			names += len(v.Names)
+		}
+		names += len(t.Funcs) + len(t.Methods)
+		if t.Name == typ {
+			methods = len(t.Methods)
+		}
+	}
+	return names, methods, nil
+}
+
+type file struct {
+	path  string
+	lines int
+}
+
+// longFiles returns the library's non-test Go files over the budget,
+// longest first: every file under root except tests, testdata, the
+// examples and hidden directories (.ci itself).
+func longFiles(root string) ([]file, error) {
+	var long []file
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		n := 0
-		for _, c := range d.Consts {
-			n += len(c.Names)
-		}
-		for _, v := range d.Vars {
-			n += len(v.Names)
-		}
-		n += len(d.Funcs)
-		methods := 0
-		for _, t := range d.Types {
-			n++
-			for _, c := range t.Consts {
-				n += len(c.Names)
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples") {
+				return filepath.SkipDir
 			}
-			for _, v := range t.Vars {
-				n += len(v.Names)
-			}
-			n += len(t.Funcs) + len(t.Methods)
-			if t.Name == typ {
-				methods = len(t.Methods)
-			}
+			return nil
 		}
-		fmt.Printf("package %s: %d exported names, %d methods of %s, longest file %s (%d lines)\n", p, n, methods, typ, longest, lines)
-	}
-	return nil
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := bytes.Count(src, []byte("\n")); n > maxFileLines {
+			long = append(long, file{path, n})
+		}
+		return nil
+	})
+	sort.Slice(long, func(i, j int) bool { return long[i].lines > long[j].lines })
+	return long, err
 }
