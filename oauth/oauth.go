@@ -55,7 +55,6 @@ package oauth
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -65,6 +64,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	josejson "github.com/go-jose/go-jose/v4/json"
 
 	"github.com/llmtool/llmtool"
 )
@@ -135,11 +135,30 @@ type Config struct {
 	// (nil): a client with a timeout of DefaultTimeout.
 	HTTPClient *http.Client
 
+	// RequireAccessTokenType refuses every JWT whose header does not say
+	// "typ": "at+jwt" (RFC 9068 §2.1; "application/at+jwt", in any case,
+	// too), one without "typ" or with "JWT" included. Set it when the
+	// issuer types its access tokens so, as RFC 9068 asks: then no other
+	// JWT it signs, such as an ID token, passes for an access token, even
+	// one whose audience names this server. Default (false): "at+jwt",
+	// the generic "JWT" ("application/jwt") and no "typ" at all are
+	// accepted, as many issuers type their access tokens "JWT" or not at
+	// all; any other type, such as "logout+jwt" or "dpop+jwt", says the
+	// token is of another kind and is refused either way. Ignored with
+	// Introspection, where the issuer vouches for the token.
+	RequireAccessTokenType bool
+
 	// Principal maps a verified token's claims to the principal calls run
-	// as; an error refuses the token (a *TokenError keeps its Description,
-	// any other error is described as a user who may not use the server).
-	// A principal returned with nil Scopes gets the token's: a token never
-	// calls beyond its scopes. Default (nil): DefaultPrincipal.
+	// as: the one place to map the issuer's subjects to the host's own
+	// users. An error refuses the token (a *TokenError keeps its
+	// Description, any other error is described as a user who may not use
+	// the server), as does a principal without an ID. A principal returned
+	// with nil Scopes runs as a copy with the token's: a token never calls
+	// beyond its scopes. Only tokens that name a subject ("sub") get here.
+	// Default (nil): DefaultPrincipal, whose IDs begin with
+	// PrincipalPrefix so that no subject can pass for a principal the
+	// host authenticates otherwise; a mapping of the host's own keeps
+	// that property, or maps a subject to a user deliberately.
 	Principal func(Claims) (*llmtool.Principal, error)
 }
 
@@ -214,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		}
 	}
 	if v.introspection == nil {
-		v.keys = &keySet{url: jwksURL, client: v.client, now: func() time.Time { return v.now() }}
+		v.keys = &keySet{url: jwksURL, client: v.client, now: func() time.Time { return v.now() }, after: time.After}
 	}
 	if err := v.initMetadata(); err != nil {
 		return nil, err
@@ -258,8 +277,8 @@ func (v *Verifier) Authenticate(r *http.Request) (*llmtool.Principal, error) {
 
 // Verify checks an access token and returns the principal its calls run
 // as (Config.Principal, or DefaultPrincipal). A refused token gets a
-// *TokenError wrapping ErrMalformed, ErrSignature, ErrExpired, ErrIssuer,
-// ErrAudience, ErrInactive or ErrUnavailable.
+// *TokenError wrapping ErrMalformed, ErrSignature, ErrTokenType,
+// ErrExpired, ErrIssuer, ErrAudience, ErrInactive or ErrUnavailable.
 func (v *Verifier) Verify(ctx context.Context, token string) (*llmtool.Principal, error) {
 	var payload []byte
 	var err error
@@ -303,7 +322,31 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string) ([]byte, error) 
 		return nil, &TokenError{Description: "The access token is not a well-formed JWT; send the access token the authorization server issued.",
 			Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
+	if err := checkType(jws.Signatures[0].Protected, v.cfg.RequireAccessTokenType); err != nil {
+		return nil, err
+	}
 	return v.keys.verify(ctx, jws)
+}
+
+// checkType checks the "typ" of a JWT's protected header (RFC 9068 §2.1,
+// RFC 8725 §3.11), compared as a media type: in any case, with or without
+// "application/" (RFC 7515 §4.1.9). "at+jwt" is accepted; "JWT" and no
+// "typ" only when strict is not set; any other type never.
+func checkType(h jose.Header, strict bool) error {
+	v, present := h.ExtraHeaders[jose.HeaderType]
+	typ, ok := v.(string)
+	switch t := strings.TrimPrefix(strings.ToLower(typ), "application/"); {
+	case present && !ok:
+		return &TokenError{Description: "The token's type (typ) is not a string; send the access token the authorization server issued.",
+			Err: fmt.Errorf(`%w: header "typ" is %v, not a string`, ErrTokenType, v)}
+	case t == "at+jwt", !strict && (!present || t == "jwt"):
+		return nil
+	case !present:
+		return &TokenError{Description: "The token does not say it is an access token (its header has no typ at+jwt), and this server accepts only access tokens that do (RFC 9068); send the access token the authorization server issued.",
+			Err: fmt.Errorf(`%w: no header "typ", want "at+jwt"`, ErrTokenType)}
+	}
+	return &TokenError{Description: fmt.Sprintf("The token's type (typ) is %s, not at+jwt: it is not an access token (RFC 9068) but another kind of token, such as an ID token; send the access token the authorization server issued.", typ),
+		Err: fmt.Errorf(`%w: header "typ" is %q, want "at+jwt"`, ErrTokenType, typ)}
 }
 
 // headerAlgorithm returns the "alg" of a compact JWS's header, or "".
@@ -313,7 +356,7 @@ func headerAlgorithm(token string) string {
 	var h struct {
 		Alg string `json:"alg"`
 	}
-	if err != nil || json.Unmarshal(b, &h) != nil {
+	if err != nil || josejson.Unmarshal(b, &h) != nil {
 		return ""
 	}
 	return h.Alg
