@@ -168,6 +168,12 @@ func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 func (k *keySet) lookFor(ctx context.Context, kid string) []jose.JSONWebKey {
 	came := k.now()
 	k.mu.Lock()
+	if kid != "" && hasKey(k.keys, kid) {
+		// A fetch since the caller looked brought it.
+		keys := k.keys
+		k.mu.Unlock()
+		return keys
+	}
 	if at, ok := k.missed[kid]; ok && came.Sub(at) < minRefresh {
 		k.mu.Unlock()
 		return nil

@@ -14,18 +14,50 @@
 // vouches for (RFC 7662). Either way the token must come from
 // Config.Issuer, name this server's Config.Resource in its audience (RFC
 // 8707: a token for another server is refused, so a server cannot replay
-// the tokens it receives) and be within its validity period, give or take
-// Config.ClockSkew.
+// the tokens it receives), be within its validity period, give or take
+// Config.ClockSkew, and name its subject ("sub").
+//
+// Claims, and the members of an introspection answer, are read by their
+// exact names ("SCOPE" is not "scope", as encoding/json would have it),
+// and a token or answer that names one twice is refused: a claim means
+// here what it means to the issuer.
+//
+// A JWT's header "typ" says which kind of token it is (RFC 8725 §3.11),
+// compared as a media type (any case, "application/" optional): "at+jwt"
+// is accepted; the generic "JWT" and no "typ", as many issuers send their
+// access tokens, unless Config.RequireAccessTokenType is set, which keeps
+// the issuer's other JWTs, such as its ID tokens, from passing for access
+// tokens; any other type, such as "logout+jwt", never.
+//
+// # Principals
+//
+// A token's principal has the ID PrincipalPrefix + subject, such as
+// "oauth:248289761001" (DefaultPrincipal): principals are told apart by ID
+// (approvals, sessions, limits, audit), and a host's own principals, such
+// as that of a static bearer token, have IDs without the prefix, so no
+// token can pass for one of them by naming its ID as subject. A token
+// without a subject is refused, whatever client ("client_id", "azp") it
+// names: a client ID is never a principal's ID. Config.Principal is the
+// one place to map subjects to the host's own users instead, deliberately;
+// a server that accepts the tokens of several issuers qualifies the IDs
+// there with the issuer (see DefaultPrincipal).
+//
+// # Keys
 //
 // JWT signatures are verified with github.com/go-jose/go-jose against the
-// issuer's key set, which is fetched on first use, cached, and fetched
-// again when a token names a key the cache does not hold, so the issuer can
-// rotate its keys (at most twice within ten seconds, so that tokens with
-// made-up key IDs cannot make this server flood the issuer), and after an
-// hour, so that a withdrawn key stops verifying. A token whose key is known
-// but whose signature does not verify is refused without a fetch. Only
-// asymmetric signatures are accepted (RS*, PS*, ES*, EdDSA): never "none",
-// never an HMAC keyed with a public key.
+// issuer's key set, which is fetched on first use, cached, fetched again
+// after an hour, so that a withdrawn key stops verifying, and fetched
+// again when a token names a key the cache does not hold, so that the
+// issuer can rotate its keys. Tokens with made-up key IDs cannot make this
+// server flood the issuer: a key ID that a fetch did not find is refused
+// without another fetch for ten seconds (however many tokens name it; a
+// bounded number of such key IDs is remembered), and fetches begin at
+// least a second apart whatever the key IDs. A token with a new key ID
+// waits for the next fetch rather than being refused, so a rotated key
+// verifies on its first token even right after a flood. A token whose key
+// is known but whose signature does not verify is refused without a
+// fetch. Only asymmetric signatures are accepted (RS*, PS*, ES*, EdDSA):
+// never "none", never an HMAC keyed with a public key.
 //
 // # Discovery
 //
