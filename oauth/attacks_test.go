@@ -262,6 +262,10 @@ func TestSubjectIsNotAHostPrincipal(t *testing.T) {
 	}
 
 	require.False(t, reg.Invoke(owner, call).IsError, "the owner's approval stays the owner's")
+
+	p, err = oauth.DefaultPrincipal(oauth.Claims{ClientID: "owner", Scopes: []string{}})
+	require.Nil(t, p)
+	require.EqualError(t, err, `oauth: DefaultPrincipal: the claims name no subject ("sub")`)
 }
 
 type deleteIn struct {

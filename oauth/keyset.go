@@ -3,7 +3,6 @@ package oauth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -145,9 +144,6 @@ func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 	keys, err := k.keys, k.err
 	k.mu.Unlock()
 	if f == nil {
-		if keys == nil && err == nil {
-			err = errors.New("no fetch has succeeded yet")
-		}
 		return keys, err
 	}
 	if err := k.wait(ctx, f); err != nil {

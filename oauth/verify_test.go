@@ -432,19 +432,102 @@ func TestKeySetUnavailable(t *testing.T) {
 	token := iss.Token(claims(nil))
 
 	keys.down.Store(true)
+	down := "oauth: authorization server unavailable: fetching the key set: the key set at " + keys.URL + ": 500 Internal Server Error"
+	unavailable := "The authorization server's keys could not be fetched to verify the access token; try again later."
 	_, err := v.Verify(ctx, token)
-	refusal(t, err, oauth.ErrUnavailable, "oauth: authorization server unavailable: fetching the key set: the key set at "+keys.URL+": 500 Internal Server Error",
-		"The authorization server's keys could not be fetched to verify the access token; try again later.")
-
+	refusal(t, err, oauth.ErrUnavailable, down, unavailable)
 	keys.down.Store(false)
+	_, err = v.Verify(ctx, token)
+	refusal(t, err, oauth.ErrUnavailable, down, unavailable) // within FetchGap: the last fetch's error, at once
+
 	clock.advance(oauth.MinRefresh)
 	_, err = v.Verify(ctx, token)
 	require.NoError(t, err)
+
+	// A key ID the keys held lack while the issuer is down: refused, and
+	// not remembered as missing, so that it is looked for again.
+	keys.down.Store(true)
+	clock.advance(oauth.FetchGap)
+	rotated := madeUp(t, iss, attackerKey(t), "key-2")
+	_, err = v.Verify(ctx, rotated)
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "key-2"`, signatureRefused)
+	require.Zero(t, oauth.MissedKeyIDs(v))
+	keys.down.Store(false)
+	_, err = v.Verify(ctx, rotated)
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "key-2"`, signatureRefused)
+	require.Equal(t, 1, oauth.MissedKeyIDs(v))
 
 	keys.down.Store(true)
 	clock.advance(oauth.MaxKeyAge)
 	_, err = v.Verify(ctx, token)
 	require.NoError(t, err, "the keys held are used while the issuer is down")
+}
+
+// A request that joins a fetch begun before its token came waits for the
+// next one if that fetch did not find its key: the issuer may have
+// published the key since. A request whose context ends stops waiting.
+func TestKeySetFetchBegunBefore(t *testing.T) {
+	t.Parallel()
+	iss := newIssuer(t)
+	var fetches atomic.Int32
+	var gated atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		if gated.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(get(t, iss.JWKSURL))
+	}))
+	t.Cleanup(srv.Close)
+	v := newVerifier(t, iss, func(c *oauth.Config) { c.JWKSURL = srv.URL })
+	clock := newClock()
+	oauth.SetClock(v, clock.now)
+	put, waiting := timers(v)
+	ctx := context.Background()
+	_, err := v.Verify(ctx, iss.Token(claims(nil)))
+	require.NoError(t, err)
+	<-waiting
+
+	gated.Store(true)
+	clock.advance(oauth.FetchGap)
+	key := attackerKey(t)
+	errs := make(chan error, 2)
+	go func() {
+		_, err := v.Verify(ctx, madeUp(t, iss, key, "made-up-a"))
+		errs <- err
+	}()
+	<-waiting
+	<-entered // a's fetch is under way
+	clock.advance(time.Millisecond)
+	go func() {
+		_, err := v.Verify(ctx, madeUp(t, iss, key, "made-up-b"))
+		errs <- err
+	}()
+	<-waiting // b joined it
+	release <- struct{}{}
+	require.ErrorIs(t, <-errs, oauth.ErrSignature) // a: the fetch began as it came
+	tm := <-put                                    // b: the next one, FetchGap after
+	require.Equal(t, oauth.FetchGap-time.Millisecond, tm.d)
+	<-waiting
+	tm.fire <- time.Time{}
+	<-entered
+	release <- struct{}{}
+	refusal(t, <-errs, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "made-up-b"`, signatureRefused)
+	require.Equal(t, int32(3), fetches.Load())
+	require.Equal(t, 2, oauth.MissedKeyIDs(v))
+
+	// A request that gives up waiting is refused; the fetch goes on.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = v.Verify(canceled, madeUp(t, iss, key, "made-up-c"))
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "made-up-c"`, signatureRefused)
+	tm = <-put
+	tm.fire <- time.Time{}
+	<-entered
+	release <- struct{}{}
 }
 
 // Keys this server cannot use are skipped, not a reason to refuse the set.
