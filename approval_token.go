@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func (a *approvals) init(o *Options) {
 	if o == nil {
 		o = &Options{}
 	}
-	a.key = o.ApprovalKey
+	a.key = slices.Clone(o.ApprovalKey) // checked by NewRegistry (signkey.Check)
 	a.shared = len(a.key) > 0
 	if len(a.key) == 0 {
 		a.key = make([]byte, 32)

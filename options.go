@@ -74,10 +74,13 @@ type Options struct {
 	WritesOffAction string
 
 	// ApprovalKey signs approval tokens (HMAC-SHA256); replicas that
-	// serve one another's approvals need the same key. Default: 32 random
-	// bytes per registry, so an approval is honoured only by the process
-	// that asked for it, which remembers the tokens used. With a key set,
-	// each approved commit also records its token in the table
+	// serve one another's approvals need the same key. It must be at
+	// least 16 bytes long, or NewRegistry fails (a shorter key is found
+	// from one token by trying every value): use 32 random bytes
+	// (crypto/rand.Read), kept secret. Default: 32 random bytes per
+	// registry, so an approval is honoured only by the process that asked
+	// for it, which remembers the tokens used. With a key set, each
+	// approved commit also records its token in the table
 	// llmtool_approvals, in its transaction, so that no replica honours a
 	// token twice.
 	ApprovalKey []byte

@@ -19,6 +19,7 @@ import (
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/signkey"
 	"github.com/llmtool/llmtool/internal/toolname"
 	"github.com/llmtool/llmtool/man"
 )
@@ -151,7 +152,8 @@ const NoScopeCache time.Duration = -1
 // built-in man tool (see Options.ManPages). It refuses (with an error naming both
 // modules) two tools of the same name, and a tool whose input references
 // an entity kind no module declares (see Entity); the modules' entity
-// kinds are gathered first, so their order does not matter.
+// kinds are gathered first, so their order does not matter. It refuses an
+// Options.ApprovalKey shorter than 16 bytes before touching db.
 //
 // The core speaks database/sql only. For SQLite, open db with OpenSQLite or
 // with equivalent settings (WAL, busy timeout, _txlock=immediate); for
@@ -160,6 +162,11 @@ const NoScopeCache time.Duration = -1
 // own tables (the scope settings) to their current version: an idempotent
 // step, safe to run from several replicas at once.
 func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, error) {
+	if opts != nil {
+		if err := signkey.Check("llmtool: Options.ApprovalKey", opts.ApprovalKey); err != nil {
+			return nil, err
+		}
+	}
 	var e engine.Engine
 	if db != nil {
 		var err error

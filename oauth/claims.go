@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	josejson "github.com/go-jose/go-jose/v4/json"
+
 	"github.com/llmtool/llmtool"
 )
 
@@ -52,14 +54,18 @@ type wireClaims struct {
 	AZP       string      `json:"azp"`
 }
 
-// decodeClaims decodes a JWT's payload or an introspection answer.
+// decodeClaims decodes a JWT's payload or an introspection answer with
+// go-jose's JSON decoder, which, unlike encoding/json, matches member
+// names exactly ("SCOPE" is not "scope") and refuses an object that names
+// a member twice: a claim means here what it means to the issuer, and to
+// any other library that reads the token.
 func decodeClaims(data []byte) (*wireClaims, Claims, error) {
 	var w wireClaims
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := josejson.Unmarshal(data, &w); err != nil {
 		return nil, Claims{}, err
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(data, &raw); err != nil {
+	if err := josejson.Unmarshal(data, &raw); err != nil {
 		return nil, Claims{}, err
 	}
 	scopes := strings.Fields(w.Scope)
@@ -113,9 +119,9 @@ func (v *Verifier) check(w *wireClaims, c Claims, now time.Time, jwt bool) error
 		nbf := w.NotBefore.time().UTC().Format(time.RFC3339)
 		return &TokenError{Description: fmt.Sprintf("The access token is not valid before %s; check the clocks of this server and the authorization server.", nbf),
 			Err: fmt.Errorf("%w: not valid before %s, more than %s after now", ErrExpired, nbf, v.skew)}
-	case c.Subject == "" && c.ClientID == "":
-		return &TokenError{Description: "The access token names neither a subject nor a client; this server needs to know who calls.",
-			Err: fmt.Errorf(`%w: no "sub" and no "client_id" claim`, ErrMalformed)}
+	case c.Subject == "":
+		return &TokenError{Description: `The access token names no subject ("sub"); this server runs each call as the token's subject, so it accepts only tokens that name one (RFC 9068).`,
+			Err: fmt.Errorf(`%w: no "sub" claim`, ErrMalformed)}
 	}
 	return nil
 }
@@ -133,8 +139,12 @@ func (v *Verifier) principal(c Claims) (*llmtool.Principal, error) {
 		return DefaultPrincipal(c)
 	}
 	p, err := v.cfg.Principal(c)
-	if err == nil && p == nil {
+	switch {
+	case err != nil:
+	case p == nil:
 		err = errors.New("Config.Principal returned no principal")
+	case p.ID == "":
+		err = errors.New("Config.Principal returned a principal without an ID")
 	}
 	if err != nil {
 		var te *TokenError
@@ -146,24 +156,42 @@ func (v *Verifier) principal(c Claims) (*llmtool.Principal, error) {
 	}
 	if p.Scopes == nil {
 		// A token's principal is limited by its scopes, always: nil
-		// would let it call every tool.
-		p.Scopes = slices.Clone(c.Scopes)
+		// would let it call every tool. A copy: the hook may return a
+		// principal the host shares, such as the one its own sign-in
+		// uses, which must stay unlimited.
+		q := *p
+		q.Scopes = slices.Clone(c.Scopes)
+		p = &q
 	}
 	return p, nil
 }
 
+// PrincipalPrefix begins the ID of every principal DefaultPrincipal makes:
+// "oauth:" and the token's subject, such as "oauth:248289761001". Hosts
+// give the principals they authenticate themselves (a static bearer
+// token, a session cookie) IDs that do not begin with it, so that no
+// token's subject can pass for one of them: approvals, sessions, limits
+// and audit records tell principals apart by ID.
+const PrincipalPrefix = "oauth:"
+
 // DefaultPrincipal is the principal of a token when Config.Principal is
-// nil: ID is the subject ("sub", or the client ID for a token without
-// one); Name is "name", "preferred_username" or "username", the first
+// nil: ID is PrincipalPrefix followed by the subject ("sub"), never the
+// client ID; Name is "name", "preferred_username" or "username", the first
 // present; Scopes are the token's scopes (never nil, so the principal is
 // limited to the tools its scopes allow, see llmtool.Scopes); Attrs holds
-// "client_id" when the token names its client. A Config.Principal of the
-// host's own can start from it.
+// "client_id" when the token names its client. It refuses claims without
+// a subject. A Config.Principal of the host's own can start from it.
+//
+// A subject is unique at its issuer only: a server that accepts the
+// tokens of several issuers (a Verifier for each) qualifies the IDs of
+// each in Config.Principal, such as with
+// PrincipalPrefix + c.Issuer + "#" + c.Subject ("#" cannot occur in an
+// issuer identifier, so no two issuers' IDs meet).
 func DefaultPrincipal(c Claims) (*llmtool.Principal, error) {
-	p := &llmtool.Principal{ID: c.Subject, Scopes: slices.Clone(c.Scopes)}
-	if p.ID == "" {
-		p.ID = c.ClientID
+	if c.Subject == "" {
+		return nil, errors.New(`oauth: DefaultPrincipal: the claims name no subject ("sub")`)
 	}
+	p := &llmtool.Principal{ID: PrincipalPrefix + c.Subject, Scopes: slices.Clone(c.Scopes)}
 	if p.Scopes == nil {
 		p.Scopes = []string{}
 	}

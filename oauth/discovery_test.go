@@ -127,7 +127,7 @@ func TestDiscovery(t *testing.T) {
 			require.NoError(t, err)
 			p, err := v.Verify(context.Background(), iss.Token(claims(map[string]any{"iss": issuer})))
 			require.NoError(t, err)
-			require.Equal(t, "ada", p.ID)
+			require.Equal(t, "oauth:ada", p.ID)
 		})
 	}
 }

@@ -9,12 +9,18 @@ var (
 	// ErrNoToken: the request has no "Authorization: Bearer" header.
 	ErrNoToken = errors.New("oauth: no bearer token")
 	// ErrMalformed: the token is not a compact JWT, or its claims are
-	// not the JSON of an access token (RFC 9068), or it names no subject.
+	// not the JSON of an access token (RFC 9068): a claim of the wrong
+	// type, a claim named twice, no "exp" in a JWT, or no subject
+	// ("sub").
 	ErrMalformed = errors.New("oauth: malformed token")
 	// ErrSignature: the token is unsigned ("alg": "none"), signed with an
 	// algorithm not accepted (anything but RS*, PS*, ES* and EdDSA), or its
 	// signature does not verify with the issuer's keys.
 	ErrSignature = errors.New("oauth: token signature not verified")
+	// ErrTokenType: the JWT's header says it is not an access token: its
+	// "typ" is neither "at+jwt" nor, unless
+	// Config.RequireAccessTokenType is set, "JWT" or absent.
+	ErrTokenType = errors.New("oauth: not an access token")
 	// ErrExpired: now is outside the token's validity ("exp" and "nbf"),
 	// beyond the clock skew allowed.
 	ErrExpired = errors.New("oauth: token expired")

@@ -157,7 +157,7 @@ func ExampleVerifier_Verify() {
 		fmt.Println(te.Description)
 	}
 	// Output:
-	// ada Ada [notes:read]
+	// oauth:ada Ada [notes:read]
 	// true
 	// The access token is not for this server: its audience is https://other.example.com/mcp, not https://mcp.example.com/mcp; get a token with the resource parameter https://mcp.example.com/mcp (RFC 8707).
 }
@@ -185,7 +185,7 @@ func ExampleIntrospection() {
 	_, err = v.Verify(ctx, token)
 	fmt.Println(errors.Is(err, oauth.ErrInactive))
 	// Output:
-	// ada [notes:read notes:write] <nil>
+	// oauth:ada [notes:read notes:write] <nil>
 	// true
 }
 
@@ -224,6 +224,41 @@ func ExampleConfig_principal() {
 	_, err = v.Verify(ctx, iss.Token(map[string]any{"sub": "eve", "aud": "https://mcp.example.com/mcp"}))
 	fmt.Println(err)
 	// Output:
-	// ada [editors] [] <nil>
+	// oauth:ada [editors] [] <nil>
 	// oauth: Config.Principal refused subject "eve": no group
+}
+
+// Config.Principal is also where the issuer's subjects become the host's
+// own users, deliberately: here from a table of the host's, refusing the
+// subjects it does not know. The token's scopes still limit the user.
+func ExampleConfig_users() {
+	iss := oauthtest.NewIssuer()
+	defer iss.Close()
+	users := map[string]*llmtool.Principal{ // subject at the issuer → the host's user
+		"248289761001": {ID: "user-42", Name: "Ada Lovelace", Roles: []string{"editor"}},
+	}
+	v, err := oauth.New(context.Background(), oauth.Config{
+		Issuer:   iss.URL,
+		Resource: "https://mcp.example.com/mcp",
+		Principal: func(c oauth.Claims) (*llmtool.Principal, error) {
+			if p, ok := users[c.Subject]; ok {
+				return p, nil // runs as a copy with the token's scopes
+			}
+			return nil, errors.New("not a user of this server")
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := v.Verify(ctx, iss.Token(map[string]any{"sub": "248289761001", "aud": "https://mcp.example.com/mcp", "scope": "notes:read"}))
+	fmt.Println(p.ID, p.Name, p.Roles, p.Scopes, err)
+	fmt.Println(users["248289761001"].Scopes == nil)
+
+	_, err = v.Verify(ctx, iss.Token(map[string]any{"sub": "owner", "aud": "https://mcp.example.com/mcp"}))
+	fmt.Println(err)
+	// Output:
+	// user-42 Ada Lovelace [editor] [notes:read] <nil>
+	// true
+	// oauth: Config.Principal refused subject "owner": not a user of this server
 }

@@ -45,7 +45,18 @@ func newVerifier(t *testing.T, iss *oauthtest.Issuer, edit func(*oauth.Config)) 
 	}
 	v, err := oauth.New(context.Background(), cfg)
 	require.NoError(t, err)
+	if cfg.Introspection == nil {
+		oauth.SetTimer(v, instant, nil)
+	}
 	return v
+}
+
+// instant is a timer that has fired already: a fetch of the key set put
+// off by FetchGap happens at once. Tests of the waiting make their own.
+func instant(time.Duration) <-chan time.Time {
+	c := make(chan time.Time, 1)
+	c <- time.Time{}
+	return c
 }
 
 // authenticate sends token in an Authorization header ("" for none).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,12 +15,23 @@ import (
 
 // Fetching the issuer's key set.
 const (
-	// minRefresh bounds the fetches of the key set that tokens naming an
-	// unknown key cause: at most two within any minRefresh, so the first
-	// token of a rotated key gets the new key at once, even right after
-	// the first fetch, while a flood of tokens with made-up key IDs costs
-	// the authorization server two requests per minRefresh, not one each.
+	// minRefresh is how long a key ID that a fetch of the key set did not
+	// find is refused without another fetch: each key ID a token names
+	// costs the authorization server at most one request per minRefresh,
+	// however many tokens name it.
 	minRefresh = 10 * time.Second
+	// fetchGap is the least time between the starts of two fetches,
+	// whatever the key IDs: a flood of tokens with ever new made-up key
+	// IDs costs the authorization server one request per fetchGap. A
+	// token whose key ID is new waits for the next fetch rather than
+	// being refused, so a rotated key verifies on its first token even
+	// right after such a flood.
+	fetchGap = time.Second
+	// maxMissed bounds the key IDs remembered as missing. When it is
+	// reached, key IDs missed more than minRefresh ago are forgotten;
+	// while it is full of recent ones, the others are not remembered,
+	// and only fetchGap bounds what they cost.
+	maxMissed = 1024
 	// maxKeyAge is how long a fetched key set is used before it is
 	// fetched again, so that a key the issuer withdrew stops verifying
 	// even if no token names a new key. If that fetch fails, the old set
@@ -36,13 +48,27 @@ type keySet struct {
 	url    string
 	client *http.Client
 	now    func() time.Time
+	// after waits before a fetch put off by fetchGap: time.After, or a
+	// test's channel.
+	after func(time.Duration) <-chan time.Time
+	// waiting, when set (by tests), is called each time a request
+	// starts waiting for a fetch.
+	waiting func()
 
-	mu       sync.Mutex
-	keys     []jose.JSONWebKey
-	fetched  time.Time     // of keys; zero before the first fetch that succeeded
-	attempts [2]time.Time  // the last two fetches begun, latest first
-	err      error         // of the last fetch
-	inflight chan struct{} // closed when the fetch under way has updated the fields; nil if none
+	mu      sync.Mutex
+	keys    []jose.JSONWebKey
+	fetched time.Time            // of keys; zero before the first fetch that succeeded
+	err     error                // of the last fetch
+	last    time.Time            // when the latest fetch began, or is to begin; zero before the first
+	next    *fetch               // the fetch under way or put off; nil if none
+	missed  map[string]time.Time // key ID → when a fetch begun after a token named it did not find it
+}
+
+// fetch is one fetch of the key set, under way or put off until start.
+type fetch struct {
+	start time.Time
+	done  chan struct{} // closed once the cache holds what the fetch got
+	err   error         // of the fetch; read after done
 }
 
 // verify returns the payload of jws if a key of the set verifies its one
@@ -61,7 +87,7 @@ func (k *keySet) verify(ctx context.Context, jws *jose.JSONWebSignature) ([]byte
 	payload, missing, err := verifyWith(keys, jws, kid, alg)
 	if missing {
 		// The issuer may have rotated its keys.
-		if fresh, _ := k.refresh(ctx); fresh != nil {
+		if fresh := k.lookFor(ctx, kid); fresh != nil {
 			payload, _, err = verifyWith(fresh, jws, kid, alg)
 		}
 	}
@@ -110,42 +136,143 @@ func (k *keySet) snapshot() ([]jose.JSONWebKey, time.Time) {
 }
 
 // refresh fetches the key set, or waits for the fetch under way, and
-// returns the keys and the error of the fetch. Beyond two fetches within
-// minRefresh it fetches nothing and returns what it has.
+// returns the keys and the error of the fetch. Within fetchGap of the
+// last fetch it fetches nothing and returns what it holds at once.
 func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
-	if k.inflight == nil {
-		now := k.now()
-		if older := k.attempts[1]; !older.IsZero() && now.Sub(older) < minRefresh {
-			keys, err := k.keys, k.err
-			k.mu.Unlock()
-			if err == nil {
-				err = fmt.Errorf("fetched twice within %s", minRefresh)
-			}
-			return keys, err
-		}
-		k.attempts = [2]time.Time{now, k.attempts[0]}
-		k.inflight = make(chan struct{})
-		// The fetch outlives a request that gives up waiting: the
-		// requests waiting with it, or after it, use what it fetched.
-		go k.fetchInto(context.WithoutCancel(ctx), k.inflight)
-	}
-	done := k.inflight
+	f := k.fetchLocked(ctx, k.now(), false)
+	keys, err := k.keys, k.err
 	k.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if f == nil {
+		return keys, err
+	}
+	if err := k.wait(ctx, f); err != nil {
+		return nil, err
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.keys, k.err
 }
 
-// fetchInto fetches the key set and updates the cache, then closes done:
-// a request woken by done sees the new keys, so a withdrawn key is never
-// used once the set without it is in.
-func (k *keySet) fetchInto(ctx context.Context, done chan struct{}) {
+// lookFor fetches the key set for a token that names the key kid (or no
+// key: kid "") that the keys held lack, and returns the keys to verify it
+// with, or nil if there are none new: a fetch less than minRefresh ago
+// did not find kid, the fetch failed, or ctx ended. It waits for a fetch
+// begun after the token came, if need be until fetchGap after the last
+// one began, so that a key the issuer published just before it issued
+// the token is found.
+func (k *keySet) lookFor(ctx context.Context, kid string) []jose.JSONWebKey {
+	came := k.now()
+	k.mu.Lock()
+	if kid != "" && hasKey(k.keys, kid) {
+		// A fetch since the caller looked brought it.
+		keys := k.keys
+		k.mu.Unlock()
+		return keys
+	}
+	if at, ok := k.missed[kid]; ok && came.Sub(at) < minRefresh {
+		k.mu.Unlock()
+		return nil
+	}
+	for {
+		f := k.fetchLocked(ctx, k.now(), true)
+		k.mu.Unlock()
+		if k.wait(ctx, f) != nil {
+			return nil
+		}
+		k.mu.Lock()
+		fresh := !f.start.Before(came)
+		switch {
+		case f.err != nil:
+			k.mu.Unlock()
+			return nil
+		case kid == "" && fresh, kid != "" && hasKey(k.keys, kid):
+			keys := k.keys
+			k.mu.Unlock()
+			return keys
+		case fresh:
+			k.missLocked(kid)
+			k.mu.Unlock()
+			return nil
+		}
+		// The fetch began before the token came: the issuer may have
+		// published the key since. Wait for the next.
+	}
+}
+
+// missLocked remembers that a fetch did not find kid.
+func (k *keySet) missLocked(kid string) {
+	if kid == "" {
+		return // a token without a key ID: fetchGap bounds what it costs
+	}
+	now := k.now()
+	if len(k.missed) >= maxMissed {
+		for id, at := range k.missed {
+			if now.Sub(at) >= minRefresh {
+				delete(k.missed, id)
+			}
+		}
+		if len(k.missed) >= maxMissed {
+			return
+		}
+	}
+	if k.missed == nil {
+		k.missed = make(map[string]time.Time)
+	}
+	k.missed[kid] = now
+}
+
+func hasKey(keys []jose.JSONWebKey, kid string) bool {
+	return slices.ContainsFunc(keys, func(key jose.JSONWebKey) bool { return key.KeyID == kid })
+}
+
+// fetchLocked returns the fetch to wait for: the one under way, or put
+// off if later is set; else a new one, begun now if the last began
+// fetchGap ago or more, else (if later is set) put off until then; else
+// nil. The fetch keeps the values of ctx, the context of the request
+// that began it, but not its end.
+func (k *keySet) fetchLocked(ctx context.Context, now time.Time, later bool) *fetch {
+	if f := k.next; f != nil {
+		if later || !f.start.After(now) {
+			return f
+		}
+		return nil
+	}
+	start := now
+	if !k.last.IsZero() && now.Before(k.last.Add(fetchGap)) {
+		if !later {
+			return nil
+		}
+		start = k.last.Add(fetchGap)
+	}
+	f := &fetch{start: start, done: make(chan struct{})}
+	k.next, k.last = f, start
+	go k.run(context.WithoutCancel(ctx), f, start.Sub(now))
+	return f
+}
+
+// wait waits for f, or for ctx to end.
+func (k *keySet) wait(ctx context.Context, f *fetch) error {
+	if k.waiting != nil {
+		k.waiting()
+	}
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run makes the fetch f after delay and updates the cache, then closes
+// f.done: a request woken by it sees the new keys, so a withdrawn key is
+// never used once the set without it is in. The fetch outlives the
+// requests that give up waiting: the others, and those after them, use
+// what it got.
+func (k *keySet) run(ctx context.Context, f *fetch, delay time.Duration) {
+	if delay > 0 {
+		<-k.after(delay)
+	}
 	// Bounded even with a Config.HTTPClient without a timeout: requests
 	// wait for this fetch.
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
@@ -155,10 +282,10 @@ func (k *keySet) fetchInto(ctx context.Context, done chan struct{}) {
 	if err == nil {
 		k.keys, k.fetched = keys, k.now()
 	}
-	k.err = err
-	k.inflight = nil
+	k.err, f.err = err, err
+	k.next = nil
 	k.mu.Unlock()
-	close(done)
+	close(f.done)
 }
 
 // fetch GETs the key set and returns its signing keys that this package

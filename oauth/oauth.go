@@ -14,18 +14,50 @@
 // vouches for (RFC 7662). Either way the token must come from
 // Config.Issuer, name this server's Config.Resource in its audience (RFC
 // 8707: a token for another server is refused, so a server cannot replay
-// the tokens it receives) and be within its validity period, give or take
-// Config.ClockSkew.
+// the tokens it receives), be within its validity period, give or take
+// Config.ClockSkew, and name its subject ("sub").
+//
+// Claims, and the members of an introspection answer, are read by their
+// exact names ("SCOPE" is not "scope", as encoding/json would have it),
+// and a token or answer that names one twice is refused: a claim means
+// here what it means to the issuer.
+//
+// A JWT's header "typ" says which kind of token it is (RFC 8725 §3.11),
+// compared as a media type (any case, "application/" optional): "at+jwt"
+// is accepted; the generic "JWT" and no "typ", as many issuers send their
+// access tokens, unless Config.RequireAccessTokenType is set, which keeps
+// the issuer's other JWTs, such as its ID tokens, from passing for access
+// tokens; any other type, such as "logout+jwt", never.
+//
+// # Principals
+//
+// A token's principal has the ID PrincipalPrefix + subject, such as
+// "oauth:248289761001" (DefaultPrincipal): principals are told apart by ID
+// (approvals, sessions, limits, audit), and a host's own principals, such
+// as that of a static bearer token, have IDs without the prefix, so no
+// token can pass for one of them by naming its ID as subject. A token
+// without a subject is refused, whatever client ("client_id", "azp") it
+// names: a client ID is never a principal's ID. Config.Principal is the
+// one place to map subjects to the host's own users instead, deliberately;
+// a server that accepts the tokens of several issuers qualifies the IDs
+// there with the issuer (see DefaultPrincipal).
+//
+// # Keys
 //
 // JWT signatures are verified with github.com/go-jose/go-jose against the
-// issuer's key set, which is fetched on first use, cached, and fetched
-// again when a token names a key the cache does not hold, so the issuer can
-// rotate its keys (at most twice within ten seconds, so that tokens with
-// made-up key IDs cannot make this server flood the issuer), and after an
-// hour, so that a withdrawn key stops verifying. A token whose key is known
-// but whose signature does not verify is refused without a fetch. Only
-// asymmetric signatures are accepted (RS*, PS*, ES*, EdDSA): never "none",
-// never an HMAC keyed with a public key.
+// issuer's key set, which is fetched on first use, cached, fetched again
+// after an hour, so that a withdrawn key stops verifying, and fetched
+// again when a token names a key the cache does not hold, so that the
+// issuer can rotate its keys. Tokens with made-up key IDs cannot make this
+// server flood the issuer: a key ID that a fetch did not find is refused
+// without another fetch for ten seconds (however many tokens name it; a
+// bounded number of such key IDs is remembered), and fetches begin at
+// least a second apart whatever the key IDs. A token with a new key ID
+// waits for the next fetch rather than being refused, so a rotated key
+// verifies on its first token even right after a flood. A token whose key
+// is known but whose signature does not verify is refused without a
+// fetch. Only asymmetric signatures are accepted (RS*, PS*, ES*, EdDSA):
+// never "none", never an HMAC keyed with a public key.
 //
 // # Discovery
 //
@@ -55,7 +87,6 @@ package oauth
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -65,6 +96,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	josejson "github.com/go-jose/go-jose/v4/json"
 
 	"github.com/llmtool/llmtool"
 )
@@ -135,11 +167,30 @@ type Config struct {
 	// (nil): a client with a timeout of DefaultTimeout.
 	HTTPClient *http.Client
 
+	// RequireAccessTokenType refuses every JWT whose header does not say
+	// "typ": "at+jwt" (RFC 9068 §2.1; "application/at+jwt", in any case,
+	// too), one without "typ" or with "JWT" included. Set it when the
+	// issuer types its access tokens so, as RFC 9068 asks: then no other
+	// JWT it signs, such as an ID token, passes for an access token, even
+	// one whose audience names this server. Default (false): "at+jwt",
+	// the generic "JWT" ("application/jwt") and no "typ" at all are
+	// accepted, as many issuers type their access tokens "JWT" or not at
+	// all; any other type, such as "logout+jwt" or "dpop+jwt", says the
+	// token is of another kind and is refused either way. Ignored with
+	// Introspection, where the issuer vouches for the token.
+	RequireAccessTokenType bool
+
 	// Principal maps a verified token's claims to the principal calls run
-	// as; an error refuses the token (a *TokenError keeps its Description,
-	// any other error is described as a user who may not use the server).
-	// A principal returned with nil Scopes gets the token's: a token never
-	// calls beyond its scopes. Default (nil): DefaultPrincipal.
+	// as: the one place to map the issuer's subjects to the host's own
+	// users. An error refuses the token (a *TokenError keeps its
+	// Description, any other error is described as a user who may not use
+	// the server), as does a principal without an ID. A principal returned
+	// with nil Scopes runs as a copy with the token's: a token never calls
+	// beyond its scopes. Only tokens that name a subject ("sub") get here.
+	// Default (nil): DefaultPrincipal, whose IDs begin with
+	// PrincipalPrefix so that no subject can pass for a principal the
+	// host authenticates otherwise; a mapping of the host's own keeps
+	// that property, or maps a subject to a user deliberately.
 	Principal func(Claims) (*llmtool.Principal, error)
 }
 
@@ -214,7 +265,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		}
 	}
 	if v.introspection == nil {
-		v.keys = &keySet{url: jwksURL, client: v.client, now: func() time.Time { return v.now() }}
+		v.keys = &keySet{url: jwksURL, client: v.client, now: func() time.Time { return v.now() }, after: time.After}
 	}
 	if err := v.initMetadata(); err != nil {
 		return nil, err
@@ -258,8 +309,8 @@ func (v *Verifier) Authenticate(r *http.Request) (*llmtool.Principal, error) {
 
 // Verify checks an access token and returns the principal its calls run
 // as (Config.Principal, or DefaultPrincipal). A refused token gets a
-// *TokenError wrapping ErrMalformed, ErrSignature, ErrExpired, ErrIssuer,
-// ErrAudience, ErrInactive or ErrUnavailable.
+// *TokenError wrapping ErrMalformed, ErrSignature, ErrTokenType,
+// ErrExpired, ErrIssuer, ErrAudience, ErrInactive or ErrUnavailable.
 func (v *Verifier) Verify(ctx context.Context, token string) (*llmtool.Principal, error) {
 	var payload []byte
 	var err error
@@ -303,7 +354,31 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string) ([]byte, error) 
 		return nil, &TokenError{Description: "The access token is not a well-formed JWT; send the access token the authorization server issued.",
 			Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
+	if err := checkType(jws.Signatures[0].Protected, v.cfg.RequireAccessTokenType); err != nil {
+		return nil, err
+	}
 	return v.keys.verify(ctx, jws)
+}
+
+// checkType checks the "typ" of a JWT's protected header (RFC 9068 §2.1,
+// RFC 8725 §3.11), compared as a media type: in any case, with or without
+// "application/" (RFC 7515 §4.1.9). "at+jwt" is accepted; "JWT" and no
+// "typ" only when strict is not set; any other type never.
+func checkType(h jose.Header, strict bool) error {
+	v, present := h.ExtraHeaders[jose.HeaderType]
+	typ, ok := v.(string)
+	switch t := strings.TrimPrefix(strings.ToLower(typ), "application/"); {
+	case present && !ok:
+		return &TokenError{Description: "The token's type (typ) is not a string; send the access token the authorization server issued.",
+			Err: fmt.Errorf(`%w: header "typ" is %v, not a string`, ErrTokenType, v)}
+	case t == "at+jwt", !strict && (!present || t == "jwt"):
+		return nil
+	case !present:
+		return &TokenError{Description: "The token does not say it is an access token (its header has no typ at+jwt), and this server accepts only access tokens that do (RFC 9068); send the access token the authorization server issued.",
+			Err: fmt.Errorf(`%w: no header "typ", want "at+jwt"`, ErrTokenType)}
+	}
+	return &TokenError{Description: fmt.Sprintf("The token's type (typ) is %s, not at+jwt: it is not an access token (RFC 9068) but another kind of token, such as an ID token; send the access token the authorization server issued.", typ),
+		Err: fmt.Errorf(`%w: header "typ" is %q, want "at+jwt"`, ErrTokenType, typ)}
 }
 
 // headerAlgorithm returns the "alg" of a compact JWS's header, or "".
@@ -313,7 +388,7 @@ func headerAlgorithm(token string) string {
 	var h struct {
 		Alg string `json:"alg"`
 	}
-	if err != nil || json.Unmarshal(b, &h) != nil {
+	if err != nil || josejson.Unmarshal(b, &h) != nil {
 		return ""
 	}
 	return h.Alg

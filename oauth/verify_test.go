@@ -52,15 +52,15 @@ func TestVerifyJWT(t *testing.T) {
 		msg, description string
 	}{
 		{name: "valid", token: valid,
-			want: &llmtool.Principal{ID: "ada", Name: "Ada", Scopes: []string{"notes:read"}}},
+			want: &llmtool.Principal{ID: "oauth:ada", Name: "Ada", Scopes: []string{"notes:read"}}},
 		{name: "audience among several, client ID, scp array",
 			token: iss.Token(claims(map[string]any{"aud": []string{"https://api.example.com", resource}, "scope": nil, "scp": []string{"notes:read", "notes:write"}, "client_id": "claude", "name": nil, "preferred_username": "ada@example.com"})),
-			want:  &llmtool.Principal{ID: "ada", Name: "ada@example.com", Scopes: []string{"notes:read", "notes:write"}, Attrs: map[string]string{"client_id": "claude"}}},
-		{name: "no scope at all limits to tools without scopes",
-			token: iss.Token(claims(map[string]any{"scope": nil, "sub": nil, "azp": "cron-job", "name": nil})),
-			want:  &llmtool.Principal{ID: "cron-job", Scopes: []string{}, Attrs: map[string]string{"client_id": "cron-job"}}},
+			want:  &llmtool.Principal{ID: "oauth:ada", Name: "ada@example.com", Scopes: []string{"notes:read", "notes:write"}, Attrs: map[string]string{"client_id": "claude"}}},
+		{name: "no scope at all limits to tools without scopes, azp",
+			token: iss.Token(claims(map[string]any{"scope": nil, "sub": "cron-job", "azp": "cron-job", "name": nil})),
+			want:  &llmtool.Principal{ID: "oauth:cron-job", Scopes: []string{}, Attrs: map[string]string{"client_id": "cron-job"}}},
 		{name: "expired within the clock skew", token: iss.Token(claims(map[string]any{"exp": now - 30})),
-			want: &llmtool.Principal{ID: "ada", Name: "Ada", Scopes: []string{"notes:read"}}},
+			want: &llmtool.Principal{ID: "oauth:ada", Name: "Ada", Scopes: []string{"notes:read"}}},
 		{name: "expired beyond the clock skew", token: iss.Token(claims(map[string]any{"exp": now - 120})),
 			sentinel: oauth.ErrExpired, msg: "oauth: token expired at " + at(now-120) + ", more than 1m0s before now",
 			description: "The access token expired at " + at(now-120) + "; get a new one from the authorization server."},
@@ -83,8 +83,13 @@ func TestVerifyJWT(t *testing.T) {
 			sentinel: oauth.ErrIssuer, msg: `oauth: token of another issuer: no "iss" claim`,
 			description: "The access token names no issuer; get a token from " + iss.URL + "."},
 		{name: "no subject", token: iss.Token(claims(map[string]any{"sub": nil})),
-			sentinel: oauth.ErrMalformed, msg: `oauth: malformed token: no "sub" and no "client_id" claim`,
-			description: "The access token names neither a subject nor a client; this server needs to know who calls."},
+			sentinel: oauth.ErrMalformed, msg: `oauth: malformed token: no "sub" claim`, description: noSubject},
+		{name: "a client ID but no subject", token: iss.Token(claims(map[string]any{"sub": nil, "client_id": "alice"})),
+			sentinel: oauth.ErrMalformed, msg: `oauth: malformed token: no "sub" claim`, description: noSubject},
+		{name: "azp but no subject", token: iss.Token(claims(map[string]any{"sub": nil, "azp": "alice"})),
+			sentinel: oauth.ErrMalformed, msg: `oauth: malformed token: no "sub" claim`, description: noSubject},
+		{name: "empty subject", token: iss.Token(claims(map[string]any{"sub": ""})),
+			sentinel: oauth.ErrMalformed, msg: `oauth: malformed token: no "sub" claim`, description: noSubject},
 		{name: "malformed claim", token: iss.Token(claims(map[string]any{"aud": 42})),
 			sentinel: oauth.ErrMalformed, msg: "oauth: malformed token: claims: want a string or an array of strings, not 42",
 			description: "The access token's claims are malformed; get a new token from the authorization server."},
@@ -144,7 +149,7 @@ func TestAuthenticateHeader(t *testing.T) {
 	}
 	p, err := authenticate(v, "bearer  "+token+" ")
 	require.NoError(t, err)
-	require.Equal(t, "ada", p.ID)
+	require.Equal(t, "oauth:ada", p.ID)
 	require.Zero(t, iss.KeySetRequests()-1, "the key set is fetched once")
 }
 
@@ -169,7 +174,7 @@ func TestClockSkew(t *testing.T) {
 			p, err := v.Verify(context.Background(), iss.Token(claims(map[string]any{"exp": tt.exp})))
 			if tt.msg == "" {
 				require.NoError(t, err)
-				require.Equal(t, "ada", p.ID)
+				require.Equal(t, "oauth:ada", p.ID)
 				return
 			}
 			require.ErrorIs(t, err, oauth.ErrExpired)
@@ -180,7 +185,8 @@ func TestClockSkew(t *testing.T) {
 
 // The key set is fetched once and cached; a token signed with a key the
 // cache does not hold has it fetched again, so the issuer can rotate its
-// keys, and a token of a withdrawn key is refused.
+// keys, and a token of a withdrawn key is refused, fetching at most once
+// per MinRefresh.
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	for _, alg := range []string{"RS256", "PS256", "ES384", "EdDSA"} {
@@ -201,35 +207,97 @@ func TestKeyRotation(t *testing.T) {
 			iss.RotateKey(alg)
 			p, err := v.Verify(ctx, iss.Token(claims(nil)))
 			require.NoError(t, err)
-			require.Equal(t, "ada", p.ID)
+			require.Equal(t, "oauth:ada", p.ID)
 			require.Equal(t, 2, iss.KeySetRequests(), "fetched again for the new key ID")
 
 			withdrawn := `oauth: token signature not verified: the issuer's key set has no key "key-1"`
 			_, err = v.Verify(ctx, old)
 			refusal(t, err, oauth.ErrSignature, withdrawn, signatureRefused)
-			require.Equal(t, 2, iss.KeySetRequests(), "not fetched a third time within MinRefresh")
+			require.Equal(t, 3, iss.KeySetRequests(), "fetched once for the withdrawn key ID")
+			_, err = v.Verify(ctx, old)
+			refusal(t, err, oauth.ErrSignature, withdrawn, signatureRefused)
+			require.Equal(t, 3, iss.KeySetRequests(), "not again within MinRefresh")
 
 			clock.advance(oauth.MinRefresh)
 			_, err = v.Verify(ctx, old)
 			refusal(t, err, oauth.ErrSignature, withdrawn, signatureRefused)
-			require.Equal(t, 3, iss.KeySetRequests(), "fetched again after MinRefresh")
+			require.Equal(t, 4, iss.KeySetRequests(), "fetched again after MinRefresh")
 		})
 	}
 }
 
 const signatureRefused = "The access token is not signed with a key of the authorization server; get a new token from the authorization server."
 
-// Tokens with made-up key IDs, or forged with a known one, cannot make the
-// server flood the issuer with requests for its key set.
+// timer is a fetch put off by FetchGap, which the test starts by sending
+// on fire.
+type timer struct {
+	d    time.Duration
+	fire chan time.Time
+}
+
+// timers makes v's key set put its fetches off on timers the test fires:
+// each one put off arrives on the first channel, and each request that
+// starts waiting for a fetch sends on the second.
+func timers(v *oauth.Verifier) (<-chan timer, <-chan struct{}) {
+	put := make(chan timer)
+	waiting := make(chan struct{}, 4*oauth.MaxMissed)
+	oauth.SetTimer(v, func(d time.Duration) <-chan time.Time {
+		t := timer{d: d, fire: make(chan time.Time, 1)}
+		put <- t
+		return t.fire
+	}, func() { waiting <- struct{}{} })
+	return put, waiting
+}
+
+// madeUp returns a token signed with key under the key ID kid.
+func madeUp(t *testing.T, iss *oauthtest.Issuer, key any, kid string) string {
+	t.Helper()
+	return sign(t, jose.ES256, key, kid, claims(map[string]any{"iss": iss.URL, "exp": time.Now().Unix() + 60}))
+}
+
+// flood verifies the tokens at once, each in a goroutine, and returns
+// their errors in the order of tokens once all have come back. Before it
+// returns, it waits until all are waiting for the key set, then fires
+// the one timer they wait for.
+func flood(t *testing.T, v *oauth.Verifier, put <-chan timer, waiting <-chan struct{}, tokens []string) []error {
+	t.Helper()
+	errs := make([]error, len(tokens))
+	done := make(chan struct{})
+	for i, token := range tokens {
+		go func() {
+			_, errs[i] = v.Verify(context.Background(), token)
+			done <- struct{}{}
+		}()
+	}
+	tm := <-put
+	require.Equal(t, oauth.FetchGap, tm.d)
+	for range tokens {
+		<-waiting
+	}
+	tm.fire <- time.Time{}
+	for range tokens {
+		<-done
+	}
+	return errs
+}
+
+// Tokens with made-up key IDs cannot make the server flood the issuer with
+// requests for its key set, nor keep a rotated key from verifying: each
+// key ID costs at most one fetch per MinRefresh, the fetches of all of
+// them are at least FetchGap apart, and the first token of a new key
+// waits for the next fetch instead of being refused.
 func TestKeySetFlood(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
 	v := newVerifier(t, iss, nil)
 	clock := newClock()
 	oauth.SetClock(v, clock.now)
+	put, waiting := timers(v)
 	ctx := context.Background()
 	_, err := v.Verify(ctx, iss.Token(claims(nil)))
 	require.NoError(t, err)
+	<-waiting
+	require.Equal(t, 1, iss.KeySetRequests())
 
 	key := attackerKey(t)
 	for i := range 5 {
@@ -238,18 +306,81 @@ func TestKeySetFlood(t *testing.T) {
 	}
 	require.Equal(t, 1, iss.KeySetRequests(), "a forged signature under a known key ID fetches nothing")
 
-	for i := range 5 {
-		_, err := v.Verify(ctx, sign(t, jose.ES256, key, fmt.Sprintf("made-up-%d", i), claims(map[string]any{"iss": iss.URL, "exp": time.Now().Unix() + 60})))
+	// 100 made-up key IDs at once: one fetch, FetchGap after the last.
+	var tokens []string
+	for i := range 100 {
+		tokens = append(tokens, madeUp(t, iss, key, fmt.Sprintf("made-up-%d", i)))
+	}
+	for i, err := range flood(t, v, put, waiting, tokens) {
+		refusal(t, err, oauth.ErrSignature, fmt.Sprintf(`oauth: token signature not verified: the issuer's key set has no key "made-up-%d"`, i), signatureRefused)
+	}
+	require.Equal(t, 2, iss.KeySetRequests(), "one fetch for the flood")
+
+	// Again: refused at once, without a fetch or a wait.
+	for i, token := range tokens {
+		_, err := v.Verify(ctx, token)
+		refusal(t, err, oauth.ErrSignature, fmt.Sprintf(`oauth: token signature not verified: the issuer's key set has no key "made-up-%d"`, i), signatureRefused)
+	}
+	require.Equal(t, 2, iss.KeySetRequests(), "a key ID missed costs nothing more within MinRefresh")
+	require.Empty(t, waiting)
+
+	// The issuer rotates its key right after the flood's fetch began:
+	// the first tokens of the new key wait FetchGap, for one fetch, and
+	// verify.
+	clock.advance(oauth.FetchGap)
+	iss.RotateKey("ES256")
+	fresh := []string{iss.Token(claims(nil)), iss.Token(claims(map[string]any{"sub": "bob"})), iss.Token(claims(map[string]any{"sub": "cy"}))}
+	for i, err := range flood(t, v, put, waiting, fresh) {
+		require.NoError(t, err, "token %d of the new key verifies on its first try", i)
+	}
+	require.Equal(t, 3, iss.KeySetRequests())
+	p, err := v.Verify(ctx, fresh[0])
+	require.NoError(t, err)
+	require.Equal(t, "oauth:ada", p.ID)
+	require.Equal(t, 3, iss.KeySetRequests())
+
+	// After MinRefresh, a made-up key ID costs one fetch again; not
+	// waiting, FetchGap having passed.
+	clock.advance(oauth.MinRefresh)
+	_, err = v.Verify(ctx, tokens[0])
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "made-up-0"`, signatureRefused)
+	<-waiting
+	require.Equal(t, 4, iss.KeySetRequests())
+	_, err = v.Verify(ctx, tokens[0])
+	require.ErrorIs(t, err, oauth.ErrSignature)
+	require.Equal(t, 4, iss.KeySetRequests())
+}
+
+// The key IDs remembered as missing are bounded: beyond MaxMissed recent
+// ones the rest are not remembered (FetchGap still bounds their fetches),
+// and those older than MinRefresh make room.
+func TestKeySetMissedBounded(t *testing.T) {
+	t.Parallel()
+	iss := newIssuer(t)
+	v := newVerifier(t, iss, nil)
+	clock := newClock()
+	oauth.SetClock(v, clock.now)
+	put, waiting := timers(v)
+	_, err := v.Verify(context.Background(), iss.Token(claims(nil)))
+	require.NoError(t, err)
+	<-waiting
+
+	key := attackerKey(t)
+	var tokens []string
+	for i := range oauth.MaxMissed + 10 {
+		tokens = append(tokens, madeUp(t, iss, key, fmt.Sprintf("made-up-%d", i)))
+	}
+	for _, err := range flood(t, v, put, waiting, tokens) {
 		require.ErrorIs(t, err, oauth.ErrSignature)
 	}
-	require.Equal(t, 2, iss.KeySetRequests(), "at most two fetches within MinRefresh, the first one's included")
+	require.Equal(t, 2, iss.KeySetRequests())
+	require.Equal(t, oauth.MaxMissed, oauth.MissedKeyIDs(v))
 
 	clock.advance(oauth.MinRefresh)
-	for range 5 {
-		_, err := v.Verify(ctx, sign(t, jose.ES256, key, "made-up", claims(map[string]any{"iss": iss.URL, "exp": time.Now().Unix() + 60})))
-		require.ErrorIs(t, err, oauth.ErrSignature)
-	}
-	require.Equal(t, 4, iss.KeySetRequests(), "then again at most two within MinRefresh")
+	_, err = v.Verify(context.Background(), madeUp(t, iss, key, "one-more"))
+	require.ErrorIs(t, err, oauth.ErrSignature)
+	<-waiting
+	require.Equal(t, 1, oauth.MissedKeyIDs(v), "the ones missed MinRefresh ago are forgotten")
 }
 
 // keyServer serves the key set of iss, with extra keys before its own,
@@ -301,19 +432,102 @@ func TestKeySetUnavailable(t *testing.T) {
 	token := iss.Token(claims(nil))
 
 	keys.down.Store(true)
+	down := "oauth: authorization server unavailable: fetching the key set: the key set at " + keys.URL + ": 500 Internal Server Error"
+	unavailable := "The authorization server's keys could not be fetched to verify the access token; try again later."
 	_, err := v.Verify(ctx, token)
-	refusal(t, err, oauth.ErrUnavailable, "oauth: authorization server unavailable: fetching the key set: the key set at "+keys.URL+": 500 Internal Server Error",
-		"The authorization server's keys could not be fetched to verify the access token; try again later.")
-
+	refusal(t, err, oauth.ErrUnavailable, down, unavailable)
 	keys.down.Store(false)
+	_, err = v.Verify(ctx, token)
+	refusal(t, err, oauth.ErrUnavailable, down, unavailable) // within FetchGap: the last fetch's error, at once
+
 	clock.advance(oauth.MinRefresh)
 	_, err = v.Verify(ctx, token)
 	require.NoError(t, err)
+
+	// A key ID the keys held lack while the issuer is down: refused, and
+	// not remembered as missing, so that it is looked for again.
+	keys.down.Store(true)
+	clock.advance(oauth.FetchGap)
+	rotated := madeUp(t, iss, attackerKey(t), "key-2")
+	_, err = v.Verify(ctx, rotated)
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "key-2"`, signatureRefused)
+	require.Zero(t, oauth.MissedKeyIDs(v))
+	keys.down.Store(false)
+	_, err = v.Verify(ctx, rotated)
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "key-2"`, signatureRefused)
+	require.Equal(t, 1, oauth.MissedKeyIDs(v))
 
 	keys.down.Store(true)
 	clock.advance(oauth.MaxKeyAge)
 	_, err = v.Verify(ctx, token)
 	require.NoError(t, err, "the keys held are used while the issuer is down")
+}
+
+// A request that joins a fetch begun before its token came waits for the
+// next one if that fetch did not find its key: the issuer may have
+// published the key since. A request whose context ends stops waiting.
+func TestKeySetFetchBegunBefore(t *testing.T) {
+	t.Parallel()
+	iss := newIssuer(t)
+	var fetches atomic.Int32
+	var gated atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		if gated.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(get(t, iss.JWKSURL))
+	}))
+	t.Cleanup(srv.Close)
+	v := newVerifier(t, iss, func(c *oauth.Config) { c.JWKSURL = srv.URL })
+	clock := newClock()
+	oauth.SetClock(v, clock.now)
+	put, waiting := timers(v)
+	ctx := context.Background()
+	_, err := v.Verify(ctx, iss.Token(claims(nil)))
+	require.NoError(t, err)
+	<-waiting
+
+	gated.Store(true)
+	clock.advance(oauth.FetchGap)
+	key := attackerKey(t)
+	errs := make(chan error, 2)
+	go func() {
+		_, err := v.Verify(ctx, madeUp(t, iss, key, "made-up-a"))
+		errs <- err
+	}()
+	<-waiting
+	<-entered // a's fetch is under way
+	clock.advance(time.Millisecond)
+	go func() {
+		_, err := v.Verify(ctx, madeUp(t, iss, key, "made-up-b"))
+		errs <- err
+	}()
+	<-waiting // b joined it
+	release <- struct{}{}
+	require.ErrorIs(t, <-errs, oauth.ErrSignature) // a: the fetch began as it came
+	tm := <-put                                    // b: the next one, FetchGap after
+	require.Equal(t, oauth.FetchGap-time.Millisecond, tm.d)
+	<-waiting
+	tm.fire <- time.Time{}
+	<-entered
+	release <- struct{}{}
+	refusal(t, <-errs, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "made-up-b"`, signatureRefused)
+	require.Equal(t, int32(3), fetches.Load())
+	require.Equal(t, 2, oauth.MissedKeyIDs(v))
+
+	// A request that gives up waiting is refused; the fetch goes on.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = v.Verify(canceled, madeUp(t, iss, key, "made-up-c"))
+	refusal(t, err, oauth.ErrSignature, `oauth: token signature not verified: the issuer's key set has no key "made-up-c"`, signatureRefused)
+	tm = <-put
+	tm.fire <- time.Time{}
+	<-entered
+	release <- struct{}{}
 }
 
 // Keys this server cannot use are skipped, not a reason to refuse the set.
@@ -331,7 +545,7 @@ func TestKeySetSkipsUnusableKeys(t *testing.T) {
 	v := newVerifier(t, iss, func(c *oauth.Config) { c.JWKSURL = keys.URL })
 	p, err := v.Verify(context.Background(), iss.Token(claims(nil)))
 	require.NoError(t, err)
-	require.Equal(t, "ada", p.ID)
+	require.Equal(t, "oauth:ada", p.ID)
 
 	none := newKeyServer(t, iss, append([]map[string]any{nil}, unusable...)...)
 	v = newVerifier(t, iss, func(c *oauth.Config) { c.JWKSURL = none.URL })
@@ -344,6 +558,7 @@ func TestPrincipalMapping(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
 	refused := errors.New("not in the staff group")
+	shared := &llmtool.Principal{ID: "owner", Name: "Owner"} // the host's own, unlimited
 	v := newVerifier(t, iss, func(c *oauth.Config) {
 		c.Principal = func(c oauth.Claims) (*llmtool.Principal, error) {
 			groups, _ := c.Raw["groups"].([]any)
@@ -363,6 +578,12 @@ func TestPrincipalMapping(t *testing.T) {
 			if c.Subject == "eve" {
 				return nil, &oauth.TokenError{Description: "Eve is banned; ask an administrator.", Err: oauth.ErrInactive}
 			}
+			if c.Subject == "anon" {
+				return &llmtool.Principal{Name: "Anonymous"}, nil
+			}
+			if c.Subject == "me" {
+				return shared, nil
+			}
 			return nil, refused
 		}
 	})
@@ -370,7 +591,7 @@ func TestPrincipalMapping(t *testing.T) {
 
 	p, err := v.Verify(ctx, iss.Token(claims(map[string]any{"groups": []string{"staff"}})))
 	require.NoError(t, err)
-	require.Equal(t, &llmtool.Principal{ID: "ada", Name: "Ada", Roles: []string{"staff"}, Scopes: []string{"notes:read"}}, p)
+	require.Equal(t, &llmtool.Principal{ID: "oauth:ada", Name: "Ada", Roles: []string{"staff"}, Scopes: []string{"notes:read"}}, p)
 
 	p, err = v.Verify(ctx, iss.Token(claims(map[string]any{"sub": "bob"})))
 	require.NoError(t, err)
@@ -388,6 +609,23 @@ func TestPrincipalMapping(t *testing.T) {
 
 	_, err = v.Verify(ctx, iss.Token(claims(map[string]any{"sub": "eve"})))
 	refusal(t, err, oauth.ErrInactive, "oauth: token not active", "Eve is banned; ask an administrator.")
+
+	_, err = v.Verify(ctx, iss.Token(claims(map[string]any{"sub": "anon"})))
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, desc, te.Description)
+	require.EqualError(t, err, `oauth: Config.Principal refused subject "anon": Config.Principal returned a principal without an ID`)
+
+	// A principal the hook shares (a deliberate mapping to the host's
+	// own user) runs as a copy limited to the token's scopes; the
+	// host's stays unlimited.
+	p, err = v.Verify(ctx, iss.Token(claims(map[string]any{"sub": "me"})))
+	require.NoError(t, err)
+	require.Equal(t, &llmtool.Principal{ID: "owner", Name: "Owner", Scopes: []string{"notes:read"}}, p)
+	require.NotSame(t, shared, p)
+	require.Nil(t, shared.Scopes)
+
+	_, err = v.Verify(ctx, iss.Token(claims(map[string]any{"sub": nil, "client_id": "bob"})))
+	refusal(t, err, oauth.ErrMalformed, `oauth: malformed token: no "sub" claim`, noSubject)
 }
 
 func TestIntrospection(t *testing.T) {
@@ -409,11 +647,13 @@ func TestIntrospection(t *testing.T) {
 		msg, desc string
 	}{
 		{name: "active opaque token", token: iss.OpaqueToken(claims(map[string]any{"client_id": "claude"})),
-			want: &llmtool.Principal{ID: "ada", Name: "Ada", Scopes: []string{"notes:read"}, Attrs: map[string]string{"client_id": "claude"}}},
+			want: &llmtool.Principal{ID: "oauth:ada", Name: "Ada", Scopes: []string{"notes:read"}, Attrs: map[string]string{"client_id": "claude"}}},
 		{name: "active JWT, not verified locally", token: iss.Token(claims(map[string]any{"scope": "notes:write"})),
-			want: &llmtool.Principal{ID: "ada", Name: "Ada", Scopes: []string{"notes:write"}}},
+			want: &llmtool.Principal{ID: "oauth:ada", Name: "Ada", Scopes: []string{"notes:write"}}},
 		{name: "without iss and exp", token: iss.OpaqueToken(claims(map[string]any{"iss": nil, "exp": nil})),
-			want: &llmtool.Principal{ID: "ada", Name: "Ada", Scopes: []string{"notes:read"}}},
+			want: &llmtool.Principal{ID: "oauth:ada", Name: "Ada", Scopes: []string{"notes:read"}}},
+		{name: "a client's token without a subject", token: iss.OpaqueToken(claims(map[string]any{"sub": nil, "client_id": "alice"})), sentinel: oauth.ErrMalformed,
+			msg: `oauth: malformed token: no "sub" claim`, desc: noSubject},
 		{name: "revoked", token: revoked, sentinel: oauth.ErrInactive,
 			msg: "oauth: token not active: the introspection endpoint answered active=false", desc: inactive},
 		{name: "never issued", token: "opaque-forged", sentinel: oauth.ErrInactive,

@@ -88,6 +88,12 @@ func TestOAuth(t *testing.T) {
 	require.Equal(t, `Bearer realm="mcp", error="invalid_token", error_description="The access token is not for this server: its audience is https://elsewhere.example.com/mcp, not `+
 		s.url+`; get a token with the resource parameter `+s.url+` (RFC 8707).", resource_metadata="`+metadata+`"`, h.Get("WWW-Authenticate"))
 
+	// A token runs as "oauth:" and its subject, never as the bearer
+	// token's owner nor as its client: one without a subject is refused.
+	status, h = post(issuer.Token(map[string]any{"sub": nil, "client_id": "owner", "aud": s.url, "scope": "notes:read"}), "", initBody)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Equal(t, `Bearer realm="mcp", error="invalid_token", error_description="The access token names no subject ('sub'); this server runs each call as the token's subject, so it accepts only tokens that name one (RFC 9068).", resource_metadata="`+metadata+`"`, h.Get("WWW-Authenticate"))
+
 	// A notes:read token lists the read tools only, and a write call gets
 	// 403 with the scopes to ask for.
 	reader := connect(token("notes:read", s.url))

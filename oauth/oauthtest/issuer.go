@@ -134,23 +134,37 @@ func (i *Issuer) Token(claims map[string]any) string {
 	if err != nil {
 		panic("oauthtest: Token: " + err.Error())
 	}
+	token := i.Sign(map[string]any{"typ": "at+jwt"}, payload)
+	i.remember(token, c)
+	return token
+}
+
+// Sign returns a compact JWS of payload, the bytes given (no claim is
+// defaulted), signed with the current key: for tokens Token cannot make,
+// such as an ID token ("typ": "JWT"), one without "typ", or claims a JSON
+// encoder would not write (a claim named twice). header holds the
+// protected header's fields besides "alg" and "kid", such as "typ". The
+// introspection endpoint does not know the token.
+func (i *Issuer) Sign(header map[string]any, payload []byte) string {
 	i.mu.Lock()
 	key := i.key
 	i.mu.Unlock()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm), Key: key},
-		(&jose.SignerOptions{}).WithType("at+jwt"))
+	opts := &jose.SignerOptions{}
+	for k, v := range header {
+		opts.WithHeader(jose.HeaderKey(k), v)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm), Key: key}, opts)
 	if err != nil {
-		panic("oauthtest: Token: " + err.Error())
+		panic("oauthtest: Sign: " + err.Error())
 	}
 	sig, err := signer.Sign(payload)
 	if err != nil {
-		panic("oauthtest: Token: " + err.Error())
+		panic("oauthtest: Sign: " + err.Error())
 	}
 	token, err := sig.CompactSerialize()
 	if err != nil {
-		panic("oauthtest: Token: " + err.Error())
+		panic("oauthtest: Sign: " + err.Error())
 	}
-	i.remember(token, c)
 	return token
 }
 
