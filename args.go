@@ -35,13 +35,6 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, err
 	if raw[0] != '{' {
 		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
-	if !t.in.NestedDefaults() {
-		// The common case, a flat In and plain arguments, checked from the
-		// text without decoding it (decodeIn fills In from it the same way).
-		if fill, ok := t.in.CheckFlat(raw); ok {
-			return raw, fill, nil, nil
-		}
-	}
 	v, err := schema.DecodeArguments(raw)
 	if err != nil {
 		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
@@ -81,7 +74,7 @@ func jsonKind(raw []byte) string {
 func (t *Tool) example() string { return t.in.Example() }
 
 func (t *Tool) validateOutput(out []byte) error {
-	v, err := decodeAny(out)
+	v, err := schema.DecodeArguments(out)
 	if err != nil {
 		return fmt.Errorf("llmtool: tool %s: output is not JSON: %w", t.spec.Name, err)
 	}
@@ -89,22 +82,6 @@ func (t *Tool) validateOutput(out []byte) error {
 		return fmt.Errorf("llmtool: tool %s: output does not match its output schema: %w", t.spec.Name, err)
 	}
 	return nil
-}
-
-func decodeAny(b []byte) (any, error) {
-	if v, ok := schema.FastDecode(b); ok {
-		return v, nil
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
 }
 
 // decodeArgs decodes validated arguments into a handler's In value.

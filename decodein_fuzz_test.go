@@ -77,10 +77,6 @@ func checkDecodeIn(t *testing.T, sel uint8, data []byte) {
 func decodeInLikeCall(tool *Tool, args []byte, fill uint64, argv map[string]any) (any, error) {
 	in := newIn(tool)
 	s := tool.in
-	if argv == nil && s.FillFlatRaw(reflect.ValueOf(in).UnsafePointer(), args, fill) {
-		return reflect.ValueOf(in).Elem().Interface(), nil
-	}
-	in = newIn(tool)
 	if argv == nil || !s.Flat() || !s.FillFlat(in, argv) {
 		if err := decodeArgs(args, in); err != nil {
 			return nil, err

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
@@ -288,14 +287,6 @@ type prepared struct {
 	argv     map[string]any
 	attempts int  // runs of a write call's handler (more than one after retries)
 	traced   bool // the call's span is recording: add child spans (telemetry.go)
-}
-
-// decodeFlat fills the In at p (a zero In) from the call's arguments when
-// In is flat and prepare checked them from their text (CheckFlat, which
-// leaves argv nil), defaults included, reporting false otherwise: then
-// decodeIn fills a fresh In.
-func (cs *callState) decodeFlat(args []byte, p unsafe.Pointer) bool {
-	return cs.argv == nil && cs.tool.in.FillFlatRaw(p, args, cs.fill)
 }
 
 // decodeIn fills in (a pointer to a zero In) from the call's arguments:

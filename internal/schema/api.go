@@ -104,7 +104,8 @@ func (n *schemaNode) Params() []Param { return n.params() }
 // HasProp reports whether the node has a property named name.
 func (n *schemaNode) HasProp(name string) bool { return n.prop(name) != nil }
 
-// DecodeArguments decodes the arguments object: exactly one JSON value.
+// DecodeArguments decodes a call's arguments (or a result, to validate it):
+// exactly one JSON value, numbers as json.Number.
 func DecodeArguments(raw []byte) (any, error) { return decodeArguments(raw) }
 
 // ParamInfo is what the linter reads of one parameter, nested ones too.
@@ -175,10 +176,6 @@ func (cs *compiledSchema) Example() string {
 	}
 	return string(append(b, '}'))
 }
-
-// FastDecode decodes JSON with the allocation-light decoder, reporting
-// false where it declines (encoding/json then decides).
-func FastDecode(b []byte) (any, bool) { return fastDecode(b) }
 
 // ExactKeysOnly keeps only the keys each object of v names, as spelled:
 // the reference the decoding tests hold a call's In to.

@@ -34,30 +34,13 @@ func (cs *compiledSchema) prepareFlat(t reflect.Type) {
 		default:
 			return
 		}
-		ff := flatField{name: p.name, index: p.index, kind: ft.Kind(), off: fieldOffset(t, p.index)}
+		ff := flatField{name: p.name, index: p.index, kind: ft.Kind()}
 		if k := ft.Kind(); k != reflect.String && k != reflect.Bool {
 			ff.bits = ft.Bits()
 		}
 		cs.fields = append(cs.fields, ff)
 	}
 	cs.flat = true
-	cs.prepareRawFlat()
-}
-
-// fieldOffset returns the offset in t of the field at index, or ^0 when
-// the path to it goes through a pointer (an embedded *T, which inference
-// refuses today).
-func fieldOffset(t reflect.Type, index []int) uintptr {
-	var off uintptr
-	for i, x := range index {
-		f := t.Field(x)
-		off += f.Offset
-		t = f.Type
-		if i < len(index)-1 && t.Kind() != reflect.Struct {
-			return ^uintptr(0)
-		}
-	}
-	return off
 }
 
 // fillFlat sets the fields of in (a pointer to a flat In) from the decoded

@@ -116,10 +116,6 @@ type compiledSchema struct {
 	// argument object without decoding the JSON again.
 	flat   bool
 	fields []flatField
-	// rawFlat: flat arguments are checked and decoded from their text
-	// (flatraw.go); required has a bit set for each required property.
-	rawFlat  bool
-	required uint64
 }
 
 // flatField is a top-level field of a flat In.
@@ -128,7 +124,6 @@ type flatField struct {
 	index []int
 	kind  reflect.Kind
 	bits  int
-	off   uintptr // its offset in In, ^0 if behind a pointer
 }
 
 // fieldDefault is a top-level In field's default, decoded once.

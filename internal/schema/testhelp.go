@@ -65,7 +65,9 @@ func SlowForMathBig(v any) bool {
 	return false
 }
 
-// ReferenceDecode is what fastDecode must agree with.
+// ReferenceDecode decodes b as a json.Decoder with UseNumber does,
+// refusing anything after the value: the reference FuzzDecodeIn decodes
+// with.
 func ReferenceDecode(b []byte) (any, bool) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()

@@ -316,27 +316,3 @@ func (n *schemaNode) acceptsNumber(x string) bool {
 	}
 	return true
 }
-
-// acceptsText, acceptsNumberText and acceptsBool are accepts for a
-// string, a number's JSON text and a boolean without boxing them, except
-// to check an enum.
-func (n *schemaNode) acceptsText(x string) bool {
-	if n.any || n.enum != nil {
-		return n.accepts(x)
-	}
-	return n.acceptsString(x)
-}
-
-func (n *schemaNode) acceptsNumberText(x string) bool {
-	if n.any || n.enum != nil {
-		return n.accepts(json.Number(x))
-	}
-	return n.acceptsNumber(x)
-}
-
-func (n *schemaNode) acceptsBool(x bool) bool {
-	if n.any || n.enum != nil {
-		return n.accepts(x)
-	}
-	return n.is("boolean")
-}
