@@ -14,48 +14,46 @@ import (
 
 // The arguments of a call on their way in, and its result on its way out.
 
-// prepare turns the model's arguments into validated JSON for In, the set
-// of top-level defaults to apply after decoding it, and the decoded
-// argument object when In can be filled from it directly.
-func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, error) {
+// prepare turns the model's arguments into validated JSON for In and the
+// set of top-level defaults to set on In after decoding it.
+func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+			return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 		}
 		raw = bytes.TrimSpace([]byte(s))
 		if len(raw) > 0 && raw[0] != '{' {
-			return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
+			return nil, 0, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
 		}
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
+		return nil, 0, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
 	v, err := schema.DecodeArguments(raw)
 	if err != nil {
-		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+		return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
 	// Models often send null for an optional parameter they mean to leave
 	// out; where null is not a value the parameter takes, it means absent.
 	dropped := t.in.Root().DropNulls(v)
 	if err := t.in.Validate(v); err != nil {
-		return nil, 0, nil, invalidArgs(t.in.ValidationError(err))
+		return nil, 0, invalidArgs(t.in.ValidationError(err))
 	}
 	if !t.in.NestedDefaults() {
 		// A dropped null decodes as the zero value, as an absent field
-		// does; absent fields with defaults are set on In by run.
-		m, _ := v.(map[string]any)
-		return raw, t.in.MissingDefaults(v), m, nil
+		// does; absent fields with defaults are set on In by decodeIn.
+		return raw, t.in.MissingDefaults(v), nil
 	}
 	if t.in.Root().ApplyDefaults(v) || dropped {
 		b, err := marshal(v)
-		return b, 0, nil, err
+		return b, 0, err
 	}
-	return raw, 0, nil, nil
+	return raw, 0, nil
 }
 
 func jsonKind(raw []byte) string {

@@ -82,14 +82,6 @@ func (cs *compiledSchema) MissingDefaults(v any) uint64 { return cs.missingDefau
 // SetDefaults sets the top-level defaults in bits on in, a pointer to In.
 func (cs *compiledSchema) SetDefaults(in any, bits uint64) { cs.setDefaults(in, bits) }
 
-// Flat reports whether In is a flat struct of scalars, filled straight
-// from the decoded object.
-func (cs *compiledSchema) Flat() bool { return cs.flat }
-
-// FillFlat fills in from the decoded object m, reporting false if it
-// cannot (then decode the JSON instead).
-func (cs *compiledSchema) FillFlat(in any, m map[string]any) bool { return cs.fillFlat(in, m) }
-
 // DropNulls removes nulls for optional parameters that do not take null,
 // reporting whether it removed any.
 func (n *schemaNode) DropNulls(v any) bool { return n.dropNulls(v) }

@@ -33,7 +33,6 @@ func eagerInfer(tool, which string, t reflect.Type) *compiledSchema {
 	root.prepareFast()
 	if which == "In" {
 		cs.prepareDefaults(t)
-		cs.prepareFlat(t)
 	}
 	return cs
 }

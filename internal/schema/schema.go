@@ -110,20 +110,6 @@ type compiledSchema struct {
 	// sits deeper; then defaults go into the JSON before decoding.
 	defaults       []fieldDefault
 	nestedDefaults bool
-
-	// flat means every top-level field of In is a plain string, bool or
-	// number with no custom decoding, so In can be filled from the decoded
-	// argument object without decoding the JSON again.
-	flat   bool
-	fields []flatField
-}
-
-// flatField is a top-level field of a flat In.
-type flatField struct {
-	name  string
-	index []int
-	kind  reflect.Kind
-	bits  int
 }
 
 // fieldDefault is a top-level In field's default, decoded once.
@@ -157,7 +143,6 @@ func inferSchema(tool, which string, t reflect.Type) *compiledSchema {
 	cs.checkDefaults(tool, which, root, which)
 	if which == "In" {
 		cs.prepareDefaults(t)
-		cs.prepareFlat(t)
 	}
 	return cs
 }
