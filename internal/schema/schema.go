@@ -62,21 +62,16 @@ type schemaNode struct {
 	maximum     string
 	minDec      *decimal // minimum parsed, for the fast path; nil if unset
 	maxDec      *decimal
-	// intBounds: minimum and maximum are unset or integers, minInt and
-	// maxInt (math.MinInt64 and math.MaxInt64 when unset), so an integer
-	// compares with them without parseDecimal.
-	intBounds      bool
-	minInt, maxInt int64
-	formatCheck    *jsonschema.Schema // {"format": format}, the reference's verdict on one string
-	minLength      int                // -1 if unset
-	maxLength      int                // -1 if unset
-	pattern        string
-	re             *regexp.Regexp // pattern, compiled
-	encoding       string         // contentEncoding
-	props          []*propNode
-	closed         bool        // additionalProperties: false
-	additional     *schemaNode // schema of map values
-	items          *schemaNode
+	formatCheck *jsonschema.Schema // {"format": format}, the reference's verdict on one string
+	minLength   int                // -1 if unset
+	maxLength   int                // -1 if unset
+	pattern     string
+	re          *regexp.Regexp // pattern, compiled
+	encoding    string         // contentEncoding
+	props       []*propNode
+	closed      bool        // additionalProperties: false
+	additional  *schemaNode // schema of map values
+	items       *schemaNode
 }
 
 type propNode struct {
