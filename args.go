@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/llmtool/llmtool/internal/schema"
 )
@@ -109,45 +108,16 @@ func encodeOut(out any) ([]byte, error) {
 }
 
 // marshal encodes v as compact JSON without HTML escaping.
-//
-// The encoder's buffer goes back to the pool only while it is small
-// (maxPooledBuffer): a small result is copied out of it, and a large one
-// is returned in the buffer itself, which leaves the pool with it, so a
-// large result costs no second copy.
 func marshal(v any) ([]byte, error) {
-	e := encoders.Get().(*encoder)
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
-		if e.buf.Cap() <= maxPooledBuffer {
-			encoders.Put(e)
-		}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	b := e.buf.Bytes()
-	b = b[:len(b)-1] // Encode's newline
-	if e.buf.Cap() > maxPooledBuffer {
-		return b, nil // the buffer is the caller's now; e is dropped
-	}
-	out := bytes.Clone(b)
-	encoders.Put(e)
-	return out, nil
+	b := buf.Bytes()
+	return b[:len(b)-1], nil // without Encode's newline
 }
-
-// maxPooledBuffer is the largest encoder buffer kept for reuse.
-const maxPooledBuffer = 64 << 10
-
-// encoder is a reusable JSON encoder that does not escape HTML.
-type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var encoders = sync.Pool{New: func() any {
-	e := new(encoder)
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false)
-	return e
-}}
 
 func appendJSONString(b []byte, s string) []byte {
 	m, _ := marshal(s)
