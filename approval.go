@@ -273,7 +273,7 @@ var errDenied = errors.New("denied by the user")
 
 // prepareApproval sets up the call's preview state from the call and the
 // policy, or returns the refusal of a bad or denied approval.
-func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, args []byte, argv map[string]any) (*previewState, error) {
+func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, args []byte) (*previewState, error) {
 	if t.spec.ReadOnly {
 		if call.Approval != nil {
 			return nil, refusedApproval(fmt.Sprintf("Tool %s reads only, so there is nothing to approve.", t.spec.Name))
@@ -283,7 +283,7 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 	var p *previewState
 	switch {
 	case call.Approval != nil:
-		ad := argsDigest(args, argv)
+		ad := argsDigest(args)
 		c, err := r.approve.open(ctx, t.spec.Name, ad, call.Approval.Token)
 		if err != nil {
 			return nil, err
@@ -299,7 +299,7 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 	case call.DryRun:
 		return &previewState{mode: previewDryRun}, nil
 	case r.needsApproval(ctx, t):
-		p = &previewState{mode: previewRequest, args: argsDigest(args, argv)}
+		p = &previewState{mode: previewRequest, args: argsDigest(args)}
 	}
 	return p, nil
 }
@@ -381,7 +381,7 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 		}
 	}
 	if p.args == "" {
-		p.args = argsDigest(args, nil)
+		p.args = argsDigest(args)
 	}
 	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum)
 	res.Preview = pv

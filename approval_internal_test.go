@@ -16,27 +16,27 @@ func TestApprovalExpiry(t *testing.T) {
 	a.now = func() time.Time { return now }
 	ctx := WithPrincipal(context.Background(), &Principal{ID: "alice"})
 	pv := &Preview{Result: []byte(`{}`)}
-	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`), nil), pv.digest())
+	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), pv.digest())
 	require.Equal(t, now.Add(time.Minute), exp)
 
 	now = now.Add(59 * time.Second)
-	_, err := a.open(ctx, "delete_note", argsDigest([]byte(` { "noteId" : "n1" } `), nil), tok)
+	_, err := a.open(ctx, "delete_note", argsDigest([]byte(` { "noteId" : "n1" } `)), tok)
 	require.NoError(t, err, "arguments compare by value, not spelling")
 
 	now = now.Add(2 * time.Second)
-	_, err = a.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`), nil), tok)
+	_, err = a.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), tok)
 	require.EqualError(t, err, "The approval expired at 2026-12-01T12:01:00Z. Nothing was saved. Call the tool again to get a new preview for the user to approve.")
 	require.ErrorIs(t, err, ErrApprovalRefused)
 
 	var b approvals
 	b.init(nil) // another process, another random key
-	_, err = b.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`), map[string]any{"noteId": "n1"}), tok)
+	_, err = b.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), tok)
 	require.ErrorIs(t, err, ErrApprovalRefused)
 
 	var c approvals
 	c.init(&Options{ApprovalKey: a.key}) // replicas sharing the key
 	c.now = a.now
 	now = now.Add(-30 * time.Second)
-	_, err = c.open(ctx, "delete_note", argsDigest(nil, map[string]any{"noteId": "n1"}), tok)
+	_, err = c.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), tok)
 	require.NoError(t, err)
 }

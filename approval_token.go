@@ -237,17 +237,11 @@ func refusedApproval(msg string) *Error {
 
 // argsDigest fingerprints arguments independently of key order and
 // spacing: the JSON of their decoded value (numbers as sent, as
-// json.Number keeps them), argv when the call decoded them already.
-func argsDigest(args []byte, argv map[string]any) string {
-	var v any = argv
-	if argv == nil {
-		if len(bytes.TrimSpace(args)) == 0 {
-			v = map[string]any{}
-		} else if d, err := schema.DecodeArguments(args); err == nil {
-			v = d
-		} else {
-			v = map[string]any{}
-		}
+// json.Number keeps them).
+func argsDigest(args []byte) string {
+	var v any = map[string]any{}
+	if d, err := schema.DecodeArguments(args); err == nil {
+		v = d
 	}
 	b, _ := json.Marshal(v) // map keys sorted
 	sum := sha256.Sum256(b)

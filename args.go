@@ -7,62 +7,52 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // The arguments of a call on their way in, and its result on its way out.
 
-// prepare turns the model's arguments into validated JSON for In, the set
-// of top-level defaults to apply after decoding it, and the decoded
-// argument object when In can be filled from it directly.
-func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, map[string]any, error) {
+// prepare turns the model's arguments into validated JSON for In and the
+// set of top-level defaults to set on In after decoding it.
+func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+			return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 		}
 		raw = bytes.TrimSpace([]byte(s))
 		if len(raw) > 0 && raw[0] != '{' {
-			return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
+			return nil, 0, InvalidArgs("arguments: expected a JSON object, got a string. Send one JSON object, such as %s.", t.example())
 		}
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, 0, nil, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
-	}
-	if !t.in.NestedDefaults() {
-		// The common case, a flat In and plain arguments, checked from the
-		// text without decoding it (decodeIn fills In from it the same way).
-		if fill, ok := t.in.CheckFlat(raw); ok {
-			return raw, fill, nil, nil
-		}
+		return nil, 0, InvalidArgs("arguments: expected a JSON object, got %s. Send one JSON object, such as %s.", jsonKind(raw), t.example())
 	}
 	v, err := schema.DecodeArguments(raw)
 	if err != nil {
-		return nil, 0, nil, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
+		return nil, 0, InvalidArgs("arguments: not valid JSON (%v). Send one JSON object, such as %s.", err, t.example())
 	}
 	// Models often send null for an optional parameter they mean to leave
 	// out; where null is not a value the parameter takes, it means absent.
 	dropped := t.in.Root().DropNulls(v)
 	if err := t.in.Validate(v); err != nil {
-		return nil, 0, nil, invalidArgs(t.in.ValidationError(err))
+		return nil, 0, invalidArgs(t.in.ValidationError(err))
 	}
 	if !t.in.NestedDefaults() {
 		// A dropped null decodes as the zero value, as an absent field
-		// does; absent fields with defaults are set on In by run.
-		m, _ := v.(map[string]any)
-		return raw, t.in.MissingDefaults(v), m, nil
+		// does; absent fields with defaults are set on In by decodeIn.
+		return raw, t.in.MissingDefaults(v), nil
 	}
 	if t.in.Root().ApplyDefaults(v) || dropped {
 		b, err := marshal(v)
-		return b, 0, nil, err
+		return b, 0, err
 	}
-	return raw, 0, nil, nil
+	return raw, 0, nil
 }
 
 func jsonKind(raw []byte) string {
@@ -81,7 +71,7 @@ func jsonKind(raw []byte) string {
 func (t *Tool) example() string { return t.in.Example() }
 
 func (t *Tool) validateOutput(out []byte) error {
-	v, err := decodeAny(out)
+	v, err := schema.DecodeArguments(out)
 	if err != nil {
 		return fmt.Errorf("llmtool: tool %s: output is not JSON: %w", t.spec.Name, err)
 	}
@@ -89,22 +79,6 @@ func (t *Tool) validateOutput(out []byte) error {
 		return fmt.Errorf("llmtool: tool %s: output does not match its output schema: %w", t.spec.Name, err)
 	}
 	return nil
-}
-
-func decodeAny(b []byte) (any, error) {
-	if v, ok := schema.FastDecode(b); ok {
-		return v, nil
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
 }
 
 // decodeArgs decodes validated arguments into a handler's In value.
@@ -134,45 +108,16 @@ func encodeOut(out any) ([]byte, error) {
 }
 
 // marshal encodes v as compact JSON without HTML escaping.
-//
-// The encoder's buffer goes back to the pool only while it is small
-// (maxPooledBuffer): a small result is copied out of it, and a large one
-// is returned in the buffer itself, which leaves the pool with it, so a
-// large result costs no second copy.
 func marshal(v any) ([]byte, error) {
-	e := encoders.Get().(*encoder)
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
-		if e.buf.Cap() <= maxPooledBuffer {
-			encoders.Put(e)
-		}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	b := e.buf.Bytes()
-	b = b[:len(b)-1] // Encode's newline
-	if e.buf.Cap() > maxPooledBuffer {
-		return b, nil // the buffer is the caller's now; e is dropped
-	}
-	out := bytes.Clone(b)
-	encoders.Put(e)
-	return out, nil
+	b := buf.Bytes()
+	return b[:len(b)-1], nil // without Encode's newline
 }
-
-// maxPooledBuffer is the largest encoder buffer kept for reuse.
-const maxPooledBuffer = 64 << 10
-
-// encoder is a reusable JSON encoder that does not escape HTML.
-type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var encoders = sync.Pool{New: func() any {
-	e := new(encoder)
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false)
-	return e
-}}
 
 func appendJSONString(b []byte, s string) []byte {
 	m, _ := marshal(s)

@@ -60,11 +60,11 @@ func checkDecodeIn(t *testing.T, sel uint8, data []byte) {
 	if v, err := schema.DecodeArguments(data); err == nil && schema.SlowForMathBig(v) {
 		return
 	}
-	args, fill, argv, err := tool.prepare(data)
+	args, fill, err := tool.prepare(data)
 	if err != nil {
 		return
 	}
-	got, gotErr := decodeInLikeCall(tool, args, fill, argv)
+	got, gotErr := decodeInLikeCall(tool, args, fill)
 	want, wantErr := decodeExactKeys(tool, data)
 	if wantErr != nil || gotErr != nil {
 		require.Equal(t, wantErr != nil, gotErr != nil, "call path %v, reference %v, for %s", gotErr, wantErr, data)
@@ -74,19 +74,12 @@ func checkDecodeIn(t *testing.T, sel uint8, data []byte) {
 }
 
 // decodeInLikeCall fills a fresh In as a call does (callState.decodeIn).
-func decodeInLikeCall(tool *Tool, args []byte, fill uint64, argv map[string]any) (any, error) {
+func decodeInLikeCall(tool *Tool, args []byte, fill uint64) (any, error) {
 	in := newIn(tool)
-	s := tool.in
-	if argv == nil && s.FillFlatRaw(reflect.ValueOf(in).UnsafePointer(), args, fill) {
-		return reflect.ValueOf(in).Elem().Interface(), nil
+	cs := callState{tool: tool, fill: fill}
+	if err := cs.decodeIn(args, in); err != nil {
+		return nil, err
 	}
-	in = newIn(tool)
-	if argv == nil || !s.Flat() || !s.FillFlat(in, argv) {
-		if err := decodeArgs(args, in); err != nil {
-			return nil, err
-		}
-	}
-	s.SetDefaults(in, fill)
 	return reflect.ValueOf(in).Elem().Interface(), nil
 }
 

@@ -542,19 +542,18 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 	req.refused = err != nil
 	var (
 		args []byte
-		fill uint64         // top-level defaults to set on In
-		argv map[string]any // the decoded arguments, for a flat In
+		fill uint64 // top-level defaults to set on In
 	)
 	if err == nil {
-		args, fill, argv, err = t.prepare(call.Args)
+		args, fill, err = t.prepare(call.Args)
 	}
 	var preview *previewState
 	if err == nil {
-		preview, err = r.prepareApproval(ctx, t, &call, args, argv) // approval.go
+		preview, err = r.prepareApproval(ctx, t, &call, args) // approval.go
 		req.preview = preview
 	}
 	if err == nil {
-		pa := prepared{fill: fill, argv: argv, preview: preview, traced: r.traced(ctx)}
+		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx)}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
 		req.attempts = pa.attempts
 		if preview != nil && preview.held && !req.committed {

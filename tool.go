@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
-	"unsafe"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -257,44 +256,29 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	t.spec.OutputSchema = t.out.JSON()
 	t.spec.Params = t.in.Root().Params()
 	t.refs = schema.Refs(name, t.in.Root(), inT)
-	var flat *flatOut // Out's own encoder, when it is a flat struct (outenc.go)
-	if emptyNils == nil {
-		flat = newFlatOut(reflect.TypeFor[Out]())
-	}
 	t.run = func(c *ReadCtx, args []byte) ([]byte, error) {
-		var in In // on the stack when the arguments take the flat path
-		if !c.call.decodeFlat(args, unsafe.Pointer(&in)) {
-			p := new(In)
-			if err := c.call.decodeIn(args, p); err != nil {
-				return nil, err
-			}
-			in = *p
+		in := new(In)
+		if err := c.call.decodeIn(args, in); err != nil {
+			return nil, err
 		}
-		if err := runGuards(c, in, guards); err != nil {
+		if err := runGuards(c, *in, guards); err != nil {
 			return nil, err
 		}
 		var out Out
 		var err error
 		if c.call.traced {
-			out, err = handleTraced(c, in, handler) // in the span llmtool.handler (telemetry.go)
+			out, err = handleTraced(c, *in, handler) // in the span llmtool.handler (telemetry.go)
 		} else {
-			out, err = handler(c, in)
+			out, err = handler(c, *in)
 		}
 		if err != nil {
 			return nil, err
 		}
-		var b []byte
-		ok := false
-		if flat != nil {
-			b, ok = flat.encode(unsafe.Pointer(&out))
+		var v any = out
+		if emptyNils != nil {
+			v = emptyNils(v)
 		}
-		if !ok {
-			var v any = out
-			if emptyNils != nil {
-				v = emptyNils(v)
-			}
-			b, err = encodeOut(v)
-		}
+		b, err := encodeOut(v)
 		if err == nil && c.call.tool.spec.Rich {
 			c.call.content = any(out).(Rich).Content
 		}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
@@ -84,7 +83,6 @@ type callState struct {
 	preview     *previewState   // counts changed rows when the call previews (approval.go)
 	summary     string          // WriteCtx.Describe
 	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
-	argv        map[string]any  // the decoded arguments, when In is flat
 	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
@@ -285,30 +283,17 @@ func (c *WriteCtx) AfterCommit(f func()) {
 type prepared struct {
 	preview  *previewState // a dry run or an approval (approval.go); nil for a plain call
 	fill     uint64
-	argv     map[string]any
 	attempts int  // runs of a write call's handler (more than one after retries)
 	traced   bool // the call's span is recording: add child spans (telemetry.go)
 }
 
-// decodeFlat fills the In at p (a zero In) from the call's arguments when
-// In is flat and prepare checked them from their text (CheckFlat, which
-// leaves argv nil), defaults included, reporting false otherwise: then
-// decodeIn fills a fresh In.
-func (cs *callState) decodeFlat(args []byte, p unsafe.Pointer) bool {
-	return cs.argv == nil && cs.tool.in.FillFlatRaw(p, args, cs.fill)
-}
-
-// decodeIn fills in (a pointer to a zero In) from the call's arguments:
-// when In is a flat struct of scalars, from the decoded object; else by
-// decoding the JSON; then sets the missing defaults.
+// decodeIn fills in (a pointer to a zero In) from the call's validated
+// arguments, then sets the defaults of the top-level fields they lack.
 func (cs *callState) decodeIn(args []byte, in any) error {
-	s := cs.tool.in
-	if cs.argv == nil || !s.Flat() || !s.FillFlat(in, cs.argv) {
-		if err := decodeArgs(args, in); err != nil {
-			return err
-		}
+	if err := decodeArgs(args, in); err != nil {
+		return err
 	}
-	s.SetDefaults(in, cs.fill)
+	cs.tool.in.SetDefaults(in, cs.fill)
 	return nil
 }
 
@@ -461,7 +446,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, single: single, traced: pa.traced}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, single: single, traced: pa.traced}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -524,7 +509,7 @@ func retryPause(ctx context.Context, attempt int) error {
 // PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
 // handler may run again on a fresh transaction.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, attempt: attempt, preview: pa.preview, traced: pa.traced}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: attempt, preview: pa.preview, traced: pa.traced}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
 	}

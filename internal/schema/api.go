@@ -82,14 +82,6 @@ func (cs *compiledSchema) MissingDefaults(v any) uint64 { return cs.missingDefau
 // SetDefaults sets the top-level defaults in bits on in, a pointer to In.
 func (cs *compiledSchema) SetDefaults(in any, bits uint64) { cs.setDefaults(in, bits) }
 
-// Flat reports whether In is a flat struct of scalars, filled straight
-// from the decoded object.
-func (cs *compiledSchema) Flat() bool { return cs.flat }
-
-// FillFlat fills in from the decoded object m, reporting false if it
-// cannot (then decode the JSON instead).
-func (cs *compiledSchema) FillFlat(in any, m map[string]any) bool { return cs.fillFlat(in, m) }
-
 // DropNulls removes nulls for optional parameters that do not take null,
 // reporting whether it removed any.
 func (n *schemaNode) DropNulls(v any) bool { return n.dropNulls(v) }
@@ -104,7 +96,8 @@ func (n *schemaNode) Params() []Param { return n.params() }
 // HasProp reports whether the node has a property named name.
 func (n *schemaNode) HasProp(name string) bool { return n.prop(name) != nil }
 
-// DecodeArguments decodes the arguments object: exactly one JSON value.
+// DecodeArguments decodes a call's arguments (or a result, to validate it):
+// exactly one JSON value, numbers as json.Number.
 func DecodeArguments(raw []byte) (any, error) { return decodeArguments(raw) }
 
 // ParamInfo is what the linter reads of one parameter, nested ones too.
@@ -175,10 +168,6 @@ func (cs *compiledSchema) Example() string {
 	}
 	return string(append(b, '}'))
 }
-
-// FastDecode decodes JSON with the allocation-light decoder, reporting
-// false where it declines (encoding/json then decides).
-func FastDecode(b []byte) (any, bool) { return fastDecode(b) }
 
 // ExactKeysOnly keeps only the keys each object of v names, as spelled:
 // the reference the decoding tests hold a call's In to.

@@ -1,120 +1,12 @@
 package schema
 
 import (
-	"encoding"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 )
 
-// Defaults and flat In types: what a call sets on In without re-encoding
-// the arguments.
-
-var (
-	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// prepareFlat decides whether In is flat and records its fields.
-func (cs *compiledSchema) prepareFlat(t reflect.Type) {
-	for _, p := range cs.root.props {
-		f := t.FieldByIndex(p.index)
-		ft := f.Type
-		if reflect.PointerTo(ft).Implements(unmarshalerType) || reflect.PointerTo(ft).Implements(textUnmarshalerType) ||
-			strings.Contains(f.Tag.Get("json"), ",string") {
-			return
-		}
-		switch ft.Kind() {
-		case reflect.String, reflect.Bool,
-			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-			reflect.Float32, reflect.Float64:
-		default:
-			return
-		}
-		ff := flatField{name: p.name, index: p.index, kind: ft.Kind(), off: fieldOffset(t, p.index)}
-		if k := ft.Kind(); k != reflect.String && k != reflect.Bool {
-			ff.bits = ft.Bits()
-		}
-		cs.fields = append(cs.fields, ff)
-	}
-	cs.flat = true
-	cs.prepareRawFlat()
-}
-
-// fieldOffset returns the offset in t of the field at index, or ^0 when
-// the path to it goes through a pointer (an embedded *T, which inference
-// refuses today).
-func fieldOffset(t reflect.Type, index []int) uintptr {
-	var off uintptr
-	for i, x := range index {
-		f := t.Field(x)
-		off += f.Offset
-		t = f.Type
-		if i < len(index)-1 && t.Kind() != reflect.Struct {
-			return ^uintptr(0)
-		}
-	}
-	return off
-}
-
-// fillFlat sets the fields of in (a pointer to a flat In) from the decoded
-// argument object m, as json.Unmarshal would. It reports false, having
-// possibly set some fields, when a value needs encoding/json's own
-// handling (a number out of range, say); the caller then decodes the JSON
-// into a fresh value's worth of fields, which overwrites every one set.
-func (cs *compiledSchema) fillFlat(in any, m map[string]any) bool {
-	v := reflect.ValueOf(in).Elem()
-	for _, f := range cs.fields {
-		x, ok := m[f.name]
-		if !ok || x == nil {
-			continue
-		}
-		fv := v.FieldByIndex(f.index)
-		switch f.kind {
-		case reflect.String:
-			s, ok := x.(string)
-			if !ok {
-				return false
-			}
-			fv.SetString(s)
-		case reflect.Bool:
-			b, ok := x.(bool)
-			if !ok {
-				return false
-			}
-			fv.SetBool(b)
-		default:
-			n, ok := x.(json.Number)
-			if !ok {
-				return false
-			}
-			switch f.kind {
-			case reflect.Float32, reflect.Float64:
-				x, err := strconv.ParseFloat(string(n), f.bits)
-				if err != nil {
-					return false
-				}
-				fv.SetFloat(x)
-			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-				x, err := strconv.ParseUint(string(n), 10, f.bits)
-				if err != nil {
-					return false
-				}
-				fv.SetUint(x)
-			default:
-				x, err := strconv.ParseInt(string(n), 10, f.bits)
-				if err != nil {
-					return false
-				}
-				fv.SetInt(x)
-			}
-		}
-	}
-	return true
-}
+// Defaults: what a call sets on In without re-encoding the arguments.
 
 // prepareDefaults decodes each top-level default into a value of its
 // field's type, once.

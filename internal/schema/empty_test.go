@@ -264,11 +264,11 @@ func TestEmptyNilsValidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			v, ok := FastDecode([]byte(marshalJSON(t, fix(tt.in))))
-			require.True(t, ok)
+			v, err := decodeArguments([]byte(marshalJSON(t, fix(tt.in))))
+			require.NoError(t, err)
 			require.NoError(t, s.ValidateReference(v))
-			raw, ok := FastDecode([]byte(marshalJSON(t, tt.in)))
-			require.True(t, ok)
+			raw, err := decodeArguments([]byte(marshalJSON(t, tt.in)))
+			require.NoError(t, err)
 			require.Error(t, s.ValidateReference(raw), "without EmptyNils the nulls do not validate")
 		})
 	}

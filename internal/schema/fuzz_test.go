@@ -18,8 +18,6 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzValidate$' -fuzztime 3m .
 //	go test -run '^$' -fuzz '^FuzzDecimal$' -fuzztime 3m .
-//	go test -run '^$' -fuzz '^FuzzDecodeIn$' -fuzztime 3m .
-//	go test -run '^$' -fuzz '^FuzzFastDecode$' -fuzztime 3m .
 
 type fuzzTag struct {
 	Name  string `json:"name" pattern:"^[a-z]{1,8}$"`

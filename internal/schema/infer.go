@@ -180,10 +180,10 @@ func (n *schemaNode) is(typ string) bool {
 
 // applyTags reads the keyword tags of field f into its schema s.
 func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string) {
-	tags := parseTags(f.Tag)
-	if d, ok := tags.lookup("desc"); ok {
+	tags := f.Tag
+	if d, ok := tags.Lookup("desc"); ok {
 		s.description = d
-	} else if d, ok := tags.lookup("description"); ok {
+	} else if d, ok := tags.Lookup("description"); ok {
 		s.description = d
 	}
 	// Item-level keywords on a slice apply to its items.
@@ -191,10 +191,10 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 	if s.items != nil && s.is("array") {
 		target = s.items
 	}
-	if v, ok := tags.lookup("format"); ok {
+	if v, ok := tags.Lookup("format"); ok {
 		target.format = v
 	}
-	if v, ok := tags.lookup("pattern"); ok {
+	if v, ok := tags.Lookup("pattern"); ok {
 		if _, err := regexp.Compile(v); err != nil {
 			r.fail(path, "pattern tag %q is not a valid regular expression: %v", v, err)
 		}
@@ -205,7 +205,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 		tag string
 		dst *int
 	}{{"minLength", &target.minLength}, {"maxLength", &target.maxLength}} {
-		if v, ok := tags.lookup(kw.tag); ok {
+		if v, ok := tags.Lookup(kw.tag); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
 				r.fail(path, "%s tag %q must be a non-negative integer", kw.tag, v)
@@ -217,7 +217,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 		tag string
 		dst *string
 	}{{"minimum", &target.minimum}, {"maximum", &target.maximum}} {
-		if v, ok := tags.lookup(kw.tag); ok {
+		if v, ok := tags.Lookup(kw.tag); ok {
 			if _, ok := parseDecimal(v); !ok {
 				r.fail(path, "%s tag %q must be a number written as in JSON, such as 1, -2.5 or 1e3", kw.tag, v)
 			}
@@ -229,7 +229,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 		elem = elem.Elem()
 	}
 	r.checkKeywords(target, tags, path, f.Type, elem, target != s)
-	if v, ok := tags.lookup("enum"); ok {
+	if v, ok := tags.Lookup("enum"); ok {
 		var vals []string
 		if strings.HasPrefix(v, "[") {
 			var raw []json.RawMessage
@@ -247,14 +247,11 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 			}
 		}
 	}
-	if v, ok := tags.lookup("default"); ok {
+	if v, ok := tags.Lookup("default"); ok {
 		s.def = r.tagValue(v, f.Type, path, "default")
-		dv, ok := fastDecode(s.def) // as jsonschema.UnmarshalJSON decodes it
-		if !ok {
-			var err error
-			if dv, err = jsonschema.UnmarshalJSON(bytes.NewReader(s.def)); err != nil {
-				r.fail(path, "default tag %q: %v", v, err)
-			}
+		dv, err := jsonschema.UnmarshalJSON(bytes.NewReader(s.def))
+		if err != nil {
+			r.fail(path, "default tag %q: %v", v, err)
 		}
 		s.defValue = dv
 	}
@@ -265,7 +262,7 @@ func (r *reflector) applyTags(s *schemaNode, f reflect.StructField, path string)
 // its bounds leave no valid value. n is the node the keywords went to: the
 // field's own, or its items' on a slice. ft is the field's type, elem the
 // type n describes.
-func (r *reflector) checkKeywords(n *schemaNode, tags fieldTags, path string, ft, elem reflect.Type, items bool) {
+func (r *reflector) checkKeywords(n *schemaNode, tags reflect.StructTag, path string, ft, elem reflect.Type, items bool) {
 	what := func() string { // only for a failure: formatting types is not free
 		if items {
 			return fmt.Sprintf("a field of type %s, whose items are of type %s", ft, elem)
@@ -283,7 +280,7 @@ func (r *reflector) checkKeywords(n *schemaNode, tags fieldTags, path string, ft
 		r.fail(path, "%s tag on %s, which has no %s; remove the tag", tag, what(), bound)
 	}
 	for _, tag := range []string{"minimum", "maximum"} {
-		if _, ok := tags.lookup(tag); !ok {
+		if _, ok := tags.Lookup(tag); !ok {
 			continue
 		}
 		switch typ {
@@ -295,7 +292,7 @@ func (r *reflector) checkKeywords(n *schemaNode, tags fieldTags, path string, ft
 		}
 	}
 	for _, tag := range []string{"minLength", "maxLength"} {
-		if _, ok := tags.lookup(tag); !ok {
+		if _, ok := tags.Lookup(tag); !ok {
 			continue
 		}
 		switch typ {
@@ -307,7 +304,7 @@ func (r *reflector) checkKeywords(n *schemaNode, tags fieldTags, path string, ft
 		}
 	}
 	for _, tag := range []string{"pattern", "format"} {
-		if _, ok := tags.lookup(tag); ok && typ != "string" {
+		if _, ok := tags.Lookup(tag); ok && typ != "string" {
 			r.fail(path, "%s tag on %s: pattern and format apply to strings only; remove the tag, or make the field a string", tag, what())
 		}
 	}

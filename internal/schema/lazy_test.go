@@ -16,11 +16,10 @@ import (
 )
 
 // Differential fuzz tests of defining a tool: lazy compilation, the
-// defaults checked by the fast path, tags split once and strings written
-// by hand, each against the reference it replaces. To search for more:
+// defaults checked by the fast path and strings written by hand, each
+// against the reference it replaces. To search for more:
 //
 //	go test -run '^$' -fuzz '^FuzzLazyCompile$' -fuzztime 1m .
-//	go test -run '^$' -fuzz '^FuzzFieldTags$' -fuzztime 1m .
 //	go test -run '^$' -fuzz '^FuzzAppendJSONString$' -fuzztime 1m .
 
 // eagerInfer is inferSchema as it was before compilation became lazy:
@@ -34,7 +33,6 @@ func eagerInfer(tool, which string, t reflect.Type) *compiledSchema {
 	root.prepareFast()
 	if which == "In" {
 		cs.prepareDefaults(t)
-		cs.prepareFlat(t)
 	}
 	return cs
 }
@@ -301,40 +299,6 @@ func TestDefinitionCompilesNothing(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, 1, compiled, "a refusal asks jsonschema/v6")
 	require.Equal(t, `/mode: "c" is not an allowed value. Send one of "a", "b".`, cs.validationError(err).Message)
-}
-
-func FuzzFieldTags(f *testing.F) {
-	for _, s := range []struct{ tag, key string }{
-		{`json:"a,omitempty" desc:"x" enum:"a|b"`, "enum"},
-		{`json:"a" json:"b"`, "json"},
-		{`desc:"a\"b" x:"y"`, "x"},
-		{`desc:"\q" x:"y"`, "desc"},
-		{`desc:"\q" x:"y"`, "x"},
-		{`desc:"unterminated x:"y"`, "x"},
-		{`  a:"1"   b:"2" `, "b"},
-		{`a :"1" b:"2"`, "b"},
-		{`a:"1"b:"2"`, "b"},
-		{"a:\"1\" \x7fb:\"2\"", "b"},
-		{`a:1 b:"2"`, "b"},
-		{`:"1"`, ""},
-		{"", "a"},
-		{`a:"é\u00e9"`, "a"},
-	} {
-		f.Add(s.tag, s.key)
-	}
-	f.Fuzz(func(t *testing.T, tag, key string) {
-		ts := parseTags(reflect.StructTag(tag))
-		keys := []string{key, "json", "desc", "enum", "a", "b", "x"}
-		for _, p := range ts {
-			keys = append(keys, p.name)
-		}
-		for _, k := range keys {
-			wv, wok := reflect.StructTag(tag).Lookup(k)
-			gv, gok := ts.lookup(k)
-			require.Equal(t, wok, gok, "%q in %q", k, tag)
-			require.Equal(t, wv, gv, "%q in %q", k, tag)
-		}
-	})
 }
 
 // referenceJSONString is appendJSONString's reference: encoding/json

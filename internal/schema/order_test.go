@@ -20,8 +20,8 @@ func TestMessageOrder(t *testing.T) {
 		Echo  int    `json:"echo" maximum:"1"`
 	}
 	s := inferSchema("order", "In", reflect.TypeFor[in]())
-	v, ok := FastDecode([]byte(`{"alpha":"a","bravo":1,"delta":"z","echo":5}`))
-	require.True(t, ok)
+	v, err := decodeArguments([]byte(`{"alpha":"a","bravo":1,"delta":"z","echo":5}`))
+	require.NoError(t, err)
 	const want = `/alpha: 1 character is shorter than the minimum 3. Send a string of at least 3 characters. ` +
 		`/bravo: 1 is below the minimum 10. Send an integer of at least 10. ` +
 		`/delta: "z" is not an allowed value. Send one of "x", "y". (1 more problems not shown.)`

@@ -62,21 +62,16 @@ type schemaNode struct {
 	maximum     string
 	minDec      *decimal // minimum parsed, for the fast path; nil if unset
 	maxDec      *decimal
-	// intBounds: minimum and maximum are unset or integers, minInt and
-	// maxInt (math.MinInt64 and math.MaxInt64 when unset), so an integer
-	// compares with them without parseDecimal.
-	intBounds      bool
-	minInt, maxInt int64
-	formatCheck    *jsonschema.Schema // {"format": format}, the reference's verdict on one string
-	minLength      int                // -1 if unset
-	maxLength      int                // -1 if unset
-	pattern        string
-	re             *regexp.Regexp // pattern, compiled
-	encoding       string         // contentEncoding
-	props          []*propNode
-	closed         bool        // additionalProperties: false
-	additional     *schemaNode // schema of map values
-	items          *schemaNode
+	formatCheck *jsonschema.Schema // {"format": format}, the reference's verdict on one string
+	minLength   int                // -1 if unset
+	maxLength   int                // -1 if unset
+	pattern     string
+	re          *regexp.Regexp // pattern, compiled
+	encoding    string         // contentEncoding
+	props       []*propNode
+	closed      bool        // additionalProperties: false
+	additional  *schemaNode // schema of map values
+	items       *schemaNode
 }
 
 type propNode struct {
@@ -110,25 +105,6 @@ type compiledSchema struct {
 	// sits deeper; then defaults go into the JSON before decoding.
 	defaults       []fieldDefault
 	nestedDefaults bool
-
-	// flat means every top-level field of In is a plain string, bool or
-	// number with no custom decoding, so In can be filled from the decoded
-	// argument object without decoding the JSON again.
-	flat   bool
-	fields []flatField
-	// rawFlat: flat arguments are checked and decoded from their text
-	// (flatraw.go); required has a bit set for each required property.
-	rawFlat  bool
-	required uint64
-}
-
-// flatField is a top-level field of a flat In.
-type flatField struct {
-	name  string
-	index []int
-	kind  reflect.Kind
-	bits  int
-	off   uintptr // its offset in In, ^0 if behind a pointer
 }
 
 // fieldDefault is a top-level In field's default, decoded once.
@@ -162,7 +138,6 @@ func inferSchema(tool, which string, t reflect.Type) *compiledSchema {
 	cs.checkDefaults(tool, which, root, which)
 	if which == "In" {
 		cs.prepareDefaults(t)
-		cs.prepareFlat(t)
 	}
 	return cs
 }

@@ -65,7 +65,9 @@ func SlowForMathBig(v any) bool {
 	return false
 }
 
-// ReferenceDecode is what fastDecode must agree with.
+// ReferenceDecode decodes b as a json.Decoder with UseNumber does,
+// refusing anything after the value: the reference FuzzDecodeIn decodes
+// with.
 func ReferenceDecode(b []byte) (any, bool) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
@@ -79,9 +81,8 @@ func ReferenceDecode(b []byte) (any, bool) {
 	return v, true
 }
 
-// FuzzFlatIn is a flat In, filled from the decoded arguments without
-// encoding/json; the fuzz tests here and the root package's FuzzDecodeIn
-// share it.
+// FuzzFlatIn is an In of scalar fields; the fuzz tests here and the root
+// package's FuzzDecodeIn share it.
 type FuzzFlatIn struct {
 	Mode  string  `json:"mode" enum:"a|b"`
 	Count int     `json:"count,omitempty" minimum:"0" maximum:"100"`
@@ -99,7 +100,7 @@ type FuzzOpts struct {
 	Tags  []string `json:"tags,omitempty"`
 }
 
-// FuzzNestedIn is an In that encoding/json decodes.
+// FuzzNestedIn is an In with nested objects, lists and maps.
 type FuzzNestedIn struct {
 	Mode string         `json:"mode"`
 	Opts *FuzzOpts      `json:"opts,omitempty"`

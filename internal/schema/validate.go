@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,19 +148,13 @@ func unknownKeysMessage(n *schemaNode, loc, keys []string) string {
 // prepareFast readies n and the nodes below it for accepts: bounds parsed
 // once, a format checker compiled once.
 func (n *schemaNode) prepareFast() {
-	n.minInt, n.maxInt = math.MinInt64, math.MaxInt64
-	n.intBounds = true
 	if n.minimum != "" {
 		d, _ := parseDecimal(n.minimum)
 		n.minDec = &d
-		i, err := strconv.ParseInt(n.minimum, 10, 64)
-		n.minInt, n.intBounds = i, err == nil
 	}
 	if n.maximum != "" {
 		d, _ := parseDecimal(n.maximum)
 		n.maxDec = &d
-		i, err := strconv.ParseInt(n.maximum, 10, 64)
-		n.maxInt, n.intBounds = i, n.intBounds && err == nil
 	}
 	if n.format != "" {
 		n.formatCheck = formatChecker(n.format)
@@ -297,13 +290,8 @@ func (n *schemaNode) acceptsString(x string) bool {
 // acceptsNumber is accepts for a number's JSON text, past the enum.
 func (n *schemaNode) acceptsNumber(x string) bool {
 	if n.is("integer") {
-		i, err := strconv.ParseInt(x, 10, 64)
-		if err != nil {
+		if _, err := strconv.ParseInt(x, 10, 64); err != nil {
 			return false
-		}
-		if n.intBounds {
-			// Bounds written as integers compare as integers.
-			return i >= n.minInt && i <= n.maxInt
 		}
 	} else if !n.is("number") {
 		return false
@@ -315,28 +303,4 @@ func (n *schemaNode) acceptsNumber(x string) bool {
 		}
 	}
 	return true
-}
-
-// acceptsText, acceptsNumberText and acceptsBool are accepts for a
-// string, a number's JSON text and a boolean without boxing them, except
-// to check an enum.
-func (n *schemaNode) acceptsText(x string) bool {
-	if n.any || n.enum != nil {
-		return n.accepts(x)
-	}
-	return n.acceptsString(x)
-}
-
-func (n *schemaNode) acceptsNumberText(x string) bool {
-	if n.any || n.enum != nil {
-		return n.accepts(json.Number(x))
-	}
-	return n.acceptsNumber(x)
-}
-
-func (n *schemaNode) acceptsBool(x bool) bool {
-	if n.any || n.enum != nil {
-		return n.accepts(x)
-	}
-	return n.is("boolean")
 }
