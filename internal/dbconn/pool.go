@@ -39,6 +39,7 @@ type Pool struct {
 	ErrRow  ErrRower         // rows that fail with llmtool's own errors
 	Checked sqlcheck.Cache   // handler SQL already accepted
 	sqlite  bool             // enforce read-only with PRAGMA query_only
+	Role    string           // PostgreSQL: the role handler SQL runs as (Options.Role, pgsession.go)
 
 	// Interrupter, when set (SQLite only), lets a read call watch its
 	// context with one hook rather than a watcher per statement (see
@@ -339,7 +340,7 @@ func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 		return ReadTx{rc: rc, single: true}, nil
 	}
 	if !t.sqlite {
-		if _, err := rc.conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		if _, err := rc.conn.ExecContext(ctx, t.readBegin()); err != nil {
 			rc.hook.disarm()
 			t.putConn(rc, true)
 			return ReadTx{}, err
@@ -544,6 +545,11 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 	if err != nil {
 		conn.Close()
 		t.releaseToken()
+		return nil, err
+	}
+	if err := t.enterRole(ctx, tx); err != nil { // pgsession.go
+		_ = tx.Rollback()
+		discard(conn)
 		return nil, err
 	}
 	return &WriteTx{Conn: conn, Tx: tx}, nil

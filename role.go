@@ -1,0 +1,26 @@
+package llmtool
+
+import (
+	"context"
+	"time"
+)
+
+// useRole applies Options.Role: on PostgreSQL, tools' SQL runs as that
+// role (internal/dbconn/pgsession.go has the statements). NewRegistry
+// checks the role once, after llmtool's tables exist; a registry without
+// a database (lint only) runs nothing and checks nothing.
+//
+// The call path honours it in three places: each write call leaves the
+// role before llmtool's own statements in its transaction (run), a read
+// call never runs in autocommit, where SET LOCAL would not hold
+// (execCall), and llmtool's built-in tools (man, find_tools) read the
+// scope settings outside the call's transaction (scopeSettings), since the
+// role may not read llmtool's tables.
+func (r *Registry) useRole(opts *Options) error {
+	if opts == nil || opts.Role == "" || r.tx.DB == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return r.tx.UseRole(ctx, opts.Role)
+}
