@@ -535,6 +535,10 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	cs.wtx = wt
 	tx := wt.Tx
 	defer func() { r.tx.EndWrite(wt, cs.rawTx.Load() || cs.refusal() != nil) }()
+	if err := r.tx.EnterRole(ctx, tx); err != nil { // role.go: guards and handler run as Options.Role
+		_ = tx.Rollback()
+		return nil, false, false, beginErr(ctx, err)
+	}
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
 	out, err = r.run(t, &w.ReadCtx, args)

@@ -36,9 +36,10 @@ func (t *Pool) readBegin() string {
 	return begin + "; SET LOCAL ROLE " + quoteIdent(t.Role)
 }
 
-// enterRole makes the rest of a write call's transaction run as the
-// pool's role, if it has one.
-func (t *Pool) enterRole(ctx context.Context, tx *sql.Tx) error {
+// EnterRole makes the rest of a write call's transaction run as the
+// pool's role, if it has one. llmtool's own write transactions (a scope
+// setting's change) do not enter it.
+func (t *Pool) EnterRole(ctx context.Context, tx *sql.Tx) error {
 	if t.Role == "" {
 		return nil
 	}

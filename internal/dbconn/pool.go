@@ -547,11 +547,6 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 		t.releaseToken()
 		return nil, err
 	}
-	if err := t.enterRole(ctx, tx); err != nil { // pgsession.go
-		_ = tx.Rollback()
-		discard(conn)
-		return nil, err
-	}
 	return &WriteTx{Conn: conn, Tx: tx}, nil
 }
 
