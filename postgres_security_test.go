@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
@@ -460,4 +461,131 @@ func TestPostgresRoleChecked(t *testing.T) {
 	t.Cleanup(func() { lite.Close() })
 	_, err = llmtool.NewRegistry(lite, &llmtool.Options{Role: free})
 	require.EqualError(t, err, `llmtool: Options.Role "`+free+`": roles are PostgreSQL's; on sqlite leave Options.Role empty`)
+}
+
+// pgCallState is what a call may leave on its connection or in the
+// catalogs, as one line: session-level advisory locks, prepared
+// statements, cursors, LISTEN channels, temporary objects, settings (but
+// default_transaction_read_only, which llmtool sets on a read call's
+// connection, and the transaction's own), the current user, the search path; then per-role and
+// per-database settings, rules and non-internal triggers on llmtool's
+// tables, and SECURITY DEFINER functions.
+const pgCallState = `SELECT concat_ws(' | ',
+	(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+	(SELECT count(*) FROM pg_prepared_statements WHERE from_sql),
+	(SELECT count(*) FROM pg_cursors WHERE name <> '' AND is_holdable),
+	(SELECT count(*) FROM pg_listening_channels()),
+	(SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema()),
+	(SELECT coalesce(string_agg(name || '=' || setting, ', ' ORDER BY name), '') FROM pg_settings
+		WHERE source = 'session' AND name <> 'default_transaction_read_only' AND name NOT LIKE 'transaction\_%'),
+	current_user, session_user, current_setting('search_path'),
+	(SELECT count(*) FROM pg_db_role_setting),
+	(SELECT count(*) FROM pg_rules WHERE tablename LIKE 'llmtool%'),
+	(SELECT count(*) FROM pg_trigger WHERE tgrelid::regclass::text LIKE 'llmtool%' AND NOT tgisinternal),
+	(SELECT count(*) FROM pg_proc WHERE prosecdef))`
+
+// TestPostgresNothingOutlivesACall: every kind of statement whose effect
+// would outlive its call, and reach the next call on the pooled connection
+// or every later session, is refused, from a write tool and from a read
+// tool; the next call on the same one-connection pool finds the session
+// and the catalogs as they were. Each kind is first run as it would run
+// without the check, on a connection of its own in a committed
+// transaction, to show that its effect does outlive the transaction.
+func TestPostgresNothingOutlivesACall(t *testing.T) {
+	t.Parallel()
+	role := pgRoles(t, "NOLOGIN")[0]
+	db, dsn := openPG(t)
+	db.SetMaxOpenConns(1)
+	state := llmtool.Read("state", "Describe the session.", func(c *llmtool.ReadCtx, _ struct{}) (map[string]string, error) {
+		var s string
+		err := c.QueryRow(pgCallState).Scan(&s)
+		return map[string]string{"state": s}, err
+	})
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: quietLogger()}, securityTools, llmtool.DefineTools("probe", state))
+	require.NoError(t, err)
+	t.Cleanup(func() { reg.Close() })
+	bg := context.Background()
+	require.NoError(t, reg.SetWrites(bg, "", true))
+	probe := func() string {
+		t.Helper()
+		res := reg.Invoke(bg, llmtool.Call{Tool: "state"})
+		require.False(t, res.IsError, res.Text())
+		var out map[string]string
+		require.NoError(t, json.Unmarshal(res.JSON, &out))
+		return out["state"]
+	}
+	clean := probe()
+	raw, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	dbName := u.Path[1:]
+
+	const (
+		tempReason    = "creates or changes an object that lives with the connection, not the database"
+		tempInstead   = "create temporary objects in the host's setup code, or use a CTE (WITH ...) or an ordinary table."
+		setReason     = "changes the settings of the session or of the call's transaction"
+		advisoryLock  = "takes a session-level advisory lock, which outlives the call's transaction"
+		advisoryNext  = "use pg_advisory_xact_lock or pg_try_advisory_xact_lock, whose locks end with the call's transaction."
+		securityWhy   = "changes roles, privileges or security labels"
+		securityNext  = "manage roles and privileges in the host's migrations or as the database administrator; a tool changes data and schema."
+		prepareReason = "prepares a statement on the session, which outlives the call's transaction"
+		prepareNext   = "run the statement itself, with its arguments: the driver prepares and caches statements."
+	)
+	tests := []struct {
+		name, stmt, reason, instead string
+		undo                        []string // what undoes the statement's effect in the catalogs (session state goes with the connection)
+	}{
+		{"temporary table", `CREATE TEMP TABLE t (a int)`, tempReason, tempInstead, nil},
+		{"temporary table by SELECT INTO", `SELECT 1 AS a INTO TEMP t`, tempReason, tempInstead, nil},
+		{"table in pg_temp", `CREATE TABLE pg_temp.t (a int)`, "names an object in the temp schema, which lives with the connection, not the database", tempInstead, nil},
+		{"search_path by SET", `SET search_path = evil, public`, setReason, settingInstead, nil},
+		{"a setting by SET SESSION", `SET SESSION lock_timeout = 1`, setReason, settingInstead, nil},
+		{"search_path by set_config", `SELECT set_config('search_path', 'evil, public', false)`, "calls set_config, which changes the session's settings", settingInstead, nil},
+		{"search_path by pg_settings", `UPDATE pg_settings SET setting = 'evil, public' WHERE name = 'search_path'`, settingRefusal, settingInstead, nil},
+		{"the role by SET ROLE", `SET ROLE ` + role, setReason, settingInstead, nil},
+		{"the user by SET SESSION AUTHORIZATION", `SET SESSION AUTHORIZATION ` + role, setReason, settingInstead, nil},
+		{"a prepared statement", `PREPARE p AS SELECT 1`, prepareReason, prepareNext, nil},
+		{"LISTEN", `LISTEN ch`, "changes what the session listens to, which outlives the call", "listen on a connection the host keeps for it, outside the tool's calls.", nil},
+		{"a cursor WITH HOLD", `DECLARE c CURSOR WITH HOLD FOR SELECT 1`, "declares or uses a cursor, which can outlive the call's transaction (WITH HOLD)", "run the query with the handler's Query and read its rows; page with LIMIT and a keyset.", nil},
+		{"a session-level advisory lock", `SELECT pg_advisory_lock(42)`, "calls pg_advisory_lock, which " + advisoryLock, advisoryNext, nil},
+		{"a role's settings", `ALTER ROLE ` + role + ` SET search_path = evil, public`, securityWhy, securityNext, []string{`ALTER ROLE ` + role + ` RESET ALL`}},
+		{"the database's settings", `ALTER DATABASE ` + dbName + ` SET search_path = evil, public`, "configures the server or a whole database", "leave the configuration of the server and its databases to the administrator.", []string{`ALTER DATABASE ` + dbName + ` RESET ALL`}},
+		{"a rule on llmtool's table", `CREATE RULE r AS ON INSERT TO llmtool_approvals DO INSTEAD NOTHING`, ownRefusal, ownInstead, []string{`DROP RULE r ON llmtool_approvals`}},
+		{"a trigger on llmtool's table", `CREATE TRIGGER tr BEFORE UPDATE ON llmtool_scope_settings FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()`, ownRefusal, ownInstead, []string{`DROP TRIGGER tr ON llmtool_scope_settings`}},
+		{"a SECURITY DEFINER function", `CREATE FUNCTION f() RETURNS int LANGUAGE sql SECURITY DEFINER AS $$ SELECT 1 $$`, "defines or changes code that llmtool cannot check", "define functions, procedures, operators and extensions in the host's migrations; a tool may call them.", []string{`DROP FUNCTION f()`}},
+	}
+	for _, tt := range tests {
+		// Without the check: the effect outlives a committed transaction.
+		conn, err := raw.Conn(bg)
+		require.NoError(t, err)
+		for _, s := range []string{"BEGIN", tt.stmt, "COMMIT"} {
+			_, err := conn.ExecContext(bg, s)
+			require.NoError(t, err, "%s: %s", tt.name, s)
+		}
+		var left string
+		require.NoError(t, conn.QueryRowContext(bg, pgCallState).Scan(&left))
+		require.NotEqual(t, clean, left, "%s: without the check, the statement's effect outlives its transaction", tt.name)
+		for _, s := range tt.undo {
+			_, err := conn.ExecContext(bg, s)
+			require.NoError(t, err, "%s: %s", tt.name, s)
+		}
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // the session's state goes with it
+		conn.Close()
+
+		// Through llmtool: refused from either kind of tool, and the next
+		// call finds the session and the catalogs as they were.
+		for _, tool := range []string{"run_sql", "query_sql"} {
+			res := reg.Invoke(bg, llmtool.Call{Tool: tool, Args: mustJSON(t, sqlIn{SQL: tt.stmt})})
+			require.True(t, res.IsError, "%s: %s", tt.name, tool)
+			require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused, "%s: %s", tt.name, tool)
+			stmt := tt.stmt
+			if len(stmt) > 80 {
+				stmt = stmt[:77] + "..."
+			}
+			require.EqualError(t, res.Err, "llmtool: statement refused: tool "+tool+" ran statement `"+stmt+"` "+tt.reason+"; "+tt.instead, "%s: %s", tt.name, tool)
+			require.Equal(t, clean, probe(), "%s: %s", tt.name, tool)
+		}
+	}
 }
