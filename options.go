@@ -207,9 +207,11 @@ type Options struct {
 	// that would shadow others' (by the search path), and from changing
 	// row-level security or policies.
 	//
-	// With a role, every read call runs in a snapshot (a one-statement
-	// read no longer runs in autocommit), and a write call runs two more
-	// statements: entering the role and leaving it. Default: "", tools'
+	// A read call costs nothing more (the connections the registry keeps
+	// for reads switch to the role once); a write call runs two more
+	// statements, entering the role and leaving it. llmtool's built-in
+	// man and find_tools then read the scope's settings on a connection of
+	// their own rather than in the call's transaction. Default: "", tools'
 	// SQL runs as the connecting user, checked by the statement check
 	// alone. Setting it on SQLite is an error.
 	Role string

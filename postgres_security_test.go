@@ -290,7 +290,7 @@ func pgRoles(t *testing.T, attrs ...string) []string {
 func TestPostgresRole(t *testing.T) {
 	t.Parallel()
 	role := pgRoles(t, "NOLOGIN")[0]
-	db, _ := openPG(t)
+	db, dsn := openPG(t)
 	db.SetMaxOpenConns(1) // the calls and the checks below share one connection
 	for _, q := range []string{
 		`CREATE TABLE secrets (k text PRIMARY KEY, v text NOT NULL)`,
@@ -376,6 +376,36 @@ func TestPostgresRole(t *testing.T) {
 	require.Contains(t, man.Text(), "run_sql")
 	man = reg.Invoke(b, llmtool.Call{Tool: "man"})
 	require.NotContains(t, man.Text(), "run_sql")
+
+	// On a pool large enough for the registry to keep connections for
+	// reads, those switch to the role, and go back to the pool as the
+	// connecting user when the registry closes.
+	big, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { big.Close() })
+	big.SetMaxOpenConns(8)
+	big.SetMaxIdleConns(8)
+	keeper, err := llmtool.NewRegistry(big, opts, securityTools)
+	require.NoError(t, err)
+	for range 3 {
+		res := keeper.Invoke(a, llmtool.Call{Tool: "query_sql", Args: mustJSON(t, sqlIn{SQL: `SELECT current_user`})})
+		require.JSONEq(t, `{"value":"`+role+`"}`, string(res.JSON))
+	}
+	require.NoError(t, keeper.Close())
+	st := big.Stats()
+	require.Positive(t, st.Idle, "the kept connection went back to the pool, not closed")
+	require.Equal(t, st.OpenConnections, st.Idle)
+	conns := make([]*sql.Conn, 8) // the idle ones first
+	for i := range conns {
+		conns[i], err = big.Conn(bg)
+		require.NoError(t, err)
+		var user string
+		require.NoError(t, conns[i].QueryRowContext(bg, `SELECT current_user`).Scan(&user))
+		require.Equal(t, "postgres", user, "connection %d", i)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
 
 	// Without the role, only the check stands, and the host function's
 	// text names no llmtool table.

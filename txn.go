@@ -383,7 +383,7 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	if t.spec.ReadOnly {
-		single := t.reads.Load() == readsOne && r.tx.Role == "" // role.go: with a role, every read is a transaction
+		single := t.reads.Load() == readsOne
 		out, statements, err := r.execRead(ctx, t, args, pa, res, single)
 		switch {
 		case single && errors.Is(err, errSecondStatement):

@@ -2,14 +2,17 @@ package dbconn
 
 // PostgreSQL: the role handler SQL runs as (Options.Role).
 //
-// A call's handler and guards run as Pool.Role, set with SET LOCAL ROLE
-// inside the call's transaction, so the server itself refuses what the
-// role has no privilege for, whatever the statement check (sqlcheck)
-// makes of the text: llmtool's own tables above all. Before llmtool runs
-// statements of its own in a write's transaction (the audit record, the
-// used approval, the commit guard), SET LOCAL ROLE NONE gives the
-// transaction back to the connecting user. SET LOCAL ends with the
-// transaction, committed or rolled back, so no role outlives a call.
+// A call's handler and guards run as Pool.Role, so the server itself
+// refuses what the role has no privilege for, whatever the statement
+// check (sqlcheck) makes of the text: llmtool's own tables above all.
+// A write call's transaction switches to it with SET LOCAL ROLE, and,
+// before llmtool runs statements of its own in it (the audit record, the
+// used approval, the commit guard), back with SET LOCAL ROLE NONE; SET
+// LOCAL ends with the transaction, committed or rolled back, so no role
+// outlives a write call on the host's pooled connection. A read call runs
+// on a connection the registry keeps for reads, switched to the role for
+// as long as it keeps it (pgReadOn), which costs a read call nothing and
+// keeps one-statement reads in autocommit.
 //
 // A role is a boundary only together with the check: any session may
 // RESET ROLE, and the check refuses SET, RESET and set_config in every
@@ -25,15 +28,29 @@ import (
 	"github.com/llmtool/llmtool/internal/engine"
 )
 
-// readBegin is the statement that begins a read call's snapshot on
-// PostgreSQL. With a role it also enters the role, in the same round
-// trip (a text without arguments goes out as one simple query).
-func (t *Pool) readBegin() string {
-	const begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+// pgReadOn is the statement that readies a connection for read calls on
+// PostgreSQL: its transactions read-only by default and, with a role,
+// the session switched to it, for as long as the registry keeps the
+// connection for reads (one statement, one round trip). pgReadOff undoes
+// both before the connection goes back to the host's pool; if it fails,
+// the connection is closed instead. A read connection runs nothing but
+// read calls' statements (handler, guards), BEGIN and ROLLBACK: llmtool's
+// own reads (the scope settings) take a connection of their own when a
+// role is set.
+func (t *Pool) pgReadOn() string {
+	const on = "SET default_transaction_read_only = on"
 	if t.Role == "" {
-		return begin
+		return on
 	}
-	return begin + "; SET LOCAL ROLE " + quoteIdent(t.Role)
+	return on + "; SET ROLE " + quoteIdent(t.Role)
+}
+
+func (t *Pool) pgReadOff() string {
+	const off = "RESET default_transaction_read_only"
+	if t.Role == "" {
+		return off
+	}
+	return off + "; RESET ROLE"
 }
 
 // EnterRole makes the rest of a write call's transaction run as the

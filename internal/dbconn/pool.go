@@ -340,7 +340,7 @@ func (t *Pool) BeginRead(ctx context.Context, single bool) (ReadTx, error) {
 		return ReadTx{rc: rc, single: true}, nil
 	}
 	if !t.sqlite {
-		if _, err := rc.conn.ExecContext(ctx, t.readBegin()); err != nil {
+		if _, err := rc.conn.ExecContext(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 			rc.hook.disarm()
 			t.putConn(rc, true)
 			return ReadTx{}, err
@@ -481,14 +481,14 @@ func (t *Pool) readOnlyOn() string {
 	if t.sqlite {
 		return "PRAGMA query_only = 1"
 	}
-	return "SET default_transaction_read_only = on"
+	return t.pgReadOn() // pgsession.go
 }
 
 func (t *Pool) readOnlyOff() string {
 	if t.sqlite {
 		return "PRAGMA query_only = 0"
 	}
-	return "RESET default_transaction_read_only"
+	return t.pgReadOff() // pgsession.go
 }
 
 // close hands the reserved connections back to the host's pool.
