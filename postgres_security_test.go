@@ -75,7 +75,16 @@ var (
 		n, _ := res.RowsAffected()
 		return sqlOut{Rows: n}, nil
 	}, llmtool.Destructive())
-	securityTools = llmtool.DefineTools("security", runSQL, querySQL, dropItem, purgeItem, addItem, getItem)
+	// rawSQL runs the model's SQL on the *sql.Tx, unchecked.
+	rawSQL = llmtool.Write("raw_sql", "Run SQL on the raw transaction.", func(c *llmtool.WriteCtx, in sqlIn) (sqlOut, error) {
+		res, err := c.Tx().Exec(in.SQL)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		n, _ := res.RowsAffected()
+		return sqlOut{Rows: n}, nil
+	})
+	securityTools = llmtool.DefineTools("security", runSQL, querySQL, rawSQL, dropItem, purgeItem, addItem, getItem)
 )
 
 // mustJSON encodes v as a call's arguments.
@@ -347,6 +356,14 @@ func TestPostgresRole(t *testing.T) {
 		require.NoError(t, db.QueryRow(`SELECT current_user`).Scan(&user))
 		require.Equal(t, "postgres", user, "%s: the connection is back to the connecting user", tt.name)
 	}
+	// A handler that takes the *sql.Tx still runs as the role; the
+	// commit guard's row, llmtool's own, is written as the connecting
+	// user.
+	res := reg.Invoke(a, llmtool.Call{Tool: "raw_sql", Args: mustJSON(t, sqlIn{SQL: `INSERT INTO items (name) VALUES ('quince')`})})
+	require.False(t, res.IsError, res.Text())
+	res = reg.Invoke(a, llmtool.Call{Tool: "raw_sql", Args: mustJSON(t, sqlIn{SQL: `UPDATE secrets SET v = 'x'`})})
+	require.EqualError(t, res.Err, "ERROR: permission denied for table secrets (SQLSTATE 42501)")
+
 	var secret string
 	require.NoError(t, db.QueryRow(`SELECT v FROM secrets`).Scan(&secret))
 	require.Equal(t, "hunter2", secret)
@@ -412,7 +429,7 @@ func TestPostgresRole(t *testing.T) {
 	plain, err := llmtool.NewRegistry(db, &llmtool.Options{ScopeCacheTTL: llmtool.NoScopeCache, Logger: quietLogger()}, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { plain.Close() })
-	res := plain.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, sqlIn{SQL: `SELECT all_writes_on()`})})
+	res = plain.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, sqlIn{SQL: `SELECT all_writes_on()`})})
 	require.False(t, res.IsError, res.Text())
 	on, err = plain.WritesEnabled(bg, "b")
 	require.NoError(t, err)

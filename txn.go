@@ -263,7 +263,9 @@ func (c *WriteCtx) Tx() *sql.Tx {
 		return c.tx
 	}
 	if !c.call.rawTx.Swap(true) && c.call.wtx != nil {
+		_ = c.call.reg.tx.LeaveRole(c.parent, c.tx) // role.go: the guard's row is llmtool's own
 		c.call.wtx.Guard.InstallTx(c.parent, c.call.wtx, c.call.reg.tx.Engine)
+		_ = c.call.reg.tx.EnterRole(c.parent, c.tx)
 	}
 	return c.tx
 }
