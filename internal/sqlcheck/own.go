@@ -53,10 +53,14 @@ func protected(d Dialect, query string, backslashes bool) *Refusal {
 	sc := scanner{s: query, d: d, backslashes: backslashes}
 	own, settings, change := false, false, false
 	catalog := "" // the first system catalog a statement writes to
+	var ddl ddlHead
 	for {
 		tok := sc.next()
 		if tok.kind == tEOF {
 			break
+		}
+		if d == Postgres && catalog == "" {
+			catalog = ddl.next(&sc, tok)
 		}
 		if tok.kind != tWord && tok.kind != tQuoted {
 			continue
@@ -143,6 +147,77 @@ func (sc *scanner) catalogTarget(kw string) string {
 			return ""
 		}
 	}
+}
+
+// ddlHead follows the statements of a text for protected, to find the
+// objects a CREATE, ALTER or DROP names in its head (up to its first "(",
+// or the AS, SELECT, WITH, VALUES, BEGIN or EXECUTE that starts its body;
+// a rule's head runs on through ON ... TO table, up to DO or WHERE): the
+// table, view, index or trigger it creates, changes or drops, and the
+// table an index, trigger, rule or policy is ON or TO. PostgreSQL refuses
+// such statements on pg_catalog's and pg_toast's relations unless
+// allow_system_table_mods is on, but lets a superuser create, replace and
+// drop objects in information_schema, which every tool that reads it
+// would then see. Types and defaults, which name pg_catalog's objects
+// more often, come later or in parentheses.
+type ddlHead struct {
+	started bool // a statement's first word has been seen
+	in      bool // in the head of a CREATE, ALTER or DROP
+	rule    bool // the statement creates a rule
+}
+
+// next takes the text's next token and returns the system object the
+// head of a CREATE, ALTER or DROP names there, or "".
+func (h *ddlHead) next(sc *scanner, tok token) string {
+	switch {
+	case tok.kind == tSemi:
+		*h = ddlHead{}
+		return ""
+	case !h.started:
+		h.started = true
+		if tok.kind == tWord {
+			switch strings.ToUpper(tok.text) {
+			case "CREATE", "ALTER", "DROP":
+				h.in = true
+			}
+		}
+		return ""
+	case !h.in:
+		return ""
+	case tok.kind == tOther && tok.text == "(":
+		h.in = false
+		return ""
+	case tok.kind == tWord:
+		switch strings.ToUpper(tok.text) {
+		case "RULE":
+			h.rule = true
+		case "AS":
+			h.in = h.rule
+		case "SELECT", "WITH", "VALUES", "BEGIN", "EXECUTE":
+			h.in = false
+		case "DO", "WHERE":
+			h.in = !h.rule
+		}
+		if !h.in {
+			return ""
+		}
+	}
+	if tok.kind != tWord && tok.kind != tQuoted {
+		return ""
+	}
+	schema := tok.unquoted()
+	if !strings.EqualFold(schema, "information_schema") && !hasPrefixFold(schema, "pg_toast") {
+		return ""
+	}
+	save := sc.i
+	defer func() { sc.i = save }()
+	if dot := sc.next(); dot.kind != tOther || dot.text != "." {
+		return ""
+	}
+	if name := sc.next(); name.kind == tWord || name.kind == tQuoted {
+		return schema + "." + name.unquoted()
+	}
+	return ""
 }
 
 // isCatalog reports whether the name's parts name a system catalog's

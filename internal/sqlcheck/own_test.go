@@ -102,6 +102,23 @@ func TestSystemTables(t *testing.T) {
 		{query: `UPDATE mydb.pg_toast.pg_toast_1 SET chunk_seq = 0`, reason: catalog + "mydb.pg_toast.pg_toast_1"},
 		{query: `WITH d AS (DELETE FROM U&"pg\005Fdescription" RETURNING 1) SELECT count(*) FROM d`, reason: catalog + "pg_description"},
 
+		// What a superuser may do to information_schema, and PostgreSQL
+		// lets it.
+		{query: `DROP VIEW information_schema.tables`, reason: catalog + "information_schema.tables"},
+		{query: `CREATE OR REPLACE VIEW "information_schema"."tables" AS SELECT 1 AS a`, reason: catalog + "information_schema.tables"},
+		{query: `CREATE TABLE IF NOT EXISTS information_schema.x (a int)`, reason: catalog + "information_schema.x"},
+		{query: `ALTER TABLE information_schema.sql_features ADD COLUMN x int`, reason: catalog + "information_schema.sql_features"},
+		{query: `CREATE INDEX i ON information_schema.sql_features (feature_id)`, reason: catalog + "information_schema.sql_features"},
+		{query: `CREATE RULE r AS ON INSERT TO information_schema.sql_features DO INSTEAD NOTHING`, reason: catalog + "information_schema.sql_features"},
+		{query: `CREATE TRIGGER tr BEFORE INSERT ON information_schema.sql_parts FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()`, reason: catalog + "information_schema.sql_parts"},
+		{query: `SELECT 1; DROP TABLE notes, information_schema.sql_sizing`, reason: catalog + "information_schema.sql_sizing"},
+		{query: `DROP TABLE pg_toast.pg_toast_1259`, reason: catalog + "pg_toast.pg_toast_1259"},
+
+		{query: `CREATE VIEW v AS SELECT table_name FROM information_schema.tables`},
+		{query: `CREATE TABLE t (a pg_catalog.int4, b information_schema.cardinal_number)`},
+		{query: `ALTER TABLE t ALTER COLUMN a TYPE pg_catalog.int8`},
+		{query: `CREATE RULE r AS ON INSERT TO notes WHERE new.id > 0 DO ALSO INSERT INTO log SELECT table_name FROM information_schema.tables`},
+		{query: `SELECT table_name FROM information_schema.tables; DROP TABLE t`},
 		{query: `SELECT name, setting FROM pg_settings WHERE name = 'search_path'`},
 		{query: `SELECT setting FROM pg_catalog.pg_settings WHERE name = $1`},
 		{query: `SELECT relname FROM pg_class WHERE relkind = 'r'`},
