@@ -556,3 +556,86 @@ func BenchmarkPGWriters8(b *testing.B) {
 	}
 	b.ReportMetric(float64(pgAddRuns.Load()-runsBefore)-calls, "retries")
 }
+
+// pgSessionReset is what a registry would run after each call to undo
+// what a call might have left on its connection, had the statement check
+// missed it: held cursors, settings (the host's SETs too), temporary
+// objects, LISTEN, session-level advisory locks. (It cannot deallocate the
+// prepared statements a call made without DEALLOCATE ALL, which drops
+// pgx's statement cache too.)
+const pgSessionReset = `CLOSE ALL; RESET ALL; DISCARD TEMP; UNLISTEN *; SELECT pg_advisory_unlock_all()`
+
+// BenchmarkPGSessionDefense: what the defenses in depth around handler
+// SQL cost a one-row read (get_item) and a one-row insert (pg_add_item),
+// in the same run:
+//
+//   - a reset after every call (pgSessionReset, one round trip of its
+//     own on a pooled connection, as a reset after the call would take:
+//     after a write's COMMIT, or after a read in autocommit, there is no
+//     statement of llmtool's to send it with), units "reset/read" and
+//     "reset/write";
+//   - the server's share of that: pgSessionReset sent along with a
+//     statement that goes anyway (SELECT 1), against that statement
+//     alone, unit "resetbatched/stmt";
+//   - Options.Role, units "role/read" (the read connections switched to
+//     the role once) and "role/write" (SET LOCAL ROLE and SET LOCAL ROLE
+//     NONE around the handler).
+func BenchmarkPGSessionDefense(b *testing.B) {
+	p := newPGBench(b)
+	ctx := context.Background()
+
+	admin, err := sql.Open("pgx", pgtest.AdminDSN(b))
+	require.NoError(b, err)
+	b.Cleanup(func() { admin.Close() })
+	role := "bench_tools_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	_, err = admin.Exec(`CREATE ROLE ` + role + ` NOLOGIN`)
+	require.NoError(b, err)
+	b.Cleanup(func() {
+		_, _ = p.db.Exec(`DROP OWNED BY ` + role) // its grants, before the database goes
+		if _, err := admin.Exec(`DROP ROLE ` + role); err != nil {
+			b.Errorf("drop role %s: %v", role, err)
+		}
+	})
+	for _, q := range []string{`GRANT SELECT, INSERT, UPDATE, DELETE ON items TO ` + role, `GRANT USAGE ON SEQUENCE items_id_seq TO ` + role} {
+		_, err := p.db.Exec(q)
+		require.NoError(b, err)
+	}
+	roled, err := llmtool.NewRegistry(p.db, &llmtool.Options{Role: role,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))}, pgBenchTools)
+	require.NoError(b, err)
+	b.Cleanup(func() { roled.Close() })
+
+	reset := func() {
+		if _, err := p.db.ExecContext(ctx, pgSessionReset); err != nil {
+			b.Fatal(err)
+		}
+	}
+	read := invokePath(b, ctx, p.reg, "get_item", readArgs)
+	write := invokePath(b, ctx, p.reg, "pg_add_item", insertArgs)
+	stmt := func(q string) func() {
+		return func() {
+			if _, err := p.db.ExecContext(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	names := []string{"read", "read+reset", "read-role", "write", "write+reset", "write-role", "stmt", "stmt+reset"}
+	paths := []benchPath{
+		{"read=Invoke(get_item)", read},
+		{"read+reset=Invoke(get_item)+reset", func() { read(); reset() }},
+		{"read-role=Invoke(get_item),Options.Role", invokePath(b, ctx, roled, "get_item", readArgs)},
+		{"write=Invoke(pg_add_item)", write},
+		{"write+reset=Invoke(pg_add_item)+reset", func() { write(); reset() }},
+		{"write-role=Invoke(pg_add_item),Options.Role", invokePath(b, ctx, roled, "pg_add_item", insertArgs)},
+		{"stmt=SELECT 1", stmt("SELECT 1")},
+		{"stmt+reset=SELECT 1;reset", stmt("SELECT 1; " + pgSessionReset)},
+	}
+	rts := p.roundTrips(paths)
+	t := shuffled(b, paths)
+	t.report(b, 1, 0, "reset/read")
+	t.report(b, 4, 3, "reset/write")
+	t.report(b, 2, 0, "role/read")
+	t.report(b, 5, 3, "role/write")
+	t.report(b, 7, 6, "resetbatched/stmt")
+	t.reportPaths(b, names, rts)
+}

@@ -186,6 +186,39 @@ type Options struct {
 	// lower it. Default: 0, no budget.
 	OutputBudget int
 
+	// Role, on PostgreSQL, names the role that tools' SQL runs as. Each
+	// call's transaction switches to it (SET LOCAL ROLE) before the
+	// guards and the handler run, and back to the user llmtool connects
+	// as before llmtool's own statements in it (the audit record, a used
+	// approval), so the server itself refuses whatever the role has no
+	// privilege for, even SQL that llmtool's statement check lets
+	// through. Give it what the tools need on the application's tables
+	// and nothing else:
+	//
+	//	CREATE ROLE app_tools NOLOGIN;
+	//	GRANT app_tools TO app;  -- app: the user llmtool connects as
+	//	GRANT SELECT, INSERT, UPDATE, DELETE ON notes, tags TO app_tools;
+	//	GRANT USAGE ON SEQUENCE notes_id_seq TO app_tools;
+	//
+	// NewRegistry fails, saying which GRANT, REVOKE or ALTER ROLE to run,
+	// unless the role exists, the connecting user may switch to it, it is
+	// neither a superuser nor a member of the connecting user, and it
+	// holds no privilege on llmtool's own tables (llmtool_*; create an
+	// audit.Table first, and keep its default name). Without CREATE on
+	// the database and its schemas, and without owning the application's
+	// tables, the role also keeps tools from creating schemas and tables
+	// that would shadow others' (by the search path), and from changing
+	// row-level security or policies.
+	//
+	// A read call costs nothing more (the connections the registry keeps
+	// for reads switch to the role once); a write call runs two more
+	// statements, entering the role and leaving it. llmtool's built-in
+	// man and find_tools then read the scope's settings on a connection of
+	// their own rather than in the call's transaction. Default: "", tools'
+	// SQL runs as the connecting user, checked by the statement check
+	// alone. Setting it on SQLite is an error.
+	Role string
+
 	// Interrupt, when set on a SQLite registry, gives each read call one
 	// cancellation hook instead of the driver's watcher goroutine per
 	// statement (under a cancellable context, as every MCP call has, those

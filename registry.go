@@ -175,6 +175,9 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		}
 	}
 	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
+	if err := r.useRole(opts); err != nil { // role.go
+		return nil, err
+	}
 	r.invoke = r.call
 	if err := r.setup(opts); err != nil {
 		return nil, err
@@ -613,6 +616,9 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 	}
 	if err == nil && r.validateOutput.Load() {
 		err = t.validateOutput(out)
+	}
+	if err == nil && c.write != nil {
+		err = r.tx.LeaveRole(c.parent, c.tx) // role.go: llmtool's own statements run as the connecting user
 	}
 	if err == nil && c.write != nil {
 		err = r.auditTx(c) // audit.go: the record commits or rolls back with the write

@@ -270,6 +270,9 @@ func (r *Registry) readScope(ctx context.Context, q querier, scope string) (*sco
 // call's own transaction, so a handler (man) need not take a second
 // connection.
 func (r *Registry) scopeSettings(ctx context.Context, q querier, scope string) *scopeState {
+	if r.tx.Role != "" {
+		q = nil // role.go: the call's transaction runs as the role, which may not read llmtool's tables
+	}
 	p := &r.pol
 	now := time.Now()
 	ttl := time.Duration(p.ttl.Load())

@@ -261,7 +261,9 @@ func (c *WriteCtx) Tx() *sql.Tx {
 		return c.tx
 	}
 	if !c.call.rawTx.Swap(true) && c.call.wtx != nil {
+		_ = c.call.reg.tx.LeaveRole(c.parent, c.tx) // role.go: the guard's row is llmtool's own
 		c.call.wtx.Guard.InstallTx(c.parent, c.call.wtx, c.call.reg.tx.Engine)
+		_ = c.call.reg.tx.EnterRole(c.parent, c.tx)
 	}
 	return c.tx
 }
@@ -520,6 +522,10 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	cs.wtx = wt
 	tx := wt.Tx
 	defer func() { r.tx.EndWrite(wt, cs.rawTx.Load() || cs.refusal() != nil) }()
+	if err := r.tx.EnterRole(ctx, tx); err != nil { // role.go: guards and handler run as Options.Role
+		_ = tx.Rollback()
+		return nil, false, false, beginErr(ctx, err)
+	}
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
 	out, err = r.run(t, &w.ReadCtx, args)

@@ -39,6 +39,7 @@ type Pool struct {
 	ErrRow  ErrRower         // rows that fail with llmtool's own errors
 	Checked sqlcheck.Cache   // handler SQL already accepted
 	sqlite  bool             // enforce read-only with PRAGMA query_only
+	Role    string           // PostgreSQL: the role handler SQL runs as (Options.Role, pgsession.go)
 
 	// Interrupter, when set (SQLite only), lets a read call watch its
 	// context with one hook rather than a watcher per statement (see
@@ -480,14 +481,14 @@ func (t *Pool) readOnlyOn() string {
 	if t.sqlite {
 		return "PRAGMA query_only = 1"
 	}
-	return "SET default_transaction_read_only = on"
+	return t.pgReadOn() // pgsession.go
 }
 
 func (t *Pool) readOnlyOff() string {
 	if t.sqlite {
 		return "PRAGMA query_only = 0"
 	}
-	return "RESET default_transaction_read_only"
+	return t.pgReadOff() // pgsession.go
 }
 
 // close hands the reserved connections back to the host's pool.

@@ -25,6 +25,7 @@ var (
 	serverFile      = refusedFunc{reason: "reads or writes files on the database server", instead: fileInstead}
 	serverAdmin     = refusedFunc{reason: "acts on the server or on other sessions, outside the call's transaction", instead: serverInstead}
 	sqlText         = refusedFunc{reason: "runs SQL given as text, which llmtool cannot check", instead: sqlTextInstead}
+	sessionRandom   = refusedFunc{reason: "seeds the session's random numbers, which outlives the call", instead: "call random() unseeded; for repeatable values, derive them from the arguments (md5, hashtext)."}
 )
 
 // refusedFuncs are refused by lower-case name. A call is refused whether
@@ -38,8 +39,10 @@ var refusedFuncs = map[string]refusedFunc{
 	"lo_export":           serverFile,
 	"pg_read_file":        serverFile,
 	"pg_read_binary_file": serverFile,
+	"pg_read_file_old":    serverFile,
 	"pg_stat_file":        serverFile,
 	"pg_notify":           {reason: "notifies other sessions on the server", instead: notifyInstead},
+	"setseed":             sessionRandom,
 
 	"query_to_xml":               sqlText,
 	"query_to_xmlschema":         sqlText,
@@ -60,6 +63,11 @@ var refusedFuncs = map[string]refusedFunc{
 	"pg_drop_replication_slot":       serverAdmin,
 	"pg_logical_emit_message":        serverAdmin,
 	"pg_log_backend_memory_contexts": serverAdmin,
+	"pg_rotate_logfile_old":          serverAdmin,
+	"pg_replication_slot_advance":    serverAdmin,
+	"pg_import_system_collations":    serverAdmin,
+	"pg_stop_making_pinned_objects":  serverAdmin,
+	"pg_nextoid":                     serverAdmin,
 }
 
 // refusedFuncPrefixes name families of functions, in the order they are
@@ -79,6 +87,9 @@ var refusedFuncPrefixes = []struct {
 	{"pg_create_", serverAdmin},             // restore points and replication slots
 	{"pg_copy_", serverAdmin},               // pg_copy_logical_replication_slot, ...
 	{"pg_replication_origin_", serverAdmin}, // origins and their session setup
+	{"pg_logical_slot_", serverAdmin},       // reading a slot's changes consumes them
+	{"pg_wal_replay_", serverAdmin},         // pausing and resuming recovery
+	{"binary_upgrade_", serverAdmin},        // pg_upgrade's own
 }
 
 // maxFuncName bounds the names lookupFunc compares.
@@ -94,10 +105,10 @@ func lookupFunc(tok token) (refusedFunc, bool) {
 	if len(name) < len("dblink") || len(name) > maxFuncName {
 		return refusedFunc{}, false
 	}
-	// Every refused name starts with d, l, p, q, s or t: most identifiers
-	// end here, without a copy.
+	// Every refused name starts with b, d, l, p, q, s or t: most
+	// identifiers end here, without a copy.
 	switch name[0] | 0x20 {
-	case 'd', 'l', 'p', 'q', 's', 't':
+	case 'b', 'd', 'l', 'p', 'q', 's', 't':
 	default:
 		return refusedFunc{}, false
 	}

@@ -251,6 +251,8 @@ func FuzzCheckAgainstPostgres(f *testing.F) {
 		"SELECT '{}'::jsonb ?E'\\'' ; COMMIT; SELECT 'x' --'", "SELECT 0A$a$; COMMIT; SELECT $a$ $a$", "SET ROLE postgres",
 		"CREATE TABLE pg_temp.t (a int)", "SELECT 1; COMMIT", "DO $$ BEGIN PERFORM pg_advisory_lock(1); END $$",
 		"SELECT $$; COMMIT$$", "SELECT E'\\'; COMMIT; --'", "SELECT 1 /* /* */ ; COMMIT */", "SET CONSTRAINTS ALL IMMEDIATE",
+		"UPDATE pg_settings SET setting = 'x, public' WHERE name = 'search_path'", `UPDATE U&"pg\005Fsettings" SET setting = 'x' WHERE name = 'role'`,
+		"CREATE VIEW s AS SELECT * FROM pg_settings", "SELECT setseed(0.5)",
 	} {
 		f.Add(s)
 	}
@@ -315,4 +317,69 @@ func FuzzCheckAgainstPostgres(f *testing.F) {
 			t.Fatalf("accepted a NUL byte in %q", q)
 		}
 	})
+}
+
+// TestPostgresSpellingsReach shows that every spelling Check refuses of
+// llmtool's tables and of pg_settings reaches them on a real server: a
+// refusal is not a guess about PostgreSQL's rules. Each statement runs in
+// a transaction that is rolled back.
+func TestPostgresSpellingsReach(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		"CREATE SCHEMA app",
+		"CREATE TABLE llmtool_scope_settings (scope text PRIMARY KEY, writes boolean NOT NULL)",
+		"INSERT INTO llmtool_scope_settings VALUES ('team', false)",
+	} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+
+	tests := []struct {
+		q     string
+		probe string // what the statement changed, seen in its transaction
+		want  string
+	}{
+		{`UPDATE U&"llmtool\005Fscope_settings" SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
+		{`update u&"llmtool\005fscope_settings" set writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
+		{`UPDATE U&"llmtool!005Fscope_settings" UESCAPE '!' SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
+		{`UPDATE U&"llmtool\+00005Fscope_settings" SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
+		{`UPDATE "public".U&"llmtool\005Fscope_settings" SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
+		{`UPDATE Public.LLMTOOL_SCOPE_SETTINGS SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
+		{`DELETE/**/FROM/* x */llmtool_scope_settings`, "SELECT count(*)::text FROM llmtool_scope_settings", "0"},
+		{`SELECT 'team' AS scope, true AS writes INTO app.llmtool_scope_settings`, "SELECT count(*)::text FROM app.llmtool_scope_settings", "1"},
+		{`UPDATE pg_settings SET setting = 'app, public' WHERE name = 'search_path'`, "SHOW search_path", "app, public"},
+		{`UPDATE U&"pg\005Fsettings" SET setting = 'app, public' WHERE name = 'search_path'`, "SHOW search_path", "app, public"},
+		{`UPDATE "pg_catalog"."pg_settings" SET setting = 'app, public' WHERE name = 'search_path'`, "SHOW search_path", "app, public"},
+	}
+	for _, tt := range tests {
+		require.NotNil(t, Check(Postgres, tt.q), "%s must be refused", tt.q)
+		_, err := conn.ExecContext(ctx, "BEGIN")
+		require.NoError(t, err)
+		_, err = conn.ExecContext(ctx, tt.q)
+		require.NoError(t, err, tt.q)
+		var got string
+		require.NoError(t, conn.QueryRowContext(ctx, tt.probe).Scan(&got), tt.q)
+		require.Equal(t, tt.want, got, tt.q)
+		_, err = conn.ExecContext(ctx, "ROLLBACK")
+		require.NoError(t, err)
+	}
+
+	// A view over pg_settings passes writes on to its rule, even for a
+	// role that owns nothing.
+	q := "CREATE VIEW s AS SELECT name, setting FROM pg_settings"
+	require.NotNil(t, Check(Postgres, q))
+	for _, s := range []string{"BEGIN", q, "UPDATE s SET setting = 'app, public' WHERE name = 'search_path'"} {
+		_, err := conn.ExecContext(ctx, s)
+		require.NoError(t, err, s)
+	}
+	var path string
+	require.NoError(t, conn.QueryRowContext(ctx, "SHOW search_path").Scan(&path))
+	require.Equal(t, "app, public", path)
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
 }

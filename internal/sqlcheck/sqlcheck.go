@@ -26,7 +26,15 @@
 // SELECT ... INTO TEMP, objects in pg_temp, code (CREATE FUNCTION,
 // PROCEDURE, EXTENSION, ...), roles and privileges (GRANT, REVOKE, CREATE
 // ROLE, ...) and the server's configuration (ALTER SYSTEM, CREATE
-// DATABASE, ...).
+// DATABASE, ...), any statement that changes something and names
+// pg_settings (an UPDATE of it, or of a view over it, calls set_config at
+// session level), and writes to the system catalogs.
+//
+// On both engines a text that changes anything and names one of
+// llmtool's own tables (llmtool_*: scope settings, used approvals, the
+// audit) is refused, however the name is spelled: in any case, quoted,
+// schema-qualified, or (PostgreSQL) as a U&"..." identifier, which the
+// tokenizer decodes, UESCAPE included.
 //
 // [Rebind] turns SQLite's ? and ?NNN placeholders into PostgreSQL's $N,
 // so a tool module is written once for both engines; [Cache.CheckRebind]
@@ -128,14 +136,16 @@ func Check(d Dialect, query string) *Refusal {
 	sc := scanner{s: query, d: d}
 	r := sc.check()
 	if r == nil {
-		r = ownTables(d, query)
+		r = protected(d, query, false)
 	}
 	if r == nil && d == Postgres && strings.IndexByte(query, '\\') >= 0 {
 		// With standard_conforming_strings off (a server's or role's
 		// setting, not the default) PostgreSQL reads a backslash in '...'
 		// as an escape: the text must pass read that way too.
 		sc = scanner{s: query, d: d, backslashes: true}
-		r = sc.check()
+		if r = sc.check(); r == nil {
+			r = protected(d, query, true)
+		}
 	}
 	return r
 }
