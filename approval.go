@@ -19,7 +19,7 @@ import (
 )
 
 // Approval that spans the transaction. A write tool that needs approval
-// (NeedsApproval, or SetApproval for a scope) does not commit on its first
+// (NeedsApproval, or Tenants().SetApproval for a scope) does not commit on its first
 // call: the registry runs it in its transaction, records a Preview of what
 // it changed, rolls back and answers with an ApprovalRequest. The person
 // decides with no transaction open and no lock held; the call then runs
@@ -29,7 +29,7 @@ import (
 
 // NeedsApproval marks a write tool whose calls a person approves before
 // they commit; see Call.Approval. A scope can require approval of more
-// tools with Registry.SetApproval. NeedsApproval on a Read tool panics.
+// tools with Registry.Tenants().SetApproval. NeedsApproval on a Read tool panics.
 func NeedsApproval() Option { return func(c *toolConfig) { c.spec.NeedsApproval = true } }
 
 // Preview is what a write call would change: its result, the rows it
@@ -220,34 +220,20 @@ func (pv *Preview) digest() string {
 }
 
 // needsApproval reports whether a call of t in ctx's scope needs approval:
-// the tool says so, or the scope's settings do (SetApproval).
+// the tool says so, or the scope's settings do (tenant.Settings.SetApproval).
 func (r *Registry) needsApproval(ctx context.Context, t *Tool) bool {
 	if t.spec.ReadOnly {
 		return false
 	}
-	st := r.scopeSettings(ctx, nil, ScopeFrom(ctx))
-	if on, ok := st.approvals[t.spec.Name]; ok {
+	st := r.tenants.Get(ctx, nil, ScopeFrom(ctx))
+	if on, ok := st.Approval[t.spec.Name]; ok {
 		return on
 	}
 	if t.spec.NeedsApproval {
 		return true
 	}
-	return t.spec.Destructive && st.approveDestructive
+	return t.spec.Destructive && st.Approval[""]
 }
-
-// SetApproval requires (on) or stops requiring a person's approval in
-// scope, persistently: for the named tool, or with tool "" for every
-// Destructive tool of the scope. A tool's own setting wins over the
-// scope's rule for destructive tools, which wins over NeedsApproval. The
-// settings live beside the scope's other settings (ScopeSettings lists
-// them with Approval set).
-func (r *Registry) SetApproval(ctx context.Context, scope, tool string, on bool) error {
-	return r.setScope(ctx, scope, approvalKey+tool, &on)
-}
-
-// approvalKey prefixes the tool column of an approval setting; tool names
-// cannot contain ':', so the two kinds never meet.
-const approvalKey = "approval:"
 
 // approvalOutcome is the call's approval step, for the audit record.
 func approvalOutcome(mode previewMode, err error) string {
@@ -270,6 +256,8 @@ func approvalOutcome(mode previewMode, err error) string {
 }
 
 var errDenied = errors.New("denied by the user")
+
+var errNoDB = errors.New("llmtool: the registry has no database")
 
 // prepareApproval sets up the call's preview state from the call and the
 // policy, or returns the refusal of a bad or denied approval.

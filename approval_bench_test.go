@@ -25,7 +25,7 @@ func BenchmarkApprovalRatio(b *testing.B) {
 	plainCtx := context.Background()
 	approveCtx := llmtool.WithScope(context.Background(), "approve")
 	enableWrites(b, reg, approveCtx)
-	require.NoError(b, reg.SetApproval(context.Background(), "approve", "add_item", true))
+	require.NoError(b, reg.Tenants().SetApproval(context.Background(), "approve", "add_item", true))
 	call := llmtool.Call{Tool: "add_item", Args: insertArgs}
 	paths := []func(){
 		func() { // plain

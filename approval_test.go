@@ -72,7 +72,7 @@ func newApprovalFixture(t *testing.T) *approvalFixture {
 		f.audit = append(f.audit, r.Tool+" "+r.Outcome+" "+r.Approval)
 		f.mu.Unlock()
 	})}}, llmtool.DefineTools("notes", getNote, deleteNote, renameNote, purgeNote).WithEntities(noteKind))
-	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 	return f
 }
 
@@ -186,7 +186,7 @@ func TestApproval(t *testing.T) {
 			{"other principal, same call", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice2"}), "delete_note", deleteN1, tok, "The approval was given to another user."},
 			{"other scope", llmtool.WithScope(ctx, "team"), "delete_note", deleteN1, tok, "The approval was given in another scope."},
 		}
-		require.NoError(t, f.reg.SetWrites(context.Background(), "team", true))
+		require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "team", true))
 		before := noteTitles(t, f.db)
 		for _, tt := range tests {
 			res := f.reg.Invoke(tt.ctx, llmtool.Call{Tool: tt.tool, Args: []byte(tt.args), Approval: &llmtool.Approval{Token: tt.tok, Approved: true}})
@@ -232,15 +232,15 @@ func TestSetApproval(t *testing.T) {
 		return res.Approval != nil
 	}
 	require.False(t, needs("purge_note", `{"noteId":"c1"}`), "destructive, but the scope asks for nothing yet")
-	require.NoError(t, f.reg.SetApproval(context.Background(), "", "", true))
+	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "", true))
 	require.True(t, needs("purge_note", `{"noteId":"c2"}`), "the scope's rule for destructive tools")
 	require.False(t, needs("rename_note", `{"noteId":"n1","title":"A"}`), "not destructive")
-	require.NoError(t, f.reg.SetApproval(context.Background(), "", "rename_note", true))
+	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "rename_note", true))
 	require.True(t, needs("rename_note", `{"noteId":"n1","title":"B"}`))
-	require.NoError(t, f.reg.SetApproval(context.Background(), "", "delete_note", false))
+	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "delete_note", false))
 	require.False(t, needs("delete_note", `{"noteId":"n3"}`), "the tool's setting wins over NeedsApproval")
 
-	settings, err := f.reg.ScopeSettings(context.Background())
+	settings, err := f.reg.Tenants().List(context.Background())
 	require.NoError(t, err)
 	var got []string
 	for _, s := range settings {
@@ -264,7 +264,7 @@ func TestDryRunBytes(t *testing.T) {
 	require.NoError(t, err)
 	reg, _ := newRegOpts(t, db, nil, llmtool.DefineTools("notes", deleteNote, renameNote).WithEntities(noteKind))
 	ctx := alice(context.Background())
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	files := func() [][]byte {
 		_, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 		require.NoError(t, err)
@@ -306,7 +306,7 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 	b, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ApprovalKey: key}, mod())
 	other, _ := newRegOpts(t, openAgain(t, where), nil, mod())
 	ctx := alice(context.Background())
-	require.NoError(t, a.SetWrites(ctx, "", true))
+	require.NoError(t, a.Tenants().SetWrites(ctx, "", true))
 	call := func(r *llmtool.Registry, args string, ap *llmtool.Approval) llmtool.Result {
 		return r.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(args), Approval: ap})
 	}
@@ -350,9 +350,9 @@ func TestOwnTablesRefused(t *testing.T) {
 		sqlTool("wipe", `DELETE FROM llmtool_approvals`),
 		sqlTool("enable", `UPDATE llmtool_scope_settings SET enabled = 1`)).WithEntities(noteKind))
 	ctx := alice(context.Background())
-	require.NoError(t, reg.SetWrites(ctx, "", true))
-	require.NoError(t, reg.SetWrites(ctx, "locked", false))
-	require.NoError(t, reg.SetApproval(ctx, "", "rename_note", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "locked", false))
+	require.NoError(t, reg.Tenants().SetApproval(ctx, "", "rename_note", true))
 	args := []byte(`{"noteId":"n1","title":"X"}`)
 	req := reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: args})
 	approve := llmtool.Call{Tool: "rename_note", Args: args, Approval: &llmtool.Approval{Token: req.Approval.Token, Approved: true}}
@@ -364,7 +364,7 @@ func TestOwnTablesRefused(t *testing.T) {
 	}
 	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
 		reg.Invoke(ctx, approve).Text())
-	on, err := reg.WritesEnabled(ctx, "locked")
+	on, err := reg.Tenants().Writes(ctx, "locked")
 	require.NoError(t, err)
 	require.False(t, on)
 }

@@ -213,5 +213,5 @@ func BenchmarkRatio(b *testing.B) {
 
 // enableWrites turns write tools on for the context's scope.
 func enableWrites(tb testing.TB, reg *llmtool.Registry, ctx context.Context) {
-	require.NoError(tb, reg.SetWrites(ctx, llmtool.ScopeFrom(ctx), true))
+	require.NoError(tb, reg.Tenants().SetWrites(ctx, llmtool.ScopeFrom(ctx), true))
 }

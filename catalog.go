@@ -135,7 +135,6 @@ func manEntry(s *Spec, example string) man.Tool {
 // setup gives a new registry its defaults, its built-in tools and the
 // reference pages of opts.
 func (r *Registry) setup(opts *Options) error {
-	r.pol.ttl.Store(int64(defaultScopeCacheTTL))
 	r.addBuiltinLocked(r.newManTool())
 	if opts == nil {
 		return nil

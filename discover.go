@@ -198,7 +198,7 @@ func (r *Registry) UnloadTools(scope string) {
 	delete(r.demand.scopes, scope)
 	r.demand.mu.Unlock()
 	if had {
-		r.notify(scope)
+		r.tenants.Changed(scope)
 	}
 }
 
@@ -271,7 +271,7 @@ func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string,
 	}
 	scope := ScopeFrom(ctx)
 	if r.load(scope, names) {
-		r.notify(scope)
+		r.tenants.Changed(scope)
 	}
 	var b strings.Builder
 	noun := "tools"

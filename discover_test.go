@@ -130,7 +130,7 @@ func TestFindTools(t *testing.T) {
 			if tt.principal != nil {
 				ctx = llmtool.WithPrincipal(ctx, tt.principal)
 			}
-			require.NoError(t, reg.SetWrites(ctx, tt.scope, tt.writes))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, tt.scope, tt.writes))
 			if tt.disable != "" {
 				require.NoError(t, reg.SetEnabled(tt.disable, false))
 			}
@@ -181,7 +181,7 @@ func TestOnDemandNotifies(t *testing.T) {
 	reg := newOnDemand(t, nil)
 	var mu sync.Mutex
 	var heard []string
-	cancel := reg.Subscribe(func(scope string) {
+	cancel := reg.Tenants().Subscribe(func(scope string) {
 		mu.Lock()
 		heard = append(heard, scope)
 		mu.Unlock()
@@ -372,7 +372,7 @@ func TestOnDemandListingDifferential(t *testing.T) {
 			require.NoError(t, reg.SetEnabled(name, !off[name]))
 		case op < 9:
 			writes[scope] = !writes[scope]
-			require.NoError(t, reg.SetWrites(ctx, scope, writes[scope]))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, scope, writes[scope]))
 		default:
 			reg.UnloadTools(scope)
 			loaded[scope] = map[string]bool{}

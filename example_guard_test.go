@@ -74,7 +74,7 @@ func ExampleEntity() {
 	}
 	defer reg.Close()
 	ctx := context.Background()
-	if err := reg.SetWrites(ctx, "", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
 		log.Fatal(err)
 	}
 	for _, args := range []string{
@@ -126,7 +126,7 @@ func ExampleGuards() {
 	}
 	defer reg.Close()
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann", Roles: []string{"editor"}})
-	if err := reg.SetWrites(ctx, "", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: []byte(`{"noteId": "n1", "title": "Diary"}`)}).Text())

@@ -275,7 +275,7 @@ func TestEntityAndToolGuards(t *testing.T) {
 			log := &guardLog{}
 			reg, _ := newReg(t, db, notesModule(log))
 			ctx := context.Background()
-			require.NoError(t, reg.SetWrites(ctx, "", true))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 			if !tc.anon {
 				ctx = alice(ctx)
 			}
@@ -409,7 +409,7 @@ func TestBuiltinGuards(t *testing.T) {
 				"Use an attribute name that does not run code.")))
 	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("attrs", setAttr))
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	call := llmtool.Call{Tool: "set_attr", Args: []byte(`{"name":"RUN"}`)}
 
 	res := reg.Invoke(llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: "bob", Roles: []string{"reader"}}), call)

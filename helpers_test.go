@@ -119,7 +119,7 @@ func newRegistryOpts(t testing.TB, db *sql.DB, opts *llmtool.Options, mods ...*l
 	// Write tools are off in every scope until enabled, the default scope
 	// included; these tests call write tools in the default scope. The
 	// built-in man tool is switched off so listings show the tests' tools only.
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	require.NoError(t, reg.SetEnabled("man", false))
 	return reg
 }

@@ -376,7 +376,7 @@ func TestUnknownToolSuggestsOnlyCallableTools(t *testing.T) {
 	require.Equal(t, `Unknown tool "add_itme". Call one of the tools you were given.`, res.Text())
 	res = reg.Invoke(ctx, llmtool.Call{Tool: "get_itme"})
 	require.Equal(t, `Unknown tool "get_itme". Did you mean "get_item"?`, res.Text())
-	require.NoError(t, reg.SetWrites(ctx, "read-only-scope", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "read-only-scope", true))
 	res = reg.Invoke(ctx, llmtool.Call{Tool: "add_itme"})
 	require.Equal(t, `Unknown tool "add_itme". Did you mean "add_item"?`, res.Text())
 }

@@ -56,11 +56,11 @@ type Options struct {
 
 	// ScopeCacheTTL is how long the registry keeps a scope's settings in
 	// memory before reading them again. Changes made through this
-	// registry (SetWrites, SetScopeTool, ResetScopeTool)
+	// registry (Tenants().SetWrites, SetTool, ResetTool, SetApproval)
 	// take effect at once whatever the TTL; a change made by another
 	// process sharing the database is seen once the cached copy is older
 	// than the TTL, and then reported to subscribers. Zero means
-	// two seconds; NoScopeCache reads the settings on every
+	// two seconds; tenant.NoCache reads the settings on every
 	// listing and call (a primary-key lookup), for several processes or
 	// replicas sharing one database.
 	ScopeCacheTTL time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/toolname"
 	"github.com/llmtool/llmtool/man"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // Call is one tool call, as an adapter received it.
@@ -115,7 +116,8 @@ type Registry struct {
 	validateOutput atomic.Bool
 
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
-	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
+	pol      policy                                // principal, authorizer (policy.go)
+	tenants  *tenant.Settings                      // per-tenant switches, their cache and subscribers (tenant.go)
 	watchers watchers                              // OnResourceChange functions (changes.go)
 	approve  approvals                             // the approval tokens' key and lifetime (approval.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
@@ -142,10 +144,6 @@ type loader struct {
 	err     error
 }
 
-// NoScopeCache, as Options.ScopeCacheTTL, makes the registry read a
-// scope's settings on every listing and call.
-const NoScopeCache time.Duration = -1
-
 // NewRegistry returns a registry whose tools run against db, configured by
 // opts (nil for the defaults), with the given modules registered and the
 // built-in man tool (see Options.ManPages). It refuses (with an error naming both
@@ -169,6 +167,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 	}
 	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
 	r.invoke = r.call
+	r.tenants = r.newTenants(opts)
 	if err := r.setup(opts); err != nil {
 		return nil, err
 	}
@@ -200,7 +199,7 @@ func (r *Registry) Add(m *Module) error {
 	err := r.addLocked(m)
 	r.mu.Unlock()
 	if err == nil {
-		r.notify("")
+		r.tenants.Changed("")
 	}
 	return err
 }
@@ -318,7 +317,7 @@ func (r *Registry) loaderErr() error {
 // List returns the specs of the tools ctx's caller may call, in
 // registration order with the built-in man last, after running pending
 // loaders: tools switched on, allowed in the scope of ctx (write tools only
-// once the scope enabled writes; see SetWrites) and for its principal
+// once the scope enabled writes; see Tenants) and for its principal
 // (Options.RequirePrincipal, Options.Authorize). The specs and their schema
 // JSON are computed once; do not modify them. Filtering by scope uses the
 // cached scope settings (see Options.ScopeCacheTTL) and allocates nothing
@@ -389,7 +388,7 @@ func (r *Registry) SetEnabled(name string, on bool) error {
 	}
 	e.enabled.Store(on)
 	r.specs.Store(nil)
-	r.notify("")
+	r.tenants.Changed("")
 	return nil
 }
 
@@ -405,12 +404,6 @@ func (r *Registry) configure(o *Options) {
 	r.pol.requirePrincipal.Store(o.RequirePrincipal)
 	if len(o.Audit) > 0 {
 		r.setAuditSinks(o.Audit...)
-	}
-	switch {
-	case o.ScopeCacheTTL < 0:
-		r.pol.ttl.Store(0)
-	case o.ScopeCacheTTL > 0:
-		r.pol.ttl.Store(int64(o.ScopeCacheTTL))
 	}
 	if o.WritesOffAction != "" {
 		action := o.WritesOffAction

@@ -276,7 +276,7 @@ func TestResourceChanges(t *testing.T) {
 	t.Parallel()
 	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("notes", getNote, noteResource, aboutResource, retitle, addNote, failing).WithEntities(completingNote))
 	ctx := alice(context.Background())
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	var got []string
 	cancel := reg.OnResourceChange(func(uri string) { got = append(got, uri) })
 

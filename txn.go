@@ -344,16 +344,11 @@ func OpenSQLite(driverName, path string) (*sql.DB, error) {
 
 // Close hands the read connections the registry reserved back to the
 // database's pool, in their normal writable state, and stops watching for
-// other processes' scope changes (see Subscribe). It does not close the
+// other processes' scope changes (see Tenants().Subscribe). It does not close the
 // database, which belongs to the host. Calls made after Close still work,
 // without reserved connections.
 func (r *Registry) Close() error {
-	r.pol.subMu.Lock()
-	if r.pol.stop != nil {
-		close(r.pol.stop)
-		r.pol.stop = nil
-	}
-	r.pol.subMu.Unlock()
+	r.tenants.Close()
 	r.approve.close()
 	r.tx.Close()
 	return nil

@@ -37,7 +37,7 @@ func newRegistry(t testing.TB, tools ...*llmtool.Tool) *llmtool.Registry {
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("asking", tools...))
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	return reg
 }
 

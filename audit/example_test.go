@@ -62,7 +62,7 @@ func ExampleNewTable() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	_ = reg.SetWrites(ctx, "", true)
+	_ = reg.Tenants().SetWrites(ctx, "", true)
 
 	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)})
 	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": ""}`)})

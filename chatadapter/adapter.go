@@ -44,7 +44,7 @@
 // # Approval
 //
 // A write tool that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.SetApproval for the scope) does not commit when the model
+// Registry.Tenants().SetApproval for the scope) does not commit when the model
 // calls it: the registry runs it, records what it would change (a
 // Preview), rolls back and asks. Dispatch then pauses the turn at that
 // call: the reply's Pending carries the call, its friendly name, the

@@ -10,7 +10,7 @@ import (
 )
 
 // Pending is a call of a turn that waits for a person's approval before
-// it commits (llmtool.NeedsApproval, Registry.SetApproval): the registry
+// it commits (llmtool.NeedsApproval, Registry.Tenants().SetApproval): the registry
 // ran it, recorded what it would change, and rolled it back. Show the
 // person FriendlyName and Summary (or the Preview in detail), then resume
 // the turn with their answer: Reply.Resume, or Transcript.Resume in Run.

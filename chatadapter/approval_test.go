@@ -56,7 +56,7 @@ func newApprovalFixture(t testing.TB) (*fixture, *eventLog) {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, shop)
 	require.NoError(t, err)
 	ctx := llmtool.WithPrincipal(llmtool.WithScope(context.Background(), scope), &llmtool.Principal{ID: "ada"})
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	log := &eventLog{}
 	ctx = chatadapter.WithEvents(ctx, log.add)
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}, log

@@ -122,7 +122,7 @@ func onDemandRegistry(t testing.TB, modules, per int) (*llmtool.Registry, contex
 	}, mods...)
 	require.NoError(t, err)
 	ctx := llmtool.WithScope(context.Background(), "ws")
-	require.NoError(t, reg.SetWrites(ctx, "ws", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "ws", true))
 	return reg, ctx
 }
 

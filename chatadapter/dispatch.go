@@ -76,7 +76,7 @@ type Reply struct {
 // parsed at all.
 //
 // A write call that needs a person's approval (llmtool.NeedsApproval,
-// Registry.SetApproval) pauses the turn there: the reply's Pending shows
+// Registry.Tenants().SetApproval) pauses the turn there: the reply's Pending shows
 // what it would change, and Reply.Resume goes on with the person's answer.
 func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Reply, error) {
 	calls, err := ParseCalls(shape, turn)

@@ -266,7 +266,7 @@ func exampleGuestbook() (*chatadapter.Adapter, context.Context, func()) {
 		log.Fatal(err)
 	}
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "host"})
-	if err := reg.SetWrites(ctx, "", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
 		log.Fatal(err)
 	}
 	return chatadapter.New(reg, nil), ctx, func() { db.Close(); os.RemoveAll(dir) }

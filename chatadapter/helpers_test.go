@@ -180,7 +180,7 @@ func newFixture(t testing.TB) *fixture {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, items)
 	require.NoError(t, err)
 	ctx := llmtool.WithScope(context.Background(), scope)
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 

@@ -205,7 +205,7 @@ func TestReportScope(t *testing.T) {
 	require.False(t, c.AllTools)
 	require.Equal(t, []string{"greet", "poem", "man"}, c.Tools)
 
-	require.NoError(t, reg.SetWrites(ctx, "team", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 	c, err = cost.Report(ctx, reg, opts)
 	require.NoError(t, err)
 	require.Equal(t, []string{"greet", "forget", "poem", "man"}, c.Tools)
@@ -238,7 +238,7 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "team", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Scope: "team", Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })

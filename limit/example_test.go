@@ -84,7 +84,7 @@ func exampleRegistry(mw []llmtool.Middleware, tools ...*llmtool.Tool) (*llmtool.
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := reg.SetWrites(context.Background(), "", true); err != nil {
+	if err := reg.Tenants().SetWrites(context.Background(), "", true); err != nil {
 		log.Fatal(err)
 	}
 	return reg, func() { reg.Close(); db.Close(); os.RemoveAll(dir) }

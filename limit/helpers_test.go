@@ -127,7 +127,7 @@ func newFixture(t *testing.T, mw ...llmtool.Middleware) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	t.Cleanup(f.letGo) // before the registry closes, should the test stop early
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	f.reg = reg
 	return f
 }

@@ -330,11 +330,11 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	}
 	h.ctx = ctx
 	if !opts.WritesOff {
-		if err := reg.SetWrites(ctx, scope, true); err != nil {
+		if err := reg.Tenants().SetWrites(ctx, scope, true); err != nil {
 			t.Fatalf("llmtooltest.New: enable writes in scope %q: %v", scope, err)
 			return nil
 		}
-	} else if _, err := reg.WritesEnabled(ctx, scope); err != nil {
+	} else if _, err := reg.Tenants().Writes(ctx, scope); err != nil {
 		// Reading the settings creates the registry's settings table now,
 		// rather than during the first call, where RequireUnchanged would
 		// see it appear.

@@ -96,7 +96,7 @@ func newOAuthServer(t *testing.T, cfg func(*oauth.Config)) *oauthServer {
 	discard := slog.New(slog.DiscardHandler)
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: discard}, scopedTools)
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Authenticator: v, ResourceMetadata: v.MetadataURL(), Logger: discard})
 	t.Cleanup(func() { srv.Close() })
 

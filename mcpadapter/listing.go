@@ -31,7 +31,7 @@ import (
 // before (no Authorizer, no per-tool scope settings, no OAuth scopes: the
 // common case) the lookup is constant-time; otherwise the answer is
 // compared with the cached one tool by tool. The cache is emptied whenever
-// the registry reports a change (Registry.Subscribe).
+// the registry reports a change (Registry.Tenants().Subscribe).
 //
 // A listing also keeps each page's tools encoded to JSON, as mcp-go would
 // encode them. Where the adapter's transports write mcp-go's answers

@@ -116,7 +116,7 @@ func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	}
 	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt, topicPrompt, editDoc).WithEntities(docKind))
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })
 	return &fixture{db: db, reg: reg, srv: srv}

@@ -171,8 +171,8 @@ func TestListingDifferential(t *testing.T) {
 	}
 	reg := newScaleRegistry(t, &llmtool.Options{Authorize: authorize}, tools...)
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "admin", true))
-	require.NoError(t, reg.SetScopeTool(ctx, "narrow", "tool_00004", false))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "admin", true))
+	require.NoError(t, reg.Tenants().SetTool(ctx, "narrow", "tool_00004", false))
 
 	callers := []struct {
 		name      string
@@ -234,14 +234,14 @@ func TestListingDifferential(t *testing.T) {
 				switch round {
 				case 0:
 					require.NoError(t, reg.SetEnabled("tool_00007", false))
-					require.NoError(t, reg.SetWrites(ctx, "", true))
+					require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 				case 1:
 					require.NoError(t, reg.SetEnabled("tool_00007", true))
-					require.NoError(t, reg.SetWrites(ctx, "", false))
-					require.NoError(t, reg.SetScopeTool(ctx, "narrow", "tool_00004", true))
+					require.NoError(t, reg.Tenants().SetWrites(ctx, "", false))
+					require.NoError(t, reg.Tenants().SetTool(ctx, "narrow", "tool_00004", true))
 				}
 			}
-			require.NoError(t, reg.SetScopeTool(ctx, "narrow", "tool_00004", false))
+			require.NoError(t, reg.Tenants().SetTool(ctx, "narrow", "tool_00004", false))
 		}
 	}
 }

@@ -71,7 +71,7 @@
 // # Approval
 //
 // A call that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.SetApproval for the scope) comes back from Registry.Invoke with
+// Registry.Tenants().SetApproval for the scope) comes back from Registry.Invoke with
 // an llmtool.ApprovalRequest: the registry ran it, previewed it and rolled
 // it back. The adapter then asks the client's user, with the machinery
 // above: an elicitation under the key "llmtool-approval" whose message is
@@ -330,7 +330,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	final.AddAfterListTools(s.afterList)
 	s.listHooks = len(final.OnAfterListTools)
 	s.hostFilters = countToolFilters(s.mcp) > 1
-	unsubscribe, unwatch := reg.Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
+	unsubscribe, unwatch := reg.Tenants().Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
 }

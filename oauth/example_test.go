@@ -50,7 +50,7 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := reg.SetWrites(context.Background(), "", true); err != nil {
+	if err := reg.Tenants().SetWrites(context.Background(), "", true); err != nil {
 		log.Fatal(err)
 	}
 	return reg, func() { db.Close(); os.RemoveAll(dir) }

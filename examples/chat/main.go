@@ -32,7 +32,7 @@
 //
 // With -approve, the scope's destructive tools (delete_note,
 // delete_attribute) need the person's approval before they commit
-// (Registry.SetApproval, persistent too). The run then pauses at such a
+// (Registry.Tenants().SetApproval, persistent too). The run then pauses at such a
 // call, and chat shows what it would change and asks on standard error,
 // reading the answer from standard input; anything but y or yes, or the
 // end of the input, denies, and the model reads that nothing was saved:
@@ -182,12 +182,12 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, se
 	}
 	ctx = llmtool.WithScope(ctx, scope)
 	if set.writes {
-		if err := reg.SetWrites(ctx, scope, true); err != nil {
+		if err := reg.Tenants().SetWrites(ctx, scope, true); err != nil {
 			return err
 		}
 	}
 	if set.approve { // tool "": every destructive tool of the scope
-		if err := reg.SetApproval(ctx, scope, "", true); err != nil {
+		if err := reg.Tenants().SetApproval(ctx, scope, "", true); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,7 @@ func ownTables(d Dialect, query string) *Refusal {
 	}
 	if own && change {
 		return &Refusal{Statement: short(query), Reason: "changes a table llmtool keeps for itself (" + ownPrefix + "*)",
-			Instead: "change llmtool's settings through the Registry (SetWrites, SetApproval, ...), never in a tool's SQL."}
+			Instead: "change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...), never in a tool's SQL."}
 	}
 	return nil
 }
