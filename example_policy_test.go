@@ -35,7 +35,7 @@ func ExampleRegistry_Tenants() {
 		log.Fatal(err)
 	}
 	fmt.Println(reg.Invoke(ctx, call).Text())
-	specs, _ := reg.List(ctx)
+	specs, _ := reg.List(ctx, nil)
 	for _, s := range specs {
 		fmt.Println("listed:", s.Name)
 	}

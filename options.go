@@ -137,7 +137,7 @@ type Options struct {
 	// applies to it and to find_tools as to any tool. What a scope loaded
 	// lives in memory until Registry.UnloadTools. Chat adapters can send
 	// providers that search tools themselves every tool with the on-demand
-	// ones marked deferred instead (see Registry.Unloaded). Default: nil,
+	// ones marked deferred instead (see ListOptions.Unloaded). Default: nil,
 	// every tool listed.
 	OnDemand func(tool *Spec) bool
 

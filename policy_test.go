@@ -21,7 +21,7 @@ func inScope(scope string) context.Context {
 
 func listNames(t testing.TB, reg *llmtool.Registry, ctx context.Context) []string {
 	t.Helper()
-	specs, err := reg.List(ctx)
+	specs, err := reg.List(ctx, nil)
 	require.NoError(t, err)
 	return names(specs)
 }
@@ -341,9 +341,9 @@ func TestListAllocatesNothing(t *testing.T) {
 	on, off := inScope("on"), inScope("off")
 	require.NoError(t, reg.Tenants().SetWrites(on, "on", true))
 	for _, ctx := range []context.Context{on, off} {
-		_, err := reg.List(ctx) // warm the caches
+		_, err := reg.List(ctx, nil) // warm the caches
 		require.NoError(t, err)
-		allocs := testing.AllocsPerRun(100, func() { _, _ = reg.List(ctx) })
+		allocs := testing.AllocsPerRun(100, func() { _, _ = reg.List(ctx, nil) })
 		require.Zero(t, allocs)
 	}
 	require.True(t, slices.Equal([]string{"get_item", "man"}, listNames(t, reg, off)))
@@ -365,7 +365,7 @@ func BenchmarkList(b *testing.B) {
 		b.Run("scope="+scope, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := reg.List(sctx); err != nil {
+				if _, err := reg.List(sctx, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -314,59 +314,6 @@ func (r *Registry) loaderErr() error {
 	return errors.Join(errs...)
 }
 
-// List returns the specs of the tools ctx's caller may call, in
-// registration order with the built-in man last, after running pending
-// loaders: tools switched on, allowed in the scope of ctx (write tools only
-// once the scope enabled writes; see Tenants) and for its principal
-// (Options.RequirePrincipal, Options.Authorize). The specs and their schema
-// JSON are computed once; do not modify them. Filtering by scope uses the
-// cached scope settings (see Options.ScopeCacheTTL) and allocates nothing
-// unless per-tool settings or Options.Authorize apply. Tools loaded on
-// demand (Options.OnDemand) are listed only once the scope loaded them
-// with find_tools. A loader's failure is returned along with the tools
-// that did load.
-func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
-	err := r.resolve(ctx)
-	return r.visible(ctx, nil, r.listed(ctx, r.allSpecs())), err
-}
-
-// allSpecs returns the specs of the tools switched on, built-in ones last,
-// computed once per change; on-demand tools are left out (see listed).
-func (r *Registry) allSpecs() *[]*Spec {
-	if p := r.specs.Load(); p != nil {
-		return p
-	}
-	r.mu.RLock()
-	specs := make([]*Spec, 0, len(r.order))
-	for _, builtin := range []bool{false, true} {
-		for _, e := range r.order {
-			if e.enabled.Load() && e.builtin == builtin && e.tool.kind == kindTool && !e.onDemand {
-				specs = append(specs, &e.tool.spec)
-			}
-		}
-	}
-	r.mu.RUnlock()
-	r.specs.Store(&specs)
-	return &specs
-}
-
-// Specs returns the specs of every registered tool, resource and prompt,
-// switched on or off and whatever any scope allows, in registration order,
-// after running pending loaders (Spec.URI marks a resource, Spec.Prompt a
-// prompt). It is for start-up checks (lint, a chat adapter's provider
-// check) that must see tools no scope has enabled yet; listings for a model
-// use List.
-func (r *Registry) Specs(ctx context.Context) ([]*Spec, error) {
-	err := r.resolve(ctx)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	specs := make([]*Spec, 0, len(r.order))
-	for _, e := range r.order {
-		specs = append(specs, &e.tool.spec)
-	}
-	return specs, err
-}
-
 // Tool returns the spec of the named tool, enabled or not, running pending
 // loaders if the name is not known yet.
 func (r *Registry) Tool(ctx context.Context, name string) (*Spec, bool) {

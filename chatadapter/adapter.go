@@ -82,10 +82,10 @@
 //
 // The prompts a module defines (llmtool.Prompt) are for the person, not
 // the model: a host's chat lists those the scope may use with
-// Registry.Prompts, and Prompt renders the one picked into the provider's
-// message shape, to start the conversation with:
+// Registry.List (ListOptions.Prompts), and Prompt renders the one picked
+// into the provider's message shape, to start the conversation with:
 //
-//	prompts, err := a.Registry().Prompts(ctx) // name, friendly name, arguments
+//	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true}) // name, friendly name, arguments
 //	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
 //
 // # Large catalogs
@@ -330,7 +330,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if a.toolSearch && ToolSearchTool(shape) != nil {
 		return a.searchTools(ctx, shape) // deferred.go
 	}
-	specs, listErr := a.reg.List(ctx)
+	specs, listErr := a.reg.List(ctx, nil)
 	a.mu.Lock()
 	for i, c := range a.sets[shape] {
 		if slices.Equal(c.specs, specs) {

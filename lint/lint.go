@@ -24,11 +24,11 @@
 // # What it reads
 //
 // The linter sees the tools as a model and a host see them: every tool's
-// [llmtool.Spec] as [llmtool.Registry.Specs] returns it (switched on or
-// not, whatever any scope allows, after running the registry's loaders),
-// and the input JSON Schema in [llmtool.Spec.InputSchema], from which it
-// reads the parameters, their descriptions, defaults and enums, nested
-// ones too. A tool defined with [llmtool.InputSchema] is linted on the
+// [llmtool.Spec] as [llmtool.Registry.List] returns it with
+// [llmtool.ListOptions].All (switched on or not, whatever any scope
+// allows, after running the registry's loaders), and the input JSON Schema
+// in [llmtool.Spec.InputSchema], from which it reads the parameters, their
+// descriptions, defaults and enums, nested ones too. A tool defined with [llmtool.InputSchema] is linted on the
 // schema it supplied, which is what the model gets.
 //
 // # Rules
@@ -181,7 +181,7 @@ func Check(reg *llmtool.Registry, opts *Options) []Finding {
 			}
 		}
 	}
-	specs, err := reg.Specs(context.Background())
+	specs, err := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	for _, e := range joined(err) {
 		l.loader(e)
 	}

@@ -202,7 +202,7 @@ func (ls *listing) encoded(i, n int) []byte {
 // scope and principal of ctx.
 func (s *Server) listed(ctx context.Context) *listing {
 	ctx = s.callContext(ctx)
-	specs, err := s.reg.List(ctx)
+	specs, err := s.reg.List(ctx, nil)
 	if err != nil {
 		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
 	}

@@ -74,7 +74,7 @@ func newScaleRegistry(tb testing.TB, opts *llmtool.Options, tools ...*llmtool.To
 // page, the tools Registry.List returns for the caller.
 func referenceServer(reg *llmtool.Registry, cfg config) *server.MCPServer {
 	filter := func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-		specs, _ := reg.List(ctx)
+		specs, _ := reg.List(ctx, nil)
 		allowed := make(map[string]bool, len(specs))
 		for _, sp := range specs {
 			allowed[sp.Name] = true
@@ -89,7 +89,7 @@ func referenceServer(reg *llmtool.Registry, cfg config) *server.MCPServer {
 	}
 	m := server.NewMCPServer(cfg.name, cfg.version, server.WithToolCapabilities(false),
 		server.WithToolFilter(filter), server.WithPaginationLimit(cfg.pageSize))
-	specs, _ := reg.Specs(context.Background())
+	specs, _ := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	for _, sp := range specs {
 		if sp.URI == "" && !sp.Prompt {
 			m.AddTool(convertSpec(sp), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })

@@ -271,7 +271,7 @@ func startMessages(ctx context.Context, a *chatadapter.Adapter, start startPromp
 	}
 	msgs, err := a.Prompt(ctx, chatadapter.OpenAIChat, start.name, args)
 	if errors.Is(err, llmtool.ErrUnknownTool) {
-		prompts, _ := a.Registry().Prompts(ctx)
+		prompts, _ := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
 		names := make([]string, len(prompts))
 		for i, p := range prompts {
 			names[i] = p.Name
