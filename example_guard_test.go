@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/guard"
 )
 
 // exampleNotes opens a SQLite file with a notes table: the system note
@@ -118,7 +119,7 @@ func ExampleGuards() {
 			_, err := c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, in.NoteID)
 			return struct{}{}, err
 		},
-		llmtool.Guards(llmtool.RequireRole[RenameIn]("editor"), unique))
+		llmtool.Guards(guard.RequireRole[RenameIn]("editor"), unique))
 
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: exampleLogger()}, llmtool.DefineTools("notes", rename))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/guard"
 )
 
 // The notes fixture: a notes table with a system note (root), a protected
@@ -404,8 +405,8 @@ func TestBuiltinGuards(t *testing.T) {
 	setAttr := llmtool.Write("set_attr", "Set an attribute.",
 		func(c *llmtool.WriteCtx, in attrIn) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Guards(
-			llmtool.RequireRole[attrIn]("editor", "admin"),
-			llmtool.DenyValues("name", func(in attrIn) string { return in.Name }, []string{"run", "runOnInstance"},
+			guard.RequireRole[attrIn]("editor", "admin"),
+			guard.DenyValues("name", func(in attrIn) string { return in.Name }, []string{"run", "runOnInstance"},
 				"Use an attribute name that does not run code.")))
 	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("attrs", setAttr))
 	ctx := context.Background()
