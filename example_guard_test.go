@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/guard"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // exampleNotes opens a SQLite file with a notes table: the system note
@@ -21,7 +22,7 @@ func exampleNotes() (*sql.DB, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "notes.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "notes.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

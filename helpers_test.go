@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/internal/pgtest"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // openDB opens a fresh database with an items table: a SQLite file, or a
@@ -55,7 +56,7 @@ func openAgain(t testing.TB, where string) *sql.DB {
 	if pgtest.FromEnv() {
 		db, err = sql.Open("pgx", where)
 	} else {
-		db, err = llmtool.OpenSQLite("sqlite", where)
+		db, err = sqlite.Open(where)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })

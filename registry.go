@@ -151,9 +151,10 @@ type loader struct {
 // an entity kind no module declares (see Entity); the modules' entity
 // kinds are gathered first, so their order does not matter.
 //
-// The core speaks database/sql only. For SQLite, open db with OpenSQLite or
-// with equivalent settings (WAL, busy timeout, _txlock=immediate); for
-// PostgreSQL, with github.com/jackc/pgx/v5/stdlib. NewRegistry learns the
+// The core speaks database/sql only. For SQLite, open db with sqlite.Open
+// (package github.com/llmtool/llmtool/sqlite) or with equivalent settings
+// (WAL, busy timeout, _txlock=immediate); for PostgreSQL, with
+// github.com/jackc/pgx/v5/stdlib. NewRegistry learns the
 // engine (Options.Engine, or by asking the database) and brings llmtool's
 // own tables (the scope settings) to their current version: an idempotent
 // step, safe to run from several replicas at once.

@@ -16,6 +16,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type GreetIn struct {
@@ -54,7 +55,7 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func exampleGuestbook() (*chatadapter.Adapter, context.Context, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

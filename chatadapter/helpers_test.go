@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The fixture: a shop's items in SQLite, two read tools, one write tool
@@ -164,7 +165,7 @@ type fixture struct {
 // openDB opens a fresh SQLite file.
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "shop.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shop.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db

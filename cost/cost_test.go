@@ -21,6 +21,7 @@ import (
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/cost"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type greetIn struct {
@@ -190,7 +191,7 @@ func TestReportTotals(t *testing.T) {
 // write tools only once the scope enabled them.
 func TestReportScope(t *testing.T) {
 	t.Parallel()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "cost.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "cost.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, quiet(), people, poems)
@@ -231,7 +232,7 @@ func mustRow(t *testing.T, c *cost.Catalog, tool string, s cost.Shape) cost.Row 
 // output schema, a destructive write tool with its annotations.
 func TestMCPDefinitionMatchesListing(t *testing.T) {
 	t.Parallel()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "cost.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "cost.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, quiet(), people, poems, tags)

@@ -26,6 +26,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The scale tests and benchmarks use generated registries: n trivial read
@@ -55,7 +56,7 @@ func scaleTools(n int) []*llmtool.Tool {
 // newScaleRegistry returns a registry of tools on a real SQLite file.
 func newScaleRegistry(tb testing.TB, opts *llmtool.Options, tools ...*llmtool.Tool) *llmtool.Registry {
 	tb.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(tb.TempDir(), "scale.db"))
+	db, err := sqlite.Open(filepath.Join(tb.TempDir(), "scale.db"))
 	require.NoError(tb, err)
 	tb.Cleanup(func() { db.Close() })
 	if opts == nil {

@@ -9,6 +9,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 	"github.com/llmtool/llmtool/tenant"
 )
 
@@ -30,7 +31,7 @@ func TestNoDatabase(t *testing.T) {
 // registry's changes once its cache expires (NoCache: at once).
 func TestSecondHandle(t *testing.T) {
 	ctx := context.Background()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "t.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, nil) // creates the tables
