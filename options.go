@@ -179,7 +179,7 @@ type Options struct {
 	// OutputBudget bounds, in bytes of JSON, the results of the tools
 	// without a budget of their own (llmtool.OutputBudget): a longer
 	// result is cut to fit, or fails when the tool's Out cannot mark a
-	// cut (see Truncated). A consumer's budget (WithOutputBudget) may
+	// cut (see Truncated). A consumer's budget (Call.OutputBudget) may
 	// lower it. Default: 0, no budget.
 	OutputBudget int
 

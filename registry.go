@@ -49,6 +49,12 @@ type Call struct {
 	// tool and arguments returned: the call runs again and commits only if
 	// its preview is the one approved; a denial saves nothing.
 	Approval *Approval
+	// OutputBudget bounds the result to this many bytes of JSON for the
+	// consumer that makes the call, such as a chat whose model has a small
+	// context window: adapters set it from their own OutputBudget option.
+	// It lowers the tool's budget (OutputBudget, Options.OutputBudget),
+	// never raises it; 0 means none.
+	OutputBudget int
 }
 
 // target returns the name and the kind of definition the call is for.
@@ -470,6 +476,9 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 	call, e := req.Call, req.entry
 	if call.Resource != "" {
 		call.Args = req.args
+	}
+	if call.OutputBudget > 0 {
+		ctx = context.WithValue(ctx, budgetKey{}, call.OutputBudget)
 	}
 	t := e.tool
 	err := r.admit(ctx, e) // policy.go

@@ -212,6 +212,7 @@ type Adapter struct {
 	deferred [numShapes][]*deferredSet // Options.ToolSearch's sets (deferred.go), most recent first
 
 	toolSearch bool // Options.ToolSearch
+	budget     int  // Options.OutputBudget
 }
 
 // DefaultMaxParallel is how many read tools of one turn run at once unless
@@ -247,6 +248,14 @@ type Options struct {
 	// Other shapes get find_tools as without it. Default: false, every
 	// shape gets find_tools and only the tools loaded.
 	ToolSearch bool
+
+	// OutputBudget bounds the results the model gets, in bytes of JSON
+	// (about 4 bytes per token), for a model with a small context window:
+	// llmtool.Call.OutputBudget on every call Dispatch runs, so that a
+	// longer result is cut to fit (see llmtool.Truncated). It lowers a
+	// tool's own budget, never raises it. Default: 0, the tools' budgets
+	// only.
+	OutputBudget int
 }
 
 // New returns an Adapter for reg, configured by opts (nil for the
@@ -262,6 +271,7 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 		}
 		a.msgs = opts.Messages
 		a.toolSearch = opts.ToolSearch
+		a.budget = max(opts.OutputBudget, 0)
 	}
 	return a
 }

@@ -175,7 +175,7 @@ func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool
 		ctx = callinfo.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
 	start := time.Now()
-	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer})
+	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: a.budget})
 	d := time.Since(start)
 	if obs != nil {
 		ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err

@@ -564,10 +564,7 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		// A retry that answers the approval question commits, or is denied,
 		// at once (approval.go).
 		approval := p.round.approvalAnswer()
-		if s.cfg.budget > 0 {
-			ctx = llmtool.WithOutputBudget(ctx, s.cfg.budget)
-		}
-		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: approval})
+		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: approval, OutputBudget: s.cfg.budget})
 		notes.awaitEvents(ctx)
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
 			return s.inputRequired(ctx, name, args, p.round)
