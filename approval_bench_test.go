@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 )
 
 // BenchmarkApprovalRatio compares a write that needs approval, the whole
@@ -35,11 +36,11 @@ func BenchmarkApprovalRatio(b *testing.B) {
 		},
 		func() { // approval: request, then approve and commit
 			req := reg.Invoke(approveCtx, call)
-			if req.Approval == nil || !errors.Is(req.Err, llmtool.ErrApprovalRequired) {
+			if req.Approval == nil || !errors.Is(req.Err, approval.ErrRequired) {
 				b.Fatal("no approval request: " + req.Text())
 			}
 			ok := call
-			ok.Approval = &llmtool.Approval{Token: req.Approval.Token, Approved: true}
+			ok.Approval = &approval.Answer{Token: req.Approval.Token, Approved: true}
 			if res := reg.Invoke(approveCtx, ok); res.IsError {
 				b.Fatal(res.Text())
 			}

@@ -71,9 +71,9 @@
 //
 // A write tool marked [NeedsApproval] (or required to by a scope,
 // Tenants().SetApproval) does not commit on its first call: it runs, the
-// registry records a [Preview] of the change (its result, rows per table,
-// the tool's [WriteCtx.Describe] line), rolls back, and the Result carries
-// an [ApprovalRequest]. No transaction or lock is held while a person
+// registry records an approval.Preview of the change (its result, rows per
+// table, the tool's [WriteCtx.Describe] line), rolls back, and the Result
+// carries an approval.Request (package approval has the data). No transaction or lock is held while a person
 // decides. The same call with [Call].Approval runs again and commits only
 // if its preview is the one approved; tokens are signed, single-use,
 // expiring and bound to the principal, scope, tool and arguments.

@@ -15,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
@@ -45,10 +46,10 @@ type Call struct {
 	// JSON {"dryRun": true, "result": ..., "changes": [...]}). Nothing is
 	// saved, whatever the tool.
 	DryRun bool
-	// Approval answers the ApprovalRequest an earlier call with the same
+	// Approval answers the approval.Request an earlier call with the same
 	// tool and arguments returned: the call runs again and commits only if
 	// its preview is the one approved; a denial saves nothing.
-	Approval *Approval
+	Approval *approval.Answer
 	// OutputBudget bounds the result to this many bytes of JSON for the
 	// consumer that makes the call, such as a chat whose model has a small
 	// context window: adapters set it from their own OutputBudget option.
@@ -87,12 +88,12 @@ type Result struct {
 	Messages []Message
 	// Preview is what a dry run (Call.DryRun) or a call needing approval
 	// would change; nil otherwise.
-	Preview *Preview
+	Preview *approval.Preview
 	// Approval asks a person to approve the change Preview shows, when the
 	// call needs approval (first, or again because the data changed since
-	// the approval): the call failed with ErrApprovalRequired and nothing
+	// the approval): the call failed with approval.ErrRequired and nothing
 	// was saved. Send Approval.Token back in Call.Approval.
-	Approval *ApprovalRequest
+	Approval *approval.Request
 
 	msg string // the rendered error message
 }
@@ -517,9 +518,9 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		}
 	}
 	if err != nil {
-		approval, pv := res.Approval, res.Preview
+		asked, pv := res.Approval, res.Preview
 		res = r.failure(t.spec.Name, err)
-		res.Approval, res.Preview = approval, pv
+		res.Approval, res.Preview = asked, pv
 	}
 	return res
 }

@@ -66,6 +66,7 @@ import (
 	"syscall"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/examples/notes"
 )
@@ -195,7 +196,7 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, se
 	ctx = chatadapter.WithLocale(ctx, locale)
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 		// A call that needs approval is asked about next (askApproval).
-		if e.Kind == chatadapter.CallFinished && !errors.Is(e.Err, llmtool.ErrApprovalRequired) {
+		if e.Kind == chatadapter.CallFinished && !errors.Is(e.Err, approval.ErrRequired) {
 			fmt.Fprintln(stderr, e)
 		}
 	})
