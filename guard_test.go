@@ -15,6 +15,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/guard"
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // The notes fixture: a notes table with a system note (root), a protected
@@ -305,9 +306,9 @@ func TestEntityRegistration(t *testing.T) {
 
 	_, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool))
 	require.EqualError(t, err, `llmtool: module "notes": tool "get_note": field noteId references entity kind "note", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag)`)
-	var re *llmtool.RefError
+	var re *schema.RefError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, llmtool.RefError{Module: "notes", Tool: "get_note", Field: "noteId", Kind: "note"}, *re)
+	require.Equal(t, schema.RefError{Module: "notes", Tool: "get_note", Field: "noteId", Kind: "note"}, *re)
 
 	// A kind may come from another module, in any order.
 	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool), llmtool.DefineTools("kinds").WithEntities(noteKind))

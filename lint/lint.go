@@ -83,6 +83,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmtool/llmtool"
+	ischema "github.com/llmtool/llmtool/internal/schema" // RefError; this package has a schema type of its own
 	"github.com/llmtool/llmtool/internal/toolname"
 )
 
@@ -222,7 +223,7 @@ func joined(err error) []error {
 // loader reports a loader's failure: a module it returned that references
 // an undeclared entity kind (which the registry refused), or any other.
 func (l *linter) loader(err error) {
-	var re *llmtool.RefError
+	var re *ischema.RefError
 	if !errors.As(err, &re) {
 		l.add("", RuleLoader, "%v; fix the loader so its module registers", err)
 		return
