@@ -250,7 +250,7 @@ func TestPolicyCacheAcrossProcesses(t *testing.T) {
 	require.True(t, fresh.Invoke(ctx, call).IsError)
 	require.True(t, pinned.Invoke(ctx, call).IsError)
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "s", true))
-	require.False(t, fresh.Invoke(ctx, call).IsError, "NoScopeCache reads the table every time")
+	require.False(t, fresh.Invoke(ctx, call).IsError, "tenant.NoCache reads the table every time")
 	require.True(t, pinned.Invoke(ctx, call).IsError, "a long TTL keeps its copy")
 	on, err := pinned.Tenants().Writes(ctx, "s")
 	require.NoError(t, err)
