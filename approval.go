@@ -10,103 +10,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
-// Approval that spans the transaction. A write tool that needs approval
-// (NeedsApproval, or SetApproval for a scope) does not commit on its first
-// call: the registry runs it in its transaction, records a Preview of what
-// it changed, rolls back and answers with an ApprovalRequest. The person
-// decides with no transaction open and no lock held; the call then runs
-// again with Call.Approval and commits only if its preview is the one the
-// person approved. A dry run (Call.DryRun) gives the same preview for any
-// write tool, and always rolls back.
+// Approval that spans the transaction: the flow (package approval has its
+// data and describes it). A write tool that needs approval (NeedsApproval,
+// or Tenants().SetApproval for a scope) does not commit on its first call:
+// the registry runs it in its transaction, records an approval.Preview of
+// what it changed, rolls back and answers with an approval.Request. The
+// person decides with no transaction open and no lock held; the call then
+// runs again with Call.Approval and commits only if its preview is the one
+// the person approved. A dry run (Call.DryRun) gives the same preview for
+// any write tool, and always rolls back.
 
 // NeedsApproval marks a write tool whose calls a person approves before
 // they commit; see Call.Approval. A scope can require approval of more
-// tools with Registry.SetApproval. NeedsApproval on a Read tool panics.
+// tools with Registry.Tenants().SetApproval. NeedsApproval on a Read tool panics.
 func NeedsApproval() Option { return func(c *toolConfig) { c.spec.NeedsApproval = true } }
 
-// Preview is what a write call would change: its result, the rows it
-// inserted, updated and deleted per table (as its statements reported
-// them: the tables the statements name, not rows changed by triggers or
-// cascades), and the one line the tool wrote about it (WriteCtx.Describe).
-type Preview struct {
-	Result  json.RawMessage `json:"result"`
-	Changes []TableChange   `json:"changes"`
-	Summary string          `json:"summary,omitempty"`
-}
-
-// TableChange counts the rows a write changed in one table.
-type TableChange struct {
-	Table    string `json:"table"`
-	Inserted int64  `json:"inserted"`
-	Updated  int64  `json:"updated"`
-	Deleted  int64  `json:"deleted"`
-}
-
-// String describes the preview in one line for a person: the tool's
-// summary if it wrote one, then the rows changed per table.
-func (p *Preview) String() string {
-	var parts []string
-	for _, c := range p.Changes {
-		var n []string
-		for _, x := range []struct {
-			n    int64
-			verb string
-		}{{c.Inserted, "inserted"}, {c.Updated, "updated"}, {c.Deleted, "deleted"}} {
-			if x.n > 0 {
-				n = append(n, fmt.Sprintf("%d %s", x.n, x.verb))
-			}
-		}
-		if len(n) > 0 {
-			parts = append(parts, c.Table+": "+strings.Join(n, ", "))
-		}
-	}
-	changes := "no rows changed"
-	if len(parts) > 0 {
-		changes = strings.Join(parts, "; ")
-	}
-	if p.Summary != "" {
-		return p.Summary + " (" + changes + ")"
-	}
-	return changes
-}
-
-// ApprovalRequest asks a person to approve the change a call previewed.
-// Show the Preview; send the Token back in Call.Approval with the
-// person's answer, before Expires.
-type ApprovalRequest struct {
-	Preview Preview
-	Token   string
-	Expires time.Time
-}
-
-// Approval is a person's answer to an ApprovalRequest, sent with the same
-// call (tool and arguments) in Call.Approval by the same principal in the
-// same scope. The token is single-use.
-type Approval struct {
-	Token    string
-	Approved bool // false: the person denied the change
-}
-
-// ErrApprovalRequired is wrapped by the result of a call that needs a
-// person's approval first, or again because the data changed since the
-// preview was approved: nothing was saved, and Result.Approval asks.
-var ErrApprovalRequired = errors.New("llmtool: approval required")
-
-// ErrApprovalRefused is wrapped by the result of a call whose approval was
-// denied, or whose token is expired, used, forged or for another call,
-// principal or scope: nothing was saved.
-var ErrApprovalRefused = errors.New("llmtool: approval refused")
-
 // Describe sets the one-line description of the call's change that a
-// person approving it reads (Preview.Summary), such as
+// person approving it reads (approval.Preview.Summary), such as
 // `Delete note "Plans" and its 3 child notes.`
 func (c *WriteCtx) Describe(format string, args ...any) {
 	if c.call.done.Load() {
@@ -146,9 +74,9 @@ type previewState struct {
 	sum   string // the digest of preview, once built
 
 	mu      sync.Mutex
-	changes map[string]*TableChange
+	changes map[string]*approval.TableChange
 	order   []string
-	preview *Preview // built at the end of the run
+	preview *approval.Preview // built at the end of the run
 }
 
 // record counts a statement's changed rows.
@@ -160,11 +88,11 @@ func (p *previewState) record(d sqlcheck.Dialect, query string, rows int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.changes == nil {
-		p.changes = make(map[string]*TableChange)
+		p.changes = make(map[string]*approval.TableChange)
 	}
 	c := p.changes[table]
 	if c == nil {
-		c = &TableChange{Table: table}
+		c = &approval.TableChange{Table: table}
 		p.changes[table] = c
 		p.order = append(p.order, table)
 	}
@@ -180,10 +108,10 @@ func (p *previewState) record(d sqlcheck.Dialect, query string, rows int64) {
 
 // build returns the run's preview: out, the changes in the order the
 // tables were first changed, summary.
-func (p *previewState) build(out []byte, summary string) *Preview {
+func (p *previewState) build(out []byte, summary string) *approval.Preview {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pv := &Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]TableChange, 0, len(p.order)), Summary: summary}
+	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(p.order)), Summary: summary}
 	for _, t := range p.order {
 		pv.Changes = append(pv.Changes, *p.changes[t])
 	}
@@ -197,8 +125,8 @@ func (p *previewState) reset() {
 	p.mu.Unlock()
 }
 
-// digest is the preview's fingerprint: what an approval approves.
-func (pv *Preview) digest() string {
+// previewDigest is the preview's fingerprint: what an approval approves.
+func previewDigest(pv *approval.Preview) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(b []byte) {
@@ -220,48 +148,34 @@ func (pv *Preview) digest() string {
 }
 
 // needsApproval reports whether a call of t in ctx's scope needs approval:
-// the tool says so, or the scope's settings do (SetApproval).
+// the tool says so, or the scope's settings do (tenant.Settings.SetApproval).
 func (r *Registry) needsApproval(ctx context.Context, t *Tool) bool {
 	if t.spec.ReadOnly {
 		return false
 	}
-	st := r.scopeSettings(ctx, nil, ScopeFrom(ctx))
-	if on, ok := st.approvals[t.spec.Name]; ok {
+	st := r.tenants.Get(ctx, nil, ScopeFrom(ctx))
+	if on, ok := st.Approval[t.spec.Name]; ok {
 		return on
 	}
 	if t.spec.NeedsApproval {
 		return true
 	}
-	return t.spec.Destructive && st.approveDestructive
+	return t.spec.Destructive && st.Approval[""]
 }
-
-// SetApproval requires (on) or stops requiring a person's approval in
-// scope, persistently: for the named tool, or with tool "" for every
-// Destructive tool of the scope. A tool's own setting wins over the
-// scope's rule for destructive tools, which wins over NeedsApproval. The
-// settings live beside the scope's other settings (ScopeSettings lists
-// them with Approval set).
-func (r *Registry) SetApproval(ctx context.Context, scope, tool string, on bool) error {
-	return r.setScope(ctx, scope, approvalKey+tool, &on)
-}
-
-// approvalKey prefixes the tool column of an approval setting; tool names
-// cannot contain ':', so the two kinds never meet.
-const approvalKey = "approval:"
 
 // approvalOutcome is the call's approval step, for the audit record.
 func approvalOutcome(mode previewMode, err error) string {
 	switch {
 	case mode == previewDryRun:
 		return "dry_run"
-	case errors.Is(err, ErrApprovalRefused):
+	case errors.Is(err, approval.ErrRefused):
 		if errors.Is(err, errDenied) {
 			return "denied"
 		}
 		return "refused"
-	case mode == previewRequest && errors.Is(err, ErrApprovalRequired):
+	case mode == previewRequest && errors.Is(err, approval.ErrRequired):
 		return "requested"
-	case mode == previewApprove && errors.Is(err, ErrApprovalRequired):
+	case mode == previewApprove && errors.Is(err, approval.ErrRequired):
 		return "changed"
 	case mode == previewApprove && err == nil:
 		return "approved"
@@ -270,6 +184,8 @@ func approvalOutcome(mode previewMode, err error) string {
 }
 
 var errDenied = errors.New("denied by the user")
+
+var errNoDB = errors.New("llmtool: the registry has no database")
 
 // prepareApproval sets up the call's preview state from the call and the
 // policy, or returns the refusal of a bad or denied approval.
@@ -293,7 +209,7 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 				return nil, err
 			}
 			return nil, &Error{Kind: KindDenied, Message: "The user denied this change. Nothing was saved.",
-				NextAction: "Ask the user what to do instead.", err: fmt.Errorf("%w: %w", ErrApprovalRefused, errDenied)}
+				NextAction: "Ask the user what to do instead.", err: fmt.Errorf("%w: %w", approval.ErrRefused, errDenied)}
 		}
 		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce, exp: c.Expires}, nil
 	case call.DryRun:
@@ -332,7 +248,7 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byt
 	if p.mode == previewDryRun {
 		return false, nil
 	}
-	p.sum = pv.digest()
+	p.sum = previewDigest(pv)
 	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
 	}
@@ -371,7 +287,7 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 		res.Preview = pv
 		b, err := json.Marshal(struct {
 			DryRun bool `json:"dryRun"`
-			*Preview
+			*approval.Preview
 		}{true, pv})
 		res.JSON = b
 		return err
@@ -385,12 +301,12 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 	}
 	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum)
 	res.Preview = pv
-	res.Approval = &ApprovalRequest{Preview: *pv, Token: token, Expires: exp}
+	res.Approval = &approval.Request{Preview: *pv, Token: token, Expires: exp}
 	msg := "This change needs the user's approval: " + pv.String() + "."
 	if p.mode == previewApprove {
 		msg = "The data changed since the user approved this change, so nothing was saved. The change is now: " + pv.String() + "."
 	}
-	return &Error{Kind: KindDenied, Message: msg, NextAction: "Nothing was saved yet; ask the user to approve it.", err: ErrApprovalRequired}
+	return &Error{Kind: KindDenied, Message: msg, NextAction: "Nothing was saved yet; ask the user to approve it.", err: approval.ErrRequired}
 }
 
 func previewModeOf(p *previewState) previewMode {

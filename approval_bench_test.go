@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 )
 
 // BenchmarkApprovalRatio compares a write that needs approval, the whole
@@ -25,7 +26,7 @@ func BenchmarkApprovalRatio(b *testing.B) {
 	plainCtx := context.Background()
 	approveCtx := llmtool.WithScope(context.Background(), "approve")
 	enableWrites(b, reg, approveCtx)
-	require.NoError(b, reg.SetApproval(context.Background(), "approve", "add_item", true))
+	require.NoError(b, reg.Tenants().SetApproval(context.Background(), "approve", "add_item", true))
 	call := llmtool.Call{Tool: "add_item", Args: insertArgs}
 	paths := []func(){
 		func() { // plain
@@ -35,11 +36,11 @@ func BenchmarkApprovalRatio(b *testing.B) {
 		},
 		func() { // approval: request, then approve and commit
 			req := reg.Invoke(approveCtx, call)
-			if req.Approval == nil || !errors.Is(req.Err, llmtool.ErrApprovalRequired) {
+			if req.Approval == nil || !errors.Is(req.Err, approval.ErrRequired) {
 				b.Fatal("no approval request: " + req.Text())
 			}
 			ok := call
-			ok.Approval = &llmtool.Approval{Token: req.Approval.Token, Approved: true}
+			ok.Approval = &approval.Answer{Token: req.Approval.Token, Approved: true}
 			if res := reg.Invoke(approveCtx, ok); res.IsError {
 				b.Fatal(res.Text())
 			}

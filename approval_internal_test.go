@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool/approval"
 )
 
 func TestApprovalExpiry(t *testing.T) {
@@ -15,8 +17,8 @@ func TestApprovalExpiry(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	a.now = func() time.Time { return now }
 	ctx := WithPrincipal(context.Background(), &Principal{ID: "alice"})
-	pv := &Preview{Result: []byte(`{}`)}
-	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), pv.digest())
+	pv := &approval.Preview{Result: []byte(`{}`)}
+	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), previewDigest(pv))
 	require.Equal(t, now.Add(time.Minute), exp)
 
 	now = now.Add(59 * time.Second)
@@ -26,12 +28,12 @@ func TestApprovalExpiry(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	_, err = a.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), tok)
 	require.EqualError(t, err, "The approval expired at 2026-12-01T12:01:00Z. Nothing was saved. Call the tool again to get a new preview for the user to approve.")
-	require.ErrorIs(t, err, ErrApprovalRefused)
+	require.ErrorIs(t, err, approval.ErrRefused)
 
 	var b approvals
 	b.init(nil) // another process, another random key
 	_, err = b.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), tok)
-	require.ErrorIs(t, err, ErrApprovalRefused)
+	require.ErrorIs(t, err, approval.ErrRefused)
 
 	var c approvals
 	c.init(&Options{ApprovalKey: a.key}) // replicas sharing the key

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 )
 
 // TestApprovalKeyLength: an Options.ApprovalKey too short to resist a
@@ -43,11 +44,11 @@ func TestApprovalKeyLength(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { reg.Close() })
 			ctx := alice(context.Background())
-			require.NoError(t, reg.SetWrites(ctx, "", true))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 			call := llmtool.Call{Tool: "delete_note", Args: []byte(deleteN1)}
 			req := reg.Invoke(ctx, call)
-			require.ErrorIs(t, req.Err, llmtool.ErrApprovalRequired)
-			call.Approval = &llmtool.Approval{Token: req.Approval.Token, Approved: true}
+			require.ErrorIs(t, req.Err, approval.ErrRequired)
+			call.Approval = &approval.Answer{Token: req.Approval.Token, Approved: true}
 			ok := reg.Invoke(ctx, call)
 			require.False(t, ok.IsError, ok.Text())
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
 )
 
@@ -72,7 +73,7 @@ func newApprovalFixture(t *testing.T) *approvalFixture {
 		f.audit = append(f.audit, r.Tool+" "+r.Outcome+" "+r.Approval)
 		f.mu.Unlock()
 	})}}, llmtool.DefineTools("notes", getNote, deleteNote, renameNote, purgeNote).WithEntities(noteKind))
-	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 	return f
 }
 
@@ -89,11 +90,11 @@ const deleteN1 = `{"noteId":"n1"}`
 func TestApproval(t *testing.T) {
 	t.Parallel()
 	ctx := alice(context.Background())
-	call := func(f *approvalFixture, args string, a *llmtool.Approval) llmtool.Result {
+	call := func(f *approvalFixture, args string, a *approval.Answer) llmtool.Result {
 		return f.reg.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(args), Approval: a})
 	}
-	wantPreview := llmtool.Preview{Result: json.RawMessage(`{"deleted":"n1","title":"Shopping"}`),
-		Changes: []llmtool.TableChange{{Table: "notes", Deleted: 3}}, Summary: `Delete note "Shopping" and its 2 child notes.`}
+	wantPreview := approval.Preview{Result: json.RawMessage(`{"deleted":"n1","title":"Shopping"}`),
+		Changes: []approval.TableChange{{Table: "notes", Deleted: 3}}, Summary: `Delete note "Shopping" and its 2 child notes.`}
 
 	t.Run("request, then approve and commit", func(t *testing.T) {
 		t.Parallel()
@@ -101,20 +102,20 @@ func TestApproval(t *testing.T) {
 		before := noteTitles(t, f.db)
 		res := call(f, deleteN1, nil)
 		require.True(t, res.IsError)
-		require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired)
+		require.ErrorIs(t, res.Err, approval.ErrRequired)
 		require.Equal(t, `This change needs the user's approval: Delete note "Shopping" and its 2 child notes. (notes: 3 deleted). Nothing was saved yet; ask the user to approve it.`, res.Text())
 		require.NotNil(t, res.Approval)
 		require.Equal(t, wantPreview, res.Approval.Preview)
 		require.Equal(t, before, noteTitles(t, f.db), "a request saves nothing")
 
-		ok := call(f, deleteN1, &llmtool.Approval{Token: res.Approval.Token, Approved: true})
+		ok := call(f, deleteN1, &approval.Answer{Token: res.Approval.Token, Approved: true})
 		require.False(t, ok.IsError, ok.Text())
 		require.JSONEq(t, `{"deleted":"n1","title":"Shopping"}`, string(ok.JSON))
 		require.NotContains(t, string(ok.JSON), `"error"`)
 		require.Equal(t, []string{"n2: Diary", "n3: Plans", "root: Root"}, noteTitles(t, f.db))
 		require.Equal(t, []string{"delete_note denied requested", "delete_note ok approved"}, f.audits())
 
-		again := call(f, deleteN1, &llmtool.Approval{Token: res.Approval.Token, Approved: true})
+		again := call(f, deleteN1, &approval.Answer{Token: res.Approval.Token, Approved: true})
 		require.Equal(t, `Note "n1" (noteId) does not exist. Call search_notes to find the note's ID.`, again.Text(), "the guards run first")
 	})
 
@@ -125,11 +126,11 @@ func TestApproval(t *testing.T) {
 		require.False(t, res.IsError)
 		req := call(f, `{"noteId":"c1"}`, nil)
 		tok := req.Approval.Token
-		require.False(t, call(f, `{"noteId":"c1"}`, &llmtool.Approval{Token: tok, Approved: true}).IsError)
+		require.False(t, call(f, `{"noteId":"c1"}`, &approval.Answer{Token: tok, Approved: true}).IsError)
 		_, err := f.db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c1', 'Milk', 'alice', 'n1')`)
 		require.NoError(t, err)
-		replay := call(f, `{"noteId":"c1"}`, &llmtool.Approval{Token: tok, Approved: true})
-		require.ErrorIs(t, replay.Err, llmtool.ErrApprovalRefused)
+		replay := call(f, `{"noteId":"c1"}`, &approval.Answer{Token: tok, Approved: true})
+		require.ErrorIs(t, replay.Err, approval.ErrRefused)
 		require.Equal(t, `This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, replay.Text())
 		require.Contains(t, noteTitles(t, f.db), "c1: Milk", "the replay saved nothing")
 	})
@@ -139,10 +140,10 @@ func TestApproval(t *testing.T) {
 		f := newApprovalFixture(t)
 		before := noteTitles(t, f.db)
 		req := call(f, deleteN1, nil)
-		no := call(f, deleteN1, &llmtool.Approval{Token: req.Approval.Token, Approved: false})
-		require.ErrorIs(t, no.Err, llmtool.ErrApprovalRefused)
+		no := call(f, deleteN1, &approval.Answer{Token: req.Approval.Token, Approved: false})
+		require.ErrorIs(t, no.Err, approval.ErrRefused)
 		require.Equal(t, `The user denied this change. Nothing was saved. Ask the user what to do instead.`, no.Text())
-		yes := call(f, deleteN1, &llmtool.Approval{Token: req.Approval.Token, Approved: true})
+		yes := call(f, deleteN1, &approval.Answer{Token: req.Approval.Token, Approved: true})
 		require.Equal(t, `This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, yes.Text(), "a denied token cannot approve later")
 		require.Equal(t, before, noteTitles(t, f.db))
 		require.Equal(t, []string{"delete_note denied requested", "delete_note denied denied", "delete_note denied refused"}, f.audits())
@@ -155,12 +156,12 @@ func TestApproval(t *testing.T) {
 		_, err := f.db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c3', 'Bread', 'alice', 'n1')`)
 		require.NoError(t, err)
 		before := noteTitles(t, f.db)
-		res := call(f, deleteN1, &llmtool.Approval{Token: req.Approval.Token, Approved: true})
-		require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired)
+		res := call(f, deleteN1, &approval.Answer{Token: req.Approval.Token, Approved: true})
+		require.ErrorIs(t, res.Err, approval.ErrRequired)
 		require.Equal(t, `The data changed since the user approved this change, so nothing was saved. The change is now: Delete note "Shopping" and its 3 child notes. (notes: 4 deleted). Nothing was saved yet; ask the user to approve it.`, res.Text())
 		require.Equal(t, before, noteTitles(t, f.db))
 		require.NotEqual(t, req.Approval.Token, res.Approval.Token)
-		require.False(t, call(f, deleteN1, &llmtool.Approval{Token: res.Approval.Token, Approved: true}).IsError, "the new preview can be approved")
+		require.False(t, call(f, deleteN1, &approval.Answer{Token: res.Approval.Token, Approved: true}).IsError, "the new preview can be approved")
 		require.Equal(t, []string{"delete_note denied requested", "delete_note denied changed", "delete_note ok approved"}, f.audits())
 	})
 
@@ -186,15 +187,15 @@ func TestApproval(t *testing.T) {
 			{"other principal, same call", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice2"}), "delete_note", deleteN1, tok, "The approval was given to another user."},
 			{"other scope", llmtool.WithScope(ctx, "team"), "delete_note", deleteN1, tok, "The approval was given in another scope."},
 		}
-		require.NoError(t, f.reg.SetWrites(context.Background(), "team", true))
+		require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "team", true))
 		before := noteTitles(t, f.db)
 		for _, tt := range tests {
-			res := f.reg.Invoke(tt.ctx, llmtool.Call{Tool: tt.tool, Args: []byte(tt.args), Approval: &llmtool.Approval{Token: tt.tok, Approved: true}})
-			require.ErrorIs(t, res.Err, llmtool.ErrApprovalRefused, tt.name+": "+res.Text())
+			res := f.reg.Invoke(tt.ctx, llmtool.Call{Tool: tt.tool, Args: []byte(tt.args), Approval: &approval.Answer{Token: tt.tok, Approved: true}})
+			require.ErrorIs(t, res.Err, approval.ErrRefused, tt.name+": "+res.Text())
 			require.Equal(t, tt.want+" Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text(), tt.name)
 		}
 		require.Equal(t, before, noteTitles(t, f.db))
-		require.False(t, call(f, deleteN1, &llmtool.Approval{Token: tok, Approved: true}).IsError, "the refusals did not use the token")
+		require.False(t, call(f, deleteN1, &approval.Answer{Token: tok, Approved: true}).IsError, "the refusals did not use the token")
 	})
 }
 
@@ -206,7 +207,7 @@ func TestDryRun(t *testing.T) {
 	res := f.reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: []byte(`{"noteId":"n1","title":"Groceries"}`), DryRun: true})
 	require.False(t, res.IsError, res.Text())
 	require.JSONEq(t, `{"dryRun":true,"result":{"id":"n1","title":"Groceries"},"changes":[{"table":"notes","inserted":0,"updated":1,"deleted":0}]}`, string(res.JSON))
-	require.Equal(t, &llmtool.Preview{Result: json.RawMessage(`{"id":"n1","title":"Groceries"}`), Changes: []llmtool.TableChange{{Table: "notes", Updated: 1}}}, res.Preview)
+	require.Equal(t, &approval.Preview{Result: json.RawMessage(`{"id":"n1","title":"Groceries"}`), Changes: []approval.TableChange{{Table: "notes", Updated: 1}}}, res.Preview)
 	require.Nil(t, res.Approval)
 	require.Equal(t, before, noteTitles(t, f.db))
 
@@ -219,7 +220,7 @@ func TestDryRun(t *testing.T) {
 	require.Equal(t, []string{"rename_note ok dry_run", "delete_note ok dry_run"}, f.audits())
 
 	// Read tools have nothing to approve.
-	res = f.reg.Invoke(ctx, llmtool.Call{Tool: "get_note", Args: []byte(`{"noteId":"n1"}`), Approval: &llmtool.Approval{Token: "x", Approved: true}})
+	res = f.reg.Invoke(ctx, llmtool.Call{Tool: "get_note", Args: []byte(`{"noteId":"n1"}`), Approval: &approval.Answer{Token: "x", Approved: true}})
 	require.Equal(t, "Tool get_note reads only, so there is nothing to approve. Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text())
 }
 
@@ -232,15 +233,15 @@ func TestSetApproval(t *testing.T) {
 		return res.Approval != nil
 	}
 	require.False(t, needs("purge_note", `{"noteId":"c1"}`), "destructive, but the scope asks for nothing yet")
-	require.NoError(t, f.reg.SetApproval(context.Background(), "", "", true))
+	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "", true))
 	require.True(t, needs("purge_note", `{"noteId":"c2"}`), "the scope's rule for destructive tools")
 	require.False(t, needs("rename_note", `{"noteId":"n1","title":"A"}`), "not destructive")
-	require.NoError(t, f.reg.SetApproval(context.Background(), "", "rename_note", true))
+	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "rename_note", true))
 	require.True(t, needs("rename_note", `{"noteId":"n1","title":"B"}`))
-	require.NoError(t, f.reg.SetApproval(context.Background(), "", "delete_note", false))
+	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "delete_note", false))
 	require.False(t, needs("delete_note", `{"noteId":"n3"}`), "the tool's setting wins over NeedsApproval")
 
-	settings, err := f.reg.ScopeSettings(context.Background())
+	settings, err := f.reg.Tenants().List(context.Background())
 	require.NoError(t, err)
 	var got []string
 	for _, s := range settings {
@@ -264,7 +265,7 @@ func TestDryRunBytes(t *testing.T) {
 	require.NoError(t, err)
 	reg, _ := newRegOpts(t, db, nil, llmtool.DefineTools("notes", deleteNote, renameNote).WithEntities(noteKind))
 	ctx := alice(context.Background())
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	files := func() [][]byte {
 		_, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 		require.NoError(t, err)
@@ -306,27 +307,27 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 	b, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ApprovalKey: key}, mod())
 	other, _ := newRegOpts(t, openAgain(t, where), nil, mod())
 	ctx := alice(context.Background())
-	require.NoError(t, a.SetWrites(ctx, "", true))
-	call := func(r *llmtool.Registry, args string, ap *llmtool.Approval) llmtool.Result {
+	require.NoError(t, a.Tenants().SetWrites(ctx, "", true))
+	call := func(r *llmtool.Registry, args string, ap *approval.Answer) llmtool.Result {
 		return r.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(args), Approval: ap})
 	}
 
 	req := call(a, `{"noteId":"c1"}`, nil)
 	require.NotNil(t, req.Approval)
 	require.Equal(t, "The approval token is not one this server issued for this change. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
-		call(other, `{"noteId":"c1"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true}).Text())
-	ok := call(b, `{"noteId":"c1"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true})
+		call(other, `{"noteId":"c1"}`, &approval.Answer{Token: req.Approval.Token, Approved: true}).Text())
+	ok := call(b, `{"noteId":"c1"}`, &approval.Answer{Token: req.Approval.Token, Approved: true})
 	require.False(t, ok.IsError, ok.Text())
 	_, err = db.Exec(`INSERT INTO notes (id, title, owner, parent) VALUES ('c1', 'Milk', 'alice', 'n1')`)
 	require.NoError(t, err)
 	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
-		call(a, `{"noteId":"c1"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true}).Text(), "replayed on the replica that asked")
+		call(a, `{"noteId":"c1"}`, &approval.Answer{Token: req.Approval.Token, Approved: true}).Text(), "replayed on the replica that asked")
 
 	req = call(a, `{"noteId":"n3"}`, nil)
 	require.Equal(t, "The user denied this change. Nothing was saved. Ask the user what to do instead.",
-		call(a, `{"noteId":"n3"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: false}).Text())
+		call(a, `{"noteId":"n3"}`, &approval.Answer{Token: req.Approval.Token, Approved: false}).Text())
 	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
-		call(b, `{"noteId":"n3"}`, &llmtool.Approval{Token: req.Approval.Token, Approved: true}).Text(), "denied on one replica, refused on the other")
+		call(b, `{"noteId":"n3"}`, &approval.Answer{Token: req.Approval.Token, Approved: true}).Text(), "denied on one replica, refused on the other")
 	require.Contains(t, noteTitles(t, db), "n3: Plans")
 	var rows int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_approvals`).Scan(&rows))
@@ -350,12 +351,12 @@ func TestOwnTablesRefused(t *testing.T) {
 		sqlTool("wipe", `DELETE FROM llmtool_approvals`),
 		sqlTool("enable", `UPDATE llmtool_scope_settings SET enabled = 1`)).WithEntities(noteKind))
 	ctx := alice(context.Background())
-	require.NoError(t, reg.SetWrites(ctx, "", true))
-	require.NoError(t, reg.SetWrites(ctx, "locked", false))
-	require.NoError(t, reg.SetApproval(ctx, "", "rename_note", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "locked", false))
+	require.NoError(t, reg.Tenants().SetApproval(ctx, "", "rename_note", true))
 	args := []byte(`{"noteId":"n1","title":"X"}`)
 	req := reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: args})
-	approve := llmtool.Call{Tool: "rename_note", Args: args, Approval: &llmtool.Approval{Token: req.Approval.Token, Approved: true}}
+	approve := llmtool.Call{Tool: "rename_note", Args: args, Approval: &approval.Answer{Token: req.Approval.Token, Approved: true}}
 	require.False(t, reg.Invoke(ctx, approve).IsError)
 
 	for _, tool := range []string{"wipe", "enable"} {
@@ -364,7 +365,7 @@ func TestOwnTablesRefused(t *testing.T) {
 	}
 	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.",
 		reg.Invoke(ctx, approve).Text())
-	on, err := reg.WritesEnabled(ctx, "locked")
+	on, err := reg.Tenants().Writes(ctx, "locked")
 	require.NoError(t, err)
 	require.False(t, on)
 }

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/internal/schema"
 )
 
@@ -232,7 +233,7 @@ func (a *approvals) open(ctx context.Context, tool, args, token string) (*approv
 
 func refusedApproval(msg string) *Error {
 	return &Error{Kind: KindDenied, Message: msg + " Nothing was saved.",
-		NextAction: "Call the tool again to get a new preview for the user to approve.", err: ErrApprovalRefused}
+		NextAction: "Call the tool again to get a new preview for the user to approve.", err: approval.ErrRefused}
 }
 
 // argsDigest fingerprints arguments independently of key order and

@@ -53,7 +53,7 @@ func TestAuthorizerRefusal(t *testing.T) {
 				},
 			}, itemTools)
 			ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"})
-			require.NoError(t, reg.SetWrites(ctx, "", true))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 
 			res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 			require.True(t, res.IsError)

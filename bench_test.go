@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // Benchmarks compare Invoke with the hand-written database/sql code a tool
@@ -23,7 +24,7 @@ import (
 // as a production host that ships audit records elsewhere would configure.
 
 func benchDB(b *testing.B) *sql.DB {
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(b.TempDir(), "bench.db"))
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
 	require.NoError(b, err)
 	b.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)
@@ -213,5 +214,5 @@ func BenchmarkRatio(b *testing.B) {
 
 // enableWrites turns write tools on for the context's scope.
 func enableWrites(tb testing.TB, reg *llmtool.Registry, ctx context.Context) {
-	require.NoError(tb, reg.SetWrites(ctx, llmtool.ScopeFrom(ctx), true))
+	require.NoError(tb, reg.Tenants().SetWrites(ctx, llmtool.ScopeFrom(ctx), true))
 }

@@ -18,8 +18,11 @@ import (
 // A model pays for every byte a tool returns, and a client that gets too
 // much cuts it blindly. An output budget bounds the bytes of a tool's
 // result: the tool's own (OutputBudget), else the registry's default
-// (Options.OutputBudget), and the consumer's (WithOutputBudget), the
-// smaller of the two when both are set. A result over the budget is cut
+// (Options.OutputBudget), and the consumer's (Call.OutputBudget, which
+// the adapters set from their own OutputBudget option), the smaller of
+// the two when both are set. Budgets are counted in bytes, which is exact;
+// for a budget in tokens, count about 4 bytes per token, the usual figure
+// for English text and JSON with the providers' tokenizers. A result over the budget is cut
 // by the registry, inside the call's transaction, so that it stays valid
 // against the tool's output schema:
 //
@@ -35,12 +38,6 @@ import (
 // a write's changes are rolled back, so the message says nothing was
 // saved. Rich results (content parts), resources and prompts are not
 // budgeted.
-
-// BytesPerToken is the estimate that converts a budget in tokens to bytes:
-// about 4 bytes per token, the usual figure for English text and JSON with
-// the providers' tokenizers. Budgets are counted in bytes, which is exact;
-// for a budget of about 2,000 tokens pass 2000*llmtool.BytesPerToken.
-const BytesPerToken = 4
 
 // Truncated marks a result that the registry cut to fit an output budget.
 // A tool whose result may be cut declares a field of this type in Out,
@@ -65,10 +62,10 @@ type Truncated struct {
 	Next string `json:"next" desc:"How to get the items not shown."`
 }
 
-// OutputBudget bounds the tool's results to this many bytes of JSON (see
-// BytesPerToken for a budget in tokens): a longer result is cut to fit,
-// marked by Out's *Truncated field, which the tool's definition panics
-// without. A consumer's budget (WithOutputBudget) may lower it.
+// OutputBudget bounds the tool's results to this many bytes of JSON (about
+// 4 bytes per token): a longer result is cut to fit, marked by Out's
+// *Truncated field, which the tool's definition panics without. A
+// consumer's budget (Call.OutputBudget) may lower it.
 func OutputBudget(bytes int) Option {
 	return func(c *toolConfig) { c.spec.OutputBudget = bytes }
 }
@@ -85,16 +82,9 @@ func Continue[In any](next func(in In, shown int) In) Option {
 	return func(c *toolConfig) { c.next = next }
 }
 
+// budgetKey carries Call.OutputBudget from the call path to the cut
+// (Registry.run), through the transaction's context.
 type budgetKey struct{}
-
-// WithOutputBudget returns a context whose calls have results of at most
-// bytes bytes of JSON, for one consumer: a chat whose model has a small
-// context window, an MCP client (mcpadapter.Options.OutputBudget). It
-// lowers the tool's own budget, never raises it; 0 or less removes the
-// consumer's budget.
-func WithOutputBudget(ctx context.Context, bytes int) context.Context {
-	return context.WithValue(ctx, budgetKey{}, max(bytes, 0))
-}
 
 // budget is how a tool's result is cut: Out's *Truncated field and the
 // tool's Continue.
@@ -148,7 +138,8 @@ func planBudget[In any](name string, outT reflect.Type, cfg *toolConfig) budget 
 }
 
 // outputBudget returns the budget of a call of t under ctx: the smaller of
-// the tool's (or the registry's default) and the consumer's; 0 for none.
+// the tool's (or the registry's default) and the consumer's
+// (Call.OutputBudget); 0 for none.
 func (r *Registry) outputBudget(ctx context.Context, t *Tool) int {
 	b := t.spec.OutputBudget
 	if b == 0 {

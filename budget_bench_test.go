@@ -28,15 +28,14 @@ func BenchmarkOutputBudget(b *testing.B) {
 	}
 	b.Cleanup(func() { reg.Close() })
 	args, _ := json.Marshal(ListNotesIn{N: 1000, Query: "plan"})
-	call := llmtool.Call{Tool: "plain_notes", Args: args}
-	ctxs := []context.Context{
-		context.Background(),
-		llmtool.WithOutputBudget(context.Background(), 1<<20),
-		llmtool.WithOutputBudget(context.Background(), 16<<10),
+	calls := []llmtool.Call{
+		{Tool: "plain_notes", Args: args},
+		{Tool: "plain_notes", Args: args, OutputBudget: 1 << 20},
+		{Tool: "plain_notes", Args: args, OutputBudget: 16 << 10},
 	}
-	sizes := make([]int, len(ctxs))
-	t := shuffledRounds(b, len(ctxs), func(j int) {
-		res := reg.Invoke(ctxs[j], call)
+	sizes := make([]int, len(calls))
+	t := shuffledRounds(b, len(calls), func(j int) {
+		res := reg.Invoke(context.Background(), calls[j])
 		if res.IsError {
 			b.Fatal(res.Text())
 		}

@@ -111,7 +111,7 @@ func TestOutputBudget(t *testing.T) {
 	tests := []struct {
 		name     string
 		registry int // Options.OutputBudget
-		consumer int // WithOutputBudget; 0 for none
+		consumer int // Call.OutputBudget; 0 for none
 		tool     string
 		args     string
 		want     string // the exact JSON of a success
@@ -141,10 +141,7 @@ func TestOutputBudget(t *testing.T) {
 			t.Parallel()
 			reg, db := budgetRegistry(t, tt.registry)
 			ctx := context.Background()
-			if tt.consumer != 0 {
-				ctx = llmtool.WithOutputBudget(ctx, tt.consumer)
-			}
-			res := reg.Invoke(ctx, llmtool.Call{Tool: tt.tool, Args: json.RawMessage(tt.args)})
+			res := reg.Invoke(ctx, llmtool.Call{Tool: tt.tool, Args: json.RawMessage(tt.args), OutputBudget: tt.consumer})
 			if tt.wantErr != "" {
 				require.True(t, res.IsError, res.Text())
 				require.Equal(t, llmtool.KindLimited, llmtool.KindOf(res.Err))
@@ -181,8 +178,7 @@ func TestOutputBudgetReference(t *testing.T) {
 		budget := 100 + rng.Intn(1500)
 		args, err := json.Marshal(in)
 		require.NoError(t, err)
-		ctx := llmtool.WithOutputBudget(context.Background(), budget)
-		res := reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: args})
+		res := reg.Invoke(context.Background(), llmtool.Call{Tool: tool, Args: args, OutputBudget: budget})
 		full, err := json.Marshal(must(listNotes(nil, in)))
 		require.NoError(t, err)
 		limit := budget

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/text"
 	"github.com/llmtool/llmtool/man"
 )
 
@@ -116,7 +117,7 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 	}
 	next := "Call man with no arguments to list all tools."
 	if near := closest(name, names, 3); len(near) > 0 {
-		next = "Did you mean " + quoteOr(near) + "? " + next
+		next = "Did you mean " + text.QuoteOr(near) + "? " + next
 	}
 	return "", NotFound("No manual entry for %q.", name).Next(next)
 }
@@ -135,7 +136,6 @@ func manEntry(s *Spec, example string) man.Tool {
 // setup gives a new registry its defaults, its built-in tools and the
 // reference pages of opts.
 func (r *Registry) setup(opts *Options) error {
-	r.pol.ttl.Store(int64(defaultScopeCacheTTL))
 	r.addBuiltinLocked(r.newManTool())
 	if opts == nil {
 		return nil

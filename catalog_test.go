@@ -60,7 +60,7 @@ func TestManCatalog(t *testing.T) {
 	reg, _ := newRegOpts(t, openDB(t), &llmtool.Options{ManPages: map[string]string{"search-syntax": searchSyntax}}, catalogModule())
 	readOnly := inScope("readers")
 	writers := inScope("writers")
-	require.NoError(t, reg.SetWrites(writers, "writers", true))
+	require.NoError(t, reg.Tenants().SetWrites(writers, "writers", true))
 
 	// A scope that has only read tools sees only them.
 	require.Equal(t, `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.

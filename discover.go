@@ -158,27 +158,6 @@ func (r *Registry) listed(ctx context.Context, all *[]*Spec) *[]*Spec {
 	return &list
 }
 
-// Unloaded returns the specs of the on-demand tools (Options.OnDemand)
-// that ctx's caller may call but that its scope has not loaded, in
-// registration order: what List leaves out for now. A chat adapter sends
-// them to providers that search tools themselves, marked to load on
-// demand. Policy filters them as it filters List.
-func (r *Registry) Unloaded(ctx context.Context) ([]*Spec, error) {
-	err := r.resolve(ctx)
-	if r.demand.pick == nil {
-		return nil, err
-	}
-	d := r.demandSpecs()
-	loaded := r.loadedNames(ScopeFrom(ctx))
-	out := make([]*Spec, 0, len(d.specs))
-	for _, s := range r.visible(ctx, nil, &d.specs) {
-		if !loaded[s.Name] {
-			out = append(out, s)
-		}
-	}
-	return out, err
-}
-
 // UnloadTools forgets the on-demand tools scope loaded with find_tools,
 // so that its listings are back to the tools not on demand; subscribers
 // hear of the change when there was something to forget. Call it when the
@@ -198,7 +177,7 @@ func (r *Registry) UnloadTools(scope string) {
 	delete(r.demand.scopes, scope)
 	r.demand.mu.Unlock()
 	if had {
-		r.notify(scope)
+		r.tenants.Changed(scope)
 	}
 }
 
@@ -271,7 +250,7 @@ func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string,
 	}
 	scope := ScopeFrom(ctx)
 	if r.load(scope, names) {
-		r.notify(scope)
+		r.tenants.Changed(scope)
 	}
 	var b strings.Builder
 	noun := "tools"

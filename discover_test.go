@@ -130,7 +130,7 @@ func TestFindTools(t *testing.T) {
 			if tt.principal != nil {
 				ctx = llmtool.WithPrincipal(ctx, tt.principal)
 			}
-			require.NoError(t, reg.SetWrites(ctx, tt.scope, tt.writes))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, tt.scope, tt.writes))
 			if tt.disable != "" {
 				require.NoError(t, reg.SetEnabled(tt.disable, false))
 			}
@@ -181,7 +181,7 @@ func TestOnDemandNotifies(t *testing.T) {
 	reg := newOnDemand(t, nil)
 	var mu sync.Mutex
 	var heard []string
-	cancel := reg.Subscribe(func(scope string) {
+	cancel := reg.Tenants().Subscribe(func(scope string) {
 		mu.Lock()
 		heard = append(heard, scope)
 		mu.Unlock()
@@ -199,7 +199,7 @@ func TestOnDemandNotifies(t *testing.T) {
 	require.Equal(t, []string{"s"}, seen())
 	require.Equal(t, []string{"get_note", "get_invoice_pdf", "man", "find_tools"}, listNames(t, reg, ctx))
 
-	unloaded, err := reg.Unloaded(ctx)
+	unloaded, err := reg.List(ctx, &llmtool.ListOptions{Unloaded: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{"list_invoices", "tax_report", "find_contact", "export_contacts"}, names(unloaded))
 
@@ -255,7 +255,7 @@ func TestNoOnDemand(t *testing.T) {
 	res := findTools(ctx, reg, `{"query": "invoice"}`)
 	require.True(t, res.IsError)
 	require.True(t, errors.Is(res.Err, llmtool.ErrUnknownTool))
-	unloaded, err := reg.Unloaded(ctx)
+	unloaded, err := reg.List(ctx, &llmtool.ListOptions{Unloaded: true})
 	require.NoError(t, err)
 	require.Empty(t, unloaded)
 }
@@ -338,7 +338,7 @@ func BenchmarkFindToolsRatio(b *testing.B) {
 func TestOnDemandListingDifferential(t *testing.T) {
 	t.Parallel()
 	reg := newOnDemand(t, nil)
-	specs, err := reg.Specs(context.Background())
+	specs, err := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	require.NoError(t, err)
 	var tools []*llmtool.Spec // host tools, in registration order
 	for _, s := range specs {
@@ -372,7 +372,7 @@ func TestOnDemandListingDifferential(t *testing.T) {
 			require.NoError(t, reg.SetEnabled(name, !off[name]))
 		case op < 9:
 			writes[scope] = !writes[scope]
-			require.NoError(t, reg.SetWrites(ctx, scope, writes[scope]))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, scope, writes[scope]))
 		default:
 			reg.UnloadTools(scope)
 			loaded[scope] = map[string]bool{}

@@ -62,18 +62,18 @@
 // the tool's [Guards] run in order, inside the transaction. Before any of
 // that, policy admits the call, in this order: the kill switch
 // ([Registry.SetEnabled]); a principal ([WithPrincipal]) if
-// [Options].RequirePrincipal; the scope's settings ([WithScope]: write
-// tools are off until [Registry.SetWrites], [Registry.SetScopeTool]
-// overrides per tool); [Options].Authorize. Listings show exactly what the
-// caller may call; [Registry.Subscribe] reports changes.
+// [Options].RequirePrincipal; the scope's settings ([WithScope], kept by
+// [Registry.Tenants]: write tools are off until SetWrites turns them on,
+// SetTool overrides per tool); [Options].Authorize. Listings show exactly
+// what the caller may call; the settings' Subscribe reports changes.
 //
 // # Approval and dry runs
 //
 // A write tool marked [NeedsApproval] (or required to by a scope,
-// [Registry.SetApproval]) does not commit on its first call: it runs, the
-// registry records a [Preview] of the change (its result, rows per table,
-// the tool's [WriteCtx.Describe] line), rolls back, and the Result carries
-// an [ApprovalRequest]. No transaction or lock is held while a person
+// Tenants().SetApproval) does not commit on its first call: it runs, the
+// registry records an approval.Preview of the change (its result, rows per
+// table, the tool's [WriteCtx.Describe] line), rolls back, and the Result
+// carries an approval.Request (package approval has the data). No transaction or lock is held while a person
 // decides. The same call with [Call].Approval runs again and commits only
 // if its preview is the one approved; tokens are signed, single-use,
 // expiring and bound to the principal, scope, tool and arguments.

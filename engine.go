@@ -29,6 +29,13 @@ func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
 	return e, migrate.Apply(ctx, db, e, "llmtool", coreMigrations)
 }
 
+// The tenant settings' tables, which package tenant reads and writes:
+// one row per setting, and a version every change bumps.
+const (
+	scopeTable   = "llmtool_scope_settings"
+	scopeVersion = "llmtool_scope_version"
+)
+
 const createScopeTable = `CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
 	scope TEXT NOT NULL,
 	tool TEXT NOT NULL DEFAULT '',

@@ -73,7 +73,7 @@ func troubleRegistry(t *testing.T, db *sql.DB, logs *syncBuffer, writes bool) *l
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	if writes {
-		require.NoError(t, reg.SetWrites(context.Background(), "", true))
+		require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	}
 	return reg
 }
@@ -156,7 +156,7 @@ func TestDatabaseTrouble(t *testing.T) {
 				createItems(t, rw, 0)
 				first, err := llmtool.NewRegistry(rw, nil, itemTools)
 				require.NoError(t, err)
-				require.NoError(t, first.SetWrites(context.Background(), "", true)) // persisted in the file
+				require.NoError(t, first.Tenants().SetWrites(context.Background(), "", true)) // persisted in the file
 				require.NoError(t, first.Close())
 				require.NoError(t, rw.Close())
 				db := openFile(t, path, "mode=ro&_pragma=busy_timeout(1000)&_txlock=immediate")

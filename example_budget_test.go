@@ -23,8 +23,9 @@ type ListBooksOut struct {
 // A tool's output budget cuts a long result to fit, keeping it valid
 // against the output schema, and Continue tells the model how to get the
 // rest. A consumer (a chat with a small context window, an MCP client) can
-// lower the budget for its calls with WithOutputBudget; a budget in
-// tokens is converted with BytesPerToken.
+// lower the budget for its calls with Call.OutputBudget, which the
+// adapters set from their OutputBudget option; a budget in tokens is about
+// 4 bytes per token.
 func ExampleOutputBudget() {
 	db, done := exampleDB()
 	defer done()
@@ -49,7 +50,7 @@ func ExampleOutputBudget() {
 			}
 			return out, rows.Err()
 		},
-		llmtool.OutputBudget(100*llmtool.BytesPerToken), // about 100 tokens
+		llmtool.OutputBudget(400), // about 100 tokens
 		llmtool.Continue(func(in ListBooksIn, shown int) ListBooksIn { in.Offset += shown; return in }))
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: quietLogger(), ValidateOutput: true},
 		llmtool.DefineTools("library", listBooks))
@@ -61,8 +62,7 @@ func ExampleOutputBudget() {
 	res := reg.Invoke(context.Background(), llmtool.Call{Tool: "list_books", Args: []byte(`{"offset": 40}`)})
 	fmt.Println(res.Text())
 
-	chat := llmtool.WithOutputBudget(context.Background(), 200)
-	res = reg.Invoke(chat, llmtool.Call{Tool: "list_books"})
+	res = reg.Invoke(context.Background(), llmtool.Call{Tool: "list_books", OutputBudget: 200})
 	fmt.Println(res.Text())
 	// Output:
 	// {"books":[{"id":41,"title":"Book 41"},{"id":42,"title":"Book 42"},{"id":43,"title":"Book 43"},{"id":44,"title":"Book 44"},{"id":45,"title":"Book 45"},{"id":46,"title":"Book 46"},{"id":47,"title":"Book 47"},{"id":48,"title":"Book 48"},{"id":49,"title":"Book 49"}],"truncated":{"shown":9,"total":100,"list":"books","next":"Showing 9 of 100 books; call list_books with {\"offset\":49} for the rest."}}

@@ -35,7 +35,7 @@ func ExampleOptions_onDemand() {
 	}
 	defer reg.Close()
 	listed := func(ctx context.Context) (names []string) {
-		specs, _ := reg.List(ctx)
+		specs, _ := reg.List(ctx, nil)
 		for _, s := range specs {
 			names = append(names, s.Name)
 		}

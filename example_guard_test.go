@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/guard"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // exampleNotes opens a SQLite file with a notes table: the system note
@@ -20,7 +22,7 @@ func exampleNotes() (*sql.DB, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "notes.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "notes.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func ExampleEntity() {
 	}
 	defer reg.Close()
 	ctx := context.Background()
-	if err := reg.SetWrites(ctx, "", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
 		log.Fatal(err)
 	}
 	for _, args := range []string{
@@ -118,7 +120,7 @@ func ExampleGuards() {
 			_, err := c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, in.NoteID)
 			return struct{}{}, err
 		},
-		llmtool.Guards(llmtool.RequireRole[RenameIn]("editor"), unique))
+		llmtool.Guards(guard.RequireRole[RenameIn]("editor"), unique))
 
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: exampleLogger()}, llmtool.DefineTools("notes", rename))
 	if err != nil {
@@ -126,7 +128,7 @@ func ExampleGuards() {
 	}
 	defer reg.Close()
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ann", Roles: []string{"editor"}})
-	if err := reg.SetWrites(ctx, "", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: []byte(`{"noteId": "n1", "title": "Diary"}`)}).Text())

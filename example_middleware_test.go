@@ -39,7 +39,7 @@ func ExampleMiddleware() {
 	defer reg.Close()
 
 	ctx := llmtool.WithScope(context.Background(), "free-plan")
-	if err := reg.SetWrites(ctx, "free-plan", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "free-plan", true); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "add_book", Args: []byte(`{"title": "Dune"}`)}).Text())

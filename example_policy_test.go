@@ -11,7 +11,7 @@ import (
 // Write tools are off in every scope until the scope enables them; the
 // setting persists in the host's database. Listings and calls both honour
 // it, and a refused call says how to get it enabled.
-func ExampleRegistry_SetWrites() {
+func ExampleRegistry_Tenants() {
 	db, done := exampleNotes()
 	defer done()
 	type AddNoteIn struct {
@@ -31,17 +31,17 @@ func ExampleRegistry_SetWrites() {
 	call := llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)}
 
 	fmt.Println(reg.Invoke(ctx, call).Text())
-	if err := reg.SetWrites(ctx, "team-wiki", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "team-wiki", true); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(reg.Invoke(ctx, call).Text())
-	specs, _ := reg.List(ctx)
+	specs, _ := reg.List(ctx, nil)
 	for _, s := range specs {
 		fmt.Println("listed:", s.Name)
 	}
-	settings, _ := reg.ScopeSettings(ctx)
+	settings, _ := reg.Tenants().List(ctx)
 	for _, s := range settings {
-		fmt.Printf("scope %q: writes %v\n", s.Scope, s.Enabled)
+		fmt.Printf("scope %q: writes %v\n", s.Tenant, s.Enabled)
 	}
 	// Output:
 	// Tool "add_note" changes data, and write tools are off in scope "team-wiki". Ask the user to enable write tools for this scope, then call add_note again.
@@ -51,9 +51,9 @@ func ExampleRegistry_SetWrites() {
 	// scope "team-wiki": writes true
 }
 
-// Subscribe tells an adapter when what a scope may call changed, so an MCP
+// Tenants().Subscribe tells an adapter when what a scope may call changed, so an MCP
 // server can send notifications/tools/list_changed.
-func ExampleRegistry_Subscribe() {
+func ExampleRegistry_Tenants_subscribe() {
 	db, done := exampleNotes()
 	defer done()
 	reg, err := llmtool.NewRegistry(db, nil)
@@ -61,12 +61,12 @@ func ExampleRegistry_Subscribe() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	cancel := reg.Subscribe(func(scope string) { fmt.Printf("tools changed in scope %q\n", scope) })
+	cancel := reg.Tenants().Subscribe(func(scope string) { fmt.Printf("tools changed in scope %q\n", scope) })
 	defer cancel()
 	ctx := context.Background()
-	_ = reg.SetWrites(ctx, "chat-42", true)
-	_ = reg.SetWrites(ctx, "chat-42", true) // no change, no notification
-	_ = reg.SetEnabled("man", false)        // every scope
+	_ = reg.Tenants().SetWrites(ctx, "chat-42", true)
+	_ = reg.Tenants().SetWrites(ctx, "chat-42", true) // no change, no notification
+	_ = reg.SetEnabled("man", false)                  // every scope
 	// Output:
 	// tools changed in scope "chat-42"
 	// tools changed in scope ""
@@ -94,7 +94,7 @@ func ExampleOptions_authorize() {
 	}
 	defer reg.Close()
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob", Roles: []string{"editor"}})
-	_ = reg.SetWrites(ctx, "", true)
+	_ = reg.Tenants().SetWrites(ctx, "", true)
 	fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: "purge_notes"}).Text())
 	// Output:
 	// Only administrators may call purge_notes. Ask an administrator to do it.

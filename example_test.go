@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // GetBookIn is the input of get_book. Struct tags become the JSON Schema the
@@ -52,7 +53,7 @@ func exampleDB() (*sql.DB, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "books.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "books.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -63,8 +63,8 @@ import (
 // internal error (logged, generic message).
 //
 // The registry refuses to register a tool whose input references a kind no
-// registered module declares (a *RefError); package lint reports it when
-// a loader's module does.
+// registered module declares, naming the tool, the field and the fix;
+// package lint reports it when a loader's module does.
 type Entity struct {
 	// Kind is the name ref tags use, such as "note". Required.
 	Kind string
@@ -150,21 +150,6 @@ type entityDecl struct {
 	module string
 }
 
-// RefError is the error (wrapped by Registry.Add, NewRegistry and failed
-// loaders) of a tool whose input references an entity kind that no
-// registered module declares.
-type RefError struct {
-	Module string // the module of the tool
-	Tool   string // the tool
-	Field  string // the referencing field, such as "noteId" or "items[].noteId"
-	Kind   string // the undeclared kind
-}
-
-// Error says what is wrong and how to fix it.
-func (e *RefError) Error() string {
-	return fmt.Sprintf("tool %q: field %s references entity kind %q, which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag)", e.Tool, e.Field, e.Kind)
-}
-
 // declareLocked records the entity kinds of m. It is idempotent for the
 // same *Entity and refuses two declarations of one kind.
 func (r *Registry) declareLocked(m *Module, commit bool) error {
@@ -212,7 +197,7 @@ func (r *Registry) checkRefsLocked(m *Module) error {
 	for _, t := range m.tools {
 		for _, ref := range t.refs {
 			if _, ok := cur[ref.Kind]; !ok && !own[ref.Kind] {
-				return fmt.Errorf("llmtool: module %q: %w", m.name, &RefError{Module: m.name, Tool: t.spec.Name, Field: ref.Field, Kind: ref.Kind})
+				return fmt.Errorf("llmtool: module %q: %w", m.name, &schema.RefError{Module: m.name, Tool: t.spec.Name, Field: ref.Field, Kind: ref.Kind})
 			}
 		}
 	}
@@ -349,46 +334,4 @@ func plural(noun string) string {
 		return noun[:len(noun)-1] + "ies"
 	}
 	return noun + "s"
-}
-
-// RequireRole returns a tool guard that lets the call through only when
-// its principal has one of the roles:
-//
-//	llmtool.Guards(llmtool.RequireRole[DeleteNoteIn]("editor", "admin"))
-func RequireRole[In any](roles ...string) func(*ReadCtx, In) error {
-	return func(c *ReadCtx, _ In) error {
-		p := PrincipalFrom(c)
-		for _, r := range roles {
-			if p.HasRole(r) {
-				return nil
-			}
-		}
-		return Denied("%s needs the role %s, which you do not have.", c.call.tool.spec.Name, quoteOr(roles)).
-			Next("Ask an administrator for the role, or use another tool.")
-	}
-}
-
-// DenyValues returns a tool guard that refuses a parameter value from a
-// deny list, compared without regard to case, such as attribute names
-// that make the host run code:
-//
-//	llmtool.Guards(llmtool.DenyValues("name",
-//	    func(in SetAttrIn) string { return in.Name },
-//	    []string{"run", "runOnInstance"},
-//	    "Use an attribute name that does not run code."))
-//
-// param is the JSON name shown in the message; next is the corrective
-// next action.
-func DenyValues[In any](param string, get func(In) string, denied []string, next string) func(*ReadCtx, In) error {
-	set := make(map[string]bool, len(denied))
-	for _, d := range denied {
-		set[strings.ToLower(d)] = true
-	}
-	return func(c *ReadCtx, in In) error {
-		v := get(in)
-		if set[strings.ToLower(v)] {
-			return Denied("%s %q is not allowed in %s.", param, v, c.call.tool.spec.Name).Next(next)
-		}
-		return nil
-	}
 }

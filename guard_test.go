@@ -14,6 +14,8 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/guard"
+	"github.com/llmtool/llmtool/internal/schema"
 )
 
 // The notes fixture: a notes table with a system note (root), a protected
@@ -275,7 +277,7 @@ func TestEntityAndToolGuards(t *testing.T) {
 			log := &guardLog{}
 			reg, _ := newReg(t, db, notesModule(log))
 			ctx := context.Background()
-			require.NoError(t, reg.SetWrites(ctx, "", true))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 			if !tc.anon {
 				ctx = alice(ctx)
 			}
@@ -304,9 +306,9 @@ func TestEntityRegistration(t *testing.T) {
 
 	_, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool))
 	require.EqualError(t, err, `llmtool: module "notes": tool "get_note": field noteId references entity kind "note", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag)`)
-	var re *llmtool.RefError
+	var re *schema.RefError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, llmtool.RefError{Module: "notes", Tool: "get_note", Field: "noteId", Kind: "note"}, *re)
+	require.Equal(t, schema.RefError{Module: "notes", Tool: "get_note", Field: "noteId", Kind: "note"}, *re)
 
 	// A kind may come from another module, in any order.
 	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("notes", tool), llmtool.DefineTools("kinds").WithEntities(noteKind))
@@ -404,12 +406,12 @@ func TestBuiltinGuards(t *testing.T) {
 	setAttr := llmtool.Write("set_attr", "Set an attribute.",
 		func(c *llmtool.WriteCtx, in attrIn) (struct{}, error) { return struct{}{}, nil },
 		llmtool.Guards(
-			llmtool.RequireRole[attrIn]("editor", "admin"),
-			llmtool.DenyValues("name", func(in attrIn) string { return in.Name }, []string{"run", "runOnInstance"},
+			guard.RequireRole[attrIn]("editor", "admin"),
+			guard.DenyValues("name", func(in attrIn) string { return in.Name }, []string{"run", "runOnInstance"},
 				"Use an attribute name that does not run code.")))
 	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("attrs", setAttr))
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	call := llmtool.Call{Tool: "set_attr", Args: []byte(`{"name":"RUN"}`)}
 
 	res := reg.Invoke(llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: "bob", Roles: []string{"reader"}}), call)

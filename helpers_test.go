@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/internal/pgtest"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // openDB opens a fresh database with an items table: a SQLite file, or a
@@ -55,7 +56,7 @@ func openAgain(t testing.TB, where string) *sql.DB {
 	if pgtest.FromEnv() {
 		db, err = sql.Open("pgx", where)
 	} else {
-		db, err = llmtool.OpenSQLite("sqlite", where)
+		db, err = sqlite.Open(where)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
@@ -119,7 +120,7 @@ func newRegistryOpts(t testing.TB, db *sql.DB, opts *llmtool.Options, mods ...*l
 	// Write tools are off in every scope until enabled, the default scope
 	// included; these tests call write tools in the default scope. The
 	// built-in man tool is switched off so listings show the tests' tools only.
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	require.NoError(t, reg.SetEnabled("man", false))
 	return reg
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"modernc.org/sqlite"
 
+	sqlitedb "github.com/llmtool/llmtool/sqlite"
 	"github.com/llmtool/llmtool/sqlitehook"
 )
 
@@ -106,7 +107,7 @@ var countItems = Read("count_items", "Count the items.", func(c *ReadCtx, _ stru
 func newHookRegistry(t testing.TB, interrupt func(any) func()) *Registry {
 	t.Helper()
 	registerSignalFunc()
-	db, err := OpenSQLite("sqlite", filepath.Join(t.TempDir(), "hook.db"))
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "hook.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL); INSERT INTO items VALUES (1, 'apple')`)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/llmtool/llmtool/internal/text"
 )
 
 // Lookups: from the name or URI of a call to the tool, resource or prompt
@@ -55,7 +57,7 @@ func (r *Registry) findKind(ctx context.Context, name string, kind toolKind) (*e
 // unknown reports a name the registry does not know, suggesting the
 // closest names among the tools the caller's scope may call.
 func (r *Registry) unknown(ctx context.Context, name string) error {
-	specs, _ := r.List(ctx)
+	specs, _ := r.List(ctx, nil)
 	names := make([]string, 0, len(specs))
 	for _, s := range specs {
 		names = append(names, s.Name)
@@ -63,7 +65,7 @@ func (r *Registry) unknown(ctx context.Context, name string) error {
 	msg := fmt.Sprintf("Unknown tool %q.", name)
 	next := "Call one of the tools you were given."
 	if near := closest(name, names, 3); len(near) > 0 {
-		next = "Did you mean " + quoteOr(near) + "?"
+		next = "Did you mean " + text.QuoteOr(near) + "?"
 	}
 	return &Error{Kind: KindNotFound, Message: msg, NextAction: next, err: ErrUnknownTool}
 }

@@ -41,7 +41,7 @@ func TestMiddlewareOrder(t *testing.T) {
 	var log []string
 	reg := newRegistryOpts(t, openDB(t), &llmtool.Options{Middleware: []llmtool.Middleware{tracer("outer", &log), nil, tracer("inner", &log)}}, itemTools)
 	ctx := llmtool.WithScope(alice(context.Background()), "team")
-	require.NoError(t, reg.SetWrites(ctx, "team", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 1}`)})
 	require.False(t, res.IsError, res.Text())

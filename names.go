@@ -1,23 +1,11 @@
 package llmtool
 
-// Names in messages: lists and the closest names to one the model got wrong.
+// Names in messages: the closest names to one the model got wrong.
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
-
-func quoteOr(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	if len(q) == 1 {
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-}
 
 // closest returns up to n of names nearest to name by edit distance, for
 // "did you mean" suggestions; names farther than a third of name's length are

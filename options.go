@@ -1,12 +1,12 @@
 package llmtool
 
 import (
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmtool/llmtool/audit"
 )
@@ -56,11 +56,11 @@ type Options struct {
 
 	// ScopeCacheTTL is how long the registry keeps a scope's settings in
 	// memory before reading them again. Changes made through this
-	// registry (SetWrites, SetScopeTool, ResetScopeTool)
+	// registry (Tenants().SetWrites, SetTool, ResetTool, SetApproval)
 	// take effect at once whatever the TTL; a change made by another
 	// process sharing the database is seen once the cached copy is older
 	// than the TTL, and then reported to subscribers. Zero means
-	// two seconds; NoScopeCache reads the settings on every
+	// two seconds; tenant.NoCache reads the settings on every
 	// listing and call (a primary-key lookup), for several processes or
 	// replicas sharing one database.
 	ScopeCacheTTL time.Duration
@@ -140,7 +140,7 @@ type Options struct {
 	// applies to it and to find_tools as to any tool. What a scope loaded
 	// lives in memory until Registry.UnloadTools. Chat adapters can send
 	// providers that search tools themselves every tool with the on-demand
-	// ones marked deferred instead (see Registry.Unloaded). Default: nil,
+	// ones marked deferred instead (see ListOptions.Unloaded). Default: nil,
 	// every tool listed.
 	OnDemand func(tool *Spec) bool
 
@@ -182,7 +182,7 @@ type Options struct {
 	// OutputBudget bounds, in bytes of JSON, the results of the tools
 	// without a budget of their own (llmtool.OutputBudget): a longer
 	// result is cut to fit, or fails when the tool's Out cannot mark a
-	// cut (see Truncated). A consumer's budget (WithOutputBudget) may
+	// cut (see Truncated). A consumer's budget (Call.OutputBudget) may
 	// lower it. Default: 0, no budget.
 	OutputBudget int
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Principal is the authenticated user a call runs as. Adapters put it in
@@ -126,13 +127,13 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 			NextAction: "Ask the user to sign in again granting " + strings.Join(missing, " ") + ", then call " + s.Name + " again.", err: ErrInsufficientScope}
 	}
 	scope := ScopeFrom(ctx)
-	st := r.scopeSettings(ctx, nil, scope)
-	if on, ok := st.tools[s.Name]; ok {
+	st := r.tenants.Get(ctx, nil, scope)
+	if on, ok := st.Tools[s.Name]; ok {
 		if !on {
 			return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off in %s.", s.Name, describeScope(scope)),
 				NextAction: "Use another tool, or ask the user to switch it on for this scope.", err: ErrToolDisabled}
 		}
-	} else if !s.ReadOnly && !st.writes {
+	} else if !s.ReadOnly && !st.Writes {
 		next := "Ask the user to enable write tools for this scope, then call " + s.Name + " again."
 		if a := r.pol.writesOffNext.Load(); a != nil {
 			next = *a
@@ -156,6 +157,22 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	return nil
 }
 
+// policy is a registry's policy state; the tenant settings it applies are
+// Registry.tenants'.
+type policy struct {
+	requirePrincipal atomic.Bool
+	authz            atomic.Pointer[func(ctx context.Context, p *Principal, tool *Spec) error]
+	writesOffNext    atomic.Pointer[string]
+
+	reads atomic.Pointer[readSpecs] // read-only subset of the listing
+}
+
+// readSpecs caches the read-only subset of a listing.
+type readSpecs struct {
+	src   *[]*Spec
+	reads []*Spec
+}
+
 // visible filters a listing down to what ctx's principal may call in ctx's
 // scope. q, if not nil, reads the scope settings in the caller's
 // transaction.
@@ -164,22 +181,25 @@ func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec
 	if p == nil && r.pol.requirePrincipal.Load() {
 		return []*Spec{}
 	}
-	st := r.scopeSettings(ctx, q, ScopeFrom(ctx))
+	if r.tx.Role != "" {
+		q = nil // role.go: the call's transaction runs as the role, which may not read llmtool's tables
+	}
+	st := r.tenants.Get(ctx, q, ScopeFrom(ctx))
 	az := r.authorize()
 	scoped := p != nil && p.Scopes != nil
-	if az == nil && len(st.tools) == 0 && !scoped {
-		if st.writes {
+	if az == nil && len(st.Tools) == 0 && !scoped {
+		if st.Writes {
 			return *all
 		}
 		return r.readOnly(all)
 	}
 	out := make([]*Spec, 0, len(*all))
 	for _, s := range *all {
-		if on, ok := st.tools[s.Name]; ok {
+		if on, ok := st.Tools[s.Name]; ok {
 			if !on {
 				continue
 			}
-		} else if !s.ReadOnly && !st.writes {
+		} else if !s.ReadOnly && !st.Writes {
 			continue
 		}
 		if scoped && s.MissingScopes(p) != nil {

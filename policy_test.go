@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 func inScope(scope string) context.Context {
@@ -20,7 +21,7 @@ func inScope(scope string) context.Context {
 
 func listNames(t testing.TB, reg *llmtool.Registry, ctx context.Context) []string {
 	t.Helper()
-	specs, err := reg.List(ctx)
+	specs, err := reg.List(ctx, nil)
 	require.NoError(t, err)
 	return names(specs)
 }
@@ -43,11 +44,11 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 	res = reg.Invoke(a, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
 	require.False(t, res.IsError, "read tools are on: %s", res.Text())
 
-	on, err := reg.WritesEnabled(a, "team-a")
+	on, err := reg.Tenants().Writes(a, "team-a")
 	require.NoError(t, err)
 	require.False(t, on)
-	require.NoError(t, reg.SetWrites(a, "team-a", true))
-	on, err = reg.WritesEnabled(a, "team-a")
+	require.NoError(t, reg.Tenants().SetWrites(a, "team-a", true))
+	on, err = reg.Tenants().Writes(a, "team-a")
 	require.NoError(t, err)
 	require.True(t, on)
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, a))
@@ -58,14 +59,14 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 	require.Equal(t, 2, countItems(t, db))
 	require.ErrorIs(t, reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)}).Err, llmtool.ErrToolDisabled)
 
-	require.NoError(t, reg.SetWrites(a, "team-a", false))
+	require.NoError(t, reg.Tenants().SetWrites(a, "team-a", false))
 	require.ErrorIs(t, reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)}).Err, llmtool.ErrToolDisabled)
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, a))
 
-	settings, err := reg.ScopeSettings(a)
+	settings, err := reg.Tenants().List(a)
 	require.NoError(t, err)
 	require.Len(t, settings, 1)
-	require.Equal(t, "team-a", settings[0].Scope)
+	require.Equal(t, "team-a", settings[0].Tenant)
 	require.Equal(t, "", settings[0].Tool)
 	require.False(t, settings[0].Enabled)
 	require.False(t, settings[0].Updated.IsZero())
@@ -87,13 +88,13 @@ func TestScopeSettingSurvivesReopen(t *testing.T) {
 	db, where := openDBAt(t)
 	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(ctx, "wiki", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "wiki", true))
 	require.NoError(t, reg.Close())
 	require.NoError(t, db.Close())
 
 	db = openAgain(t, where)
 	reg, _ = newReg(t, db, itemTools)
-	on, err := reg.WritesEnabled(ctx, "wiki")
+	on, err := reg.Tenants().Writes(ctx, "wiki")
 	require.NoError(t, err)
 	require.True(t, on)
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
@@ -119,12 +120,12 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 			"sqlite":   `SQL logic error: no such column: tool (1)`,
 			"postgres": `ERROR: column "tool" does not exist (SQLSTATE 42703)`,
 		}[testEngine()]
-		require.Contains(t, logs.String(), `level=ERROR msg="llmtool: cannot read the scope's tool settings; write tools stay off" scope=s err=`+strconv.Quote(`llmtool: read settings of scope "s": `+noColumn))
+		require.Contains(t, logs.String(), `level=ERROR msg="llmtool: cannot read the tenant's tool settings; write tools stay off" tenant=s err=`+strconv.Quote(`llmtool: read settings of tenant "s": `+noColumn))
 		require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, ctx))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)}).IsError, "reads still work")
 
-		require.ErrorContains(t, reg.SetWrites(ctx, "s", true), `llmtool: set writes in scope "s": llmtool: read settings of scope "s": `+noColumn)
-		on, err := reg.WritesEnabled(ctx, "s")
+		require.ErrorContains(t, reg.Tenants().SetWrites(ctx, "s", true), `llmtool: set writes in tenant "s": llmtool: read settings of tenant "s": `+noColumn)
+		on, err := reg.Tenants().Writes(ctx, "s")
 		require.Error(t, err)
 		require.False(t, on)
 		require.Equal(t, 1, countItems(t, db))
@@ -132,9 +133,9 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 	t.Run("broken after enabling", func(t *testing.T) {
 		t.Parallel()
 		db := openDB(t)
-		reg, logs := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools) // read on every call
+		reg, logs := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: tenant.NoCache}, itemTools) // read on every call
 		ctx := inScope("s")
-		require.NoError(t, reg.SetWrites(ctx, "s", true))
+		require.NoError(t, reg.Tenants().SetWrites(ctx, "s", true))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError)
 
 		_, err := db.Exec(`ALTER TABLE llmtool_scope_settings RENAME COLUMN enabled TO on_off`)
@@ -155,8 +156,8 @@ func TestPerToolScopeSettings(t *testing.T) {
 	reg, _ := newReg(t, db, itemTools)
 	ctx := inScope("s")
 
-	require.NoError(t, reg.SetScopeTool(ctx, "s", "add_item", true))
-	require.NoError(t, reg.SetScopeTool(ctx, "s", "get_item", false))
+	require.NoError(t, reg.Tenants().SetTool(ctx, "s", "add_item", true))
+	require.NoError(t, reg.Tenants().SetTool(ctx, "s", "get_item", false))
 	require.Equal(t, []string{"add_item", "man"}, listNames(t, reg, ctx))
 	require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError, "on while the scope's writes are off")
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
@@ -168,18 +169,18 @@ func TestPerToolScopeSettings(t *testing.T) {
 	require.ErrorIs(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"x"}`)}).Err, llmtool.ErrToolDisabled, "the kill switch wins")
 	require.NoError(t, reg.SetEnabled("add_item", true))
 
-	settings, err := reg.ScopeSettings(ctx)
+	settings, err := reg.Tenants().List(ctx)
 	require.NoError(t, err)
 	var got []string
 	for _, s := range settings {
-		got = append(got, s.Scope+"/"+s.Tool)
+		got = append(got, s.Tenant+"/"+s.Tool)
 	}
 	require.Equal(t, []string{"s/add_item", "s/get_item"}, got)
 
-	require.NoError(t, reg.ResetScopeTool(ctx, "s", "add_item"))
-	require.NoError(t, reg.ResetScopeTool(ctx, "s", "get_item"))
+	require.NoError(t, reg.Tenants().ResetTool(ctx, "s", "add_item"))
+	require.NoError(t, reg.Tenants().ResetTool(ctx, "s", "get_item"))
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, ctx))
-	require.EqualError(t, reg.SetScopeTool(ctx, "s", "bad name", true), `llmtool: SetScopeTool: tool name "bad name" is invalid for MCP (1 to 128 of A-Z a-z 0-9 _ - .); use lower_snake_case such as "get_note"`)
+	require.EqualError(t, reg.Tenants().SetTool(ctx, "s", "bad name", true), `llmtool: SetTool: tool name "bad name" is invalid for MCP (1 to 128 of A-Z a-z 0-9 _ - .); use lower_snake_case such as "get_note"`)
 }
 
 type events struct {
@@ -202,14 +203,14 @@ func TestSubscribe(t *testing.T) {
 	reg, _ := newReg(t, db, itemTools)
 	ctx := context.Background()
 	ev := &events{}
-	cancel := reg.Subscribe(ev.add)
+	cancel := reg.Tenants().Subscribe(ev.add)
 
-	require.NoError(t, reg.SetWrites(ctx, "a", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "a", true))
 	require.Equal(t, []string{"a"}, ev.take())
-	require.NoError(t, reg.SetWrites(ctx, "a", true))
-	require.NoError(t, reg.SetWrites(ctx, "b", false))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "a", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "b", false))
 	require.Empty(t, ev.take(), "no change, no notification")
-	require.NoError(t, reg.SetScopeTool(ctx, "b", "add_item", true))
+	require.NoError(t, reg.Tenants().SetTool(ctx, "b", "add_item", true))
 	require.Equal(t, []string{"b"}, ev.take())
 	require.NoError(t, reg.SetEnabled("add_item", false))
 	require.Equal(t, []string{""}, ev.take())
@@ -222,18 +223,18 @@ func TestSubscribe(t *testing.T) {
 
 	// A change made by another process is seen when the cache is refreshed.
 	db2 := openAgain(t, where)
-	reg2, _ := newRegOpts(t, db2, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
+	reg2, _ := newRegOpts(t, db2, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: tenant.NoCache}, itemTools)
 	ev2 := &events{}
-	reg2.Subscribe(ev2.add)
+	reg2.Tenants().Subscribe(ev2.add)
 	a := inScope("a")
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg2, a))
-	require.NoError(t, reg.SetWrites(ctx, "a", false))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "a", false))
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg2, a))
 	require.Equal(t, []string{"a"}, ev2.take())
 	require.Equal(t, []string{"a"}, ev.take())
 
 	cancel()
-	require.NoError(t, reg.SetWrites(ctx, "a", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "a", true))
 	require.Empty(t, ev.take())
 }
 
@@ -241,17 +242,17 @@ func TestPolicyCacheAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	db, where := openDBAt(t)
 	reg, _ := newReg(t, db, itemTools)
-	fresh, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: llmtool.NoScopeCache}, itemTools)
+	fresh, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: tenant.NoCache}, itemTools)
 	pinned, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools)
 	ctx := inScope("s")
 	call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}
 
 	require.True(t, fresh.Invoke(ctx, call).IsError)
 	require.True(t, pinned.Invoke(ctx, call).IsError)
-	require.NoError(t, reg.SetWrites(ctx, "s", true))
-	require.False(t, fresh.Invoke(ctx, call).IsError, "NoScopeCache reads the table every time")
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "s", true))
+	require.False(t, fresh.Invoke(ctx, call).IsError, "tenant.NoCache reads the table every time")
 	require.True(t, pinned.Invoke(ctx, call).IsError, "a long TTL keeps its copy")
-	on, err := pinned.WritesEnabled(ctx, "s")
+	on, err := pinned.Tenants().Writes(ctx, "s")
 	require.NoError(t, err)
 	require.True(t, on)
 	require.False(t, pinned.Invoke(ctx, call).IsError, "WritesEnabled refreshed the copy")
@@ -289,7 +290,7 @@ func TestAuthorizer(t *testing.T) {
 		},
 	}, itemTools)
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	as := func(id string, roles ...string) context.Context {
 		return llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: id, Roles: roles})
 	}
@@ -328,7 +329,7 @@ func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
 		}))
 	reg, _ := newReg(t, openDB(t), llmtool.DefineTools("who", whoami))
 	ctx := alice(inScope("wiki"))
-	require.NoError(t, reg.SetWrites(ctx, "wiki", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "wiki", true))
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "whoami"})
 	require.False(t, res.IsError, res.Text())
 	require.JSONEq(t, `{"Guard":"alice","Handler":"alice","Scope":"wiki"}`, string(res.JSON))
@@ -338,11 +339,11 @@ func TestListAllocatesNothing(t *testing.T) {
 	db := openDB(t)
 	reg, _ := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools) // no refresh during the measurement
 	on, off := inScope("on"), inScope("off")
-	require.NoError(t, reg.SetWrites(on, "on", true))
+	require.NoError(t, reg.Tenants().SetWrites(on, "on", true))
 	for _, ctx := range []context.Context{on, off} {
-		_, err := reg.List(ctx) // warm the caches
+		_, err := reg.List(ctx, nil) // warm the caches
 		require.NoError(t, err)
-		allocs := testing.AllocsPerRun(100, func() { _, _ = reg.List(ctx) })
+		allocs := testing.AllocsPerRun(100, func() { _, _ = reg.List(ctx, nil) })
 		require.Zero(t, allocs)
 	}
 	require.True(t, slices.Equal([]string{"get_item", "man"}, listNames(t, reg, off)))
@@ -357,14 +358,14 @@ func BenchmarkList(b *testing.B) {
 	require.NoError(b, err)
 	defer reg.Close()
 	ctx := context.Background()
-	require.NoError(b, reg.SetWrites(ctx, "on", true))
-	require.NoError(b, reg.SetScopeTool(ctx, "tool", "add_item", true))
+	require.NoError(b, reg.Tenants().SetWrites(ctx, "on", true))
+	require.NoError(b, reg.Tenants().SetTool(ctx, "tool", "add_item", true))
 	for _, scope := range []string{"on", "off", "tool"} {
 		sctx := inScope(scope)
 		b.Run("scope="+scope, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := reg.List(sctx); err != nil {
+				if _, err := reg.List(sctx, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -14,8 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/pgtest"
+	"github.com/llmtool/llmtool/sqlite"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // Model-written SQL against llmtool's own state, other calls and other
@@ -106,7 +109,7 @@ func refusedSQL(stmt, reason, instead string) string {
 
 const (
 	ownRefusal     = "changes a table llmtool keeps for itself (llmtool_*)"
-	ownInstead     = "change llmtool's settings through the Registry (SetWrites, SetApproval, ...), never in a tool's SQL."
+	ownInstead     = "change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...), never in a tool's SQL."
 	settingRefusal = "names pg_settings in a statement that changes data or schema, and a write to pg_settings changes the session's settings"
 	settingInstead = "configure sessions where the host opens the database (the DSN's options) or with ALTER ROLE/DATABASE ... SET as the administrator; read a setting with SHOW or current_setting()."
 	internalError  = "Internal error in run_sql; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
@@ -122,20 +125,20 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 	db, dsn := openPG(t)
 	_, err := db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
 	require.NoError(t, err)
-	opts := &llmtool.Options{ApprovalKey: []byte("a key the replicas share, 32 b."), ScopeCacheTTL: llmtool.NoScopeCache, Logger: quietLogger()}
+	opts := &llmtool.Options{ApprovalKey: []byte("a key the replicas share, 32 b."), ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}
 	reg, err := llmtool.NewRegistry(db, opts, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	bg := context.Background()
 	a, b := llmtool.WithScope(bg, "a"), llmtool.WithScope(bg, "b")
-	require.NoError(t, reg.SetWrites(bg, "a", true))
-	require.NoError(t, reg.SetApproval(bg, "a", "", true)) // every destructive tool asks in scope a
+	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
+	require.NoError(t, reg.Tenants().SetApproval(bg, "a", "", true)) // every destructive tool asks in scope a
 
 	// A used approval token.
 	ask := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":2}`)})
-	require.ErrorIs(t, ask.Err, llmtool.ErrApprovalRequired)
+	require.ErrorIs(t, ask.Err, approval.ErrRequired)
 	token := ask.Approval.Token
-	done := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":2}`), Approval: &llmtool.Approval{Token: token, Approved: true}})
+	done := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":2}`), Approval: &approval.Answer{Token: token, Approved: true}})
 	require.False(t, done.IsError, done.Text())
 
 	attacks := []string{
@@ -163,14 +166,14 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 		require.EqualError(t, res.Err, refusedSQL(q, ownRefusal, ownInstead), q)
 	}
 
-	on, err := reg.WritesEnabled(bg, "b")
+	on, err := reg.Tenants().Writes(bg, "b")
 	require.NoError(t, err)
 	require.False(t, on, "tenant B's writes are still off")
 	res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)})
 	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "b". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
 
 	res = reg.Invoke(a, llmtool.Call{Tool: "purge_item", Args: []byte(`{"id":3}`)})
-	require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired, "the scope's approval rule still asks: %s", res.Text())
+	require.ErrorIs(t, res.Err, approval.ErrRequired, "the scope's approval rule still asks: %s", res.Text())
 
 	// A replica sharing the key knows the token was used from
 	// llmtool_approvals alone.
@@ -182,8 +185,8 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 	t.Cleanup(func() { replica.Close() })
 	_, err = db.Exec(`INSERT INTO items (id, name) VALUES (2, 'pear again')`)
 	require.NoError(t, err)
-	replay := replica.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":2}`), Approval: &llmtool.Approval{Token: token, Approved: true}})
-	require.ErrorIs(t, replay.Err, llmtool.ErrApprovalRefused)
+	replay := replica.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":2}`), Approval: &approval.Answer{Token: token, Approved: true}})
+	require.ErrorIs(t, replay.Err, approval.ErrRefused)
 	require.Equal(t, `This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, replay.Text())
 	require.Equal(t, 3, countItems(t, db), "the replay deleted nothing")
 }
@@ -229,8 +232,8 @@ func TestPostgresSettingsStayTheSession(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	bg := context.Background()
-	require.NoError(t, reg.SetWrites(bg, "a", true))
-	require.NoError(t, reg.SetWrites(bg, "bob", true))
+	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
+	require.NoError(t, reg.Tenants().SetWrites(bg, "bob", true))
 	a, bob := llmtool.WithScope(bg, "a"), llmtool.WithScope(bg, "bob")
 
 	for _, q := range []string{
@@ -313,7 +316,7 @@ func TestPostgresRole(t *testing.T) {
 	table, err := audit.NewTable(context.Background(), db, "")
 	require.NoError(t, err)
 	opts := &llmtool.Options{Role: role, Audit: []audit.Sink{table}, ApprovalKey: []byte("a key the replicas share, 32 b."),
-		ScopeCacheTTL: llmtool.NoScopeCache, Logger: quietLogger()}
+		ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}
 	reg, err := llmtool.NewRegistry(db, opts, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
@@ -323,8 +326,8 @@ func TestPostgresRole(t *testing.T) {
 	require.NoError(t, err)
 	bg := context.Background()
 	a, b := llmtool.WithScope(bg, "a"), llmtool.WithScope(bg, "b")
-	require.NoError(t, reg.SetWrites(bg, "a", true))
-	require.NoError(t, reg.SetWrites(bg, "b", false))
+	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
+	require.NoError(t, reg.Tenants().SetWrites(bg, "b", false))
 
 	tests := []struct {
 		name, tool, sql string
@@ -367,7 +370,7 @@ func TestPostgresRole(t *testing.T) {
 	var secret string
 	require.NoError(t, db.QueryRow(`SELECT v FROM secrets`).Scan(&secret))
 	require.Equal(t, "hunter2", secret)
-	on, err := reg.WritesEnabled(bg, "b")
+	on, err := reg.Tenants().Writes(bg, "b")
 	require.NoError(t, err)
 	require.False(t, on, "tenant B's writes are still off")
 
@@ -379,8 +382,8 @@ func TestPostgresRole(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_audit WHERE tool = 'run_sql'`).Scan(&audited))
 	require.Equal(t, 1, audited, "the granted write's audit record")
 	ask := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":1}`)})
-	require.ErrorIs(t, ask.Err, llmtool.ErrApprovalRequired)
-	done := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":1}`), Approval: &llmtool.Approval{Token: ask.Approval.Token, Approved: true}})
+	require.ErrorIs(t, ask.Err, approval.ErrRequired)
+	done := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":1}`), Approval: &approval.Answer{Token: ask.Approval.Token, Approved: true}})
 	require.False(t, done.IsError, done.Text())
 	var used int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_approvals`).Scan(&used))
@@ -426,12 +429,12 @@ func TestPostgresRole(t *testing.T) {
 
 	// Without the role, only the check stands, and the host function's
 	// text names no llmtool table.
-	plain, err := llmtool.NewRegistry(db, &llmtool.Options{ScopeCacheTTL: llmtool.NoScopeCache, Logger: quietLogger()}, securityTools)
+	plain, err := llmtool.NewRegistry(db, &llmtool.Options{ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { plain.Close() })
 	res = plain.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, sqlIn{SQL: `SELECT all_writes_on()`})})
 	require.False(t, res.IsError, res.Text())
-	on, err = plain.WritesEnabled(bg, "b")
+	on, err = plain.Tenants().Writes(bg, "b")
 	require.NoError(t, err)
 	require.True(t, on, "without the role, the function turned on tenant B's writes")
 }
@@ -503,7 +506,7 @@ func TestPostgresRoleChecked(t *testing.T) {
 		require.EqualError(t, err, tt.err, tt.name)
 	}
 
-	lite, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "lite.db"))
+	lite, err := sqlite.Open(filepath.Join(t.TempDir(), "lite.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { lite.Close() })
 	_, err = llmtool.NewRegistry(lite, &llmtool.Options{Role: free})
@@ -552,7 +555,7 @@ func TestPostgresNothingOutlivesACall(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	bg := context.Background()
-	require.NoError(t, reg.SetWrites(bg, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(bg, "", true))
 	probe := func() string {
 		t.Helper()
 		res := reg.Invoke(bg, llmtool.Call{Tool: "state"})

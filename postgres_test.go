@@ -159,13 +159,13 @@ func TestPostgresReplicasSeeScopeChanges(t *testing.T) {
 
 	ctx := llmtool.WithScope(context.Background(), "team")
 	heard := make(chan string, 4)
-	cancel := reg2.Subscribe(func(scope string) { heard <- scope })
+	cancel := reg2.Tenants().Subscribe(func(scope string) { heard <- scope })
 	defer cancel()
 	res := reg2.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "team". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
 
 	changed := time.Now()
-	require.NoError(t, reg1.SetWrites(context.Background(), "team", true))
+	require.NoError(t, reg1.Tenants().SetWrites(context.Background(), "team", true))
 	select {
 	case scope := <-heard:
 		require.Equal(t, "team", scope)

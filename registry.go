@@ -15,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
@@ -22,6 +23,7 @@ import (
 	"github.com/llmtool/llmtool/internal/signkey"
 	"github.com/llmtool/llmtool/internal/toolname"
 	"github.com/llmtool/llmtool/man"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // Call is one tool call, as an adapter received it.
@@ -45,10 +47,16 @@ type Call struct {
 	// JSON {"dryRun": true, "result": ..., "changes": [...]}). Nothing is
 	// saved, whatever the tool.
 	DryRun bool
-	// Approval answers the ApprovalRequest an earlier call with the same
+	// Approval answers the approval.Request an earlier call with the same
 	// tool and arguments returned: the call runs again and commits only if
 	// its preview is the one approved; a denial saves nothing.
-	Approval *Approval
+	Approval *approval.Answer
+	// OutputBudget bounds the result to this many bytes of JSON for the
+	// consumer that makes the call, such as a chat whose model has a small
+	// context window: adapters set it from their own OutputBudget option.
+	// It lowers the tool's budget (OutputBudget, Options.OutputBudget),
+	// never raises it; 0 means none.
+	OutputBudget int
 }
 
 // target returns the name and the kind of definition the call is for.
@@ -81,12 +89,12 @@ type Result struct {
 	Messages []Message
 	// Preview is what a dry run (Call.DryRun) or a call needing approval
 	// would change; nil otherwise.
-	Preview *Preview
+	Preview *approval.Preview
 	// Approval asks a person to approve the change Preview shows, when the
 	// call needs approval (first, or again because the data changed since
-	// the approval): the call failed with ErrApprovalRequired and nothing
+	// the approval): the call failed with approval.ErrRequired and nothing
 	// was saved. Send Approval.Token back in Call.Approval.
-	Approval *ApprovalRequest
+	Approval *approval.Request
 
 	msg string // the rendered error message
 }
@@ -116,7 +124,8 @@ type Registry struct {
 	validateOutput atomic.Bool
 
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
-	pol      policy                                // scopes, principal, authorizer, subscribers (policy.go)
+	pol      policy                                // principal, authorizer (policy.go)
+	tenants  *tenant.Settings                      // per-tenant switches, their cache and subscribers (tenant.go)
 	watchers watchers                              // OnResourceChange functions (changes.go)
 	approve  approvals                             // the approval tokens' key and lifetime (approval.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
@@ -143,10 +152,6 @@ type loader struct {
 	err     error
 }
 
-// NoScopeCache, as Options.ScopeCacheTTL, makes the registry read a
-// scope's settings on every listing and call.
-const NoScopeCache time.Duration = -1
-
 // NewRegistry returns a registry whose tools run against db, configured by
 // opts (nil for the defaults), with the given modules registered and the
 // built-in man tool (see Options.ManPages). It refuses (with an error naming both
@@ -155,9 +160,10 @@ const NoScopeCache time.Duration = -1
 // kinds are gathered first, so their order does not matter. It refuses an
 // Options.ApprovalKey shorter than 16 bytes before touching db.
 //
-// The core speaks database/sql only. For SQLite, open db with OpenSQLite or
-// with equivalent settings (WAL, busy timeout, _txlock=immediate); for
-// PostgreSQL, with github.com/jackc/pgx/v5/stdlib. NewRegistry learns the
+// The core speaks database/sql only. For SQLite, open db with sqlite.Open
+// (package github.com/llmtool/llmtool/sqlite) or with equivalent settings
+// (WAL, busy timeout, _txlock=immediate); for PostgreSQL, with
+// github.com/jackc/pgx/v5/stdlib. NewRegistry learns the
 // engine (Options.Engine, or by asking the database) and brings llmtool's
 // own tables (the scope settings) to their current version: an idempotent
 // step, safe to run from several replicas at once.
@@ -179,6 +185,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		return nil, err
 	}
 	r.invoke = r.call
+	r.tenants = r.newTenants(opts)
 	if err := r.setup(opts); err != nil {
 		return nil, err
 	}
@@ -210,7 +217,7 @@ func (r *Registry) Add(m *Module) error {
 	err := r.addLocked(m)
 	r.mu.Unlock()
 	if err == nil {
-		r.notify("")
+		r.tenants.Changed("")
 	}
 	return err
 }
@@ -325,59 +332,6 @@ func (r *Registry) loaderErr() error {
 	return errors.Join(errs...)
 }
 
-// List returns the specs of the tools ctx's caller may call, in
-// registration order with the built-in man last, after running pending
-// loaders: tools switched on, allowed in the scope of ctx (write tools only
-// once the scope enabled writes; see SetWrites) and for its principal
-// (Options.RequirePrincipal, Options.Authorize). The specs and their schema
-// JSON are computed once; do not modify them. Filtering by scope uses the
-// cached scope settings (see Options.ScopeCacheTTL) and allocates nothing
-// unless per-tool settings or Options.Authorize apply. Tools loaded on
-// demand (Options.OnDemand) are listed only once the scope loaded them
-// with find_tools. A loader's failure is returned along with the tools
-// that did load.
-func (r *Registry) List(ctx context.Context) ([]*Spec, error) {
-	err := r.resolve(ctx)
-	return r.visible(ctx, nil, r.listed(ctx, r.allSpecs())), err
-}
-
-// allSpecs returns the specs of the tools switched on, built-in ones last,
-// computed once per change; on-demand tools are left out (see listed).
-func (r *Registry) allSpecs() *[]*Spec {
-	if p := r.specs.Load(); p != nil {
-		return p
-	}
-	r.mu.RLock()
-	specs := make([]*Spec, 0, len(r.order))
-	for _, builtin := range []bool{false, true} {
-		for _, e := range r.order {
-			if e.enabled.Load() && e.builtin == builtin && e.tool.kind == kindTool && !e.onDemand {
-				specs = append(specs, &e.tool.spec)
-			}
-		}
-	}
-	r.mu.RUnlock()
-	r.specs.Store(&specs)
-	return &specs
-}
-
-// Specs returns the specs of every registered tool, resource and prompt,
-// switched on or off and whatever any scope allows, in registration order,
-// after running pending loaders (Spec.URI marks a resource, Spec.Prompt a
-// prompt). It is for start-up checks (lint, a chat adapter's provider
-// check) that must see tools no scope has enabled yet; listings for a model
-// use List.
-func (r *Registry) Specs(ctx context.Context) ([]*Spec, error) {
-	err := r.resolve(ctx)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	specs := make([]*Spec, 0, len(r.order))
-	for _, e := range r.order {
-		specs = append(specs, &e.tool.spec)
-	}
-	return specs, err
-}
-
 // Tool returns the spec of the named tool, enabled or not, running pending
 // loaders if the name is not known yet.
 func (r *Registry) Tool(ctx context.Context, name string) (*Spec, bool) {
@@ -399,7 +353,7 @@ func (r *Registry) SetEnabled(name string, on bool) error {
 	}
 	e.enabled.Store(on)
 	r.specs.Store(nil)
-	r.notify("")
+	r.tenants.Changed("")
 	return nil
 }
 
@@ -415,12 +369,6 @@ func (r *Registry) configure(o *Options) {
 	r.pol.requirePrincipal.Store(o.RequirePrincipal)
 	if len(o.Audit) > 0 {
 		r.setAuditSinks(o.Audit...)
-	}
-	switch {
-	case o.ScopeCacheTTL < 0:
-		r.pol.ttl.Store(0)
-	case o.ScopeCacheTTL > 0:
-		r.pol.ttl.Store(int64(o.ScopeCacheTTL))
 	}
 	if o.WritesOffAction != "" {
 		action := o.WritesOffAction
@@ -540,6 +488,9 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 	if call.Resource != "" {
 		call.Args = req.args
 	}
+	if call.OutputBudget > 0 {
+		ctx = context.WithValue(ctx, budgetKey{}, call.OutputBudget)
+	}
 	t := e.tool
 	err := r.admit(ctx, e) // policy.go
 	req.refused = err != nil
@@ -576,9 +527,9 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		}
 	}
 	if err != nil {
-		approval, pv := res.Approval, res.Preview
+		asked, pv := res.Approval, res.Preview
 		res = r.failure(t.spec.Name, err)
-		res.Approval, res.Preview = approval, pv
+		res.Approval, res.Preview = asked, pv
 	}
 	return res
 }

@@ -74,7 +74,7 @@ func TestLoaderFailureReported(t *testing.T) {
 		return llmtool.DefineTools("clash", getItem), nil
 	})
 
-	specs, err := reg.List(context.Background())
+	specs, err := reg.List(context.Background(), nil)
 	const want = "llmtool: loader \"broken\": plugin file missing\nllmtool: loader \"panicky\" panicked: bad plugin\n" +
 		"llmtool: loader \"clash\": llmtool: tool \"get_item\" is defined by both module \"items\" and module \"clash\"; rename one of them"
 	require.EqualError(t, err, want)
@@ -84,7 +84,7 @@ func TestLoaderFailureReported(t *testing.T) {
 	require.True(t, res.IsError)
 	require.EqualError(t, res.Err, want)
 	require.Equal(t, "Internal error in from_broken_plugin; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
-	_, err = reg.List(context.Background())
+	_, err = reg.List(context.Background(), nil)
 	require.EqualError(t, err, want, "reported every time")
 	require.Equal(t, int32(1), runs.Load(), "not retried")
 }
@@ -101,12 +101,12 @@ func TestLoaderWaitHonoursContext(t *testing.T) {
 	started := make(chan struct{})
 	go func() {
 		close(started)
-		reg.List(context.Background()) // the first caller runs the loader
+		reg.List(context.Background(), nil) // the first caller runs the loader
 	}()
 	<-started
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := reg.List(ctx)
+	_, err := reg.List(ctx, nil)
 	require.ErrorIs(t, err, context.Canceled)
 }
 

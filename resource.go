@@ -1,7 +1,6 @@
 package llmtool
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -173,38 +172,6 @@ func (t *uriTemplate) match(uri string) (vars map[string]string, ok bool) {
 		vars[v] = s
 	}
 	return vars, true
-}
-
-// Resources returns the specs of the resources (fixed URIs and templates)
-// ctx's caller may read, in registration order, after running pending
-// loaders; Spec.URI is the URI or template. The policy of read tools
-// applies: switched-off resources and those Options.Authorize refuses are
-// left out.
-func (r *Registry) Resources(ctx context.Context) ([]*Spec, error) {
-	return r.listKind(ctx, kindResource)
-}
-
-// Prompts returns the specs of the prompts ctx's caller may render, in
-// registration order, after running pending loaders; Spec.Params are the
-// prompt's arguments.
-func (r *Registry) Prompts(ctx context.Context) ([]*Spec, error) {
-	return r.listKind(ctx, kindPrompt)
-}
-
-func (r *Registry) listKind(ctx context.Context, kind toolKind) ([]*Spec, error) {
-	err := r.resolve(ctx)
-	r.mu.RLock()
-	var specs []*Spec
-	for _, e := range r.order {
-		if e.tool.kind == kind && e.enabled.Load() {
-			specs = append(specs, &e.tool.spec)
-		}
-	}
-	r.mu.RUnlock()
-	if len(specs) == 0 {
-		return []*Spec{}, err
-	}
-	return r.visible(ctx, nil, &specs), err
 }
 
 // fill expands the template with the first string value each variable has

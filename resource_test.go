@@ -151,12 +151,12 @@ func TestResourceAndPromptListings(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"get_note false", "man false"}, names(reg.List(ctx)))
-	require.Equal(t, []string{"note note://{noteId}false", "about notes://aboutfalse"}, names(reg.Resources(ctx)))
-	require.Equal(t, []string{"summarize_note true"}, names(reg.Prompts(ctx)))
+	require.Equal(t, []string{"get_note false", "man false"}, names(reg.List(ctx, nil)))
+	require.Equal(t, []string{"note note://{noteId}false", "about notes://aboutfalse"}, names(reg.List(ctx, &llmtool.ListOptions{Resources: true})))
+	require.Equal(t, []string{"summarize_note true"}, names(reg.List(ctx, &llmtool.ListOptions{Prompts: true})))
 
 	require.NoError(t, reg.SetEnabled("about", false))
-	require.Equal(t, []string{"note note://{noteId}false"}, names(reg.Resources(ctx)))
+	require.Equal(t, []string{"note note://{noteId}false"}, names(reg.List(ctx, &llmtool.ListOptions{Resources: true})))
 	res := reg.Invoke(ctx, llmtool.Call{Resource: "notes://about"})
 	require.Equal(t, `Tool "about" is switched off. Use another tool, or ask the user to have an administrator enable it.`, res.Text())
 
@@ -167,8 +167,8 @@ func TestResourceAndPromptListings(t *testing.T) {
 		}
 		return nil
 	}}, llmtool.DefineTools("notes", getNote, noteResource, summarizePrompt).WithEntities(completingNote))
-	require.Equal(t, []string(nil), names(authz.Resources(ctx)))
-	require.Equal(t, []string(nil), names(authz.Prompts(ctx)))
+	require.Equal(t, []string(nil), names(authz.List(ctx, &llmtool.ListOptions{Resources: true})))
+	require.Equal(t, []string(nil), names(authz.List(ctx, &llmtool.ListOptions{Prompts: true})))
 	res = authz.Invoke(ctx, llmtool.Call{Resource: "note://n1"})
 	require.Equal(t, `You may not use note. Use another tool, or ask an administrator for access.`, res.Text())
 	require.ErrorIs(t, res.Err, llmtool.ErrNotAuthorized)
@@ -276,7 +276,7 @@ func TestResourceChanges(t *testing.T) {
 	t.Parallel()
 	reg, _ := newReg(t, openNotes(t), llmtool.DefineTools("notes", getNote, noteResource, aboutResource, retitle, addNote, failing).WithEntities(completingNote))
 	ctx := alice(context.Background())
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	var got []string
 	cancel := reg.OnResourceChange(func(uri string) { got = append(got, uri) })
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // A read tool returning 10,000 rows (about 390 KB of JSON) against the
@@ -66,7 +67,7 @@ var listMany = llmtool.Read("list_many", "List the items from an ID on.",
 	})
 
 func newManyRows(b *testing.B) (*sql.DB, *llmtool.Registry) {
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(b.TempDir(), "rows.db"))
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "rows.db"))
 	require.NoError(b, err)
 	b.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0)`)

@@ -58,7 +58,7 @@ func TestScopes(t *testing.T) {
 			t.Parallel()
 			p := &llmtool.Principal{ID: "alice", Scopes: tc.scopes}
 			ctx := llmtool.WithPrincipal(context.Background(), p)
-			specs, err := reg.List(ctx)
+			specs, err := reg.List(ctx, nil)
 			require.NoError(t, err)
 			var names []string
 			for _, s := range specs {

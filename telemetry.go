@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
@@ -267,7 +268,7 @@ func endSpan(span trace.Span, rec *audit.Record, res *Result) {
 	}
 	// A call that asks its client (ask.Elicit) or a person's approval is
 	// waiting for an answer, not failing: it runs again with it.
-	failed := res.IsError && !errors.Is(res.Err, callinfo.ErrInputRequired) && !errors.Is(res.Err, ErrApprovalRequired)
+	failed := res.IsError && !errors.Is(res.Err, callinfo.ErrInputRequired) && !errors.Is(res.Err, approval.ErrRequired)
 	if failed {
 		attrs = append(attrs, attrErrorType.String(KindOf(res.Err).String()))
 	}

@@ -35,7 +35,7 @@ type Spec struct {
 	Prompt       bool            // a prompt (Prompt), rendered rather than called
 	// NeedsApproval marks a write tool whose calls a person approves
 	// before they commit (NeedsApproval); a scope may require approval of
-	// more (Registry.SetApproval).
+	// more (Registry.Tenants().SetApproval).
 	NeedsApproval bool
 	// Scopes are the OAuth scopes a principal's token must grant, all of
 	// them, to list and call the tool (Scopes); principals not limited by

@@ -299,48 +299,13 @@ func (cs *callState) decodeIn(args []byte, in any) error {
 	return nil
 }
 
-// OpenSQLite opens the SQLite file at path with the settings llmtool's
-// transactions expect: WAL (readers run beside the writer), a busy timeout,
-// foreign keys on, and BEGIN IMMEDIATE for write transactions. driverName
-// is the name the SQLite driver registered ("sqlite" for
-// modernc.org/sqlite, which the host imports). Use it when the host has no
-// setup of its own. OpenSQLite does not import the driver, so it cannot
-// give the registry the driver's interrupt: with modernc.org/sqlite, set
-// Options.Interrupt to sqlitehook.Interrupt as well.
-func OpenSQLite(driverName, path string) (*sql.DB, error) {
-	// path goes into a file: URI, where a '#' would end the file name (and
-	// drop the settings) and a '%' start an escape; text after a '?' is the
-	// caller's own URI parameters.
-	name, params, hasParams := strings.Cut(path, "?")
-	name = strings.NewReplacer("%", "%25", "#", "%23").Replace(name)
-	sep := "?"
-	if hasParams {
-		name, sep = name+"?"+params, "&"
-	}
-	dsn := "file:" + name + sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open(driverName, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
-	}
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
-	}
-	return db, nil
-}
-
 // Close hands the read connections the registry reserved back to the
 // database's pool, in their normal writable state, and stops watching for
-// other processes' scope changes (see Subscribe). It does not close the
+// other processes' scope changes (see Tenants().Subscribe). It does not close the
 // database, which belongs to the host. Calls made after Close still work,
 // without reserved connections.
 func (r *Registry) Close() error {
-	r.pol.subMu.Lock()
-	if r.pol.stop != nil {
-		close(r.pol.stop)
-		r.pol.stop = nil
-	}
-	r.pol.subMu.Unlock()
+	r.tenants.Close()
 	r.approve.close()
 	r.tx.Close()
 	return nil

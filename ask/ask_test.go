@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // echo is a client that answers every request.
@@ -32,12 +33,12 @@ type answer struct {
 
 func newRegistry(t testing.TB, tools ...*llmtool.Tool) *llmtool.Registry {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "ask.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "ask.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, nil, llmtool.DefineTools("asking", tools...))
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	return reg
 }
 
@@ -102,7 +103,7 @@ func ExampleElicit() {
 			err = json.Unmarshal(res.Content, &who)
 			return answer{Text: "Hello, " + who.Name}, err
 		})
-	db, _ := llmtool.OpenSQLite("sqlite", filepath.Join(exampleDir(), "ask.db"))
+	db, _ := sqlite.Open(filepath.Join(exampleDir(), "ask.db"))
 	defer db.Close()
 	reg, _ := llmtool.NewRegistry(db, nil, llmtool.DefineTools("people", whoami))
 	res := reg.Invoke(ask.With(context.Background(), echo{}), llmtool.Call{Tool: "whoami"})

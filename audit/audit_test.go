@@ -50,7 +50,7 @@ func TestTable(t *testing.T) {
 		Logger:         logger,
 		Audit:          []audit.Sink{audit.Slog(logger), table, rec},
 	})
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 
 	start := time.Now()
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"secret-pear"}`)})
@@ -117,7 +117,7 @@ func TestTableFailureRollsBackTheWrite(t *testing.T) {
 		Logger:         logger,
 		Audit:          []audit.Sink{audit.Slog(logger), table},
 	})
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	_, err = db.Exec(`DROP TABLE audit_calls`)
 	require.NoError(t, err)
 

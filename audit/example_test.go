@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // A Table writes each committed write call's record in the call's own
@@ -22,7 +23,7 @@ func ExampleNewTable() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "notes.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "notes.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func ExampleNewTable() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	_ = reg.SetWrites(ctx, "", true)
+	_ = reg.Tenants().SetWrites(ctx, "", true)
 
 	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)})
 	reg.Invoke(ctx, llmtool.Call{Tool: "add_note", Args: []byte(`{"title": ""}`)})

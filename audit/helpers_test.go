@@ -14,12 +14,13 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // openDB opens a fresh SQLite file with an items table holding item 1.
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "test.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "test.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL DEFAULT 0);

@@ -44,7 +44,7 @@
 // # Approval
 //
 // A write tool that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.SetApproval for the scope) does not commit when the model
+// Registry.Tenants().SetApproval for the scope) does not commit when the model
 // calls it: the registry runs it, records what it would change (a
 // Preview), rolls back and asks. Dispatch then pauses the turn at that
 // call: the reply's Pending carries the call, its friendly name, the
@@ -82,10 +82,10 @@
 //
 // The prompts a module defines (llmtool.Prompt) are for the person, not
 // the model: a host's chat lists those the scope may use with
-// Registry.Prompts, and Prompt renders the one picked into the provider's
-// message shape, to start the conversation with:
+// Registry.List (ListOptions.Prompts), and Prompt renders the one picked
+// into the provider's message shape, to start the conversation with:
 //
-//	prompts, err := a.Registry().Prompts(ctx) // name, friendly name, arguments
+//	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true}) // name, friendly name, arguments
 //	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
 //
 // # Large catalogs
@@ -212,6 +212,7 @@ type Adapter struct {
 	deferred [numShapes][]*deferredSet // Options.ToolSearch's sets (deferred.go), most recent first
 
 	toolSearch bool // Options.ToolSearch
+	budget     int  // Options.OutputBudget
 }
 
 // DefaultMaxParallel is how many read tools of one turn run at once unless
@@ -247,6 +248,14 @@ type Options struct {
 	// Other shapes get find_tools as without it. Default: false, every
 	// shape gets find_tools and only the tools loaded.
 	ToolSearch bool
+
+	// OutputBudget bounds the results the model gets, in bytes of JSON
+	// (about 4 bytes per token), for a model with a small context window:
+	// llmtool.Call.OutputBudget on every call Dispatch runs, so that a
+	// longer result is cut to fit (see llmtool.Truncated). It lowers a
+	// tool's own budget, never raises it. Default: 0, the tools' budgets
+	// only.
+	OutputBudget int
 }
 
 // New returns an Adapter for reg, configured by opts (nil for the
@@ -262,6 +271,7 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 		}
 		a.msgs = opts.Messages
 		a.toolSearch = opts.ToolSearch
+		a.budget = max(opts.OutputBudget, 0)
 	}
 	return a
 }
@@ -330,7 +340,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if a.toolSearch && ToolSearchTool(shape) != nil {
 		return a.searchTools(ctx, shape) // deferred.go
 	}
-	specs, listErr := a.reg.List(ctx)
+	specs, listErr := a.reg.List(ctx, nil)
 	a.mu.Lock()
 	for i, c := range a.sets[shape] {
 		if slices.Equal(c.specs, specs) {

@@ -7,22 +7,23 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 )
 
 // Pending is a call of a turn that waits for a person's approval before
-// it commits (llmtool.NeedsApproval, Registry.SetApproval): the registry
+// it commits (llmtool.NeedsApproval, Registry.Tenants().SetApproval): the registry
 // ran it, recorded what it would change, and rolled it back. Show the
 // person FriendlyName and Summary (or the Preview in detail), then resume
 // the turn with their answer: Reply.Resume, or Transcript.Resume in Run.
 type Pending struct {
-	Index        int             // the call's position in its turn
-	Call         ToolCall        // the call as the model asked for it
-	FriendlyName string          // the tool's label in the context's locale, such as "Delete note"
-	Preview      llmtool.Preview // the call's result and the rows it would change per table
+	Index        int              // the call's position in its turn
+	Call         ToolCall         // the call as the model asked for it
+	FriendlyName string           // the tool's label in the context's locale, such as "Delete note"
+	Preview      approval.Preview // the call's result and the rows it would change per table
 	// Summary is Preview.String(), one line for the person, such as
 	// `Delete note "Plans" and its 2 child notes. (notes: 3 deleted)`.
 	Summary string
-	// Token is what Resume sends back with the answer (llmtool.Approval);
+	// Token is what Resume sends back with the answer (approval.Answer);
 	// a host that keeps pending calls itself can send it in
 	// llmtool.Call.Approval with the same tool and arguments. It is
 	// single-use and bound to the principal, scope, tool and arguments.
@@ -107,6 +108,6 @@ func (r *Reply) Resume(ctx context.Context, approved bool) (*Reply, error) {
 		return nil, ErrNotPending
 	}
 	t := p.turn
-	at := t.a.execute(ctx, t.calls, t.specs, t.out, p.at, &llmtool.Approval{Token: p.token, Approved: approved}, true)
+	at := t.a.execute(ctx, t.calls, t.specs, t.out, p.at, &approval.Answer{Token: p.token, Approved: approved}, true)
 	return t.reply(ctx, at), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/chatadapter"
 )
 
@@ -56,7 +57,7 @@ func newApprovalFixture(t testing.TB) (*fixture, *eventLog) {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, shop)
 	require.NoError(t, err)
 	ctx := llmtool.WithPrincipal(llmtool.WithScope(context.Background(), scope), &llmtool.Principal{ID: "ada"})
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	log := &eventLog{}
 	ctx = chatadapter.WithEvents(ctx, log.add)
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}, log
@@ -150,8 +151,8 @@ func TestResume(t *testing.T) {
 			require.Equal(t, 1, p.Index)
 			require.Equal(t, chatadapter.ToolCall{ID: "c2", Name: "remove_item", Args: json.RawMessage(`{"id":1}`)}, p.Call)
 			require.Equal(t, "Remove item", p.FriendlyName)
-			require.Equal(t, llmtool.Preview{Result: json.RawMessage(`{"removed":1,"name":"apple"}`),
-				Changes: []llmtool.TableChange{{Table: "items", Deleted: 1}}, Summary: "Remove item 1 (apple)."}, p.Preview)
+			require.Equal(t, approval.Preview{Result: json.RawMessage(`{"removed":1,"name":"apple"}`),
+				Changes: []approval.TableChange{{Table: "items", Deleted: 1}}, Summary: "Remove item 1 (apple)."}, p.Preview)
 			require.Equal(t, "Remove item 1 (apple). (items: 1 deleted)", p.Summary)
 			require.NotEmpty(t, p.Token)
 			require.WithinDuration(t, time.Now().Add(15*time.Minute), p.Expires, time.Minute)
@@ -360,7 +361,7 @@ func TestExecuteDoesNotWait(t *testing.T) {
 		{ID: "2", Name: "add_item", Args: json.RawMessage(`{"name":"pear"}`)},
 	})
 	require.True(t, out[0].Result.IsError)
-	require.ErrorIs(t, out[0].Result.Err, llmtool.ErrApprovalRequired)
+	require.ErrorIs(t, out[0].Result.Err, approval.ErrRequired)
 	require.NotNil(t, out[0].Result.Approval)
 	require.Equal(t, `This change needs the user's approval: Remove item 1 (apple). (items: 1 deleted). Nothing was saved yet; ask the user to approve it.`, out[0].Result.Text())
 	require.False(t, out[1].Result.IsError)
@@ -379,7 +380,7 @@ func TestResumeOtherPrincipal(t *testing.T) {
 	r, err = r.Resume(bob, true)
 	require.NoError(t, err)
 	require.Nil(t, r.Pending)
-	require.ErrorIs(t, r.Outcomes[0].Result.Err, llmtool.ErrApprovalRefused)
+	require.ErrorIs(t, r.Outcomes[0].Result.Err, approval.ErrRefused)
 	require.Equal(t, `The approval was given to another user. Nothing was saved. Call the tool again to get a new preview for the user to approve.`, r.Outcomes[0].Result.Text())
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 }

@@ -32,7 +32,7 @@ var pagedTools = llmtool.DefineTools("paged", llmtool.Read("list_ids", "List IDs
 		return out, nil
 	}, llmtool.Continue(func(in pageIn, shown int) pageIn { in.Offset += shown; return in })))
 
-// A chat whose context sets an output budget gets the cut result, in the
+// A chat adapter with an output budget gets the cut result, in the
 // provider's shape; without one, the whole result.
 func TestOutputBudgetChat(t *testing.T) {
 	t.Parallel()
@@ -61,10 +61,7 @@ func TestOutputBudgetChat(t *testing.T) {
 			reg, err := llmtool.NewRegistry(openDB(t), &llmtool.Options{ValidateOutput: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, pagedTools)
 			require.NoError(t, err)
 			ctx := context.Background()
-			if tt.budget > 0 {
-				ctx = llmtool.WithOutputBudget(ctx, tt.budget)
-			}
-			r, err := chatadapter.New(reg, nil).Dispatch(ctx, tt.shape, []byte(tt.turn))
+			r, err := chatadapter.New(reg, &chatadapter.Options{OutputBudget: tt.budget}).Dispatch(ctx, tt.shape, []byte(tt.turn))
 			require.NoError(t, err)
 			require.Len(t, r.Outcomes, 1)
 			res := r.Outcomes[0].Result

@@ -62,8 +62,8 @@ type deferredSet struct {
 // tools listed (find_tools left out), then, when some on-demand tools are
 // not loaded, the provider's search tool and those tools, deferred.
 func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error) {
-	specs, listErr := a.reg.List(ctx)
-	unloaded, _ := a.reg.Unloaded(ctx) // its error is List's: the loaders'
+	specs, listErr := a.reg.List(ctx, nil)
+	unloaded, _ := a.reg.List(ctx, &llmtool.ListOptions{Unloaded: true}) // its error is List's: the loaders'
 	specs = slices.DeleteFunc(slices.Clone(specs), func(s *llmtool.Spec) bool {
 		return s.Name == "find_tools" && s.Module == "llmtool"
 	})

@@ -122,7 +122,7 @@ func onDemandRegistry(t testing.TB, modules, per int) (*llmtool.Registry, contex
 	}, mods...)
 	require.NoError(t, err)
 	ctx := llmtool.WithScope(context.Background(), "ws")
-	require.NoError(t, reg.SetWrites(ctx, "ws", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "ws", true))
 	return reg, ctx
 }
 
@@ -266,16 +266,16 @@ func TestDispatchBesideToolSearch(t *testing.T) {
 func TestOnDemandThousandTools(t *testing.T) {
 	t.Parallel()
 	reg, ctx := onDemandRegistry(t, 20, 50)
-	all, err := reg.Specs(ctx)
+	all, err := reg.List(ctx, &llmtool.ListOptions{All: true})
 	require.NoError(t, err)
 	require.Len(t, all, 2+1000+2) // core, generated, man, find_tools
 
 	a := chatadapter.New(reg, nil)
 	native := chatadapter.New(reg, &chatadapter.Options{ToolSearch: true})
 	catalog := func(shape chatadapter.Shape) int {
-		listed, err := reg.List(ctx)
+		listed, err := reg.List(ctx, nil)
 		require.NoError(t, err)
-		unloaded, err := reg.Unloaded(ctx)
+		unloaded, err := reg.List(ctx, &llmtool.ListOptions{Unloaded: true})
 		require.NoError(t, err)
 		n := 1 // [ ]
 		for _, s := range append(listed, unloaded...) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
@@ -76,7 +77,7 @@ type Reply struct {
 // parsed at all.
 //
 // A write call that needs a person's approval (llmtool.NeedsApproval,
-// Registry.SetApproval) pauses the turn there: the reply's Pending shows
+// Registry.Tenants().SetApproval) pauses the turn there: the reply's Pending shows
 // what it would change, and Reply.Resume goes on with the person's answer.
 func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Reply, error) {
 	calls, err := ParseCalls(shape, turn)
@@ -116,7 +117,7 @@ func (a *Adapter) specs(ctx context.Context, calls []ToolCall) []*llmtool.Spec {
 // execute runs calls[from:] into out, the call at from with answer (nil
 // for none). With pause, it stops at a call that asks for approval and
 // returns its index; it returns -1 when every call ran.
-func (a *Adapter) execute(ctx context.Context, calls []ToolCall, specs []*llmtool.Spec, out []Outcome, from int, answer *llmtool.Approval, pause bool) int {
+func (a *Adapter) execute(ctx context.Context, calls []ToolCall, specs []*llmtool.Spec, out []Outcome, from int, answer *approval.Answer, pause bool) int {
 	obs := newObserver(ctx)
 	locale := a.localeOf(ctx)
 	// Runs of adjacent reads (unknown tools count as reads: they fail
@@ -131,7 +132,7 @@ func (a *Adapter) execute(ctx context.Context, calls []ToolCall, specs []*llmtoo
 		}
 		if j-i == 1 || a.maxParallel == 1 {
 			for k := i; k < j; k++ {
-				var ans *llmtool.Approval
+				var ans *approval.Answer
 				if k == from {
 					ans = answer
 				}
@@ -166,7 +167,7 @@ func (a *Adapter) localeOf(ctx context.Context) string {
 
 func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 
-func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, answer *llmtool.Approval, locale string, obs *observer) Outcome {
+func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, answer *approval.Answer, locale string, obs *observer) Outcome {
 	ev := Event{Index: index, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
 	if obs != nil {
 		ev.FriendlyName = a.friendlyName(c.Name, spec, locale)
@@ -175,7 +176,7 @@ func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool
 		ctx = callinfo.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
 	start := time.Now()
-	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer})
+	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: a.budget})
 	d := time.Since(start)
 	if obs != nil {
 		ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
@@ -221,7 +222,7 @@ type Event struct {
 
 	// CallFinished only.
 	Duration time.Duration // how long the call took
-	IsError  bool          // the call failed, or waits for approval (Err wraps llmtool.ErrApprovalRequired)
+	IsError  bool          // the call failed, or waits for approval (Err wraps approval.ErrRequired)
 	Err      error         // the error behind a failed call (llmtool.Result.Err)
 }
 
@@ -238,9 +239,9 @@ func (e Event) String() string {
 	switch e.Kind {
 	case CallFinished:
 		switch {
-		case errors.Is(e.Err, llmtool.ErrApprovalRequired):
+		case errors.Is(e.Err, approval.ErrRequired):
 			return name + "… needs approval"
-		case errors.Is(e.Err, llmtool.ErrApprovalRefused):
+		case errors.Is(e.Err, approval.ErrRefused):
 			return name + "… not approved"
 		case e.IsError:
 			return name + "… failed"

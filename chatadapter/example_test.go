@@ -16,6 +16,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type GreetIn struct {
@@ -54,7 +55,7 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -140,15 +141,16 @@ func ExampleAdapter_Dispatch() {
 	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada! Hello, Ada!\"}"}],"is_error":false},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"{\"error\":\"Unknown tool \\\"great\\\". Did you mean \\\"greet\\\"?\"}"}],"is_error":true}]}
 }
 
-// A host's chat offers the prompts Registry.Prompts lists for the scope;
-// the one a person picks starts the conversation, in the provider's shape.
+// A host's chat offers the prompts Registry.List lists for the scope
+// (ListOptions.Prompts); the one a person picks starts the conversation,
+// in the provider's shape.
 func ExampleAdapter_Prompt() {
 	reg, done := exampleRegistry()
 	defer done()
 	a := chatadapter.New(reg, nil)
 	ctx := context.Background()
 
-	prompts, err := a.Registry().Prompts(ctx)
+	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -253,7 +255,7 @@ func exampleGuestbook() (*chatadapter.Adapter, context.Context, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -266,7 +268,7 @@ func exampleGuestbook() (*chatadapter.Adapter, context.Context, func()) {
 		log.Fatal(err)
 	}
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "host"})
-	if err := reg.SetWrites(ctx, "", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
 		log.Fatal(err)
 	}
 	return chatadapter.New(reg, nil), ctx, func() { db.Close(); os.RemoveAll(dir) }

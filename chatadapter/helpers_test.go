@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The fixture: a shop's items in SQLite, two read tools, one write tool
@@ -164,7 +165,7 @@ type fixture struct {
 // openDB opens a fresh SQLite file.
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "shop.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shop.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
@@ -180,7 +181,7 @@ func newFixture(t testing.TB) *fixture {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, items)
 	require.NoError(t, err)
 	ctx := llmtool.WithScope(context.Background(), scope)
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 

@@ -34,7 +34,7 @@ func TestRegistryMiddleware(t *testing.T) {
 		Middleware: []llmtool.Middleware{noWrites}}, items)
 	require.NoError(t, err)
 	ctx := llmtool.WithScope(context.Background(), scope)
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	a := chatadapter.New(reg, nil)
 
 	reply, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(`{"role":"assistant","content":null,"tool_calls":[`+

@@ -179,7 +179,7 @@ func newNotesRegistryDB(t testing.TB) (*llmtool.Registry, *sql.DB) {
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools)
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	return reg, db
 }
 

@@ -13,8 +13,12 @@ import (
 // of its arguments (nil for none), for the scope and principal in ctx, and
 // returns its messages in shape's format, to start a conversation with or
 // to append to one. The prompts ctx's caller may render are those
-// Registry.Prompts lists (a.Registry().Prompts(ctx)), each Spec.Params
-// an argument; a host shows them in its chat for a person to pick.
+// Registry.List lists with ListOptions.Prompts, each Spec.Params an
+// argument:
+//
+//	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
+//
+// A host shows them in its chat for a person to pick.
 //
 // The prompt runs through Registry.Invoke, so it is rendered exactly as
 // over MCP (prompts/get): the policy, the argument checks and the entity

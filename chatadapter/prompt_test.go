@@ -180,12 +180,12 @@ func TestPromptErrors(t *testing.T) {
 	})
 }
 
-// TestPromptsListed: the prompts a chat offers are Registry.Prompts, apart
-// from its tool set.
+// TestPromptsListed: the prompts a chat offers are Registry.List's with
+// ListOptions.Prompts, apart from its tool set.
 func TestPromptsListed(t *testing.T) {
 	t.Parallel()
 	a, ctx := newPromptAdapter(t)
-	prompts, err := a.Registry().Prompts(ctx)
+	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
 	require.NoError(t, err)
 	require.Len(t, prompts, 1)
 	require.Equal(t, []string{"brief", "Brief on item", "Ask for a briefing on an item.", "itemId"},

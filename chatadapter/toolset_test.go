@@ -175,7 +175,7 @@ func TestToolsSetCachedPerScope(t *testing.T) {
 	require.Equal(t, []string{"get_item", "list_items", "add_item", "meet", "photo", "man"}, shop.Names)
 
 	// Enabling writes in the guest scope changes its set.
-	require.NoError(t, f.reg.SetWrites(guest, "guest", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(guest, "guest", true))
 	s3, err := f.a.Tools(guest, chatadapter.Gemini)
 	require.NoError(t, err)
 	require.Equal(t, shop.Names, s3.Names)

@@ -118,8 +118,8 @@ var ErrShape = errors.New("cost: unknown shape")
 // every field's default.
 type Options struct {
 	// AllTools reports every registered tool, switched on or off and
-	// whatever any scope allows (Registry.Specs less resources and
-	// prompts): the whole catalog a module ships. Otherwise the report
+	// whatever any scope allows (Registry.List with ListOptions.All,
+	// less resources and prompts): the whole catalog a module ships. Otherwise the report
 	// covers the tools the scope and principal in the context may list
 	// (Registry.List), which is what their requests carry.
 	AllTools bool
@@ -250,13 +250,13 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 // toolSpecs returns the tools to report on.
 func toolSpecs(ctx context.Context, reg *llmtool.Registry, all bool) ([]*llmtool.Spec, error) {
 	if !all {
-		specs, err := reg.List(ctx)
+		specs, err := reg.List(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("cost: listing the tools: %w", err)
 		}
 		return specs, nil
 	}
-	specs, err := reg.Specs(ctx)
+	specs, err := reg.List(ctx, &llmtool.ListOptions{All: true})
 	if err != nil {
 		return nil, fmt.Errorf("cost: listing the tools: %w", err)
 	}

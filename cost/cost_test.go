@@ -21,6 +21,7 @@ import (
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/cost"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type greetIn struct {
@@ -190,7 +191,7 @@ func TestReportTotals(t *testing.T) {
 // write tools only once the scope enabled them.
 func TestReportScope(t *testing.T) {
 	t.Parallel()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "cost.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "cost.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, quiet(), people, poems)
@@ -205,7 +206,7 @@ func TestReportScope(t *testing.T) {
 	require.False(t, c.AllTools)
 	require.Equal(t, []string{"greet", "poem", "man"}, c.Tools)
 
-	require.NoError(t, reg.SetWrites(ctx, "team", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 	c, err = cost.Report(ctx, reg, opts)
 	require.NoError(t, err)
 	require.Equal(t, []string{"greet", "forget", "poem", "man"}, c.Tools)
@@ -231,14 +232,14 @@ func mustRow(t *testing.T, c *cost.Catalog, tool string, s cost.Shape) cost.Row 
 // output schema, a destructive write tool with its annotations.
 func TestMCPDefinitionMatchesListing(t *testing.T) {
 	t.Parallel()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "cost.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "cost.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, quiet(), people, poems, tags)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "team", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Scope: "team", Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/limit"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type NoteIn struct {
@@ -70,7 +71,7 @@ func exampleRegistry(mw []llmtool.Middleware, tools ...*llmtool.Tool) (*llmtool.
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "notes.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "notes.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func exampleRegistry(mw []llmtool.Middleware, tools ...*llmtool.Tool) (*llmtool.
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := reg.SetWrites(context.Background(), "", true); err != nil {
+	if err := reg.Tenants().SetWrites(context.Background(), "", true); err != nil {
 		log.Fatal(err)
 	}
 	return reg, func() { reg.Close(); db.Close(); os.RemoveAll(dir) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // fixture is a registry on a fresh SQLite file with a notes table, its
@@ -61,7 +62,7 @@ type DeadlineOut struct {
 
 func newFixture(t *testing.T, mw ...llmtool.Middleware) *fixture {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL)`)
@@ -127,7 +128,7 @@ func newFixture(t *testing.T, mw ...llmtool.Middleware) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	t.Cleanup(f.letGo) // before the registry closes, should the test stop early
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	f.reg = reg
 	return f
 }

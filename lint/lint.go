@@ -24,11 +24,11 @@
 // # What it reads
 //
 // The linter sees the tools as a model and a host see them: every tool's
-// [llmtool.Spec] as [llmtool.Registry.Specs] returns it (switched on or
-// not, whatever any scope allows, after running the registry's loaders),
-// and the input JSON Schema in [llmtool.Spec.InputSchema], from which it
-// reads the parameters, their descriptions, defaults and enums, nested
-// ones too. A tool defined with [llmtool.InputSchema] is linted on the
+// [llmtool.Spec] as [llmtool.Registry.List] returns it with
+// [llmtool.ListOptions].All (switched on or not, whatever any scope
+// allows, after running the registry's loaders), and the input JSON Schema
+// in [llmtool.Spec.InputSchema], from which it reads the parameters, their
+// descriptions, defaults and enums, nested ones too. A tool defined with [llmtool.InputSchema] is linted on the
 // schema it supplied, which is what the model gets.
 //
 // # Rules
@@ -83,6 +83,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmtool/llmtool"
+	ischema "github.com/llmtool/llmtool/internal/schema" // RefError; this package has a schema type of its own
 	"github.com/llmtool/llmtool/internal/toolname"
 )
 
@@ -181,7 +182,7 @@ func Check(reg *llmtool.Registry, opts *Options) []Finding {
 			}
 		}
 	}
-	specs, err := reg.Specs(context.Background())
+	specs, err := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	for _, e := range joined(err) {
 		l.loader(e)
 	}
@@ -222,7 +223,7 @@ func joined(err error) []error {
 // loader reports a loader's failure: a module it returned that references
 // an undeclared entity kind (which the registry refused), or any other.
 func (l *linter) loader(err error) {
-	var re *llmtool.RefError
+	var re *ischema.RefError
 	if !errors.As(err, &re) {
 		l.add("", RuleLoader, "%v; fix the loader so its module registers", err)
 		return

@@ -77,6 +77,7 @@ import (
 	_ "modernc.org/sqlite" // the default driver, "sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // TB is the part of testing.TB the harness uses. *testing.T, *testing.B
@@ -234,7 +235,7 @@ type Result struct {
 }
 
 // New opens a fresh database for the test: a SQLite file in t.TempDir(),
-// opened with llmtool.OpenSQLite, or on PostgreSQL (opts.Postgres, or the
+// opened with sqlite.Open's settings, or on PostgreSQL (opts.Postgres, or the
 // environment: see the package documentation) a database created for the
 // test. It runs opts.Schema and opts.SQL on it, builds a registry of
 // modules that validates every result against its output schema and logs
@@ -290,7 +291,7 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	} else {
 		path := filepath.Join(t.TempDir(), "llmtooltest.db")
 		var err error
-		if db, err = llmtool.OpenSQLite(cmp.Or(opts.Driver, DefaultDriver), path); err != nil {
+		if db, err = openSQLite(cmp.Or(opts.Driver, DefaultDriver), path); err != nil {
 			t.Fatalf("llmtooltest.New: %v", err)
 			return nil
 		}
@@ -330,11 +331,11 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	}
 	h.ctx = ctx
 	if !opts.WritesOff {
-		if err := reg.SetWrites(ctx, scope, true); err != nil {
+		if err := reg.Tenants().SetWrites(ctx, scope, true); err != nil {
 			t.Fatalf("llmtooltest.New: enable writes in scope %q: %v", scope, err)
 			return nil
 		}
-	} else if _, err := reg.WritesEnabled(ctx, scope); err != nil {
+	} else if _, err := reg.Tenants().Writes(ctx, scope); err != nil {
 		// Reading the settings creates the registry's settings table now,
 		// rather than during the first call, where RequireUnchanged would
 		// see it appear.
@@ -523,4 +524,18 @@ func (h *Harness) RequireUnchanged(f func()) {
 	if diff := diffDumps(before, after); diff != "" {
 		h.t.Fatalf("llmtooltest: RequireUnchanged: the database changed:\n%s", diff)
 	}
+}
+
+// openSQLite opens the SQLite file at path with the settings of
+// sqlite.Open, through the driver registered as driverName.
+func openSQLite(driverName, path string) (*sql.DB, error) {
+	db, err := sql.Open(driverName, sqlite.DSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
+	}
+	return db, nil
 }

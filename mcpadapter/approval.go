@@ -9,11 +9,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 )
 
 // Approval through the client. A call that needs a person's approval
-// (llmtool.NeedsApproval, Registry.SetApproval) comes back from
-// Registry.Invoke with an ApprovalRequest: the registry ran it, previewed
+// (llmtool.NeedsApproval, Registry.Tenants().SetApproval) comes back from
+// Registry.Invoke with an approval.Request: the registry ran it, previewed
 // it and rolled it back. The adapter asks the person with an elicitation
 // under the key approvalAskKey, through the round machinery of mrtr.go
 // (an input-required result under 2026-07-28; elicitation/create within
@@ -50,7 +51,7 @@ func canElicit(ctx context.Context) bool {
 // approvalQuestion is the elicitation that asks the person to approve the
 // change a call previewed: the tool, the preview's line, the result if it
 // is short. changed says the data changed since an earlier approval.
-func approvalQuestion(tool string, req *llmtool.ApprovalRequest, changed bool) mcp.InputRequest {
+func approvalQuestion(tool string, req *approval.Request, changed bool) mcp.InputRequest {
 	msg := fmt.Sprintf("Tool %s asks to make this change: %s. Approve it?", tool, req.Preview.String())
 	if changed {
 		msg = fmt.Sprintf("The data changed since you approved, so nothing was saved. Tool %s now asks to make this change: %s. Approve it?", tool, req.Preview.String())
@@ -63,7 +64,7 @@ func approvalQuestion(tool string, req *llmtool.ApprovalRequest, changed bool) m
 
 // askApproval adds the approval question of req to the round, whose
 // state will carry req's token.
-func (r *round) askApproval(tool string, req *llmtool.ApprovalRequest, changed bool) error {
+func (r *round) askApproval(tool string, req *approval.Request, changed bool) error {
 	q := approvalQuestion(tool, req, changed)
 	params, err := json.Marshal(q)
 	if err != nil {
@@ -79,7 +80,7 @@ func (r *round) askApproval(tool string, req *llmtool.ApprovalRequest, changed b
 // approvalAnswer returns the person's answer to the approval question the
 // state asked, or nil when the retry brought none the adapter can read
 // (the question is then asked again).
-func (r *round) approvalAnswer() *llmtool.Approval {
+func (r *round) approvalAnswer() *approval.Answer {
 	if r.state == nil || r.state.Approval == "" {
 		return nil
 	}
@@ -96,7 +97,7 @@ func (r *round) approvalAnswer() *llmtool.Approval {
 	if json.Unmarshal(k.value, &res) != nil {
 		return nil
 	}
-	a := &llmtool.Approval{Token: r.state.Approval}
+	a := &approval.Answer{Token: r.state.Approval}
 	switch res.Action {
 	case mcp.ElicitationResponseActionAccept:
 		if res.Content.Approve == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/oauth"
 	"github.com/llmtool/llmtool/oauth/oauthtest"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The tools of the OAuth tests: each declares the scopes a token needs.
@@ -87,7 +88,7 @@ func newOAuthServer(t *testing.T, cfg func(*oauth.Config)) *oauthServer {
 	v, err := oauth.New(context.Background(), c)
 	require.NoError(t, err)
 
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '');
@@ -96,7 +97,7 @@ func newOAuthServer(t *testing.T, cfg func(*oauth.Config)) *oauthServer {
 	discard := slog.New(slog.DiscardHandler)
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: discard}, scopedTools)
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Authenticator: v, ResourceMetadata: v.MetadataURL(), Logger: discard})
 	t.Cleanup(func() { srv.Close() })
 

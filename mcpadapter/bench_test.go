@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 	"github.com/llmtool/llmtool/sqlitehook"
 )
 
@@ -62,7 +63,7 @@ type benchServers struct {
 
 func newBenchServers(b *testing.B) benchServers {
 	b.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(b.TempDir(), "bench.db"))
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
 	require.NoError(b, err)
 	b.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL);

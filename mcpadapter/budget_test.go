@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type budgetIn struct {
@@ -47,7 +48,7 @@ var budgetTools = llmtool.DefineTools("budget", llmtool.Read("list_items", "List
 // registry validates every result against its output schema.
 func budgetServer(t *testing.T, opts mcpadapter.Options) string {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "budget.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "budget.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{ValidateOutput: true, Logger: slog.New(slog.DiscardHandler)}, budgetTools)

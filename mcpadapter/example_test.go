@@ -21,6 +21,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type greetIn struct {
@@ -47,7 +48,7 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The test module: a few tools over a notes table in a real SQLite file.
@@ -248,7 +249,7 @@ func newFixture(t *testing.T, opts *mcpadapter.Options) *fixture {
 // the defaults); its Logger and Audit are the fixture's.
 func newFixtureReg(t *testing.T, regOpts *llmtool.Options, opts *mcpadapter.Options) *fixture {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '');

@@ -303,7 +303,7 @@ func TestHTTPWire(t *testing.T) {
 	require.JSONEq(t, `"Read note"`, string(get["title"]))
 	require.NotContains(t, tools["picture"], "outputSchema")
 
-	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 	names, tools = byName(t, c.listAll(t, 4))
 	require.Len(t, names, 15)
 	require.JSONEq(t, `{"title":"Delete note","readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`, string(tools["delete_note"]["annotations"]))
@@ -333,7 +333,7 @@ func TestHTTPScopes(t *testing.T) {
 	ctx := context.Background()
 
 	require.NotContains(t, toolNames(t, red), "create_note")
-	require.NoError(t, f.reg.SetWrites(ctx, "red", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(ctx, "red", true))
 	redNotes.next(t, string(mcp.MethodNotificationToolsListChanged))
 	require.Contains(t, toolNames(t, red), "create_note")
 	require.NotContains(t, toolNames(t, blue), "create_note")

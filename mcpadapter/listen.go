@@ -20,7 +20,7 @@ import (
 // changed:
 //
 //   - notifications/tools/list_changed when the registry reports that a
-//     scope's callable tools changed (Registry.Subscribe), to the streams
+//     scope's callable tools changed (Registry.Tenants().Subscribe), to the streams
 //     of that scope, or of every scope for "";
 //   - notifications/prompts/list_changed and resources/list_changed when
 //     the registry's modules change (Subscribe with ""): a module added, a

@@ -78,9 +78,9 @@ func TestListenNotifications(t *testing.T) {
 	green := openListen(t, ts.URL, "green", `{"promptsListChanged":true}`, `{"promptsListChanged":true}`)
 
 	ctx := context.Background()
-	require.NoError(t, f.reg.SetWrites(ctx, "blue", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(ctx, "blue", true))
 	require.Equal(t, "notifications/tools/list_changed", nextMethod(t, blue, "blue"))
-	require.NoError(t, f.reg.SetWrites(ctx, "red", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(ctx, "red", true))
 	require.NoError(t, f.reg.SetEnabled("get_note", false))
 	for _, tc := range []struct {
 		name  string

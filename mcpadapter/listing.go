@@ -31,7 +31,7 @@ import (
 // before (no Authorizer, no per-tool scope settings, no OAuth scopes: the
 // common case) the lookup is constant-time; otherwise the answer is
 // compared with the cached one tool by tool. The cache is emptied whenever
-// the registry reports a change (Registry.Subscribe).
+// the registry reports a change (Registry.Tenants().Subscribe).
 //
 // A listing also keeps each page's tools encoded to JSON, as mcp-go would
 // encode them. Where the adapter's transports write mcp-go's answers
@@ -202,7 +202,7 @@ func (ls *listing) encoded(i, n int) []byte {
 // scope and principal of ctx.
 func (s *Server) listed(ctx context.Context) *listing {
 	ctx = s.callContext(ctx)
-	specs, err := s.reg.List(ctx)
+	specs, err := s.reg.List(ctx, nil)
 	if err != nil {
 		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
 	}

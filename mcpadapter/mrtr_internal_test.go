@@ -10,7 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/ask"
 )
 
@@ -108,12 +108,12 @@ func TestApprovalAnswer(t *testing.T) {
 		name      string
 		state     *roundState
 		responses string
-		want      *llmtool.Approval
+		want      *approval.Answer
 	}{
-		{name: "approved", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`, want: &llmtool.Approval{Token: "tok", Approved: true}},
-		{name: "unticked", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":false}}}`, want: &llmtool.Approval{Token: "tok"}},
-		{name: "declined", state: state, responses: `{"llmtool-approval":{"action":"decline"}}`, want: &llmtool.Approval{Token: "tok"}},
-		{name: "cancelled", state: state, responses: `{"llmtool-approval":{"action":"cancel"}}`, want: &llmtool.Approval{Token: "tok"}},
+		{name: "approved", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`, want: &approval.Answer{Token: "tok", Approved: true}},
+		{name: "unticked", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":false}}}`, want: &approval.Answer{Token: "tok"}},
+		{name: "declined", state: state, responses: `{"llmtool-approval":{"action":"decline"}}`, want: &approval.Answer{Token: "tok"}},
+		{name: "cancelled", state: state, responses: `{"llmtool-approval":{"action":"cancel"}}`, want: &approval.Answer{Token: "tok"}},
 		{name: "accepted without the field", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{}}}`},
 		{name: "approve as a string", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":"yes"}}}`},
 		{name: "an unknown action", state: state, responses: `{"llmtool-approval":{"action":"approve"}}`},

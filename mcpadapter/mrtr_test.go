@@ -141,7 +141,7 @@ func modernFixture(t *testing.T) (*fixture, string) {
 		}
 		return &llmtool.Principal{ID: id}, nil
 	})})
-	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	return f, ts.URL
@@ -294,7 +294,7 @@ func TestInputRequiredReplicas(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, &mcpadapter.Options{RequestStateKey: tc.keys[0]})
-			require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+			require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 			other := mcpadapter.New(f.reg, &mcpadapter.Options{RequestStateKey: tc.keys[1], Logger: slog.New(slog.DiscardHandler)})
 			t.Cleanup(func() { other.Close() })
 			replicas := []http.Handler{f.srv.StatelessHandler(), other.StatelessHandler()}

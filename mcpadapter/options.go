@@ -180,7 +180,7 @@ type Options struct {
 	MeterProvider metric.MeterProvider
 
 	// OutputBudget bounds the results this server's clients get, in bytes
-	// of JSON: llmtool.WithOutputBudget on every tools/call, so that a
+	// of JSON: llmtool.Call.OutputBudget on every tools/call, so that a
 	// longer result is cut to fit (see llmtool.Truncated). It lowers a
 	// tool's own budget, never raises it. Default: 0, the tools' budgets
 	// only.

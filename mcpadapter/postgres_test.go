@@ -73,7 +73,7 @@ func TestPostgresReplicaNotifiesItsSessions(t *testing.T) {
 	require.NotContains(t, toolNames(t, c), "create_note")
 
 	changed := time.Now()
-	require.NoError(t, replicas[0].reg.SetWrites(context.Background(), "team", true))
+	require.NoError(t, replicas[0].reg.Tenants().SetWrites(context.Background(), "team", true))
 	notes.next(t, string(mcp.MethodNotificationToolsListChanged))
 	t.Logf("the session on the other replica heard after %v", time.Since(changed).Round(time.Millisecond))
 	require.Contains(t, toolNames(t, c), "create_note")
@@ -92,7 +92,7 @@ func TestPostgresStatelessReplicas(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	replicas, db := pgReplicas(t, 3, ttl)
-	require.NoError(t, replicas[0].reg.SetWrites(context.Background(), "team", true))
+	require.NoError(t, replicas[0].reg.Tenants().SetWrites(context.Background(), "team", true))
 	var next atomic.Int64
 	var served [3]atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +118,7 @@ func TestPostgresStatelessReplicas(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
 	require.Equal(t, 7, n, "each acknowledged write saved once")
 
-	require.NoError(t, replicas[2].reg.SetWrites(context.Background(), "team", false))
+	require.NoError(t, replicas[2].reg.Tenants().SetWrites(context.Background(), "team", false))
 	time.Sleep(ttl + 100*time.Millisecond) // the bound: one ScopeCacheTTL
 	for range 6 {
 		res := call(t, c, "create_note", map[string]any{"title": "late"})

@@ -18,8 +18,8 @@ import (
 // (llmtool.Resource, llmtool.Prompt), registered with mcp-go before the
 // first request that concerns them, so lazily loaded modules and stateless
 // replicas that never listed them serve them too. Listings are filtered to
-// what the caller may use (Registry.Resources, Registry.Prompts); a read or
-// a prompts/get goes through Registry.Invoke, which applies the policy and
+// what the caller may use (Registry.List with ListOptions.Resources or
+// ListOptions.Prompts); a read or a prompts/get goes through Registry.Invoke, which applies the policy and
 // the entity checks, and completion/complete through Registry.Complete.
 
 // extras is what the adapter registered with mcp-go, by name, and the
@@ -50,15 +50,15 @@ func (s *Server) extraOptions(hooks *server.Hooks) []server.ServerOption {
 		}
 	})
 	hooks.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
-		allowed := s.allowed(ctx, s.reg.Resources)
+		allowed := s.allowed(ctx, &llmtool.ListOptions{Resources: true})
 		res.Resources = keep(res.Resources, func(r mcp.Resource) bool { return allowed[r.Name] })
 	})
 	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
-		allowed := s.allowed(ctx, s.reg.Resources)
+		allowed := s.allowed(ctx, &llmtool.ListOptions{Resources: true})
 		res.ResourceTemplates = keep(res.ResourceTemplates, func(r mcp.ResourceTemplate) bool { return allowed[r.Name] })
 	})
 	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
-		allowed := s.allowed(ctx, s.reg.Prompts)
+		allowed := s.allowed(ctx, &llmtool.ListOptions{Prompts: true})
 		res.Prompts = keep(res.Prompts, func(p mcp.Prompt) bool { return allowed[p.Name] })
 	})
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
@@ -81,9 +81,9 @@ func (s *Server) extraOptions(hooks *server.Hooks) []server.ServerOption {
 	}
 }
 
-// allowed returns the names list gives ctx's caller.
-func (s *Server) allowed(ctx context.Context, list func(context.Context) ([]*llmtool.Spec, error)) map[string]bool {
-	specs, err := list(s.callContext(ctx))
+// allowed returns the names of the specs List gives ctx's caller with opts.
+func (s *Server) allowed(ctx context.Context, opts *llmtool.ListOptions) map[string]bool {
+	specs, err := s.reg.List(s.callContext(ctx), opts)
 	if err != nil {
 		s.cfg.logger.Warn("mcpadapter: listing resources or prompts", "err", err)
 	}
@@ -107,7 +107,7 @@ func keep[T any](list []T, ok func(T) bool) []T {
 // syncExtras registers with mcp-go the resources and prompts it does not
 // have yet.
 func (s *Server) syncExtras(ctx context.Context) {
-	specs, err := s.reg.Specs(s.callContext(ctx))
+	specs, err := s.reg.List(s.callContext(ctx), &llmtool.ListOptions{All: true})
 	if err != nil {
 		s.cfg.logger.Warn("mcpadapter: loading modules", "err", err)
 	}
@@ -240,7 +240,7 @@ func (c completer) CompletePromptArgument(ctx context.Context, name string, arg 
 }
 
 func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
-	specs, err := c.s.reg.Resources(c.s.callContext(ctx))
+	specs, err := c.s.reg.List(c.s.callContext(ctx), &llmtool.ListOptions{Resources: true})
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"testing"
-
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -18,6 +17,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // docKind is the entity kind of the resource fixture: document 2 is
@@ -103,7 +103,7 @@ var topicPrompt = llmtool.Prompt("pick_topic", "Ask the user for a topic, then w
 // newDocFixture serves the resource fixture with opts.
 func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	t.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "docs.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "docs.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT NOT NULL, protected INTEGER NOT NULL DEFAULT 0);
@@ -116,7 +116,7 @@ func newDocFixture(t *testing.T, opts *llmtool.Options) *fixture {
 	}
 	reg, err := llmtool.NewRegistry(db, &o, llmtool.DefineTools("docs", docResource, indexResource, reviewPrompt, topicPrompt, editDoc).WithEntities(docKind))
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })
 	return &fixture{db: db, reg: reg, srv: srv}

@@ -300,7 +300,7 @@ func benchListScale(b *testing.B, path string) {
 	const n = 10000
 	reg, adapter, srv := scaleAdapterServer(b, n)
 	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false), server.WithPaginationLimit(DefaultPageSize))
-	specs, err := reg.List(context.Background())
+	specs, err := reg.List(context.Background(), nil)
 	require.NoError(b, err)
 	for _, sp := range specs {
 		raw.AddTool(convertSpec(sp), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -26,6 +26,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The scale tests and benchmarks use generated registries: n trivial read
@@ -55,7 +56,7 @@ func scaleTools(n int) []*llmtool.Tool {
 // newScaleRegistry returns a registry of tools on a real SQLite file.
 func newScaleRegistry(tb testing.TB, opts *llmtool.Options, tools ...*llmtool.Tool) *llmtool.Registry {
 	tb.Helper()
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(tb.TempDir(), "scale.db"))
+	db, err := sqlite.Open(filepath.Join(tb.TempDir(), "scale.db"))
 	require.NoError(tb, err)
 	tb.Cleanup(func() { db.Close() })
 	if opts == nil {
@@ -74,7 +75,7 @@ func newScaleRegistry(tb testing.TB, opts *llmtool.Options, tools ...*llmtool.To
 // page, the tools Registry.List returns for the caller.
 func referenceServer(reg *llmtool.Registry, cfg config) *server.MCPServer {
 	filter := func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-		specs, _ := reg.List(ctx)
+		specs, _ := reg.List(ctx, nil)
 		allowed := make(map[string]bool, len(specs))
 		for _, sp := range specs {
 			allowed[sp.Name] = true
@@ -89,7 +90,7 @@ func referenceServer(reg *llmtool.Registry, cfg config) *server.MCPServer {
 	}
 	m := server.NewMCPServer(cfg.name, cfg.version, server.WithToolCapabilities(false),
 		server.WithToolFilter(filter), server.WithPaginationLimit(cfg.pageSize))
-	specs, _ := reg.Specs(context.Background())
+	specs, _ := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	for _, sp := range specs {
 		if sp.URI == "" && !sp.Prompt {
 			m.AddTool(convertSpec(sp), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
@@ -171,8 +172,8 @@ func TestListingDifferential(t *testing.T) {
 	}
 	reg := newScaleRegistry(t, &llmtool.Options{Authorize: authorize}, tools...)
 	ctx := context.Background()
-	require.NoError(t, reg.SetWrites(ctx, "admin", true))
-	require.NoError(t, reg.SetScopeTool(ctx, "narrow", "tool_00004", false))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "admin", true))
+	require.NoError(t, reg.Tenants().SetTool(ctx, "narrow", "tool_00004", false))
 
 	callers := []struct {
 		name      string
@@ -234,14 +235,14 @@ func TestListingDifferential(t *testing.T) {
 				switch round {
 				case 0:
 					require.NoError(t, reg.SetEnabled("tool_00007", false))
-					require.NoError(t, reg.SetWrites(ctx, "", true))
+					require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 				case 1:
 					require.NoError(t, reg.SetEnabled("tool_00007", true))
-					require.NoError(t, reg.SetWrites(ctx, "", false))
-					require.NoError(t, reg.SetScopeTool(ctx, "narrow", "tool_00004", true))
+					require.NoError(t, reg.Tenants().SetWrites(ctx, "", false))
+					require.NoError(t, reg.Tenants().SetTool(ctx, "narrow", "tool_00004", true))
 				}
 			}
-			require.NoError(t, reg.SetScopeTool(ctx, "narrow", "tool_00004", false))
+			require.NoError(t, reg.Tenants().SetTool(ctx, "narrow", "tool_00004", false))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type address struct {
@@ -41,7 +42,7 @@ func TestInputSchema(t *testing.T) {
 			return statusOut{Status: "hello " + in.Name + " from " + city}, nil
 		}, llmtool.InputSchema(json.RawMessage(personSchema)))
 
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "s.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, llmtool.DefineTools("people", greet))

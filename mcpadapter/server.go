@@ -71,8 +71,8 @@
 // # Approval
 //
 // A call that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.SetApproval for the scope) comes back from Registry.Invoke with
-// an llmtool.ApprovalRequest: the registry ran it, previewed it and rolled
+// Registry.Tenants().SetApproval for the scope) comes back from Registry.Invoke with
+// an approval.Request: the registry ran it, previewed it and rolled
 // it back. The adapter then asks the client's user, with the machinery
 // above: an elicitation under the key "llmtool-approval" whose message is
 // the preview (Preview.String(), and the result when it is short) and
@@ -203,6 +203,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/internal/callinfo"
 )
@@ -330,7 +331,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	final.AddAfterListTools(s.afterList)
 	s.listHooks = len(final.OnAfterListTools)
 	s.hostFilters = countToolFilters(s.mcp) > 1
-	unsubscribe, unwatch := reg.Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
+	unsubscribe, unwatch := reg.Tenants().Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
 }
@@ -563,20 +564,17 @@ func (s *Server) handler(e *toolEntry) server.ToolHandlerFunc {
 		ctx = ask.With(callinfo.WithReporter(ctx, &cp.rep), w)
 		// A retry that answers the approval question commits, or is denied,
 		// at once (approval.go).
-		approval := p.round.approvalAnswer()
-		if s.cfg.budget > 0 {
-			ctx = llmtool.WithOutputBudget(ctx, s.cfg.budget)
-		}
-		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: approval})
+		answer := p.round.approvalAnswer()
+		res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: answer, OutputBudget: s.cfg.budget})
 		notes.awaitEvents(ctx)
 		if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
 			return s.inputRequired(ctx, name, args, p.round)
 		}
-		if res.Approval != nil && errors.Is(res.Err, llmtool.ErrApprovalRequired) {
+		if res.Approval != nil && errors.Is(res.Err, approval.ErrRequired) {
 			if !canElicit(ctx) {
 				return cannotAsk(name, res), nil
 			}
-			if err := p.round.askApproval(name, res.Approval, approval != nil); err != nil {
+			if err := p.round.askApproval(name, res.Approval, answer != nil); err != nil {
 				return nil, err
 			}
 			return s.inputRequired(ctx, name, args, p.round)

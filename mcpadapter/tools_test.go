@@ -156,7 +156,7 @@ func TestTools(t *testing.T) {
 
 			t.Run("list_changed after enabling writes", func(t *testing.T) {
 				notes.drain()
-				require.NoError(t, f.reg.SetWrites(ctx, "", true))
+				require.NoError(t, f.reg.Tenants().SetWrites(ctx, "", true))
 				notes.next(t, string(mcp.MethodNotificationToolsListChanged))
 				require.Equal(t, all, toolNames(t, c))
 			})

@@ -90,7 +90,7 @@ func TestTraceContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f, sr := tracedFixture(t, nil)
-			require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+			require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 			var c *client.Client
 			if tc.http {
 				c = headerClient(t, f, tc.headers)

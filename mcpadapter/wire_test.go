@@ -73,7 +73,7 @@ func TestHTTPInvalidMessages(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, nil)
-			require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+			require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 			h := f.srv.Handler()
 			if stateless {
 				h = f.srv.StatelessHandler()
@@ -110,7 +110,7 @@ func TestHTTPInvalidMessages(t *testing.T) {
 func TestHTTPBatch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	require.NoError(t, f.reg.SetWrites(context.Background(), "", true))
+	require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
 	stateless := httptest.NewServer(f.srv.StatelessHandler())

@@ -15,8 +15,10 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/oauth"
 	"github.com/llmtool/llmtool/oauth/oauthtest"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // noSubject describes the refusal of a token without "sub".
@@ -233,7 +235,7 @@ func TestSubjectIsNotAHostPrincipal(t *testing.T) {
 	v := newVerifier(t, iss, nil)
 	ctx := context.Background()
 
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "notes.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	_, err = db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL); INSERT INTO notes (id, title) VALUES (1, 'Plans')`)
@@ -241,19 +243,19 @@ func TestSubjectIsNotAHostPrincipal(t *testing.T) {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, llmtool.DefineTools("notes", deleteNote))
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
-	require.NoError(t, reg.SetWrites(ctx, "", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 
 	owner := llmtool.WithPrincipal(ctx, &llmtool.Principal{ID: "owner"}) // as a host's static token gives
 	call := llmtool.Call{Tool: "delete_note", Args: []byte(`{"id":1}`)}
 	req := reg.Invoke(owner, call)
-	require.ErrorIs(t, req.Err, llmtool.ErrApprovalRequired)
-	call.Approval = &llmtool.Approval{Token: req.Approval.Token, Approved: true}
+	require.ErrorIs(t, req.Err, approval.ErrRequired)
+	call.Approval = &approval.Answer{Token: req.Approval.Token, Approved: true}
 
 	p, err := v.Verify(ctx, iss.Token(claims(map[string]any{"sub": "owner", "name": nil})))
 	require.NoError(t, err)
 	require.Equal(t, &llmtool.Principal{ID: "oauth:owner", Scopes: []string{"notes:read"}}, p)
 	res := reg.Invoke(llmtool.WithPrincipal(ctx, p), call)
-	require.ErrorIs(t, res.Err, llmtool.ErrApprovalRefused)
+	require.ErrorIs(t, res.Err, approval.ErrRefused)
 	require.Equal(t, "The approval was given to another user. Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text())
 
 	for _, c := range []map[string]any{{"sub": nil, "client_id": "owner"}, {"sub": nil, "azp": "owner"}} {

@@ -19,6 +19,7 @@ import (
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/oauth"
 	"github.com/llmtool/llmtool/oauth/oauthtest"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 type noteOut struct {
@@ -42,7 +43,7 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func exampleRegistry() (*llmtool.Registry, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := reg.SetWrites(context.Background(), "", true); err != nil {
+	if err := reg.Tenants().SetWrites(context.Background(), "", true); err != nil {
 		log.Fatal(err)
 	}
 	return reg, func() { db.Close(); os.RemoveAll(dir) }

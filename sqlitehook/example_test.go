@@ -10,6 +10,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/sqlite"
 	"github.com/llmtool/llmtool/sqlitehook"
 )
 
@@ -36,7 +37,7 @@ func ExampleInterrupt() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "app.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools, llmtool.DefineTools("photos", photo))
 	require.NoError(t, err)
-	require.NoError(t, reg.SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 

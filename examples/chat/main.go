@@ -32,7 +32,7 @@
 //
 // With -approve, the scope's destructive tools (delete_note,
 // delete_attribute) need the person's approval before they commit
-// (Registry.SetApproval, persistent too). The run then pauses at such a
+// (Registry.Tenants().SetApproval, persistent too). The run then pauses at such a
 // call, and chat shows what it would change and asks on standard error,
 // reading the answer from standard input; anything but y or yes, or the
 // end of the input, denies, and the model reads that nothing was saved:
@@ -66,6 +66,7 @@ import (
 	"syscall"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/examples/notes"
 )
@@ -182,12 +183,12 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, se
 	}
 	ctx = llmtool.WithScope(ctx, scope)
 	if set.writes {
-		if err := reg.SetWrites(ctx, scope, true); err != nil {
+		if err := reg.Tenants().SetWrites(ctx, scope, true); err != nil {
 			return err
 		}
 	}
 	if set.approve { // tool "": every destructive tool of the scope
-		if err := reg.SetApproval(ctx, scope, "", true); err != nil {
+		if err := reg.Tenants().SetApproval(ctx, scope, "", true); err != nil {
 			return err
 		}
 	}
@@ -195,7 +196,7 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, se
 	ctx = chatadapter.WithLocale(ctx, locale)
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 		// A call that needs approval is asked about next (askApproval).
-		if e.Kind == chatadapter.CallFinished && !errors.Is(e.Err, llmtool.ErrApprovalRequired) {
+		if e.Kind == chatadapter.CallFinished && !errors.Is(e.Err, approval.ErrRequired) {
 			fmt.Fprintln(stderr, e)
 		}
 	})
@@ -271,7 +272,7 @@ func startMessages(ctx context.Context, a *chatadapter.Adapter, start startPromp
 	}
 	msgs, err := a.Prompt(ctx, chatadapter.OpenAIChat, start.name, args)
 	if errors.Is(err, llmtool.ErrUnknownTool) {
-		prompts, _ := a.Registry().Prompts(ctx)
+		prompts, _ := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
 		names := make([]string, len(prompts))
 		for i, p := range prompts {
 			names[i] = p.Name

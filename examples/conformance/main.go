@@ -23,10 +23,9 @@ import (
 	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 func main() {
@@ -50,7 +49,7 @@ func run() error {
 		defer os.RemoveAll(dir)
 		*dbPath = filepath.Join(dir, "conformance.db")
 	}
-	db, err := llmtool.OpenSQLite("sqlite", *dbPath)
+	db, err := sqlite.Open(*dbPath)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/sqlite"
 )
 
 // answers plays the suite's client: it answers sampling and elicitation as
@@ -35,7 +36,7 @@ func (answers) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elicitation
 // TestFixtures calls every fixture over streamable HTTP and checks the
 // shape of its answer; the suite itself runs in CI (.ci/conformance-run.sh).
 func TestFixtures(t *testing.T) {
-	db, err := llmtool.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "c.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, fixtures)

@@ -111,6 +111,7 @@ import (
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/oauth"
 	"github.com/llmtool/llmtool/sqlitehook"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // Defaults of the flags.
@@ -384,7 +385,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// share a PostgreSQL database: read the scope's setting on every
 		// listing and call (a primary-key lookup), so a change shows at
 		// once on every server and clients get tools/list_changed.
-		ScopeCacheTTL: llmtool.NoScopeCache,
+		ScopeCacheTTL: tenant.NoCache,
 		WritesOffAction: fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -scope %s`, then call the tool again.",
 			selfCommand(), shellQuote(dbName), shellQuote(*scope)),
 	})
@@ -393,12 +394,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer db.Close()
 	defer reg.Close()
-	writes, err := reg.WritesEnabled(ctx, *scope)
+	writes, err := reg.Tenants().Writes(ctx, *scope)
 	if err != nil {
 		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
 	}
 	for _, tool := range approvalTools {
-		if err := reg.SetApproval(ctx, *scope, tool, *approve); err != nil {
+		if err := reg.Tenants().SetApproval(ctx, *scope, tool, *approve); err != nil {
 			return fmt.Errorf("set approval of %s in scope %q in %s: %w", tool, *scope, dbName, err)
 		}
 	}
@@ -550,15 +551,15 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	defer reg.Close()
 	switch action {
 	case "on":
-		err = reg.SetWrites(ctx, *scope, true)
+		err = reg.Tenants().SetWrites(ctx, *scope, true)
 	case "off":
-		err = reg.SetWrites(ctx, *scope, false)
+		err = reg.Tenants().SetWrites(ctx, *scope, false)
 	}
 	dbName := displayDB(*dbPath)
 	if err != nil {
 		return fmt.Errorf("turn write tools %s for scope %q in %s: %w", action, *scope, dbName, err)
 	}
-	on, err := reg.WritesEnabled(ctx, *scope)
+	on, err := reg.Tenants().Writes(ctx, *scope)
 	if err != nil {
 		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
 	}

@@ -37,7 +37,7 @@ const (
 	writeShare = 0.30
 	// writesOffBound is how soon after "notes-mcp writes off" exits every
 	// replica must refuse writes. notes-mcp reads the scope's setting on
-	// every listing and call (llmtool.NoScopeCache), so the bound is
+	// every listing and call (tenant.NoCache), so the bound is
 	// immediate; 3 s leaves room for a loaded machine.
 	writesOffBound = 3 * time.Second
 	// replicaToken is the bearer token of every replica.

@@ -42,7 +42,7 @@ func Example() {
 	call("get_note_content", `{"noteId": "secret"}`)
 	call("rename_note", `{"noteId": "pancakes", "title": "Crêpes"}`)
 
-	if err := reg.SetWrites(ctx, "workspace-1", true); err != nil {
+	if err := reg.Tenants().SetWrites(ctx, "workspace-1", true); err != nil {
 		log.Fatal(err)
 	}
 	call("rename_note", `{"noteId": "root", "title": "Top"}`)

@@ -151,12 +151,12 @@ func TestSummarizeNotePrompt(t *testing.T) {
 func TestResourceAndPromptListed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, &llmtooltest.Options{WritesOff: true})
-	resources, err := h.Registry().Resources(h.Context())
+	resources, err := h.Registry().List(h.Context(), &llmtool.ListOptions{Resources: true})
 	require.NoError(t, err)
 	require.Len(t, resources, 1)
 	require.Equal(t, []string{"note", "note://{noteId}", "Note", "A note's content, with its MIME type."},
 		[]string{resources[0].Name, resources[0].URI, resources[0].FriendlyName, resources[0].Description})
-	prompts, err := h.Registry().Prompts(h.Context())
+	prompts, err := h.Registry().List(h.Context(), &llmtool.ListOptions{Prompts: true})
 	require.NoError(t, err)
 	require.Len(t, prompts, 1)
 	require.Equal(t, []string{"summarize_note", "Summarize note", "Ask for a short summary of a note."},

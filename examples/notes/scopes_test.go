@@ -15,7 +15,7 @@ import (
 func TestScopes(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	specs, err := h.Registry().Specs(h.Context())
+	specs, err := h.Registry().List(h.Context(), &llmtool.ListOptions{All: true})
 	require.NoError(t, err)
 	for _, s := range specs {
 		if s.Name == "man" {
@@ -29,7 +29,7 @@ func TestScopes(t *testing.T) {
 	}
 
 	reader := llmtool.WithPrincipal(h.Context(), &llmtool.Principal{ID: "ada", Scopes: []string{"notes:read"}})
-	listed, err := h.Registry().List(reader)
+	listed, err := h.Registry().List(reader, nil)
 	require.NoError(t, err)
 	for _, s := range listed {
 		require.True(t, s.ReadOnly, "a notes:read token is shown %s", s.Name)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/guard"
 )
 
 // The OAuth scopes the notes tools declare (llmtool.Scopes): an access
@@ -789,7 +790,7 @@ var setAttribute = llmtool.Write("set_attribute", "Set a label or relation on a 
 		return *a, nil
 	},
 	llmtool.Guards(
-		llmtool.DenyValues("name", func(in SetAttributeIn) string { return in.Name }, CodeAttributeNames(),
+		guard.DenyValues("name", func(in SetAttributeIn) string { return in.Name }, CodeAttributeNames(),
 			"It would make the application run code; man set_attribute lists the refused names. Use a name that describes the note, such as \"status\"."),
 		attributeShape,
 	),

@@ -50,7 +50,7 @@ func TestStoreWritesRollBackWithTheCall(t *testing.T) {
 		reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: discard()}, llmtool.DefineTools("test", failing))
 		require.NoError(t, err)
 		t.Cleanup(func() { reg.Close() })
-		require.NoError(t, reg.SetWrites(ctx, "", true))
+		require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 
 		var notesBefore, revsBefore int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM notes`).Scan(&notesBefore))
@@ -96,7 +96,7 @@ func TestToolContextsTellTheEngine(t *testing.T) {
 		reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: discard()}, llmtool.DefineTools("test", read, write))
 		require.NoError(t, err)
 		t.Cleanup(func() { reg.Close() })
-		require.NoError(t, reg.SetWrites(ctx, "", true))
+		require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 		for _, tool := range []string{"tell_read", "tell_write"} {
 			res := reg.Invoke(ctx, llmtool.Call{Tool: tool})
 			require.False(t, res.IsError, "%s: %v", tool, res.Err)

@@ -641,7 +641,7 @@ func TestWritesOff(t *testing.T) {
 		h.RequireError(h.Call("delete_note", `{"noteId": "roadmap"}`),
 			`Tool "delete_note" changes data, and write tools are off in scope "test". Ask the user to enable write tools for this scope, then call delete_note again.`)
 	})
-	specs, err := h.Registry().List(h.Context())
+	specs, err := h.Registry().List(h.Context(), nil)
 	require.NoError(t, err)
 	for _, s := range specs {
 		require.True(t, s.ReadOnly, s.Name)
@@ -712,7 +712,7 @@ func TestCodeAttributeNamesDocumented(t *testing.T) {
 // order.
 func moduleSpecs(t *testing.T, reg *llmtool.Registry) []*llmtool.Spec {
 	t.Helper()
-	all, err := reg.Specs(context.Background())
+	all, err := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	require.NoError(t, err)
 	var specs []*llmtool.Spec
 	for _, s := range all {

@@ -521,7 +521,7 @@ type WriteTx struct {
 
 // BeginWrite starts a write transaction. On SQLite it first waits for the
 // registry's write token; open the database with _txlock=immediate (as
-// OpenSQLite does) so the transaction takes the write lock at BEGIN. On
+// sqlite.Open does) so the transaction takes the write lock at BEGIN. On
 // PostgreSQL the transaction is SERIALIZABLE: the server lets writes run
 // side by side and fails one that could not have run alone (40001), which
 // the registry retries.

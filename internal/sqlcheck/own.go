@@ -24,7 +24,7 @@ var writeWords = map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true,
 
 const (
 	ownReason       = "changes a table llmtool keeps for itself (" + ownPrefix + "*)"
-	ownInstead      = "change llmtool's settings through the Registry (SetWrites, SetApproval, ...), never in a tool's SQL."
+	ownInstead      = "change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...), never in a tool's SQL."
 	settingsReason  = "names pg_settings in a statement that changes data or schema, and a write to pg_settings changes the session's settings"
 	catalogReasonOf = "writes to the system catalog "
 	catalogInstead  = "leave the system catalogs to PostgreSQL: change the schema with CREATE, ALTER and DROP, and configure sessions where the host opens the database."

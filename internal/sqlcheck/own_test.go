@@ -60,7 +60,7 @@ func TestOwnTables(t *testing.T) {
 		}
 		require.NotNil(t, r, tt.query)
 		require.Equal(t, why, r.Reason, tt.query)
-		require.Equal(t, "change llmtool's settings through the Registry (SetWrites, SetApproval, ...), never in a tool's SQL.", r.Instead)
+		require.Equal(t, "change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...), never in a tool's SQL.", r.Instead)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package text holds the small pieces of wording that several of
 // llmtool's packages write the same way: a description's first sentence
-// (the catalog's and find_tools's line for a tool) and numbers with
-// thousands separators (the sentences about output budgets).
+// (the catalog's and find_tools's line for a tool), numbers with
+// thousands separators (the sentences about output budgets) and lists of
+// alternatives ("a", "b" or "c").
 package text
 
 import (
@@ -38,4 +39,16 @@ func Group(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// QuoteOr lists quoted alternatives: "a", "b" or "c".
+func QuoteOr(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

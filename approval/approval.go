@@ -1,0 +1,99 @@
+// Package approval holds the data of approval that spans the transaction:
+// what a write call would change (Preview), the question a person answers
+// (Request) and the answer (Answer). It is plain data; llmtool's registry
+// does the work.
+//
+// A write tool that needs a person's approval (llmtool.NeedsApproval, or a
+// tenant's rule: Registry.Tenants().SetApproval) does not commit on its
+// first call: the registry runs it in its transaction, records a Preview of
+// what it changed, rolls back, and the call's Result carries a Request and
+// an error wrapping ErrRequired. No transaction or lock is held while the
+// person decides. The same call (tool and arguments) sent again with
+// Call.Approval set to the person's Answer runs again and commits only if
+// its preview is the one approved; otherwise it asks again. A dry run
+// (Call.DryRun) gives the same preview for any write tool, and always rolls
+// back.
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Preview is what a write call would change: its result, the rows it
+// inserted, updated and deleted per table (as its statements reported
+// them: the tables the statements name, not rows changed by triggers or
+// cascades), and the one line the tool wrote about it
+// (llmtool.WriteCtx.Describe).
+type Preview struct {
+	Result  json.RawMessage `json:"result"`
+	Changes []TableChange   `json:"changes"`
+	Summary string          `json:"summary,omitempty"`
+}
+
+// TableChange counts the rows a write changed in one table.
+type TableChange struct {
+	Table    string `json:"table"`
+	Inserted int64  `json:"inserted"`
+	Updated  int64  `json:"updated"`
+	Deleted  int64  `json:"deleted"`
+}
+
+// String describes the preview in one line for a person: the tool's
+// summary if it wrote one, then the rows changed per table.
+func (p *Preview) String() string {
+	var parts []string
+	for _, c := range p.Changes {
+		var n []string
+		for _, x := range []struct {
+			n    int64
+			verb string
+		}{{c.Inserted, "inserted"}, {c.Updated, "updated"}, {c.Deleted, "deleted"}} {
+			if x.n > 0 {
+				n = append(n, fmt.Sprintf("%d %s", x.n, x.verb))
+			}
+		}
+		if len(n) > 0 {
+			parts = append(parts, c.Table+": "+strings.Join(n, ", "))
+		}
+	}
+	changes := "no rows changed"
+	if len(parts) > 0 {
+		changes = strings.Join(parts, "; ")
+	}
+	if p.Summary != "" {
+		return p.Summary + " (" + changes + ")"
+	}
+	return changes
+}
+
+// Request asks a person to approve the change a call previewed
+// (llmtool.Result.Approval). Show the Preview; send the Token back in an
+// Answer (llmtool.Call.Approval) with the person's decision, before
+// Expires.
+type Request struct {
+	Preview Preview
+	Token   string
+	Expires time.Time
+}
+
+// Answer is a person's answer to a Request, sent with the same call (tool
+// and arguments) in llmtool.Call.Approval by the same principal in the
+// same scope. The token is single-use.
+type Answer struct {
+	Token    string
+	Approved bool // false: the person denied the change
+}
+
+// ErrRequired is wrapped by the result of a call that needs a person's
+// approval first, or again because the data changed since the preview was
+// approved: nothing was saved, and llmtool.Result.Approval asks.
+var ErrRequired = errors.New("llmtool: approval required")
+
+// ErrRefused is wrapped by the result of a call whose approval was denied,
+// or whose token is expired, used, forged or for another call, principal or
+// scope: nothing was saved.
+var ErrRefused = errors.New("llmtool: approval refused")

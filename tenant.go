@@ -1,0 +1,61 @@
+package llmtool
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/tenant"
+)
+
+// Tenants returns the handle on the registry's tenant settings: which
+// tools each tenant (the scope of WithScope) may call, and which writes
+// need approval there. Write tools are off in a tenant until
+// reg.Tenants().SetWrites turns them on; see package tenant.
+func (r *Registry) Tenants() *tenant.Settings { return r.tenants }
+
+// newTenants makes the registry's handle on its tenant settings.
+func (r *Registry) newTenants(opts *Options) *tenant.Settings {
+	o := &tenant.Options{Write: r.writeSettings}
+	if opts != nil {
+		o.CacheTTL, o.Logger = opts.ScopeCacheTTL, opts.Logger
+	}
+	return tenant.New(r.tx.DB, o)
+}
+
+// writeSettings runs f, a change of the tenant settings, in a write
+// transaction queued with the registry's write calls, and runs it again
+// as a write call runs again when PostgreSQL reports a serialization
+// failure or a deadlock.
+func (r *Registry) writeSettings(ctx context.Context, f func(tx *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := r.writeSettingsOnce(ctx, f)
+		if err == nil || !engine.Retryable(err) || attempt == maxAttempts {
+			return err
+		}
+		if retryPause(ctx, attempt) != nil {
+			return err
+		}
+	}
+}
+
+func (r *Registry) writeSettingsOnce(ctx context.Context, f func(tx *sql.Tx) error) error {
+	wt, err := r.tx.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.tx.EndWrite(wt, false)
+	if err := f(wt.Tx); err != nil {
+		_ = wt.Tx.Rollback()
+		return err
+	}
+	return wt.Tx.Commit()
+}
+
+func describeScope(scope string) string {
+	if scope == "" {
+		return "the default scope"
+	}
+	return fmt.Sprintf("scope %q", scope)
+}
