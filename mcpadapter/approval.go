@@ -77,8 +77,12 @@ func (r *round) askApproval(tool string, req *llmtool.ApprovalRequest, changed b
 }
 
 // approvalAnswer returns the person's answer to the approval question the
-// state asked, or nil when the retry brought none the adapter can read
-// (the question is then asked again).
+// state asked, or nil when the retry brought none (a client of 2026-07-28
+// that left it out is asked again). Only an accept whose content has
+// approve true approves; anything else denies: a decline, a cancel,
+// approve false, and an answer the adapter cannot read, such as an accept
+// with empty or missing content (asking again would bring the same answer,
+// and mcp-go's bridge asks a client before 2026-07-28 up to ten times).
 func (r *round) approvalAnswer() *llmtool.Approval {
 	if r.state == nil || r.state.Approval == "" {
 		return nil
@@ -90,24 +94,11 @@ func (r *round) approvalAnswer() *llmtool.Approval {
 	var res struct {
 		Action  mcp.ElicitationResponseAction `json:"action"`
 		Content struct {
-			Approve *bool `json:"approve"`
+			Approve bool `json:"approve"`
 		} `json:"content"`
 	}
-	if json.Unmarshal(k.value, &res) != nil {
-		return nil
-	}
-	a := &llmtool.Approval{Token: r.state.Approval}
-	switch res.Action {
-	case mcp.ElicitationResponseActionAccept:
-		if res.Content.Approve == nil {
-			return nil
-		}
-		a.Approved = *res.Content.Approve
-	case mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
-	default:
-		return nil
-	}
-	return a
+	err := json.Unmarshal(k.value, &res)
+	return &llmtool.Approval{Token: r.state.Approval, Approved: err == nil && res.Action == mcp.ElicitationResponseActionAccept && res.Content.Approve}
 }
 
 // cannotAsk is the result for a call that needs approval from a client
