@@ -110,17 +110,36 @@ func (l *listings) build(specs []*llmtool.Spec) *listing {
 // page returns the tools after cursor (all from the first without one),
 // at most n, and the cursor of the next page ("" after the last).
 func (ls *listing) page(cursor mcp.Cursor, n int) ([]mcp.Tool, mcp.Cursor) {
+	return paginate(ls.tools, ls.names, cursor, n)
+}
+
+// paginate returns the items after cursor, at most n, and the cursor of
+// the next page, as mcp-go's listByPagination does: names are the items'
+// names, sorted; the cursor is the last name of the page before,
+// base64-encoded (mcp-go answers one that is not base64 with -32602
+// before the list hooks run); a full page has a next cursor.
+func paginate[T any](items []T, names []string, cursor mcp.Cursor, n int) ([]T, mcp.Cursor) {
 	start := 0
 	if cursor != "" {
-		c, _ := base64.StdEncoding.DecodeString(string(cursor)) // mcp-go refused one that is not base64
-		start = sort.Search(len(ls.names), func(i int) bool { return ls.names[i] > string(c) })
+		c, _ := base64.StdEncoding.DecodeString(string(cursor))
+		start = sort.Search(len(names), func(i int) bool { return names[i] > string(c) })
 	}
-	end := min(start+n, len(ls.tools))
-	page := ls.tools[start:end:end]
-	if len(page) < n { // as mcp-go's listByPagination: a full page has a next cursor
+	end := min(start+n, len(items))
+	page := items[start:end:end]
+	if len(page) < n {
 		return page, ""
 	}
-	return page, mcp.Cursor(base64.StdEncoding.EncodeToString([]byte(ls.names[end-1])))
+	return page, mcp.Cursor(base64.StdEncoding.EncodeToString([]byte(names[end-1])))
+}
+
+// paginateSorted sorts items by name and paginates them.
+func paginateSorted[T any](items []T, name func(T) string, cursor mcp.Cursor, n int) ([]T, mcp.Cursor) {
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(name(a), name(b)) })
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = name(it)
+	}
+	return paginate(items, names, cursor, n)
 }
 
 // listed returns the caller's listing: the registry's answer for the

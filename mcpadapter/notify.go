@@ -138,8 +138,12 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) {
 	}
 }
 
-// scopeChanged tells the sessions of scope ("" for every session, and for
-// a change of the registry's modules) that their tool list changed.
+// scopeChanged tells the sessions of scope that their tool list changed.
+// Registry.Subscribe says "" for a change of every scope (a module added,
+// a loader resolved, a kill switch), which may change the prompts and the
+// resources too, and for a change of the default scope's write switch,
+// which it does not tell apart: for "", every session is told that its
+// tool, prompt and resource lists changed.
 func (s *Server) scopeChanged(scope string) {
 	s.listings.reset()
 	methods := []string{mcp.MethodNotificationToolsListChanged}

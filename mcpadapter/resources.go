@@ -24,35 +24,38 @@ import (
 // resourceHooks put the registry's listings in mcp-go's list results.
 func (s *Server) resourceHooks(hooks *server.Hooks) {
 	hooks.AddAfterListTools(s.afterListTools) // listing.go
-	hooks.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
-		res.Resources = []mcp.Resource{}
+	hooks.AddAfterListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+		list := []mcp.Resource{}
 		for _, sp := range s.specs(ctx, s.reg.Resources) {
 			if len(sp.Params) == 0 || !isTemplate(sp.URI) {
 				r := mcp.NewResource(sp.URI, sp.Name, mcp.WithResourceDescription(sp.Description))
 				r.Title = sp.FriendlyName
-				res.Resources = append(res.Resources, r)
+				list = append(list, r)
 			}
 		}
+		res.Resources, res.NextCursor = paginateSorted(list, mcp.Resource.GetName, req.Params.Cursor, s.cfg.pageSize)
 	})
-	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
-		res.ResourceTemplates = []mcp.ResourceTemplate{}
+	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+		list := []mcp.ResourceTemplate{}
 		for _, sp := range s.specs(ctx, s.reg.Resources) {
 			if len(sp.Params) > 0 && isTemplate(sp.URI) {
 				t := mcp.NewResourceTemplate(sp.URI, sp.Name, mcp.WithTemplateDescription(sp.Description))
 				t.Title = sp.FriendlyName
-				res.ResourceTemplates = append(res.ResourceTemplates, t)
+				list = append(list, t)
 			}
 		}
+		res.ResourceTemplates, res.NextCursor = paginateSorted(list, mcp.ResourceTemplate.GetName, req.Params.Cursor, s.cfg.pageSize)
 	})
-	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
-		res.Prompts = []mcp.Prompt{}
+	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, req *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
+		list := []mcp.Prompt{}
 		for _, sp := range s.specs(ctx, s.reg.Prompts) {
 			p := mcp.Prompt{Name: sp.Name, Title: sp.FriendlyName, Description: sp.Description}
 			for _, a := range sp.Params {
 				p.Arguments = append(p.Arguments, mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 			}
-			res.Prompts = append(res.Prompts, p)
+			list = append(list, p)
 		}
+		res.Prompts, res.NextCursor = paginateSorted(list, mcp.Prompt.GetName, req.Params.Cursor, s.cfg.pageSize)
 	})
 }
 
