@@ -144,6 +144,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+			// mcp-go takes a JSON-RPC batch for a body that is not JSON.
+			rev := "by this server"
+			if v := r.Header.Get(mcp.HeaderProtocolVersion); mcp.IsModernProtocol(v) {
+				rev = "in protocol revision " + v
+			}
+			writeError(w, http.StatusBadRequest, "Batch requests are not supported "+rev+"; send one JSON-RPC message per request.")
+			return
+		}
 	}
 	ctx = withHeaderTrace(ctx, r.Header) // the client's trace context (tracing.go)
 

@@ -351,9 +351,9 @@ func TestResourceRefusalCodes(t *testing.T) { // not parallel: stdio
 		{"prompt of a protected entity", "prompts/get", `"name":"review_doc","arguments":{"docId":"2"}`, -32003, -32003, http.StatusOK, protected, `{"kind":"denied"}`},
 		{"prompt of a missing entity", "prompts/get", `"name":"review_doc","arguments":{"docId":"9"}`, -32602, -32602, http.StatusBadRequest, missing, `{"kind":"not_found"}`},
 		{"prompt without its argument", "prompts/get", `"name":"review_doc"`, -32602, -32602, http.StatusBadRequest,
-			`Error: /docId: missing required parameter \\"docId\\". Send \\"docId\\" as a string (ID of the document).`, `{"kind":"invalid_args"}`},
+			`Error: /docId: missing required parameter \"docId\". Send \"docId\" as a string (ID of the document).`, `{"kind":"invalid_args"}`},
 		{"no such prompt", "prompts/get", `"name":"review_dog"`, -32602, -32602, http.StatusBadRequest,
-			`Unknown prompt \"review_dog\". Did you mean \"review_doc\"?`, `{"kind":"not_found"}`},
+			`Unknown prompt \"review_dog\". Use one of the prompts the server lists.`, `{"kind":"not_found"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := func(code int) string {
