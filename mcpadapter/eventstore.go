@@ -3,7 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
-		"fmt"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"

@@ -224,7 +224,7 @@ type config struct {
 	maxPerPrincipal int
 	idleTimeout     time.Duration
 
-	onRequest     func(context.Context, Request) func(error)
+	onRequest func(context.Context, Request) func(error)
 }
 
 // newConfig applies the defaults to o, which may be nil.
@@ -260,7 +260,7 @@ func newConfig(o *Options) config {
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
 		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
 
-		onRequest:     o.OnRequest,
+		onRequest: o.OnRequest,
 	}
 	if c.replayEvents == 0 {
 		c.replayEvents = DefaultReplayEvents

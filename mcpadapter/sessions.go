@@ -61,8 +61,8 @@ type sessionInfo struct {
 type sessions struct {
 	mu          sync.Mutex
 	byID        map[string]*sessionInfo
-	counted     int            // sessions of Handler and initializes under way
-	byPrincipal map[string]int // the same, per principal
+	counted     int                  // sessions of Handler and initializes under way
+	byPrincipal map[string]int       // the same, per principal
 	listens     map[*listenInfo]bool // the open subscriptions/listen streams
 }
 
