@@ -84,7 +84,7 @@ func (s *Server) notifyHooks(hooks *server.Hooks) {
 		}
 		t.listens[l] = true
 		t.mu.Unlock()
-		exchangeFrom(ctx).sent.Add(1) // the acknowledgement
+		exchangeFrom(ctx).queued() // the acknowledgement
 	})
 	end := func(ctx context.Context, id any) {
 		cs := server.ClientSessionFromContext(ctx)

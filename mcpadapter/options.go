@@ -18,7 +18,7 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultPageSize is how many tools one tools/list page holds.
+	// DefaultPageSize is how many items one page of a listing holds.
 	DefaultPageSize = 100
 	// DefaultMaxBodyBytes bounds an HTTP request body: 4 MiB.
 	DefaultMaxBodyBytes = 4 << 20
@@ -86,9 +86,9 @@ type Options struct {
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
-	// PageSize is how many tools one tools/list page holds; clients
-	// follow nextCursor for the rest. Default (0 or less):
-	// DefaultPageSize.
+	// PageSize is how many items one page of tools/list, prompts/list,
+	// resources/list or resources/templates/list holds; clients follow
+	// nextCursor for the rest. Default (0 or less): DefaultPageSize.
 	PageSize int
 
 	// MaxSessions bounds the sessions Handler keeps open at once, over all

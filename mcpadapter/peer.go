@@ -60,9 +60,7 @@ func (p *peer) send(ctx context.Context, method string, params map[string]any) {
 		p.s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
 		return
 	}
-	if p.ex != nil {
-		p.ex.sent.Add(1)
-	}
+	p.ex.queued()
 }
 
 // unsupported records that asking for capability failed for want of it,

@@ -103,13 +103,19 @@ func withExchange(ctx context.Context, ex *exchange) context.Context {
 	return context.WithValue(ctx, exchangeKey{}, ex)
 }
 
-// exchangeFrom returns the exchange of ctx; an unused one without (an
-// in-process client of the mcp-go server).
+// exchangeFrom returns the exchange of ctx, nil without one (an
+// in-process client of the mcp-go server). A nil exchange notes nothing
+// and waits for nothing.
 func exchangeFrom(ctx context.Context) *exchange {
-	if ex, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
-		return ex
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
+}
+
+// queued counts a notification queued for the client.
+func (ex *exchange) queued() {
+	if ex != nil {
+		ex.sent.Add(1)
 	}
-	return &exchange{}
 }
 
 // idKey is the canonical JSON of a request ID, as mcp-go decodes it (a
@@ -137,6 +143,9 @@ func (s *Server) errorHooks(hooks *server.Hooks) {
 			return
 		}
 		ex := exchangeFrom(ctx)
+		if ex == nil {
+			return
+		}
 		ex.mu.Lock()
 		defer ex.mu.Unlock()
 		if ex.errors == nil {
@@ -219,7 +228,7 @@ func (ex *exchange) rewriteEvents(p []byte) []byte {
 // queued are flushed, on an HTTP request without a resumable stream (see
 // above).
 func (ex *exchange) awaitEvents(ctx context.Context) {
-	if !ex.await || ex.written.Load() >= ex.sent.Load() {
+	if ex == nil || !ex.await || ex.written.Load() >= ex.sent.Load() {
 		return // most calls send nothing: no timer, no channel
 	}
 	// The channel is published before written is read again, and the

@@ -8,129 +8,100 @@
 //
 // tools/list is the registry's listing for the caller's scope and
 // principal, converted once per spec and paginated (Options.PageSize);
-// every tools/call goes through Registry.Invoke:
-//
-//   - a success returns structuredContent with the tool's JSON, and the same
-//     JSON as a text block (for a large result and a client that reads
-//     structuredContent, a one-sentence pointer to it: Options.TextCopyLimit);
-//   - a tool whose Out is llmtool.Rich returns its content blocks (text,
-//     image, audio, embedded resources);
-//   - a failed call returns isError with the message the model should read,
-//     the same text the chat adapter sends;
-//   - a tool the caller may not call (switched off, write tools off for
-//     the scope, refused by Options.Authorize or by an entity's
-//     permission) returns isError with the registry's sentence, such as
-//     how to enable writes; it is not listed, but a call reaches
-//     Registry.Invoke, on every transport and revision;
-//   - a tool the registry does not know is a JSON-RPC invalid-params error
-//     (-32602), as the MCP specification prescribes, whose message is the
-//     registry's sentence ("Unknown tool ... Did you mean ...?").
+// every tools/call goes through Registry.Invoke. A success returns
+// structuredContent with the tool's JSON and the same JSON as a text block
+// (for a large result, a pointer to it: Options.TextCopyLimit), or a Rich
+// tool's content blocks; a failure returns isError with the message the
+// model should read, the same text the chat adapter sends. A tool the
+// caller may not call (switched off, write tools off for the scope, refused
+// by Options.Authorize or by an entity's permission) is not listed, but a
+// call reaches Registry.Invoke and returns isError with the registry's
+// sentence, such as how to enable writes. A tool the registry does not
+// know is a JSON-RPC invalid-params error (-32602) whose message is the
+// registry's sentence ("Unknown tool ... Did you mean ...?").
 //
 // Resources, resource templates and prompts are the registry's too
-// (llmtool.Resource, llmtool.Prompt): resources/list,
-// resources/templates/list and prompts/list show what the caller may use;
-// resources/read and prompts/get go through Registry.Invoke, so entity
+// (llmtool.Resource, llmtool.Prompt): the listings show what the caller may
+// use; resources/read and prompts/get go through Registry.Invoke, so entity
 // guards and the policy apply. A refusal is the request's JSON-RPC error,
-// with the registry's sentence as its message and a code that says what it
-// is (see rpcerror.go): a URI no resource has, or an entity that does not
-// exist, is "resource not found" (-32002, or -32602 under 2026-07-28, with
-// the URI in its data); malformed arguments are -32602; a refusal by
-// policy, protection or authorization is -32003; data.kind names the
-// registry's error kind. completion/complete answers from
-// Registry.Complete (enum values, entity IDs).
+// with the registry's sentence as its message, its kind in data.kind, and a
+// code that says what it is: "resource not found" (-32002, or -32602 under
+// 2026-07-28, with data.uri) for what does not exist, -32602 for malformed
+// arguments, -32003 for a refusal by policy, protection or authorization.
+// completion/complete answers from Registry.Complete.
 //
 // Handlers report progress and log lines with ReadCtx.Progress and
-// ReadCtx.Log (notifications/progress when the client sent a progress
-// token; notifications/message at or above the level the client asked for:
-// with logging/setLevel, or at 2026-07-28 in each request's _meta, without
-// which a request gets no log notifications), and a tool can ask the
-// client for a completion, for user input or for its roots with
-// ask.Sample, ask.Elicit and ask.Roots.
+// ReadCtx.Log: notifications/progress when the client sent a progress
+// token; notifications/message at or above the level the client asked for,
+// with logging/setLevel or, at 2026-07-28, in each request's _meta (none
+// without one).
 //
 // # Notifications the client did not ask for
 //
 // Every server-initiated message follows its client's revision. Before
-// 2026-07-28, a session gets notifications/tools/list_changed when the
-// registry reports that its scope's callable tools changed,
-// prompts/list_changed and resources/list_changed when the registry's
-// modules change, and notifications/resources/updated for the URIs it
-// subscribed to (resources/subscribe). A client of 2026-07-28, over HTTP or
-// stdio, gets these only on a subscriptions/listen stream, and only the
-// kinds its filter asked for; nothing else it did not ask for.
+// 2026-07-28 a session gets notifications/tools/list_changed when its
+// scope's callable tools change, prompts/list_changed and
+// resources/list_changed when the registry's modules or kill switches
+// change, and resources/updated for the URIs it subscribed to. A client of
+// 2026-07-28, over HTTP or stdio, gets them only on a subscriptions/listen
+// stream, only the kinds its filter asked for.
 //
 // # Asking the client
 //
-// The adapter asks by running the handler again (an ask.Rerunner; see
-// package ask for what a handler sees). A run that asks something not yet
-// answered fails, so its transaction rolls back, and the call ends with an
-// input-required result (SEP-2322, protocol revision 2026-07-28): the
-// requests, under their keys, and a requestState. The client answers and
-// calls again with inputResponses and the requestState; the handler runs
-// again, in a new transaction, and gets the answers. Clients of earlier
-// revisions are asked within the one tools/call: mcp-go sends them
-// elicitation/create, sampling/createMessage and roots/list requests and
-// runs the handler again with their answers. No transaction is open while
-// a person answers, so write tools may ask too. A request the client did
-// not declare the capability for (in initialize, or at 2026-07-28 in the
-// request's _meta) gets ask.ErrUnsupported instead, and at 2026-07-28 a
-// call that fails for want of it is a MissingRequiredClientCapabilityError
-// (-32021, HTTP 400) naming the capability.
+// ask.Sample, ask.Elicit and ask.Roots run the handler again (an
+// ask.Rerunner): a run that asks something not yet answered fails, so its
+// transaction rolls back, and the call ends with an input-required result
+// (SEP-2322): the requests, under their keys, and a requestState. The
+// client calls again with the answers and the state, and the handler runs
+// again in a new transaction. mcp-go asks clients of earlier revisions
+// within the one tools/call (elicitation/create, sampling/createMessage,
+// roots/list) and runs the handler again with their answers. So no
+// transaction is open while a person answers, and write tools may ask. A
+// request whose client did not declare the capability gets
+// ask.ErrUnsupported, and at 2026-07-28 a call that fails for want of it is
+// a MissingRequiredClientCapabilityError (-32021, HTTP 400).
 //
-// The requestState carries the answers of the earlier rounds. It is signed
-// with HMAC-SHA256 (Options.RequestStateKey) and bound to the tool, the
-// arguments, the principal and the scope; it expires after
-// Options.RequestStateTTL, and each one is good for one retry. A retry
-// whose state fails any of this gets a JSON-RPC invalid-params error
-// (-32602) with a sentence saying why and to call again without
-// requestState, and the tool does not run.
+// The requestState carries the answers of the earlier rounds, signed with
+// HMAC-SHA256 (Options.RequestStateKey), bound to the tool, the arguments,
+// the principal and the scope, expiring (Options.RequestStateTTL) and good
+// for one retry. A retry whose state fails any of this gets a JSON-RPC
+// invalid-params error (-32602) saying why, and the tool does not run.
 //
 // # Approval
 //
-// A call that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.SetApproval for the scope) comes back from Registry.Invoke with
-// an llmtool.ApprovalRequest: the registry ran it, previewed it and rolled
-// it back. The adapter then asks the client's user, with the machinery
-// above: an elicitation under the key "llmtool-approval" whose message is
-// the preview and whose form is one boolean, "approve", unticked by
-// default. The approval token travels in the sealed requestState, never to
-// the model; the retry that brings the answer invokes the call with
-// llmtool.Call.Approval at once, so an approved call runs twice: the
-// preview and the commit. Accepting with approve true approves; anything
-// else (approve false, a decline, a cancel, an accept whose content the
-// adapter cannot read) denies: the token is spent, nothing is saved, the
-// question is not asked again, and the model reads that the user did not
-// approve. If the data changed since the preview, the registry asks again
-// and so does the adapter, with the new preview. A client that cannot ask
-// its user gets isError with the registry's sentence, the preview and what
-// the user can do; nothing the model sends can approve.
+// A call that needs a person's approval (llmtool.NeedsApproval,
+// Registry.SetApproval) comes back from Registry.Invoke previewed and
+// rolled back. The adapter asks the client's user with an elicitation
+// under the key "llmtool-approval": the preview, and one boolean,
+// "approve", unticked by default. The token travels in the sealed
+// requestState, never to the model, and the retry invokes the call with
+// llmtool.Call.Approval: an approved call runs twice, the preview and the
+// commit. Only approve true approves; anything else (approve false, a
+// decline, a cancel, an answer the adapter cannot read, such as an accept
+// with empty or missing content) denies, once: nothing is saved and the
+// model reads that the user denied the change. If the data changed since
+// the preview, the question is asked again with the new preview. A client
+// that cannot ask its user gets isError with the registry's sentence, the
+// preview and what the user can do; nothing the model sends can approve.
 //
-// # HTTP
+// # HTTP, tracing, configuration
 //
-// The HTTP handlers authenticate every request with the Authenticator,
-// pick the scope with the ScopeFunc, refuse DNS-rebinding requests on
-// loopback listeners, bound request bodies, bound and bind sessions (a
-// session belongs to the principal and scope that opened it), and answer
-// OAuth refusals with 401 and 403 (auth.go), before mcp-go sees the
-// request.
+// The HTTP handlers check DNS rebinding on loopback listeners, bound
+// request bodies, authenticate (Options.Authenticator: 401 and 403 as an
+// OAuth resource server, auth.go), pick the scope (Options.ScopeFunc),
+// bound sessions and keep each to the principal and scope that opened it,
+// before mcp-go serves the request.
 //
-// # Tracing and metrics
+// A call's span is the registry's (llmtool.Options.TracerProvider); the
+// adapter makes it continue the client's trace, from the W3C trace context
+// of the request's params._meta, else of the HTTP headers (unless the
+// request's context already has a span). Options.MeterProvider counts the
+// open sessions; Options.OnRequest sees every request.
 //
-// A call's span is the registry's (llmtool.Options.TracerProvider; see
-// Registry.Invoke). The adapter makes it continue the client's trace: the
-// W3C trace context (traceparent, tracestate) of the request's
-// params._meta, for tools/call, resources/read and prompts/get, or else of
-// the HTTP request's headers, unless the request's context already has a
-// span (the host's HTTP instrumentation). Options.MeterProvider counts the
-// open sessions (llmtool.mcp.sessions); Options.OnRequest sees every
-// request.
-//
-// # Configuration
-//
-// New takes one *Options, nil for the defaults; every field says its
-// default. mcp-go's own types stay inside the adapter: serve a Server with
-// ServeStdio, Handler or StatelessHandler, and wrap Handler with ordinary
-// net/http middleware (CORS, request logging, context values) for what the
-// Options do not cover.
+// New takes one *Options, nil for the defaults. mcp-go's types stay inside
+// the adapter: serve a Server with ServeStdio, Handler or
+// StatelessHandler, and wrap Handler with ordinary net/http middleware
+// (CORS, request logging) for what the Options do not cover.
 package mcpadapter
 
 import (
