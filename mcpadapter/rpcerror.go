@@ -44,7 +44,10 @@ import (
 //     request of 2026-07-28, or of StatelessHandler) waits, at most a
 //     second, until the SSE events it caused are flushed (awaitEvents).
 //
-// TestMCPGoSeams fails when mcp-go changes either behaviour.
+// TestMCPGoSeams fails when mcp-go changes the first behaviour;
+// TestModernProgress counts every notification of calls of 2026-07-28 and
+// of StatelessHandler (if mcp-go stops dropping them, awaitEvents returns
+// at once).
 
 // Error codes the adapter answers with, besides JSON-RPC's and MCP's.
 const (
