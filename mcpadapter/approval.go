@@ -13,8 +13,8 @@ import (
 )
 
 // Approval through the client. A call that needs a person's approval
-// (llmtool.NeedsApproval, Registry.Tenants().SetApproval) comes back from
-// Registry.Invoke with an approval.Request: the registry ran it, previewed
+// (llmtool.NeedsApproval, Registry.SetApproval) comes back from
+// Registry.Invoke with an ApprovalRequest: the registry ran it, previewed
 // it and rolled it back. The adapter asks the person with an elicitation
 // under the key approvalAskKey, through the round machinery of mrtr.go
 // (an input-required result under 2026-07-28; elicitation/create within
@@ -78,8 +78,12 @@ func (r *round) askApproval(tool string, req *approval.Request, changed bool) er
 }
 
 // approvalAnswer returns the person's answer to the approval question the
-// state asked, or nil when the retry brought none the adapter can read
-// (the question is then asked again).
+// state asked, or nil when the retry brought none (a client of 2026-07-28
+// that left it out is asked again). Only an accept whose content has
+// approve true approves; anything else denies: a decline, a cancel,
+// approve false, and an answer the adapter cannot read, such as an accept
+// with empty or missing content (asking again would bring the same answer,
+// and mcp-go's bridge asks a client before 2026-07-28 up to ten times).
 func (r *round) approvalAnswer() *approval.Answer {
 	if r.state == nil || r.state.Approval == "" {
 		return nil
@@ -91,24 +95,11 @@ func (r *round) approvalAnswer() *approval.Answer {
 	var res struct {
 		Action  mcp.ElicitationResponseAction `json:"action"`
 		Content struct {
-			Approve *bool `json:"approve"`
+			Approve bool `json:"approve"`
 		} `json:"content"`
 	}
-	if json.Unmarshal(k.value, &res) != nil {
-		return nil
-	}
-	a := &approval.Answer{Token: r.state.Approval}
-	switch res.Action {
-	case mcp.ElicitationResponseActionAccept:
-		if res.Content.Approve == nil {
-			return nil
-		}
-		a.Approved = *res.Content.Approve
-	case mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
-	default:
-		return nil
-	}
-	return a
+	err := json.Unmarshal(k.value, &res)
+	return &approval.Answer{Token: r.state.Approval, Approved: err == nil && res.Action == mcp.ElicitationResponseActionAccept && res.Content.Approve}
 }
 
 // cannotAsk is the result for a call that needs approval from a client

@@ -179,6 +179,15 @@ func TestApproval(t *testing.T) {
 		{name: "cancel", answers: []answer{{action: mcp.ElicitationResponseActionCancel}}, wantAsked: []string{askDelete},
 			wantError: denied, wantNotes: []string{hello},
 			wantAudits: []string{"delete_note denied requested", "delete_note denied denied"}},
+		// An accept the adapter cannot read (LangChain's adapters send one
+		// with empty or missing content) denies: asked once, nothing saved,
+		// and the model reads that the user denied the change.
+		{name: "accept with empty content", answers: []answer{{action: mcp.ElicitationResponseActionAccept, content: map[string]any{}}}, wantAsked: []string{askDelete},
+			wantError: denied, wantNotes: []string{hello},
+			wantAudits: []string{"delete_note denied requested", "delete_note denied denied"}},
+		{name: "accept without content", answers: []answer{{action: mcp.ElicitationResponseActionAccept}}, wantAsked: []string{askDelete},
+			wantError: denied, wantNotes: []string{hello},
+			wantAudits: []string{"delete_note denied requested", "delete_note denied denied"}},
 		{name: "data changed, asked again, approved",
 			answers:    []answer{{before: rename, action: mcp.ElicitationResponseActionAccept, content: map[string]any{"approve": true}}, approve(true)},
 			wantAsked:  []string{askDelete, askAgain},

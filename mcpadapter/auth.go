@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,18 +65,12 @@ func (h *httpHandler) unauthorized(w http.ResponseWriter, r *http.Request, err e
 // authorization, as the MCP specification recommends). Listings need no
 // such check: they already leave out what the principal may not call.
 // Over stdio there is no token, so no check.
-func (h *httpHandler) scopeRefused(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	p := llmtool.PrincipalFrom(r.Context())
+func (h *httpHandler) scopeRefused(ctx context.Context, w http.ResponseWriter, body []byte) bool {
+	p := llmtool.PrincipalFrom(ctx)
 	if p == nil || p.Scopes == nil || !(bytes.Contains(body, []byte(mcp.MethodToolsCall)) || bytes.Contains(body, []byte(mcp.MethodPromptsGet))) {
 		return false
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
+	var msg message
 	if json.Unmarshal(body, &msg) != nil {
 		return false // mcp-go answers the parse error
 	}
@@ -87,7 +82,7 @@ func (h *httpHandler) scopeRefused(w http.ResponseWriter, r *http.Request, body 
 	default:
 		return false
 	}
-	spec, ok := h.s.reg.Tool(r.Context(), msg.Params.Name)
+	spec, ok := h.s.reg.Tool(ctx, msg.Params.Name)
 	if !ok || spec.URI != "" || spec.Prompt != (kind == "Prompt") {
 		return false // unknown to this method: mcp-go and the registry answer
 	}
@@ -107,9 +102,9 @@ func (h *httpHandler) scopeRefused(w http.ResponseWriter, r *http.Request, body 
 		"error", "insufficient_scope",
 		"error_description", fmt.Sprintf("%s %s needs the scope %s, which the access token does not grant", kind, spec.Name, need),
 		"scope", strings.Join(want, " ")))
-	writeRPC(w, http.StatusForbidden, &rpcError{id: msg.ID, code: codeInvalidRequest, message: fmt.Sprintf(
+	writeRPC(w, http.StatusForbidden, msg.ID, mcp.INVALID_REQUEST, fmt.Sprintf(
 		"%s %q needs the scope %s, which this sign-in does not grant; authorize again with the scopes in the WWW-Authenticate header, then send the request again.",
-		kind, spec.Name, need)})
+		kind, spec.Name, need))
 	return true
 }
 

@@ -356,7 +356,7 @@ func TestOAuthScopes(t *testing.T) {
 		})
 	}
 
-	t.Run("a batch of 2025-03-26 answers the refusal in its array", func(t *testing.T) {
+	t.Run("a batch cannot slip a call past the scope check", func(t *testing.T) {
 		t.Parallel()
 		c := &rpc{url: s.url, headers: map[string]string{"Authorization": "Bearer " + readOnly}}
 		c.open(t, "2025-03-26")
@@ -365,11 +365,8 @@ func TestOAuthScopes(t *testing.T) {
 			{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count_notes"}},
 			{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_note","arguments":{"title":"x"}}}
 		]`)
-		require.Equal(t, http.StatusOK, resp.StatusCode, body)
-		require.JSONEq(t, `[
-			{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"notes\":1}"}],"structuredContent":{"notes":1}}},
-			`+writeRefused+`
-		]`, body)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Batch requests are not supported by this server; send one JSON-RPC message per request."}}`, body)
 		require.Equal(t, before, s.notes(t))
 	})
 

@@ -3,7 +3,6 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,13 +13,13 @@ import (
 )
 
 // The SSE streams of Handler's sessions are resumable in the protocol
-// revisions that have resumability (2025-03-26 through 2025-11-25): every
-// event carries an ID, the adapter's event store keeps the events of each
-// stream, and a GET with the Last-Event-ID header gets what came after that
-// event on its stream, and then the rest of the stream as it comes. One
-// store serves both the streams mcp-go writes (the session's GET stream, the
-// answers to other requests) and the adapter's own tools/call streams
-// (httpcall.go, streams.go).
+// revisions that have resumability (2025-03-26 through 2025-11-25):
+// mcp-go's transport gives every event an ID from its event store and
+// answers a GET with the Last-Event-ID header with what came after that
+// event on its stream. mcp-go's own store (server.InMemoryEventStore) keeps
+// every event of a session until the session ends; the adapter's keeps the
+// recent ones of each stream, bounded by count and by age
+// (Options.ReplayEvents, Options.ReplayAge).
 
 // Defaults of the event store's bounds.
 const (
@@ -68,8 +67,7 @@ type streamEvents struct {
 	last   time.Time // when the newest event was stored
 }
 
-// storedEvent is one event; a priming event (an ID without data) has no
-// message and is never replayed.
+// storedEvent is one event.
 type storedEvent struct {
 	seq uint64
 	at  time.Time
@@ -81,7 +79,7 @@ func newEventStore(maxEvents int, maxAge time.Duration) *eventStore {
 }
 
 // StoreEvent records message as the next event of a stream and returns
-// its ID. A nil message records a priming event.
+// its ID.
 func (e *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
 	now := e.now()
 	e.mu.Lock()
@@ -100,10 +98,7 @@ func (e *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	}
 	st.seq++
 	st.last = now
-	var msg json.RawMessage
-	if message != nil {
-		msg = append(json.RawMessage(nil), message...) // the caller may reuse its buffer
-	}
+	msg := append(json.RawMessage(nil), message...) // the caller may reuse its buffer
 	st.events = append(st.events, storedEvent{seq: st.seq, at: now, msg: msg})
 	drop := 0
 	for drop < len(st.events) && (len(st.events)-drop > e.maxEvents || now.Sub(st.events[drop].at) > e.maxAge) {
@@ -156,23 +151,11 @@ func (e *eventStore) after(sessionID, lastEventID string) (*streamEvents, []stor
 	}
 	var tail []storedEvent
 	for _, ev := range st.events {
-		if ev.seq > seq && ev.msg != nil {
+		if ev.seq > seq {
 			tail = append(tail, ev)
 		}
 	}
 	return st, tail, nil
-}
-
-// stream returns the ID of the stream lastEventID belongs to, or why it
-// cannot be resumed from.
-func (e *eventStore) stream(sessionID, lastEventID string) (string, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	st, _, err := e.after(sessionID, lastEventID)
-	if err != nil {
-		return "", err
-	}
-	return st.id, nil
 }
 
 // ReplayEventsAfter calls send with every event after lastEventID on its
@@ -204,13 +187,4 @@ func (e *eventStore) PurgeSession(_ context.Context, sessionID string) error {
 	defer e.mu.Unlock()
 	delete(e.sessions, sessionID)
 	return nil
-}
-
-// replayRefusal is the sentence of the 400 answer to a GET whose
-// Last-Event-ID cannot be resumed from.
-func replayRefusal(lastEventID string, err error) string {
-	if errors.Is(err, errEventExpired) {
-		return fmt.Sprintf("Last-Event-ID %q can no longer be resumed: the events after it were not kept (a stream keeps its last events for a while only); what was sent since cannot be redelivered. Open a new GET stream without Last-Event-ID, and send again the requests whose answers you did not get.", lastEventID)
-	}
-	return fmt.Sprintf("Last-Event-ID %q names no event of this session's streams; resume with the ID of the last event you received on the stream, or open a new GET stream without Last-Event-ID.", lastEventID)
 }

@@ -1,6 +1,7 @@
 package mcpadapter_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -453,4 +455,84 @@ func structured(t testing.TB, res *mcp.CallToolResult) string {
 	b, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// stdioWire is a raw client of ServeStdio over in-process pipes: it sends
+// lines and reads every line the server writes. mcp-go has one stdio
+// session per process, so tests using it must not run in parallel.
+type stdioWire struct {
+	in    io.Writer
+	lines chan string // every line the server wrote, in order
+}
+
+// newStdioWire serves f with ServeStdio and initializes a session at
+// revision 2025-11-25.
+func newStdioWire(t *testing.T, f *fixture) *stdioWire {
+	t.Helper()
+	w := startStdioWire(t, f)
+	var init struct{ Result json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(w.roundTrip(t, strings.Replace(initialize, `"id":1`, `"id":"init"`, 1))), &init))
+	require.NotEmpty(t, init.Result)
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return w
+}
+
+// startStdioWire serves f with ServeStdio, without a handshake.
+func startStdioWire(t *testing.T, f *fixture) *stdioWire {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	serverIn, clientOut := io.Pipe()
+	clientIn, serverOut := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ServeStdio(ctx, serverIn, serverOut) }()
+	w := &stdioWire{in: clientOut, lines: make(chan string, 64)}
+	go func() {
+		sc := bufio.NewScanner(clientIn)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			w.lines <- sc.Text()
+		}
+		close(w.lines)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		clientOut.Close()
+		serverOut.Close()
+		<-done
+	})
+	return w
+}
+
+func (w *stdioWire) send(t *testing.T, msg string) {
+	t.Helper()
+	_, err := io.WriteString(w.in, msg+"\n")
+	require.NoError(t, err)
+}
+
+// next returns the next line the server writes.
+func (w *stdioWire) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case line, ok := <-w.lines:
+		require.True(t, ok, "the server closed its output")
+		return line
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message from the server")
+	}
+	return ""
+}
+
+// roundTrip sends a request and returns the server's next line, which
+// must be its response: nothing else may come first.
+func (w *stdioWire) roundTrip(t *testing.T, msg string) string {
+	t.Helper()
+	w.send(t, msg)
+	line := w.next(t)
+	var m struct {
+		ID     json.RawMessage
+		Method string
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+	require.Empty(t, m.Method, "a message before the response: %s", line)
+	return line
 }

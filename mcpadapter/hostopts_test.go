@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -9,15 +10,14 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
-// tracer stands for an APM library that instruments mcp-go with a server
-// option of its own: hooks and a tool handler middleware.
+// tracer stands for an APM library that records a span per request with
+// Options.OnRequest.
 type tracer struct {
 	mu     sync.Mutex
 	events []string
@@ -35,57 +35,32 @@ func (tr *tracer) seen() []string {
 	return append([]string(nil), tr.events...)
 }
 
-// option returns the tracer's server option, and the hooks it installs,
-// which the host may add to later.
-func (tr *tracer) option() (server.ServerOption, *server.Hooks) {
-	hooks := &server.Hooks{}
-	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) { tr.note("hook before " + req.Params.Name) })
-	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, _ any) {
-		tr.note("hook after " + req.Params.Name)
-	})
-	mw := server.WithToolHandlerMiddleware(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			tr.note("middleware " + req.Params.Name)
-			return next(ctx, req)
-		}
-	})
-	return func(s *server.MCPServer) {
-		server.WithHooks(hooks)(s)
-		mw(s)
-	}, hooks
+func (tr *tracer) onRequest(_ context.Context, r mcpadapter.Request) func(error) {
+	if r.Method != "tools/call" && r.Method != "tools/list" && r.Method != "prompts/get" {
+		return nil
+	}
+	tr.note(fmt.Sprintf("start %s %s", r.Method, r.Name))
+	return func(err error) { tr.note(fmt.Sprintf("end %s %s: %v", r.Method, r.Name, err)) }
 }
 
-// TestHostServerOptions: a host's mcp-go options, hooks included, work
-// beside the adapter's: the adapter still filters tools by scope and
-// answers refusals with the registry's sentence, and the host's hooks
-// and middleware see every call, including hooks added after New.
-func TestHostServerOptions(t *testing.T) {
+// TestOnRequest: a host's Options.OnRequest sees every request, from its
+// start to its answer, with the tool or prompt it names and the JSON-RPC
+// error the client gets, while the adapter still filters tools by scope
+// and answers refusals with the registry's sentence.
+func TestOnRequest(t *testing.T) {
 	t.Parallel()
 	tr := &tracer{}
-	opt, hooks := tr.option()
-	var httpOptionUsed bool
-	f := newFixture(t, &mcpadapter.Options{
-		ServerOptions: []server.ServerOption{opt},
-		HTTPOptions: []server.StreamableHTTPOption{func(*server.StreamableHTTPServer) {
-			httpOptionUsed = true
-		}},
-	})
-	hooks.AddOnSuccess(func(_ context.Context, _ any, method mcp.MCPMethod, _ any, _ any) {
-		if method == mcp.MethodToolsList {
-			tr.note("success tools/list")
-		}
-	})
+	f := newFixture(t, &mcpadapter.Options{OnRequest: tr.onRequest})
 	ts := httptest.NewServer(f.srv.Handler())
 	t.Cleanup(ts.Close)
-	require.True(t, httpOptionUsed)
 
 	tp, err := transport.NewStreamableHTTP(ts.URL)
 	require.NoError(t, err)
 	c := client.NewClient(tp, clientOptions()...)
 	start(t, c)
 
-	// Writes are off in the default scope: the adapter's filter hides the
-	// write tools, and a call of one gets the registry's sentence.
+	// Writes are off in the default scope: the listing hides the write
+	// tools, and a call of one gets the registry's sentence.
 	list, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	require.NoError(t, err)
 	var names []string
@@ -100,11 +75,14 @@ func TestHostServerOptions(t *testing.T) {
 	res = call(t, c, "create_note", map[string]any{"title": "x"})
 	require.True(t, res.IsError)
 	require.Equal(t, `Tool "create_note" changes data, and write tools are off in the default scope. Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
+	_, err = c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_nose"}})
+	require.EqualError(t, err, `invalid params: Unknown tool "get_nose". Did you mean "get_note"?`)
 
 	require.Equal(t, []string{
-		"success tools/list",
-		"hook before get_note", "middleware get_note", "hook after get_note",
-		"hook before create_note", "middleware create_note", "hook after create_note",
+		"start tools/list ", "end tools/list : <nil>",
+		"start tools/call get_note", "end tools/call get_note: <nil>",
+		"start tools/call create_note", "end tools/call create_note: <nil>",
+		"start tools/call get_nose", `end tools/call get_nose: Unknown tool "get_nose". Did you mean "get_note"?`,
 	}, tr.seen())
 }
 

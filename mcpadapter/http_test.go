@@ -436,3 +436,19 @@ func TestHTTPCallStream(t *testing.T) {
 		"result",
 	}, methods)
 }
+
+func initializeAt(version string) string {
+	return strings.Replace(initialize, "2025-11-25", version, 1)
+}
+
+// open opens a session at a protocol revision.
+func (c *rpc) open(t *testing.T, version string) {
+	t.Helper()
+	resp, body := c.post(t, initializeAt(version))
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `"protocolVersion":"`+version+`"`)
+	c.session = resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, c.session)
+	resp, _ = c.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+}

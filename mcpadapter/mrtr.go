@@ -435,7 +435,7 @@ func (p *peer) Reruns() bool { return true }
 // Sample answers from the call's answers, or asks the client's model.
 func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Sampling == nil) || !reachable(ctx, mcp.MethodSamplingCreateMessage) {
-		return ask.SampleResult{}, fmt.Errorf("the client did not declare the sampling capability: %w", ask.ErrUnsupported)
+		return ask.SampleResult{}, p.unsupported(ctx, "sampling", ask.ErrUnsupported)
 	}
 	msgs := make([]mcp.SamplingMessage, len(req.Messages))
 	for i, m := range req.Messages {
@@ -475,38 +475,49 @@ func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleRes
 // Elicit answers from the call's answers, or asks the client's user.
 func (p *peer) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Elicitation == nil) || !reachable(ctx, mcp.MethodElicitationCreate) {
-		return ask.ElicitResult{}, fmt.Errorf("the client did not declare the elicitation capability: %w", ask.ErrUnsupported)
+		return ask.ElicitResult{}, p.unsupported(ctx, "elicitation", ask.ErrUnsupported)
 	}
 	var out ask.ElicitResult
 	params := mcp.ElicitationParams{Message: req.Message, RequestedSchema: req.Schema}
 	err := p.round.ask(ctx, req.Key, mcp.NewElicitationInputRequest(params), func(raw json.RawMessage) error {
-		var res struct {
-			Action  mcp.ElicitationResponseAction `json:"action"`
-			Content json.RawMessage               `json:"content"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return err
-		}
-		switch res.Action {
-		case mcp.ElicitationResponseActionAccept:
-			if len(res.Content) == 0 || res.Content[0] != '{' {
-				return errors.New("an accepted elicitation without an object")
-			}
-			out = ask.ElicitResult{Action: ask.Accept, Content: res.Content}
-		case mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
-			out = ask.ElicitResult{Action: string(res.Action)}
-		default:
-			return fmt.Errorf("unknown action %q", res.Action)
-		}
-		return nil
+		var err error
+		out, err = readElicitation(raw)
+		return err
 	})
 	return out, err
+}
+
+// readElicitation reads the user's answer to an elicitation; one that is
+// not an answer is asked again. An accept without content is an accept of
+// an empty form, as clients that send no content for a form without
+// fields mean it.
+func readElicitation(raw json.RawMessage) (ask.ElicitResult, error) {
+	var res struct {
+		Action  mcp.ElicitationResponseAction `json:"action"`
+		Content json.RawMessage               `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return ask.ElicitResult{}, err
+	}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		switch c := bytes.TrimSpace(res.Content); {
+		case len(c) == 0, bytes.Equal(c, []byte("null")):
+			return ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage("{}")}, nil
+		case c[0] == '{':
+			return ask.ElicitResult{Action: ask.Accept, Content: res.Content}, nil
+		}
+		return ask.ElicitResult{}, errors.New("an accepted elicitation whose content is not an object")
+	case mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
+		return ask.ElicitResult{Action: string(res.Action)}, nil
+	}
+	return ask.ElicitResult{}, fmt.Errorf("unknown action %q", res.Action)
 }
 
 // Roots answers from the call's answers, or asks the client for its roots.
 func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Roots == nil) || !reachable(ctx, mcp.MethodListRoots) {
-		return nil, fmt.Errorf("the client did not declare the roots capability: %w", ask.ErrUnsupported)
+		return nil, p.unsupported(ctx, "roots", ask.ErrUnsupported)
 	}
 	var out []ask.Root
 	err := p.round.ask(ctx, req.Key, mcp.NewRootsInputRequest(), func(raw json.RawMessage) error {
@@ -528,35 +539,23 @@ func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, err
 	return out, err
 }
 
-// askingPeer returns the peer that answers the questions of a call of
-// target (a tool's name, or "prompt:" and a prompt's) from the client's
-// answers in mp, after checking the requestState of a retry. A refused
-// state is the request's error: nothing runs.
-func (s *Server) askingPeer(ctx context.Context, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) (*peer, error) {
-	cp := new(callPeer)
-	if err := s.initPeer(ctx, cp, target, name, args, mp); err != nil {
-		return nil, err
-	}
-	return &cp.peer, nil
-}
-
-// callPeer is a call's peer, its round, and the capWatch and
-// countingReporter a tool call wraps it in, made in one allocation.
+// callPeer is a call's peer and its round, made in one allocation.
 type callPeer struct {
 	peer
 	round round
-	watch capWatch
-	rep   countingReporter
 }
 
-// initPeer sets up cp.peer as askingPeer returns it.
+// initPeer sets up cp.peer for a call of target (a tool's name, or
+// "prompt:" and a prompt's) that answers its questions from the client's
+// answers in mp, after checking the requestState of a retry. A refused
+// state is the request's error (-32602): nothing runs.
 func (s *Server) initPeer(ctx context.Context, cp *callPeer, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) error {
 	var st *roundState
 	if mp.RequestState != "" {
 		var err error
 		if st, err = s.open(ctx, mp.RequestState, target, args); err != nil {
 			s.cfg.logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
-			return err
+			return &rpcError{code: mcp.INVALID_PARAMS, message: err.Error(), err: err}
 		}
 	}
 	cp.round.init(st, mp.InputResponses)

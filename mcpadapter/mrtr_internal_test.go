@@ -100,7 +100,10 @@ func TestApprovalKeyReserved(t *testing.T) {
 }
 
 // TestApprovalAnswer: which answers approve, which deny, and which are no
-// answer (the question is asked anew, with a new preview).
+// answer (the question is asked anew, with a new preview). Only approve
+// true approves; an answer the adapter cannot read denies, so the question
+// is not asked again (mcp-go's bridge would ask a client before
+// 2026-07-28 ten times, then fail the call).
 func TestApprovalAnswer(t *testing.T) {
 	t.Parallel()
 	state := &roundState{Approval: "tok", Asked: []question{{Key: approvalAskKey, Method: mcp.MethodElicitationCreate, Digest: "d"}}}
@@ -114,9 +117,11 @@ func TestApprovalAnswer(t *testing.T) {
 		{name: "unticked", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":false}}}`, want: &approval.Answer{Token: "tok"}},
 		{name: "declined", state: state, responses: `{"llmtool-approval":{"action":"decline"}}`, want: &approval.Answer{Token: "tok"}},
 		{name: "cancelled", state: state, responses: `{"llmtool-approval":{"action":"cancel"}}`, want: &approval.Answer{Token: "tok"}},
-		{name: "accepted without the field", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{}}}`},
-		{name: "approve as a string", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":"yes"}}}`},
-		{name: "an unknown action", state: state, responses: `{"llmtool-approval":{"action":"approve"}}`},
+		{name: "accepted without the field", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{}}}`, want: &approval.Answer{Token: "tok"}},
+		{name: "accepted without content", state: state, responses: `{"llmtool-approval":{"action":"accept"}}`, want: &approval.Answer{Token: "tok"}},
+		{name: "accepted with null content", state: state, responses: `{"llmtool-approval":{"action":"accept","content":null}}`, want: &approval.Answer{Token: "tok"}},
+		{name: "approve as a string", state: state, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":"yes"}}}`, want: &approval.Answer{Token: "tok"}},
+		{name: "an unknown action", state: state, responses: `{"llmtool-approval":{"action":"approve"}}`, want: &approval.Answer{Token: "tok"}},
 		{name: "no answer", state: state, responses: `{}`},
 		{name: "no state: a first call cannot approve", responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`},
 		{name: "a state that asked no approval", state: &roundState{Asked: state.Asked}, responses: `{"llmtool-approval":{"action":"accept","content":{"approve":true}}}`},

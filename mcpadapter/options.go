@@ -2,23 +2,23 @@ package mcpadapter
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/signkey"
 )
 
 // Defaults of the options.
 const (
-	// DefaultPageSize is how many tools one tools/list page holds.
+	// DefaultPageSize is how many items one page of a listing holds.
 	DefaultPageSize = 100
 	// DefaultMaxBodyBytes bounds an HTTP request body: 4 MiB.
 	DefaultMaxBodyBytes = 4 << 20
@@ -86,9 +86,9 @@ type Options struct {
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
-	// PageSize is how many tools one tools/list page holds; clients
-	// follow nextCursor for the rest. Default (0 or less):
-	// DefaultPageSize.
+	// PageSize is how many items one page of tools/list, prompts/list,
+	// resources/list or resources/templates/list holds; clients follow
+	// nextCursor for the rest. Default (0 or less): DefaultPageSize.
 	PageSize int
 
 	// MaxSessions bounds the sessions Handler keeps open at once, over all
@@ -106,15 +106,16 @@ type Options struct {
 	MaxSessionsPerPrincipal int
 
 	// SessionIdleTimeout ends a session of Handler that has gone this
-	// long without a request, while no call or GET stream of it is open.
-	// A request of an ended session gets 404 Not Found, which tells MCP
-	// clients to initialize a new session. Default (0 or less):
+	// long without a request or an event on its streams (mcp-go's session
+	// sweeper). A request of an ended session gets 404 Not Found, which
+	// tells MCP clients to initialize a new session. Default (0 or less):
 	// DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
 
 	// HeartbeatInterval, when positive, has Handler send a ping on each
 	// session's open GET stream at this interval, so proxies and load
-	// balancers do not close it as idle. Default: 0, no heartbeats.
+	// balancers do not close it as idle (and the session stays alive).
+	// Default: 0, no heartbeats.
 	HeartbeatInterval time.Duration
 
 	// LogLevel is the least severe level of the log notifications
@@ -141,7 +142,7 @@ type Options struct {
 	// clients that reconnect with the Last-Event-ID header, in the protocol
 	// revisions that have resumability (2025-03-26 through 2025-11-25):
 	// every event then carries an ID, and a GET with Last-Event-ID gets
-	// the events after it on its stream, then the rest of the stream. A
+	// the events after it on its stream (mcp-go's resumable streams). A
 	// Last-Event-ID whose following events are no longer kept gets 400 Bad
 	// Request. Default (0): DefaultReplayEvents. Negative: events carry no
 	// IDs and streams are not resumable.
@@ -157,20 +158,13 @@ type Options struct {
 	// or less): DefaultRequestStateTTL.
 	RequestStateTTL time.Duration
 
-	// ServerOptions are the host's own mcp-go server options, such as an
-	// APM tracer's, applied after the adapter's. Hooks given with
-	// server.WithHooks run after the adapter's instead of replacing them,
-	// and keep working when the host adds to its *server.Hooks later.
-	// Options that set what the adapter sets (WithToolFilter,
-	// WithPaginationLimit, WithToolCapabilities, WithLogging,
-	// WithInstructions) replace the adapter's and change what it
-	// promises; set those through the fields above. Default: none.
-	ServerOptions []server.ServerOption
-
-	// HTTPOptions are the host's own options for mcp-go's streamable HTTP
-	// server behind Handler and StatelessHandler, applied after the
-	// adapter's. Default: none.
-	HTTPOptions []server.StreamableHTTPOption
+	// OnRequest, when set, is called as each request starts, with what it
+	// asks for, for request logs and APM spans; the function it returns,
+	// if not nil, is called when the answer is ready, with the JSON-RPC
+	// error the client gets (nil on success: a tool's isError result is a
+	// success). The calls' own spans and metrics are the registry's
+	// (llmtool.Options.TracerProvider and MeterProvider). Default: nil.
+	OnRequest func(ctx context.Context, r Request) (done func(err error))
 
 	// MeterProvider, when set, records the adapter's metrics through
 	// OpenTelemetry's metric API: llmtool.mcp.sessions, the sessions open
@@ -230,8 +224,7 @@ type config struct {
 	maxPerPrincipal int
 	idleTimeout     time.Duration
 
-	serverOptions []server.ServerOption         // the host's (hostopts.go)
-	httpOptions   []server.StreamableHTTPOption // the host's
+	onRequest func(context.Context, Request) func(error)
 }
 
 // newConfig applies the defaults to o, which may be nil.
@@ -267,8 +260,7 @@ func newConfig(o *Options) config {
 		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
 		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
 
-		serverOptions: slices.Clone(o.ServerOptions),
-		httpOptions:   slices.Clone(o.HTTPOptions),
+		onRequest: o.OnRequest,
 	}
 	if c.replayEvents == 0 {
 		c.replayEvents = DefaultReplayEvents
@@ -276,12 +268,12 @@ func newConfig(o *Options) config {
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	switch n := len(c.stateKey); {
-	case n == 0:
+	if err := signkey.Check("mcpadapter: Options.RequestStateKey", c.stateKey); err != nil {
+		panic(err.Error())
+	}
+	if len(c.stateKey) == 0 {
 		c.stateKey = make([]byte, 32)
 		_, _ = rand.Read(c.stateKey) // crypto/rand.Read never fails
-	case n < 16:
-		panic(fmt.Sprintf("mcpadapter: Options.RequestStateKey has %d bytes; use at least 16 (32 random bytes are best)", n))
 	}
 	return c
 }
@@ -311,3 +303,15 @@ func (f AuthenticatorFunc) Authenticate(r *http.Request) (*llmtool.Principal, er
 // workspace named in the path or granted to the user. An error refuses the
 // request with 403 Forbidden and the error's text.
 type ScopeFunc func(r *http.Request, p *llmtool.Principal) (string, error)
+
+// Request is what Options.OnRequest learns of a request.
+type Request struct {
+	// Method is the JSON-RPC method, such as "tools/call".
+	Method string
+	// ID is the JSON-RPC request ID.
+	ID any
+	// Name is the tool called (tools/call), the prompt rendered
+	// (prompts/get) or the URI read (resources/read); "" for other
+	// methods.
+	Name string
+}

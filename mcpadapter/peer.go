@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -13,17 +12,20 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
-	"github.com/llmtool/llmtool/ask"
 )
 
-// peer is the client of one tool call, as the handler sees it: the
-// callinfo.Reporter for its progress and log lines and the ask.Asker for
-// its sampling, elicitation and roots requests (see mrtr.go).
+// peer is the client of one call, as the handler sees it: the
+// callinfo.Reporter of its progress and log lines and the ask.Asker of its
+// sampling, elicitation and roots requests (mrtr.go).
 type peer struct {
 	s     *Server
 	tool  string
 	token mcp.ProgressToken // nil when the client asked for no progress
 	round *round            // the answers the call brought, and what its run asks
+	ex    *exchange         // the transport's, which counts what the call sends
+
+	mu  sync.Mutex
+	cap string // the capability a request of 2026-07-28 lacked when asking failed
 }
 
 // Progress sends notifications/progress, if the client sent a progress
@@ -39,9 +41,7 @@ func (p *peer) Progress(ctx context.Context, done, total float64, message string
 	if message != "" {
 		params["message"] = message
 	}
-	if err := p.s.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
-		p.s.cfg.logger.Debug("mcpadapter: progress not delivered", "tool", p.tool, "err", err)
-	}
+	p.send(ctx, string(mcp.MethodNotificationProgress), params)
 }
 
 // Log sends notifications/message if the level the client asked for lets
@@ -49,21 +49,38 @@ func (p *peer) Progress(ctx context.Context, done, total float64, message string
 // io.modelcontextprotocol/logLevel; none asked, none sent), before it the
 // session's (logging/setLevel, or Options.LogLevel).
 func (p *peer) Log(ctx context.Context, level slog.Level, message string) {
-	lvl := mcpLevel(level)
 	least := p.s.logLevel(ctx)
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		if info.LogLevel == "" {
-			return
-		}
-		least = info.LogLevel
+	if lvl := mcpLevel(level); least != "" && lvl.ShouldSendTo(least) {
+		p.send(ctx, string(mcp.MethodNotificationMessage), map[string]any{"level": string(lvl), "logger": p.tool, "data": message})
 	}
-	if !lvl.ShouldSendTo(least) {
+}
+
+func (p *peer) send(ctx context.Context, method string, params map[string]any) {
+	if err := p.s.mcp.SendNotificationToClient(ctx, method, params); err != nil {
+		p.s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
 		return
 	}
-	params := map[string]any{"level": string(lvl), "logger": p.tool, "data": message}
-	if err := p.s.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationMessage), params); err != nil {
-		p.s.cfg.logger.Debug("mcpadapter: log message not delivered", "tool", p.tool, "err", err)
+	p.ex.queued()
+}
+
+// unsupported records that asking for capability failed for want of it,
+// in a request of 2026-07-28 (see missingCapability), and returns the
+// error the handler gets.
+func (p *peer) unsupported(ctx context.Context, capability string, err error) error {
+	if server.IsModernRequest(ctx) && capability != "roots" {
+		p.mu.Lock()
+		p.cap = capability
+		p.mu.Unlock()
 	}
+	return fmt.Errorf("the client did not declare the %s capability: %w", capability, err)
+}
+
+// missing returns the capability a request of 2026-07-28 lacked, "" if
+// none.
+func (p *peer) missing() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cap
 }
 
 // clientCaps returns the capabilities the session's client declared, and
@@ -118,78 +135,6 @@ func fromSamplingContent(v any) (llmtool.Content, error) {
 		return llmtool.Content{Type: part.Type, Data: data, MIMEType: part.MIMEType}, nil
 	}
 	return llmtool.TextContent(part.Text), nil
-}
-
-// countingReporter counts the notifications a call sends, for
-// callNotes.awaitEvents.
-type countingReporter struct {
-	*peer
-	notes *callNotes
-}
-
-// Progress sends notifications/progress (see peer.Progress).
-func (r *countingReporter) Progress(ctx context.Context, done, total float64, message string) {
-	if r.notes != nil && r.token != nil {
-		r.notes.sent.Add(1)
-	}
-	r.peer.Progress(ctx, done, total, message)
-}
-
-// Log sends notifications/message (see peer.Log).
-func (r *countingReporter) Log(ctx context.Context, level slog.Level, message string) {
-	if r.notes != nil && mcpLevel(level).ShouldSendTo(r.s.logLevel(ctx)) {
-		r.notes.sent.Add(1)
-	}
-	r.peer.Log(ctx, level, message)
-}
-
-// capWatch notes which capability a modern request (protocol revision
-// 2026-07-28) lacked when asking the client failed for want of it.
-type capWatch struct {
-	*peer
-	mu  sync.Mutex
-	cap string
-}
-
-func (w *capWatch) note(ctx context.Context, capability string, err error) {
-	if err == nil || !errors.Is(err, ask.ErrUnsupported) || !server.IsModernRequest(ctx) {
-		return
-	}
-	if caps, known := clientCaps(ctx); known && capabilityMissing(caps, capability) {
-		w.mu.Lock()
-		w.cap = capability
-		w.mu.Unlock()
-	}
-}
-
-func (w *capWatch) missing() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.cap
-}
-
-func capabilityMissing(caps mcp.ClientCapabilities, capability string) bool {
-	switch capability {
-	case "sampling":
-		return caps.Sampling == nil
-	case "elicitation":
-		return caps.Elicitation == nil
-	}
-	return false
-}
-
-// Sample asks the client for a completion.
-func (w *capWatch) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
-	res, err := w.peer.Sample(ctx, req)
-	w.note(ctx, "sampling", err)
-	return res, err
-}
-
-// Elicit asks the client's user for input.
-func (w *capWatch) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
-	res, err := w.peer.Elicit(ctx, req)
-	w.note(ctx, "elicitation", err)
-	return res, err
 }
 
 // mcpLevel maps a slog level to the nearest syslog level MCP uses.

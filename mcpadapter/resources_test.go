@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -189,9 +190,9 @@ func TestResources(t *testing.T) {
 			for _, tt := range []struct{ uri, want string }{
 				{"doc://2", `Document "2" (docId) is protected; tools may neither read nor change it. Work with another document, or ask the user to remove the protection.`},
 				{"doc://9", `Document "9" (docId) does not exist. List the documents to find an ID.`},
-				// mcp-go's not-found error; at 2026-07-28 over HTTP with the
-				// registry's sentence and the URI in its data (SEP-2164).
-				{"other://1", map[bool]string{true: `No resource has the URI "other://1". Read a resource the server lists, or a URI that matches one of its templates.`, false: `resource not found`}[cn.name == "http-2026-07-28"]},
+				// The registry's sentence, on every transport, with the URI in
+				// the error's data (SEP-2164; TestResourceRefusalCodes).
+				{"other://1", `No resource has the URI "other://1". Read a resource the server lists, or a URI that matches one of its templates.`},
 			} {
 				_, _, err := read(tt.uri)
 				require.Error(t, err, tt.uri)
@@ -310,5 +311,66 @@ func TestResourceNotFoundWire(t *testing.T) {
 	rc := &rpc{url: ts.URL, headers: map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": "other://1"}}
 	resp, body := rc.post(t, `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"other://1",`+modernMeta(`{}`)+`}}`)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, body) // mcp-go's status for -32602 at 2026-07-28
-	require.JSONEq(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"No resource has the URI \"other://1\". Read a resource the server lists, or a URI that matches one of its templates.","data":{"uri":"other://1"}}}`, body)
+	require.JSONEq(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"No resource has the URI \"other://1\". Read a resource the server lists, or a URI that matches one of its templates.","data":{"uri":"other://1","kind":"not_found"}}}`, body)
+}
+
+// TestResourceRefusalCodes: a refusal of resources/read or prompts/get is
+// the request's JSON-RPC error with the registry's sentence and a code that
+// says what it is, never -32603 "internal error", on every transport:
+// "resource not found" for a URI or an entity that does not exist (-32002
+// before 2026-07-28, -32602 at it, HTTP 400), -32602 for a prompt's
+// missing or malformed arguments and for what a prompt names that does not
+// exist, -32003 for a refusal by protection or policy (HTTP 200 at
+// 2026-07-28, as mcp-go answers a server error).
+func TestResourceRefusalCodes(t *testing.T) { // not parallel: stdio
+	f := newDocFixture(t, &llmtool.Options{Authorize: func(_ context.Context, _ *llmtool.Principal, s *llmtool.Spec) error {
+		if s.Name == "index" {
+			return &llmtool.Error{Kind: llmtool.KindDenied, Message: "Only editors may read the index.", NextAction: "Ask an editor."}
+		}
+		return nil
+	}})
+	ts := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(ts.Close)
+	legacy := &rpc{url: ts.URL}
+	legacy.initialize(t)
+	stdio := newStdioWire(t, f)
+
+	protected := `Document \"2\" (docId) is protected; tools may neither read nor change it. Work with another document, or ask the user to remove the protection.`
+	missing := `Document \"9\" (docId) does not exist. List the documents to find an ID.`
+	for _, tc := range []struct {
+		name, method, params string
+		code, modernCode     int // before 2026-07-28, and at it
+		modernStatus         int
+		message, data        string
+	}{
+		{"protected entity", "resources/read", `"uri":"doc://2"`, -32003, -32003, http.StatusOK, protected, `{"kind":"denied"}`},
+		{"missing entity", "resources/read", `"uri":"doc://9"`, -32002, -32602, http.StatusBadRequest, missing, `{"kind":"not_found","uri":"doc://9"}`},
+		{"no such resource", "resources/read", `"uri":"other://1"`, -32002, -32602, http.StatusBadRequest,
+			`No resource has the URI \"other://1\". Read a resource the server lists, or a URI that matches one of its templates.`, `{"kind":"not_found","uri":"other://1"}`},
+		{"refused by policy", "resources/read", `"uri":"doc://index"`, -32003, -32003, http.StatusOK, `Only editors may read the index. Ask an editor.`, `{"kind":"denied"}`},
+		{"prompt of a protected entity", "prompts/get", `"name":"review_doc","arguments":{"docId":"2"}`, -32003, -32003, http.StatusOK, protected, `{"kind":"denied"}`},
+		{"prompt of a missing entity", "prompts/get", `"name":"review_doc","arguments":{"docId":"9"}`, -32602, -32602, http.StatusBadRequest, missing, `{"kind":"not_found"}`},
+		{"prompt without its argument", "prompts/get", `"name":"review_doc"`, -32602, -32602, http.StatusBadRequest,
+			`Error: /docId: missing required parameter \"docId\". Send \"docId\" as a string (ID of the document).`, `{"kind":"invalid_args"}`},
+		{"no such prompt", "prompts/get", `"name":"review_dog"`, -32602, -32602, http.StatusBadRequest,
+			`Unknown prompt \"review_dog\". Use one of the prompts the server lists.`, `{"kind":"not_found"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := func(code int) string {
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"error":{"code":%d,"message":"%s","data":%s}}`, code, tc.message, tc.data)
+			}
+			msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":%q,"params":{%s}}`, tc.method, tc.params)
+			resp, body := legacy.post(t, msg)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.JSONEq(t, want(tc.code), body, "HTTP session")
+			require.JSONEq(t, want(tc.code), stdio.roundTrip(t, msg), "stdio")
+
+			var n struct{ URI, Name string }
+			require.NoError(t, json.Unmarshal([]byte(`{`+tc.params+`}`), &n))
+			modern := &rpc{url: ts.URL, headers: map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": tc.method, "Mcp-Name": n.URI + n.Name}}
+			resp, body = modern.post(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":%q,"params":{%s,%s}}`, tc.method, tc.params, modernMeta(`{}`)))
+			require.Equal(t, tc.modernStatus, resp.StatusCode, body)
+			require.JSONEq(t, want(tc.modernCode), body, "HTTP 2026-07-28")
+		})
+	}
 }

@@ -148,26 +148,14 @@ func BenchmarkToolsCallScale(b *testing.B) {
 
 // serveAll lists to the last page as a transport serves the pages: each
 // request through MCPServer.HandleMessage and its response encoded to
-// JSON; the next cursor is read from the bytes. noted serves them as the
-// adapter's transports (Handler, StatelessHandler, ServeStdio) do: with
-// callNotes in the context and the response rewritten by them, which puts
-// in the page's pre-encoded tools. It returns the pages.
-func serveAll(b testing.TB, m *server.MCPServer, noted bool) int {
+// JSON; the next cursor is read from the bytes. It returns the pages.
+func serveAll(b testing.TB, m *server.MCPServer) int {
 	ctx := context.Background()
 	cursor := ""
 	for pages := 1; ; pages++ {
-		var notes *callNotes
-		rctx := ctx
-		if noted {
-			notes = &callNotes{}
-			rctx = withNotes(ctx, notes)
-		}
-		body, err := json.Marshal(m.HandleMessage(rctx, listMessage(pages, cursor, "")))
+		body, err := json.Marshal(m.HandleMessage(ctx, listMessage(pages, cursor, "")))
 		if err != nil {
 			b.Fatal(err)
-		}
-		if noted {
-			body, _ = notes.rewrite(body)
 		}
 		const key = `"nextCursor":"`
 		i := bytes.Index(body, []byte(key))
@@ -203,14 +191,12 @@ func httpClient(b *testing.B, h http.Handler) *client.Client {
 // over the adapter's (target: at least 10).
 //
 //   - "server" serves the pages as a transport does (serveAll:
-//     HandleMessage and the response's encoding; for the adapter as its
-//     transports do, with the page's tools pre-encoded);
+//     HandleMessage and the response's encoding);
 //   - "http" lists with an mcp-go client over HTTP (Handler, and mcp-go's
 //     StreamableHTTPServer for raw mcp-go), which also decodes every tool
 //     on the client's side (the same work for both servers);
 //   - "client" lists with an in-process mcp-go client on the mcp-go
-//     server, which bypasses the adapter's transports: its pages are
-//     encoded by mcp-go, not pre-encoded.
+//     server.
 //
 // ns/op is one round: both full listings.
 func BenchmarkToolsListScale(b *testing.B) {
@@ -329,11 +315,11 @@ func benchListScale(b *testing.B, path string) {
 	}
 	servers := []*server.MCPServer{raw, srv.mcp}
 	for j, m := range servers {
-		require.Equal(b, n/DefaultPageSize+1, serveAll(b, m, j == 1))
+		require.Equal(b, n/DefaultPageSize+1, serveAll(b, m), j)
 	}
 	times := shuffledTimes(b, len(clients), func(j int) {
 		if path == "server" {
-			serveAll(b, servers[j], j == 1)
+			serveAll(b, servers[j])
 		} else {
 			listAll(b, clients[j])
 		}

@@ -125,19 +125,6 @@ func serveMessage(t *testing.T, ctx context.Context, m *server.MCPServer, msg js
 	return b
 }
 
-// serveNoted serves msg as the adapter's transports do: with notes in
-// the context, the response encoded, then rewritten by the notes (which
-// put in a page's pre-encoded tools).
-func serveNoted(t *testing.T, ctx context.Context, m *server.MCPServer, msg json.RawMessage) []byte {
-	t.Helper()
-	notes := &callNotes{}
-	b, err := json.Marshal(m.HandleMessage(withNotes(ctx, notes), msg))
-	require.NoError(t, err)
-	out, _ := notes.rewrite(b)
-	require.True(t, notes.empty(), "notes left after %s", b)
-	return out
-}
-
 // nextCursor returns a tools/list response's nextCursor ("" at the end).
 func nextCursor(t *testing.T, resp []byte) string {
 	var r struct {
@@ -203,30 +190,21 @@ func TestListingDifferential(t *testing.T) {
 						cctx = llmtool.WithPrincipal(cctx, c.principal)
 					}
 					name := fmt.Sprintf("page size %d, revision %q, round %d, %s", pageSize, revision, round, c.name)
-					// walk: the cursor is "" or one of this listing's own, whose
-					// pages go out pre-encoded when they have tools.
-					compare := func(cursor string, walk bool) string {
+					compare := func(cursor string) string {
 						msg := listMessage(len(cursors), cursor, revision)
 						want, got := serveMessage(t, cctx, ref, msg), serveMessage(t, cctx, srv.mcp, msg)
 						require.JSONEq(t, string(want), string(got), "%s, cursor %q", name, cursor)
 						require.Equal(t, string(want), string(got), "%s, cursor %q", name, cursor)
-						// As the adapter's transports serve it: pre-encoded
-						// when the page has tools.
-						encoded := srv.preEncoded.Load()
-						require.Equal(t, string(want), string(serveNoted(t, cctx, srv.mcp, msg)), "%s, cursor %q, pre-encoded", name, cursor)
-						if walk {
-							require.Equal(t, strings.Contains(string(want), `"tools":[{`), srv.preEncoded.Load() == encoded+1, "%s, cursor %q, pre-encoded", name, cursor)
-						}
 						return nextCursor(t, got)
 					}
 					pages := 0
-					for cursor := compare("", true); cursor != ""; cursor = compare(cursor, true) {
+					for cursor := compare(""); cursor != ""; cursor = compare(cursor) {
 						cursors = append(cursors, cursor)
 						pages++
 						require.Less(t, pages, 100, name)
 					}
 					for _, cursor := range append(old, "!!!", base64.StdEncoding.EncodeToString([]byte("tool_00010x")), base64.StdEncoding.EncodeToString([]byte("zzz"))) {
-						compare(cursor, false)
+						compare(cursor)
 					}
 				}
 				old = cursors
@@ -367,28 +345,25 @@ func FuzzListingCursor(f *testing.F) {
 		msg := listMessage(1, cursor, "")
 		want, got := serveMessage(t, context.Background(), pair[0], msg), serveMessage(t, context.Background(), pair[1], msg)
 		require.Equal(t, string(want), string(got))
-		require.Equal(t, string(want), string(serveNoted(t, context.Background(), pair[1], msg)), "pre-encoded")
 	})
 }
 
-// TestListingPreEncodedTransports lists a registry of 250 tools (and the
-// built-in man), page by page, on every transport the adapter serves:
-// HTTP with a session, stateless HTTP, HTTP at revision 2026-07-28 (no
-// session) and stdio. Every response must be, byte for byte, the
-// reference's answer, while the tools went out pre-encoded (counted by
-// the host hook below: the adapter's last hook took the tools out of
-// mcp-go's result after the host's hooks saw them).
-func TestListingPreEncodedTransports(t *testing.T) {
+// TestListingTransports lists a registry of 250 tools (and the built-in
+// man), page by page, on every transport the adapter serves: HTTP with a
+// session, stateless HTTP, HTTP at revision 2026-07-28 (no session) and
+// stdio. Every response must be, byte for byte, the reference's answer,
+// and Options.OnRequest sees every listing.
+func TestListingTransports(t *testing.T) {
 	t.Parallel()
 	reg := newScaleRegistry(t, nil, scaleTools(250)...)
-	var seen atomic.Int64 // tools the host's OnSuccess hook saw in tools/list results
-	hooks := &server.Hooks{}
-	hooks.AddOnSuccess(func(_ context.Context, _ any, method mcp.MCPMethod, _ any, res any) {
-		if r, ok := res.(*mcp.ListToolsResult); ok && method == mcp.MethodToolsList {
-			seen.Add(int64(len(r.Tools)))
+	var seen, ended atomic.Int64 // the tools/list requests OnRequest saw start and end
+	opts := &Options{Logger: slog.New(slog.DiscardHandler), OnRequest: func(_ context.Context, r Request) func(error) {
+		if r.Method != string(mcp.MethodToolsList) {
+			return nil
 		}
-	})
-	opts := &Options{Logger: slog.New(slog.DiscardHandler), ServerOptions: []server.ServerOption{server.WithHooks(hooks)}}
+		seen.Add(1)
+		return func(error) { ended.Add(1) }
+	}}
 	srv := New(reg, opts)
 	t.Cleanup(func() { srv.Close() })
 	ref := referenceServer(reg, newConfig(opts))
@@ -397,7 +372,7 @@ func TestListingPreEncodedTransports(t *testing.T) {
 	// bytes, and compares them with the reference's.
 	list := func(t *testing.T, revision string, send func(msg json.RawMessage) []byte) {
 		t.Helper()
-		before, encoded := seen.Load(), srv.preEncoded.Load()
+		before := seen.Load()
 		cursor, pages := "", 0
 		for {
 			pages++
@@ -409,8 +384,7 @@ func TestListingPreEncodedTransports(t *testing.T) {
 			}
 		}
 		require.Equal(t, 3, pages)
-		require.EqualValues(t, 251, seen.Load()-before)
-		require.EqualValues(t, 3, srv.preEncoded.Load()-encoded, "pages served pre-encoded")
+		require.EqualValues(t, 3, seen.Load()-before, "OnRequest saw every page")
 		// A cursor that is not base64 gets the same error as before.
 		msg := listMessage(99, "!!!", revision)
 		got := send(msg)
@@ -482,21 +456,5 @@ func TestListingPreEncodedTransports(t *testing.T) {
 			return append([]byte{}, lines.Bytes()...)
 		})
 	})
-	// A cursor that starts no page of the listing gets its page encoded
-	// by mcp-go: the listing keeps only its own pages encoded.
-	encoded := srv.preEncoded.Load()
-	msg := listMessage(1, base64.StdEncoding.EncodeToString([]byte("tool_00010x")), "")
-	require.Equal(t, string(serveMessage(t, context.Background(), ref, msg)), string(serveNoted(t, context.Background(), srv.mcp, msg)))
-	require.Equal(t, encoded, srv.preEncoded.Load())
-	// An AfterListTools hook added after New runs after the adapter's
-	// last one: the tools then stay in mcp-go's result for it to see, and
-	// mcp-go encodes them.
-	var late atomic.Int64
-	srv.mcp.GetHooks().AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, r *mcp.ListToolsResult) {
-		late.Add(int64(len(r.Tools)))
-	})
-	msg = listMessage(1, "", "")
-	require.Equal(t, string(serveMessage(t, context.Background(), ref, msg)), string(serveNoted(t, context.Background(), srv.mcp, msg)))
-	require.EqualValues(t, 100, late.Load())
-	require.Equal(t, encoded, srv.preEncoded.Load())
+	require.Equal(t, seen.Load(), ended.Load(), "every request OnRequest saw ended")
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,30 +20,6 @@ import (
 
 	"github.com/llmtool/llmtool/mcpadapter"
 )
-
-// clock is a clock the test moves.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock(s *mcpadapter.Server) *clock {
-	c := &clock{t: time.Date(2025, 3, 26, 12, 0, 0, 0, time.UTC)}
-	mcpadapter.SetClock(s, c.now)
-	return c
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // send sends a bodiless request of the session, such as DELETE, and
 // returns its status and body.
@@ -139,30 +114,38 @@ func TestHTTPSessionLimits(t *testing.T) {
 	}
 }
 
-// TestHTTPSessionEnd checks that a session idle for the timeout, ended with
-// DELETE, or never opened gets 404 (so the client initializes again) and
-// that an ended session's memory is released: gone from the adapter's
-// table, from its counts and from mcp-go.
+// TestHTTPSessionEnd checks that a session idle for the timeout (ended by
+// mcp-go's sweeper), ended with DELETE, or never opened gets 404 (so the
+// client initializes again) and that an ended session's memory is
+// released: gone from the adapter's table, from its counts and from
+// mcp-go.
 func TestHTTPSessionEnd(t *testing.T) {
 	t.Parallel()
-	notFound := `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found: it ended (after 1 minute without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header."}}`
+	notFound := func(idle string) string {
+		return `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found: it ended (after ` + idle + ` without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header."}}`
+	}
 	tests := []struct {
 		name string
-		end  func(t *testing.T, f *fixture, clk *clock, c *rpc)
+		idle time.Duration
+		end  func(t *testing.T, f *fixture, c *rpc, ended <-chan string)
 	}{
-		{"idle for the timeout", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
-			clk.advance(30 * time.Second)
+		{"swept while idle", time.Second, func(t *testing.T, f *fixture, c *rpc, ended <-chan string) {
+			for {
+				select {
+				case id := <-ended:
+					if id == c.session {
+						return
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the idle session was not swept")
+				}
+			}
 		}},
-		{"swept while idle", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
-			clk.advance(31 * time.Second)
-			mcpadapter.Sweep(f.srv)
-			require.NotContains(t, mcpadapter.SessionIDs(f.srv), c.session, "swept before any request")
-		}},
-		{"ended by DELETE", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
+		{"ended by DELETE", time.Minute, func(t *testing.T, f *fixture, c *rpc, _ <-chan string) {
 			status, _ := c.send(t, http.MethodDelete)
 			require.Equal(t, http.StatusOK, status)
 		}},
-		{"never opened", func(t *testing.T, f *fixture, clk *clock, c *rpc) {
+		{"never opened", time.Minute, func(t *testing.T, f *fixture, c *rpc, _ <-chan string) {
 			status, _ := c.send(t, http.MethodDelete)
 			require.Equal(t, http.StatusOK, status)
 			c.session = "mcp-session-XLAB4DNOBGAAZDJ7YQYZ36NPDA"
@@ -172,75 +155,51 @@ func TestHTTPSessionEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			opts := authOptions()
-			opts.SessionIdleTimeout = time.Minute
+			opts.SessionIdleTimeout = tt.idle
 			f := newFixture(t, opts)
-			clk := newClock(f.srv)
+			ended := make(chan string, 8)
+			mcpadapter.MCPServer(f.srv).GetHooks().AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { ended <- cs.SessionID() })
 			ts := httptest.NewServer(f.srv.Handler())
 			t.Cleanup(ts.Close)
-			other := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
-			other.initialize(t)
+			var other *rpc
+			if tt.idle >= time.Minute {
+				other = &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
+				other.initialize(t)
+			}
 			c := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token"}}
 			c.initialize(t)
 			require.NoError(t, mcpadapter.MCPServer(f.srv).SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil))
-			clk.advance(30 * time.Second)
-			resp, _ := other.post(t, listTools) // keeps other alive
-			require.Equal(t, http.StatusOK, resp.StatusCode)
 
-			tt.end(t, f, clk, c)
+			tt.end(t, f, c, ended)
 			resp, body := c.post(t, listTools)
 			require.Equal(t, http.StatusNotFound, resp.StatusCode)
-			require.JSONEq(t, notFound, body)
+			require.JSONEq(t, notFound(humanDuration(tt.idle)), body)
 			status, body := c.send(t, http.MethodGet)
 			require.Equal(t, http.StatusNotFound, status)
-			require.JSONEq(t, notFound, body)
-
+			require.JSONEq(t, notFound(humanDuration(tt.idle)), body)
+			require.ErrorIs(t, mcpadapter.MCPServer(f.srv).SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil), server.ErrSessionNotFound)
+			if other == nil {
+				require.Empty(t, mcpadapter.SessionIDs(f.srv))
+				total, _ := mcpadapter.SessionCounts(f.srv)
+				require.Zero(t, total)
+				return
+			}
 			require.Equal(t, []string{other.session}, mcpadapter.SessionIDs(f.srv))
 			total, per := mcpadapter.SessionCounts(f.srv)
 			require.Equal(t, 1, total)
 			require.Equal(t, map[string]int{"ada": 1}, per)
-			require.ErrorIs(t, mcpadapter.MCPServer(f.srv).SendNotificationToSpecificClient(c.session, string(mcp.MethodNotificationToolsListChanged), nil), server.ErrSessionNotFound)
 			resp, _ = other.post(t, listTools)
 			require.Equal(t, http.StatusOK, resp.StatusCode, "the other session lives on")
 		})
 	}
 }
 
-// TestHTTPSessionStreamNotIdle checks that a session whose GET stream is
-// open does not end, however long it goes without requests, and ends once
-// the stream closed and the timeout passed.
-func TestHTTPSessionStreamNotIdle(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, &mcpadapter.Options{SessionIdleTimeout: time.Minute})
-	clk := newClock(f.srv)
-	ts := httptest.NewServer(f.srv.Handler())
-	t.Cleanup(ts.Close)
-	c := &rpc{url: ts.URL}
-	c.initialize(t)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // before ts.Close, which waits for the stream
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
-	require.NoError(t, err)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.session)
-	resp, err := rawHTTP.Do(req)
-	require.NoError(t, err)
-	t.Cleanup(func() { resp.Body.Close() })
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
-	clk.advance(time.Hour)
-	mcpadapter.Sweep(f.srv)
-	require.Equal(t, []string{c.session}, mcpadapter.SessionIDs(f.srv))
-
-	cancel()
-	resp.Body.Close()
-	require.Eventually(t, func() bool {
-		clk.advance(time.Minute)
-		mcpadapter.Sweep(f.srv)
-		return len(mcpadapter.SessionIDs(f.srv)) == 0
-	}, 5*time.Second, 10*time.Millisecond)
-	r, _ := c.post(t, listTools)
-	require.Equal(t, http.StatusNotFound, r.StatusCode)
+// humanDuration is the adapter's wording of an idle timeout.
+func humanDuration(d time.Duration) string {
+	if d == time.Second {
+		return "1 second"
+	}
+	return "1 minute"
 }
 
 // TestHTTPNoSessionOutsideLimits checks that the requests that could make

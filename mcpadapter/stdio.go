@@ -11,31 +11,28 @@ import (
 // ServeStdio serves one client over a pair of streams, usually os.Stdin and
 // os.Stdout, until in ends or ctx is cancelled. Calls run as the principal
 // and in the scope of Options.Principal and Options.Scope (or those
-// already in ctx). Log lines of mcp-go's transport go to the adapter's logger, never
-// to out, which carries only protocol messages.
+// already in ctx). Log lines of mcp-go's transport go to the adapter's
+// logger, never to out, which carries only protocol messages.
 //
 // mcp-go keeps one stdio session per process, so run at most one
 // ServeStdio at a time in a process.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	notes := &callNotes{}
-	ctx = withNotes(s.callContext(ctx), notes)
+	ex := &exchange{}
+	ctx = withExchange(s.callContext(ctx), ex)
 	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
 	ss := server.NewStdioServer(s.mcp)
 	ss.SetErrorLogger(log.New(slogWriter{s}, "", 0))
-	return ss.Listen(ctx, in, lineNoteWriter{out: out, notes: notes})
+	return ss.Listen(ctx, in, lineWriter{out: out, ex: ex})
 }
 
 // slogWriter forwards mcp-go's log.Logger lines to the adapter's logger.
 type slogWriter struct{ s *Server }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.s.cfg.logger.Warn("mcpadapter: stdio transport", "msg", string(trimNewline(p)))
-	return len(p), nil
-}
-
-func trimNewline(p []byte) []byte {
+	n := len(p)
 	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
 		p = p[:len(p)-1]
 	}
-	return p
+	w.s.cfg.logger.Warn("mcpadapter: stdio transport", "msg", string(p))
+	return n, nil
 }

@@ -1,0 +1,107 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMCPGoSeams pins the mcp-go behaviours the adapter works around or
+// relies on, on a bare mcp-go server: when one of them fails, mcp-go
+// changed, and the adapter's seam (named in each case) must follow.
+func TestMCPGoSeams(t *testing.T) {
+	t.Parallel()
+	call := func(t *testing.T, m *server.MCPServer, name string) mcp.JSONRPCMessage {
+		t.Helper()
+		msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": name}})
+		require.NoError(t, err)
+		return m.HandleMessage(context.Background(), msg)
+	}
+	ok := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+
+	// rpcerror.go: a handler's error, whatever it is, is -32603 with its
+	// text; the adapter's writers put the code the error stands for.
+	t.Run("handler errors are internal errors", func(t *testing.T) {
+		t.Parallel()
+		m := server.NewMCPServer("bare", "1")
+		m.AddTool(mcp.Tool{Name: "fail"}, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &rpcError{code: mcp.INVALID_PARAMS, message: "the adapter's sentence"}
+		})
+		res, isErr := call(t, m, "fail").(mcp.JSONRPCError)
+		require.True(t, isErr)
+		require.Equal(t, mcp.INTERNAL_ERROR, res.Error.Code)
+		require.Equal(t, "the adapter's sentence", res.Error.Message)
+	})
+
+	// dispatch.go: what a BeforeCallTool hook changes in the request is
+	// what mcp-go looks the tool up by and hands the handler.
+	t.Run("a BeforeCallTool hook's change reaches the handler", func(t *testing.T) {
+		t.Parallel()
+		hooks := &server.Hooks{}
+		hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
+			req.Params.Meta = withCalledName(req.Params.Meta, req.Params.Name)
+			req.Params.Name = toolDispatcher
+		})
+		m := server.NewMCPServer("bare", "1", server.WithHooks(hooks))
+		var got string
+		m.AddTool(mcp.Tool{Name: toolDispatcher}, func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			got = calledName(req.Params.Meta)
+			return mcp.NewToolResultText("ok"), nil
+		})
+		_, isResp := call(t, m, "any_name").(mcp.JSONRPCResponse)
+		require.True(t, isResp)
+		require.Equal(t, "any_name", got)
+	})
+
+	// dispatch.go, notify.go: with listChanged advertised, registering a
+	// tool tells every session, including one whose client speaks
+	// 2026-07-28 and opened no listen stream (the stdio session has no
+	// subscription filter), so the adapter registers only before sessions
+	// exist, and sends list_changed itself.
+	t.Run("registering a tool broadcasts list_changed", func(t *testing.T) {
+		t.Parallel()
+		m := server.NewMCPServer("bare", "1", server.WithToolCapabilities(true))
+		cs := &bareSession{ch: make(chan mcp.JSONRPCNotification, 4)}
+		require.NoError(t, m.RegisterSession(context.Background(), cs))
+		m.AddTool(mcp.Tool{Name: "late"}, ok)
+		select {
+		case n := <-cs.ch:
+			require.Equal(t, mcp.MethodNotificationToolsListChanged, n.Method)
+		default:
+			t.Fatal("no broadcast")
+		}
+	})
+
+	// resources.go: a catch-all template serves every URI, with the URI
+	// the client asked for.
+	t.Run("the catch-all template matches every URI", func(t *testing.T) {
+		t.Parallel()
+		m := server.NewMCPServer("bare", "1")
+		var uris []string
+		m.AddResourceTemplate(mcp.NewResourceTemplate(anyURI, "any"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			uris = append(uris, req.Params.URI)
+			return nil, errors.New("none")
+		})
+		for _, uri := range []string{"doc://1", "note://a/b?c=d#e", "urn:x", "x"} {
+			msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": map[string]any{"uri": uri}})
+			require.NoError(t, err)
+			m.HandleMessage(context.Background(), msg)
+		}
+		require.Equal(t, []string{"doc://1", "note://a/b?c=d#e", "urn:x", "x"}, uris)
+	})
+}
+
+// bareSession is a registered session with a notification channel.
+type bareSession struct{ ch chan mcp.JSONRPCNotification }
+
+func (s *bareSession) Initialize()                                         {}
+func (s *bareSession) Initialized() bool                                   { return true }
+func (s *bareSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
+func (s *bareSession) SessionID() string                                   { return "bare" }
