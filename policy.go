@@ -128,6 +128,11 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	}
 	scope := ScopeFrom(ctx)
 	st := r.tenants.Get(ctx, nil, scope)
+	if st.Err != nil && !s.ReadOnly {
+		// Writes stay off, and the model hears why: the database, not
+		// the tenant's switch (a restart, say).
+		return fmt.Errorf("llmtool: tool %s: %w", s.Name, st.Err)
+	}
 	if on, ok := st.Tools[s.Name]; ok {
 		if !on {
 			return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off in %s.", s.Name, describeScope(scope)),

@@ -132,6 +132,10 @@ type State struct {
 	// Approval holds the approval settings (SetApproval) by tool name,
 	// with "" for the tenant's Destructive tools; nil when there are none.
 	Approval map[string]bool
+	// Err is why the settings could not be read, nil when they were: the
+	// state is then the default one (writes off), and it is not cached, so
+	// the next call reads again.
+	Err error
 }
 
 // same reports whether the two states let the same tools be called (what
@@ -249,7 +253,9 @@ type Querier interface {
 // Get returns tenant's settings, from the cache while it is fresh (see
 // Options.CacheTTL), else read through q: the database when q is nil, or
 // the transaction a caller already holds, so that it needs no second
-// connection. A failed read is logged and gives settings with writes off.
+// connection. A failed read is logged and gives settings with writes off
+// and Err set; it is not cached, so the next call reads again (a database
+// that restarts must not leave writes off for a whole TTL).
 func (s *Settings) Get(ctx context.Context, q Querier, tenant string) *State {
 	now := time.Now()
 	if s.ttl != 0 {
@@ -272,7 +278,7 @@ func (s *Settings) Get(ctx context.Context, q Querier, tenant string) *State {
 			return &State{} // not cached: the caller gave up, the table may be fine
 		}
 		s.logger().Error("llmtool: cannot read the tenant's tool settings; write tools stay off", "tenant", tenant, "err", err)
-		st = &State{}
+		return &State{Err: err}
 	}
 	s.store(tenant, st, now)
 	return st
