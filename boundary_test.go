@@ -124,8 +124,7 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 		func(c *llmtool.WriteCtx, _ struct{}) (connState, error) {
 			return scanConnState(c.QueryRow(connStateSQL()))
 		})
-	// Two statements: on PostgreSQL every call of it runs in a snapshot,
-	// where read_state's run in autocommit after its first (one statement).
+	// Two statements, in one snapshot like read_state's one.
 	readStateSnapshot := llmtool.Read("read_state_snapshot", "Report the read connection's state in a snapshot.",
 		func(c *llmtool.ReadCtx, _ struct{}) (connState, error) {
 			var one int
@@ -155,16 +154,11 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 func (f *escapeFixture) requireClean(t *testing.T) {
 	t.Helper()
 	require.Equal(t, 1, countItems(t, f.db), "the database is unchanged")
-	for i := range 3 {
+	for range 3 {
 		want := readConnState[testEngine()]
 		res := invoke(f.reg, "read_state_snapshot", "")
 		require.False(t, res.IsError, res.Text())
 		require.Equal(t, want, decodeConnState(t, res.JSON), "a read call's connection, in a snapshot")
-		if pgtest.FromEnv() && i > 0 {
-			// One statement: after its first call it runs in autocommit,
-			// where one statement sees one snapshot.
-			want.Isolation = "read committed"
-		}
 		res = invoke(f.reg, "read_state", "")
 		require.False(t, res.IsError, res.Text())
 		require.Equal(t, want, decodeConnState(t, res.JSON), "a read call's connection")

@@ -182,21 +182,4 @@ type Options struct {
 	// cut (see Truncated). A consumer's budget (WithOutputBudget) may
 	// lower it. Default: 0, no budget.
 	OutputBudget int
-
-	// Interrupt, when set on a SQLite registry, gives each read call one
-	// cancellation hook instead of the driver's watcher goroutine per
-	// statement (under a cancellable context, as every MCP call has, those
-	// cost 15-27% of a one-row read). It is called once for each
-	// connection the registry takes for read calls, when it takes it,
-	// with the driver's connection as (*sql.Conn).Raw passes it, and returns a function that stops the
-	// statement running on that connection, callable from any goroutine,
-	// or nil when it cannot (then that connection's statements keep the
-	// driver's watchers). A call whose context ends is interrupted once
-	// and reports the same cancellation or timeout as without the hook.
-	//
-	// For modernc.org/sqlite, pass sqlitehook.Interrupt (package
-	// github.com/llmtool/llmtool/sqlitehook); this package does not import
-	// the SQLite library it needs. Ignored for PostgreSQL. Default: nil,
-	// the driver's watchers.
-	Interrupt func(driverConn any) (interrupt func())
 }

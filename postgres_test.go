@@ -274,12 +274,10 @@ func TestPostgresHandlerCannotCommit(t *testing.T) {
 	require.Zero(t, guards, "the registry's commit takes the guard's row with it")
 }
 
-// TestPostgresOneStatementReads: a read tool whose first call ran one
-// statement runs later calls in autocommit on a read-only connection (one
-// round trip). When such a call runs a second statement after all, it
-// runs again in a snapshot, and so do the tool's calls from then on. Its
-// writes are refused by the server in either mode.
-func TestPostgresOneStatementReads(t *testing.T) {
+// TestPostgresReadsInSnapshot: every read call runs in a REPEATABLE READ
+// snapshot, its handler once, however many statements it runs; its writes
+// are refused by the server.
+func TestPostgresReadsInSnapshot(t *testing.T) {
 	t.Parallel()
 	db, _ := openPG(t)
 	var runs atomic.Int64
@@ -309,18 +307,17 @@ func TestPostgresOneStatementReads(t *testing.T) {
 	for _, tc := range []struct {
 		args string
 		want string
-		runs int64
 	}{
-		{`{}`, `{"isolation":["repeatable read"]}`, 1},                               // the first call: a snapshot, one statement seen
-		{`{}`, `{"isolation":["read committed"]}`, 1},                                // autocommit: one statement is one snapshot
-		{`{"twice":true}`, `{"isolation":["repeatable read","repeatable read"]}`, 2}, // a second statement: run again in a snapshot
-		{`{}`, `{"isolation":["repeatable read"]}`, 1},                               // and from then on
+		{`{}`, `{"isolation":["repeatable read"]}`},
+		{`{}`, `{"isolation":["repeatable read"]}`},
+		{`{"twice":true}`, `{"isolation":["repeatable read","repeatable read"]}`},
+		{`{}`, `{"isolation":["repeatable read"]}`},
 	} {
 		before := runs.Load()
 		res := invoke(reg, "probe", tc.args)
 		require.False(t, res.IsError, res.Text())
 		require.JSONEq(t, tc.want, string(res.JSON), tc.args)
-		require.Equal(t, tc.runs, runs.Load()-before, "handler runs for %s", tc.args)
+		require.Equal(t, int64(1), runs.Load()-before, "handler runs for %s", tc.args)
 	}
 
 	fresh := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("probe2", llmtool.Read("probe2", "Insert from a read tool.",
@@ -328,7 +325,7 @@ func TestPostgresOneStatementReads(t *testing.T) {
 			_, err := c.Query(`INSERT INTO items (name) VALUES ('sneaky')`)
 			return struct{}{}, err
 		})))
-	for range 2 { // a snapshot, then autocommit
+	for range 2 {
 		res := invoke(fresh, "probe2", `{}`)
 		require.EqualError(t, res.Err, "llmtool: tool probe2 is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")
 	}

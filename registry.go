@@ -418,7 +418,6 @@ func (r *Registry) configure(o *Options) {
 	}
 	r.validateOutput.Store(o.ValidateOutput)
 	r.budget = max(o.OutputBudget, 0)
-	r.tx.Interrupter = o.Interrupt
 	r.invoke = r.chain(o.Middleware)
 	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {

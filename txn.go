@@ -89,10 +89,7 @@ type callState struct {
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
 	attempt     int             // the run of a write call: 1, more after retries
-	single      bool            // a read call in autocommit: one statement only (see readsOne)
 	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
-	statements  atomic.Int32    // statements a read call ran
-	second      atomic.Bool     // a single call tried a second statement
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
@@ -102,19 +99,6 @@ type callState struct {
 	stopParent func() bool
 	refused    error
 	failed     error // set through callinfo.Info.Fail: the call fails whatever the handler returns
-}
-
-// count counts a read call's statement, and refuses a second one in a
-// call that runs as one statement (see readsOne).
-func (cs *callState) count() error {
-	if cs.wtx != nil {
-		return nil
-	}
-	if n := cs.statements.Add(1); cs.single && n > 1 {
-		cs.second.Store(true)
-		return errSecondStatement
-	}
-	return nil
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -142,9 +126,6 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 	defer c.call.mu.RUnlock()
 	query, err := c.call.check(query)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.call.count(); err != nil {
 		return nil, err
 	}
 	return c.q.QueryContext(ctx, query, args...)
@@ -179,9 +160,6 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	defer c.call.mu.RUnlock()
 	query, err := c.call.check(query)
 	if err != nil {
-		return c.call.reg.tx.ErrRow.Row(err)
-	}
-	if err := c.call.count(); err != nil {
 		return c.call.reg.tx.ErrRow.Row(err)
 	}
 	return c.q.QueryRowContext(ctx, query, args...)
@@ -317,9 +295,7 @@ func (cs *callState) decodeIn(args []byte, in any) error {
 // foreign keys on, and BEGIN IMMEDIATE for write transactions. driverName
 // is the name the SQLite driver registered ("sqlite" for
 // modernc.org/sqlite, which the host imports). Use it when the host has no
-// setup of its own. OpenSQLite does not import the driver, so it cannot
-// give the registry the driver's interrupt: with modernc.org/sqlite, set
-// Options.Interrupt to sqlitehook.Interrupt as well.
+// setup of its own.
 func OpenSQLite(driverName, path string) (*sql.DB, error) {
 	// path goes into a file: URI, where a '#' would end the file name (and
 	// drop the settings) and a '%' start an escape; text after a '?' is the
@@ -383,25 +359,11 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	if t.spec.ReadOnly {
-		single := t.reads.Load() == readsOne
-		out, statements, err := r.execRead(ctx, t, args, pa, res, single)
-		switch {
-		case single && errors.Is(err, errSecondStatement):
-			// The tool ran a second statement, which must see the first
-			// one's snapshot: run the call again in a snapshot, as from
-			// now on.
-			t.reads.Store(readsMany)
-			out, _, err = r.execRead(ctx, t, args, pa, res, false)
-		case err != nil && engine.StalePlan(err) && ctx.Err() == nil:
+		out, err := r.execRead(ctx, t, args, pa, res)
+		if err != nil && engine.StalePlan(err) && ctx.Err() == nil {
 			// PostgreSQL refused a statement prepared before a schema
 			// change; the driver has dropped it, so the call runs again.
-			out, _, err = r.execRead(ctx, t, args, pa, res, single)
-		case !single && t.reads.Load() == readsUnknown:
-			if statements <= 1 {
-				t.reads.CompareAndSwap(readsUnknown, readsOne)
-			} else {
-				t.reads.Store(readsMany)
-			}
+			out, err = r.execRead(ctx, t, args, pa, res)
 		}
 		return out, false, err
 	}
@@ -425,43 +387,18 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 	}
 }
 
-// Read calls: what a tool's calls showed of their statements
-// (Tool.reads). A tool whose first call ran at most one statement (guards
-// and entity checks count) runs its later calls in autocommit on a
-// read-only connection: one statement sees one snapshot, and the call
-// costs one statement rather than three (BEGIN, the query, ROLLBACK): on
-// PostgreSQL one round trip rather than three, on SQLite a third of the
-// virtual machine's runs. If such a call runs a second statement after all, the
-// statement fails with errSecondStatement, the call's result is dropped,
-// and the call runs again in a REPEATABLE READ snapshot, as the tool's
-// calls do from then on. Its handler then runs twice for that one call;
-// a read handler cannot change the database, so only what it does
-// elsewhere (a question to the user, a web request) happens twice, and
-// only when a handler that ran one statement on its first call runs more
-// on a later one.
-const (
-	readsUnknown int32 = iota
-	readsOne
-	readsMany
-)
-
-// errSecondStatement fails a second statement in a call that runs in
-// autocommit (see readsOne); the registry runs the call again.
-var errSecondStatement = errors.New("llmtool: a second statement in a call run as one statement; the call runs again in a snapshot")
-
-// execRead runs a read call in a read-only snapshot, or, with single, in
-// autocommit allowing one statement. It returns how many statements the
-// call ran.
-func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, single bool) (out []byte, statements int32, err error) {
-	rt, err := r.tx.BeginRead(ctx, single)
+// execRead runs a read call: its guards and handler, once, in one
+// read-only snapshot.
+func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, err error) {
+	rt, err := r.tx.BeginRead(ctx)
 	if err != nil {
-		return nil, 0, beginErr(ctx, err)
+		return nil, beginErr(ctx, err)
 	}
 	// One allocation for the call's state and its context.
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, single: single, traced: pa.traced}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, traced: pa.traced}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -478,24 +415,14 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	// A connection that failed (the server went away) is closed rather
 	// than kept for the next read.
 	broken := err != nil && (engine.Unavailable(err) || engine.BrokenConn(err))
-	open, interrupted := r.tx.EndRead(rt, cs.refusal() != nil || broken)
-	if open > 0 {
+	if open := r.tx.EndRead(rt, cs.refusal() != nil || broken); open > 0 {
 		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
 	}
-	if interrupted && err != nil && !errors.Is(err, ctx.Err()) {
-		// The call's context ended and its hook interrupted a statement,
-		// which failed with the driver's error rather than the context's.
-		err = fmt.Errorf("%w (the database statement was interrupted: %v)", ctx.Err(), err)
-	}
-	statements = cs.statements.Load()
-	if cs.second.Load() {
-		return nil, statements, errSecondStatement
-	}
 	if err != nil {
-		return nil, statements, err
+		return nil, err
 	}
 	res.Content = cs.content
-	return out, statements, nil
+	return out, nil
 }
 
 // maxAttempts bounds the runs of a write call (and of a scope setting's

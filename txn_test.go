@@ -411,13 +411,11 @@ func TestConcurrentReadsSeeOneSnapshot(t *testing.T) {
 	require.Greater(t, countItems(t, db), 1, "the writer ran beside the readers")
 }
 
-// TestOneStatementReads: a read tool whose calls ran one statement runs
-// later calls in autocommit (one statement sees one snapshot, without
-// BEGIN and ROLLBACK); when such a call runs a second statement after
-// all, it runs again in a snapshot, and so do the tool's calls from then
-// on. Between its two counts the handler has another connection add an
-// item: in a snapshot the second count still sees the first's state.
-func TestOneStatementReads(t *testing.T) {
+// TestReadRunsOnceInOneSnapshot: a read call runs its handler exactly
+// once, in one snapshot, however many statements it runs. Between its two
+// counts the handler has another connection add an item: the second count
+// still sees the first's state. A read tool's INSERT is refused.
+func TestReadRunsOnceInOneSnapshot(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	var runs atomic.Int64
@@ -453,23 +451,21 @@ func TestOneStatementReads(t *testing.T) {
 	for i, tc := range []struct {
 		args string
 		want string
-		runs int64
 	}{
-		{`{}`, `{"counts":[1]}`, 1},               // the first call: a snapshot, one statement seen
-		{`{}`, `{"counts":[1]}`, 1},               // autocommit
-		{`{"twice":true}`, `{"counts":[2,2]}`, 2}, // a second statement: the run's first insert is seen, then run again in a snapshot
-		{`{"twice":true}`, `{"counts":[3,3]}`, 1}, // from then on in a snapshot: the insert between is not seen
-		{`{}`, `{"counts":[4]}`, 1},
+		{`{}`, `{"counts":[1]}`},
+		{`{}`, `{"counts":[1]}`},
+		{`{"twice":true}`, `{"counts":[1,1]}`}, // the insert between is not seen
+		{`{"twice":true}`, `{"counts":[2,2]}`},
+		{`{}`, `{"counts":[3]}`},
 	} {
 		before := runs.Load()
 		res := invoke(reg, "count_twice", tc.args)
 		require.False(t, res.IsError, res.Text())
 		require.NotContains(t, decodeObj(t, res.JSON), "error")
 		require.JSONEq(t, tc.want, string(res.JSON), "call %d: %s", i, tc.args)
-		require.Equal(t, tc.runs, runs.Load()-before, "handler runs for call %d", i)
+		require.Equal(t, int64(1), runs.Load()-before, "handler runs for call %d", i)
 	}
 
-	// Autocommit does not let a read tool write.
 	sneaky := newRegistry(t, db, llmtool.DefineTools("sneaky", llmtool.Read("sneaky", "Insert from a read tool.",
 		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
 			rows, err := c.Query(`INSERT INTO items (name) VALUES ('sneaky') RETURNING id`)
@@ -482,14 +478,10 @@ func TestOneStatementReads(t *testing.T) {
 			return struct{}{}, err
 		})))
 	before := countItems(t, db)
-	refused := "attempt to write a readonly database (8)"
-	if pgtest.FromEnv() {
-		refused = "ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
-	}
-	for range 2 { // a snapshot, then autocommit
+	for range 2 {
 		res := invoke(sneaky, "sneaky", `{}`)
 		require.True(t, res.IsError)
-		require.EqualError(t, res.Err, "llmtool: tool sneaky is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: "+refused)
+		require.EqualError(t, res.Err, readToolWriteErr("sneaky"))
 	}
 	require.Equal(t, before, countItems(t, db))
 }
