@@ -62,7 +62,8 @@ type connState struct {
 	Isolation string `json:"isolation"`
 }
 
-// connStateSQL reads a connection's state, on the engine under test.
+// connStateSQL reads a connection's state, on the engine under test, as
+// host code sees it.
 func connStateSQL() string {
 	if pgtest.FromEnv() {
 		return `SELECT CASE WHEN current_setting('transaction_read_only') = 'on' THEN 1 ELSE 0 END,
@@ -79,17 +80,29 @@ func connStateSQL() string {
 	(SELECT count(*) FROM pragma_database_list() WHERE name NOT IN ('main', 'temp')), (SELECT count(*) FROM temp.sqlite_master), 0, ''`
 }
 
-// The states the registry sets: for a read call's connection, a write
-// call's, and one in the host's pool.
+// handlerStateSQL reads a connection's state as a handler may: on
+// SQLite, whose authorizer lets a handler run only the pragmas that read
+// whatever their argument, the attached databases and temp tables that
+// pragma_table_list shows; on PostgreSQL, what connStateSQL reads.
+func handlerStateSQL() string {
+	if pgtest.FromEnv() {
+		return connStateSQL()
+	}
+	return `SELECT 0, 0, (SELECT count(DISTINCT schema) FROM pragma_table_list WHERE schema NOT IN ('main', 'temp')),
+	(SELECT count(*) FROM pragma_table_list WHERE schema = 'temp' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'), 0, ''`
+}
+
+// The states the registry sets: for a read call's connection and a write
+// call's, as their handlers see them, and one in the host's pool.
 var (
 	readConnState = map[string]connState{
-		"sqlite": {ReadOnly: 1, ForeignKeys: 1},
+		"sqlite": {},
 		// Session 1: the registry's own default_transaction_read_only
 		// on its reserved read connections (RESET when handed back).
 		"postgres": {ReadOnly: 1, ForeignKeys: 1, Session: 1, Isolation: "repeatable read"},
 	}
 	writeConnState = map[string]connState{
-		"sqlite":   {ForeignKeys: 1},
+		"sqlite":   {},
 		"postgres": {ForeignKeys: 1, Isolation: "serializable"},
 	}
 	pooledConnState = map[string]connState{
@@ -118,11 +131,11 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 	f := &escapeFixture{db: openDB(t), log: &lockedBuffer{}, other: filepath.Join(t.TempDir(), "other.db")}
 	readState := llmtool.Read("read_state", "Report the read connection's state.",
 		func(c *llmtool.ReadCtx, _ struct{}) (connState, error) {
-			return scanConnState(c.QueryRow(connStateSQL()))
+			return scanConnState(c.QueryRow(handlerStateSQL()))
 		})
 	writeState := llmtool.Write("write_state", "Report the write connection's state.",
 		func(c *llmtool.WriteCtx, _ struct{}) (connState, error) {
-			return scanConnState(c.QueryRow(connStateSQL()))
+			return scanConnState(c.QueryRow(handlerStateSQL()))
 		})
 	// Two statements, in one snapshot like read_state's one.
 	readStateSnapshot := llmtool.Read("read_state_snapshot", "Report the read connection's state in a snapshot.",
@@ -131,7 +144,7 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 			if err := c.QueryRow(`SELECT 1`).Scan(&one); err != nil {
 				return connState{}, err
 			}
-			return scanConnState(c.QueryRow(connStateSQL()))
+			return scanConnState(c.QueryRow(handlerStateSQL()))
 		})
 	readInsert := llmtool.Read("read_insert", "Try to insert from a read tool.",
 		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
@@ -169,7 +182,7 @@ func (f *escapeFixture) requireClean(t *testing.T) {
 	// A read tool's INSERT is still refused by the database.
 	res := invoke(f.reg, "read_insert", "")
 	require.True(t, res.IsError)
-	require.EqualError(t, res.Err, readToolWriteErr("read_insert"))
+	require.EqualError(t, res.Err, readToolWriteErr("read_insert", "INSERT INTO items (name) VALUES ('escaped') RETURNING id"))
 	require.Equal(t, 1, countItems(t, f.db), "the database is unchanged")
 
 	require.NoError(t, f.reg.Close())
@@ -221,6 +234,12 @@ type escapeIn struct {
 func TestEscapeAttempts(t *testing.T) {
 	t.Parallel()
 	const generic = "Internal error in %s; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
+	// A Commit or Rollback on WriteCtx.Tx: SQLite's authorizer refuses it;
+	// on PostgreSQL the transaction ends and the registry's commit fails.
+	txEndErr := sql.ErrTxDone
+	if !pgtest.FromEnv() {
+		txEndErr = llmtool.ErrStatementRefused
+	}
 	insert := `INSERT INTO items (name) VALUES ('escaped') RETURNING id`
 	readTool := func(name string, h func(c *llmtool.ReadCtx, in escapeIn) error) *llmtool.Tool {
 		return llmtool.Read(name, "Try to escape.", func(c *llmtool.ReadCtx, in escapeIn) (struct{}, error) {
@@ -269,15 +288,18 @@ func TestEscapeAttempts(t *testing.T) {
 		pgKept []string
 		tool   *llmtool.Tool
 		log    string // in the log, for the tool's author
-		err    error  // what res.Err wraps
-		ok     bool   // the call succeeds
+		// sqliteLog replaces log on SQLite, whose authorizer words some
+		// refusals after the operation it denied.
+		sqliteLog string
+		err       error // what res.Err wraps
+		ok        bool  // the call succeeds
 	}{
 		// SQLite: pragmas, attached files, temp triggers.
 		{only: "sqlite", tool: readTool("read_pragma_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "PRAGMA query_only = 0")
 			ignore(c, insert)
 			return nil
-		}), log: "statement=\"PRAGMA query_only = 0\" why=\"sets a pragma, which changes the connection's settings\"", err: llmtool.ErrStatementRefused},
+		}), log: "statement=\"PRAGMA query_only = 0\" why=\"runs PRAGMA query_only with the value 0, and a tool may run only the pragmas that read whatever their argument", err: llmtool.ErrStatementRefused},
 		{only: "sqlite", tool: readTool("read_pragma_call_form", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "pragma main.query_only(false)")
 			ignore(c, insert)
@@ -290,7 +312,7 @@ func TestEscapeAttempts(t *testing.T) {
 			}
 			ignore(c, insert)
 			return nil
-		}), log: "statement=\"PRAGMA query_only = 0\"", err: llmtool.ErrStatementRefused},
+		}), log: "statement=\"SELECT 1; PRAGMA query_only = 0\" why=\"runs PRAGMA query_only with the value 0", err: llmtool.ErrStatementRefused},
 		{only: "sqlite", tool: readTool("read_explain_pragma", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "EXPLAIN PRAGMA query_only = 0")
 			ignore(c, insert)
@@ -449,7 +471,7 @@ func TestEscapeAttempts(t *testing.T) {
 			ignore(c, "COMMIT")
 			ignore(c, insert)
 			return nil
-		}), log: "statement=COMMIT why=\"controls the transaction\"", err: llmtool.ErrStatementRefused},
+		}), log: "statement=COMMIT why=\"controls the transaction", err: llmtool.ErrStatementRefused},
 		{tool: readTool("read_rollback_begin", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "ROLLBACK")
 			ignore(c, "BEGIN IMMEDIATE")
@@ -460,7 +482,7 @@ func TestEscapeAttempts(t *testing.T) {
 		{tool: readTool("read_temp_table", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "CREATE TEMP TABLE scratch (x INTEGER)")
 			return nil
-		}), log: "why=\"creates or changes an object that lives with the connection, not the database\"", err: llmtool.ErrStatementRefused},
+		}), log: "why=\"creates or changes an object that lives with the connection, not the database\"", sqliteLog: "why=\"inserts into sqlite_temp_master, in the temp schema, whose objects live with the connection, not the database\"", err: llmtool.ErrStatementRefused},
 		{ok: true, tool: readTool("read_rows_left_open", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			_, err := c.Query("SELECT id FROM items") // never closed
 			return err
@@ -485,7 +507,7 @@ func TestEscapeAttempts(t *testing.T) {
 			}
 			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
 			return nil
-		}), err: sql.ErrTxDone},
+		}), err: txEndErr},
 		{pgKept: []string{"after"}, tool: writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			tx := c.Tx()
 			if _, err := tx.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
@@ -504,7 +526,7 @@ func TestEscapeAttempts(t *testing.T) {
 		{tool: writeTool("write_tx_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			_ = c.Tx().Rollback() //llmtoolvet:ignore the escape suite proves the run-time refusal
 			return nil
-		}), err: sql.ErrTxDone},
+		}), err: txEndErr},
 		{tool: writeTool("write_savepoint_released", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			_, _ = c.Exec("SAVEPOINT early")
 			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('partial')`)
@@ -550,6 +572,9 @@ func TestEscapeAttempts(t *testing.T) {
 			if tc.err != nil {
 				require.ErrorIs(t, res.Err, tc.err)
 			}
+			if tc.sqliteLog != "" && !pgtest.FromEnv() {
+				tc.log = tc.sqliteLog
+			}
 			if tc.log != "" {
 				require.Contains(t, f.log.String(), tc.log, f.log.String())
 				require.Contains(t, f.log.String(), "tool="+name)
@@ -584,8 +609,10 @@ func TestRefusedStatementMessage(t *testing.T) {
 	tests := []struct {
 		only, stmt, why, instead string
 	}{
-		{"sqlite", "PRAGMA query_only = 0", "sets a pragma, which changes the connection's settings", "read a pragma with SELECT * FROM pragma_<name>(...); set pragmas where the host opens the database (in the DSN's _pragma parameters)."},
-		{"", "COMMIT", "controls the transaction", txInstead},
+		{"sqlite", "PRAGMA query_only = 0", "runs PRAGMA query_only with the value 0, and a tool may run only the pragmas that read whatever their argument (table_info, index_list, foreign_key_check, integrity_check, ...)", "read a table's columns with SELECT * FROM pragma_table_info('t') and the schema from sqlite_schema; set pragmas where the host opens the database (in the DSN's _pragma parameters)."},
+		{"sqlite", "COMMIT", "controls the transaction (COMMIT)", txInstead},
+		{"sqlite", "SELECT * FROM 'llmtool_approvals'", "reads llmtool_approvals, a table llmtool keeps for itself", "llmtool's tables (llmtool_*) are not a tool's to read or change: change llmtool's settings through the Registry (SetWrites, SetApproval, ...)."},
+		{"postgres", "COMMIT", "controls the transaction", txInstead},
 		{"postgres", "SET TRANSACTION READ WRITE", "changes the settings of the session or of the call's transaction", pgSetInstead},
 		{"postgres", "SELECT set_config('transaction_read_only', 'off', true)", "calls set_config, which changes the session's settings", pgSetInstead},
 		{"postgres", "SELECT pg_advisory_lock(1)", "calls pg_advisory_lock, which takes a session-level advisory lock, which outlives the call's transaction", "use pg_advisory_xact_lock or pg_try_advisory_xact_lock, whose locks end with the call's transaction."},
@@ -608,7 +635,7 @@ func TestRefusedStatementMessage(t *testing.T) {
 			require.True(t, res.IsError)
 			require.EqualError(t, seen, "llmtool: statement refused: tool sneaky ran statement `"+tc.stmt+"` "+tc.why+"; "+tc.instead)
 			require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused)
-			require.Contains(t, f.log.String(), `level=ERROR msg="llmtool: tool ran a statement that would change its transaction or connection; llmtool refused it" tool=sneaky statement=`+slogQuote(tc.stmt)+` why=`+slogQuote(tc.why)+` instead=`+slogQuote(tc.instead))
+			require.Contains(t, f.log.String(), `level=ERROR msg="llmtool: tool ran a statement that a tool may not run; llmtool refused it" tool=sneaky statement=`+slogQuote(tc.stmt)+` why=`+slogQuote(tc.why)+` instead=`+slogQuote(tc.instead))
 			f.requireClean(t)
 		})
 	}

@@ -26,6 +26,11 @@ func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
 	if err != nil {
 		return 0, err
 	}
+	if e == engine.SQLite {
+		if err := dbconn.CheckAuthorizer(ctx, db); err != nil {
+			return 0, err
+		}
+	}
 	return e, migrate.Apply(ctx, db, e, "llmtool", coreMigrations)
 }
 

@@ -154,9 +154,10 @@ func TestReadToolCannotWrite(t *testing.T) {
 	reg := newRegistry(t, db, llmtool.DefineTools("sneaky", sneaky))
 	res := invoke(reg, "sneaky_insert", "")
 	require.True(t, res.IsError)
-	// SQLite refuses it on the read connection (PRAGMA query_only),
-	// PostgreSQL in the READ ONLY transaction (SQLSTATE 25006).
-	require.EqualError(t, res.Err, readToolWriteErr("sneaky_insert"))
+	// SQLite's authorizer refuses it (and the read connection's PRAGMA
+	// query_only would), PostgreSQL the READ ONLY transaction (SQLSTATE
+	// 25006).
+	require.EqualError(t, res.Err, readToolWriteErr("sneaky_insert", "INSERT INTO items (name) VALUES ('x') RETURNING id"))
 	require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
 	require.JSONEq(t, `{"error":"Internal error in sneaky_insert; the details were logged. Try again once; if it fails again, tell the user the tool is failing."}`, string(res.JSON))
 	require.Equal(t, 1, countItems(t, db))

@@ -426,8 +426,39 @@ func TestWrappedDriverKeepsReadOnly(t *testing.T) {
 	})
 	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("w", sneaky))
 	res := invoke(reg, "sneaky", `{}`)
-	require.EqualError(t, res.Err, "llmtool: tool sneaky is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: attempt to write a readonly database (8)")
+	require.EqualError(t, res.Err, "llmtool: statement refused: tool sneaky ran statement `INSERT INTO items (name) VALUES ('x')` inserts into items in a read tool; declare the tool with llmtool.Write to change data.")
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM items`).Scan(&n))
 	require.Zero(t, n)
+}
+
+// wrappedConnDriver wraps the SQLite driver's connections too, as some
+// tracing wrappers do: they no longer offer the driver's authorizer.
+type wrappedConnDriver struct{ d driver.Driver }
+
+type wrappedConn struct{ driver.Conn }
+
+func (w wrappedConnDriver) Open(name string) (driver.Conn, error) {
+	c, err := w.d.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return wrappedConn{c}, nil
+}
+
+func init() {
+	sql.Register("llmtool-test-wrapped-sqlite-conns", wrappedConnDriver{&sqlite.Driver{}})
+}
+
+// TestSQLiteWithoutAuthorizer: a SQLite database whose connections do not
+// offer modernc.org/sqlite's authorizer gets no registry, and the error
+// says how to open it.
+func TestSQLiteWithoutAuthorizer(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("llmtool-test-wrapped-sqlite-conns", "file:"+filepath.Join(t.TempDir(), "wrapped.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	reg, err := llmtool.NewRegistry(db, nil, itemTools)
+	require.Nil(t, reg)
+	require.EqualError(t, err, `llmtool: this SQLite connection does not offer modernc.org/sqlite's authorizer (sqlite.AuthorizerRegisterer), which llmtool installs on the connections it runs calls on to keep each tool's SQL inside its call; open the database with modernc.org/sqlite v1.62 or later (import _ "modernc.org/sqlite", driver name "sqlite", as OpenSQLite expects), not with another SQLite driver or a wrapper around its connections (its connection is a llmtool_test.wrappedConn)`)
 }

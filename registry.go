@@ -607,8 +607,5 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 	if err == nil && r.validateOutput.Load() {
 		err = t.validateOutput(out)
 	}
-	if err == nil && c.write != nil {
-		err = r.auditTx(c) // audit.go: the record commits or rolls back with the write
-	}
 	return out, err
 }

@@ -87,6 +87,7 @@ type callState struct {
 	argv        map[string]any  // the decoded arguments, when In is flat
 	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
+	policy      *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
 	attempt     int             // the run of a write call: 1, more after retries
 	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
@@ -128,7 +129,14 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 	if err != nil {
 		return nil, err
 	}
-	return c.q.QueryContext(ctx, query, args...)
+	rows, err := c.q.QueryContext(ctx, query, args...)
+	if rerr := c.call.denied(query); rerr != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		return nil, rerr
+	}
+	return rows, err
 }
 
 // enter reports whether the call is still running, holding mu for reading
@@ -162,7 +170,11 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	if err != nil {
 		return c.call.reg.tx.ErrRow.Row(err)
 	}
-	return c.q.QueryRowContext(ctx, query, args...)
+	row := c.q.QueryRowContext(ctx, query, args...)
+	if rerr := c.call.denied(query); rerr != nil {
+		return c.call.reg.tx.ErrRow.Row(rerr)
+	}
+	return row
 }
 
 // Engine returns the database's engine, "sqlite" or "postgres", for the
@@ -211,6 +223,9 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		return nil, err
 	}
 	res, err := c.tx.ExecContext(ctx, query, args...)
+	if rerr := c.call.denied(query); rerr != nil {
+		return nil, rerr
+	}
 	if err != nil && engine.Retryable(err) {
 		c.call.retryable.Store(true)
 	}
@@ -398,10 +413,12 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, traced: pa.traced}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, argv: pa.argv, traced: pa.traced, policy: rt.Policy()}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
+	cs.finish()
+	_ = cs.denied("") // what SQLite's authorizer denied while rows were read, say
 	if refused := cs.refusal(); refused != nil {
 		err = refused
 	} else if failed := cs.failure(); failed != nil {
@@ -411,7 +428,6 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	} else if readOnlyErr(err) {
 		err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
 	}
-	cs.finish()
 	// A connection that failed (the server went away) is closed rather
 	// than kept for the next read.
 	broken := err != nil && (engine.Unavailable(err) || engine.BrokenConn(err))
@@ -459,12 +475,15 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	if err != nil {
 		return nil, false, false, beginErr(ctx, err)
 	}
-	cs.wtx = wt
+	cs.wtx, cs.policy = wt, wt.Policy
 	tx := wt.Tx
 	defer func() { r.tx.EndWrite(wt, cs.rawTx.Load() || cs.refusal() != nil) }()
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
+	wt.Policy.SetMode(dbconn.ModeWrite)
 	out, err = r.run(t, &w.ReadCtx, args)
+	cs.finish()
+	_ = cs.denied("")
 	if refused := cs.refusal(); refused != nil {
 		err = refused
 	} else if failed := cs.failure(); failed != nil {
@@ -472,7 +491,13 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	} else if err == nil {
 		err = ctx.Err() // cancelled while the handler ran: roll back
 	}
-	cs.finish()
+	// From here on only llmtool's own statements run on the connection:
+	// the handler returned, its context refuses new statements, and its
+	// *sql.Tx waits for any in flight before it commits or rolls back.
+	wt.Policy.SetMode(dbconn.ModeOwn)
+	if err == nil {
+		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
+	}
 	if err != nil {
 		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
 			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)

@@ -481,7 +481,7 @@ func TestReadRunsOnceInOneSnapshot(t *testing.T) {
 	for range 2 {
 		res := invoke(sneaky, "sneaky", `{}`)
 		require.True(t, res.IsError)
-		require.EqualError(t, res.Err, readToolWriteErr("sneaky"))
+		require.EqualError(t, res.Err, readToolWriteErr("sneaky", "INSERT INTO items (name) VALUES ('sneaky') RETURNING id"))
 	}
 	require.Equal(t, before, countItems(t, db))
 }

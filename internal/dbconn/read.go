@@ -7,9 +7,10 @@ import (
 	"sync"
 )
 
-// readConn is a read-only connection: SQLite's query_only, PostgreSQL's
-// default_transaction_read_only. begin and rollback are prepared on
-// reserved SQLite connections and nil otherwise.
+// readConn is a read-only connection: SQLite's query_only and the
+// authorizer's ModeRead, PostgreSQL's default_transaction_read_only.
+// begin and rollback are prepared on reserved SQLite connections and nil
+// otherwise.
 //
 // A reserved SQLite connection also keeps the statements its calls run,
 // prepared (see stmt), so a tool's query is parsed and planned once per
@@ -21,6 +22,7 @@ type readConn struct {
 	begin, rollback driver.StmtExecContext // prepared on the driver's connection
 	reserved        bool                   // stays read-only and goes back to Pool.idle
 	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
+	policy          *Policy                // SQLite's authorizer; nil on PostgreSQL
 
 	mu    sync.Mutex
 	call  uint64                 // counts the calls run on this connection
@@ -219,10 +221,14 @@ type ReadTx struct{ rc *readConn }
 // Querier returns what the transaction's queries run on.
 func (r ReadTx) Querier() Querier { return r.rc }
 
+// Policy returns the connection's authorizer policy: SQLite's, in ModeRead
+// until EndRead; nil on PostgreSQL.
+func (r ReadTx) Policy() *Policy { return r.rc.policy }
+
 // BeginRead starts a read-only transaction: a consistent snapshot in which
 // the database itself refuses writes. On SQLite that is a deferred BEGIN on
-// a query_only connection; on PostgreSQL a REPEATABLE READ READ ONLY
-// transaction.
+// a query_only connection, whose authorizer is then in ModeRead; on
+// PostgreSQL a REPEATABLE READ READ ONLY transaction.
 func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
 	rc, err := t.readConn(ctx)
 	if err != nil {
@@ -240,6 +246,7 @@ func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
 		t.putConn(rc, true)
 		return ReadTx{}, err
 	}
+	rc.policy.SetMode(ModeRead)
 	return ReadTx{rc: rc}, nil
 }
 
@@ -272,6 +279,13 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 		return nil, err
 	}
 	rc.conn = conn
+	if t.sqlite {
+		rc.policy = new(Policy)
+		if err := install(conn, rc.policy); err != nil {
+			t.putConn(rc, true)
+			return nil, err
+		}
+	}
 	if rc.reserved && t.sqlite {
 		// Prepared once, reused by every call on this connection; if the
 		// driver cannot prepare them, plain statements do.
@@ -284,13 +298,16 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 }
 
 // EndRead ends a read transaction with ROLLBACK, so nothing the call did
-// is kept, and puts its connection back. A connection whose ROLLBACK
+// is kept, and puts its connection back. The results the handler left
+// open are closed first, so that no statement of the handler's runs in
+// the authorizer's ModeOwn. A connection whose ROLLBACK
 // fails (its transaction was ended some other way), or whose call the
 // caller calls suspect (a statement refused, a broken connection), is
 // closed rather than reused. It returns how many rows the handler left
 // open (EndRead closed them).
 func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
 	open = r.rc.closeLent()
+	r.rc.policy.SetMode(ModeOwn)
 	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
 	t.putConn(r.rc, err != nil || suspect)
 	return open
@@ -316,11 +333,21 @@ func (t *Pool) putConn(rc *readConn, failed bool) {
 	t.release(rc, failed)
 }
 
-// release hands a connection back to the database's pool, writable.
+// release hands a connection back to the database's pool, writable and
+// without the registry's authorizer.
 func (t *Pool) release(rc *readConn, failed bool) {
-	rc.closeStmts()
-	if _, err := rc.conn.ExecContext(context.Background(), t.readOnlyOff()); err != nil || failed {
-		_ = rc.conn.Raw(func(any) error { return driver.ErrBadConn })
+	rc.closeStmts() // begin and rollback are the driver's: database/sql would not close them
+	if failed {
+		discard(rc.conn)
+		return
+	}
+	_, err := rc.conn.ExecContext(context.Background(), t.readOnlyOff())
+	if err == nil && rc.policy != nil {
+		err = uninstall(rc.conn)
+	}
+	if err != nil {
+		discard(rc.conn)
+		return
 	}
 	rc.conn.Close()
 }
