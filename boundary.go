@@ -23,10 +23,6 @@ import (
 // instead.
 var ErrStatementRefused = errors.New("llmtool: statement refused")
 
-// errTxEnded is the cause when a write handler ended its transaction
-// itself, through the *sql.Tx that WriteCtx.Tx gives out.
-var errTxEnded = errors.New("llmtool: the handler ended its transaction itself")
-
 // check refuses, on PostgreSQL, a statement that would change the
 // transaction or the connection, and returns the text to send, with
 // SQLite's ? placeholders rewritten as $N. On SQLite the text is sent as

@@ -234,12 +234,9 @@ type escapeIn struct {
 func TestEscapeAttempts(t *testing.T) {
 	t.Parallel()
 	const generic = "Internal error in %s; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
-	// A Commit or Rollback on WriteCtx.Tx: SQLite's authorizer refuses it;
-	// on PostgreSQL the transaction ends and the registry's commit fails.
-	txEndErr := sql.ErrTxDone
-	if !pgtest.FromEnv() {
-		txEndErr = llmtool.ErrStatementRefused
-	}
+	// late is what the goroutine write_from_goroutine leaves behind gets
+	// when it writes, once the call ended (release).
+	late, release := make(chan error, 1), make(chan struct{})
 	insert := `INSERT INTO items (name) VALUES ('escaped') RETURNING id`
 	readTool := func(name string, h func(c *llmtool.ReadCtx, in escapeIn) error) *llmtool.Tool {
 		return llmtool.Read(name, "Try to escape.", func(c *llmtool.ReadCtx, in escapeIn) (struct{}, error) {
@@ -259,40 +256,18 @@ func TestEscapeAttempts(t *testing.T) {
 		var x any
 		_ = c.QueryRow(q, args...).Scan(&x)
 	}
-	// firstErr runs statements until one fails, and returns its error.
-	firstErr := func(tx *sql.Tx, qs ...string) error {
-		for _, q := range qs {
-			if _, err := tx.Exec(q); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// sessionState is what a handler leaves on a PostgreSQL session
-	// through the unchecked *sql.Tx: a setting, an advisory lock, a
-	// prepared statement, a channel and a temp table (the lock and the
-	// statement outlive even a rollback).
-	sessionState := []string{
-		"SET default_transaction_read_only = on",
-		"SELECT pg_advisory_lock(1)",
-		"PREPARE spy AS SELECT 1",
-		"LISTEN llmtool",
-		"CREATE TEMP TABLE scratch (x INTEGER)",
-	}
 	cases := []struct {
 		only string // "sqlite" or "postgres": the engine the row holds on; "" for both
-		// pgKept are the items a handler saves on PostgreSQL by running
-		// statements after ending the transaction itself (COMMIT or
-		// ROLLBACK on WriteCtx.Tx): they autocommit, out of anyone's
-		// reach; the call still fails.
-		pgKept []string
-		tool   *llmtool.Tool
-		log    string // in the log, for the tool's author
+		tool *llmtool.Tool
+		log  string // in the log, for the tool's author
 		// sqliteLog replaces log on SQLite, whose authorizer words some
 		// refusals after the operation it denied.
 		sqliteLog string
 		err       error // what res.Err wraps
 		ok        bool  // the call succeeds
+		// after runs once the call returned, before the checks that the
+		// database and the connections are clean.
+		after func(t *testing.T)
 	}{
 		// SQLite: pragmas, attached files, temp triggers.
 		{only: "sqlite", tool: readTool("read_pragma_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
@@ -334,18 +309,6 @@ func TestEscapeAttempts(t *testing.T) {
 			_, _ = c.Exec(`CREATE TEMP TRIGGER spy AFTER INSERT ON items BEGIN DELETE FROM items; END`)
 			return nil
 		}), log: "statement=\"CREATE TEMP TRIGGER spy", err: llmtool.ErrStatementRefused},
-		// Through the raw *sql.Tx nothing is checked; the connection is
-		// closed after the call instead of going back to the pool.
-		{only: "sqlite", tool: writeTool("write_tx_attach_pragma", func(c *llmtool.WriteCtx, in escapeIn) error {
-			if _, err := c.Tx().Exec("ATTACH ? AS other", in.Other); err != nil {
-				return err
-			}
-			if _, err := c.Tx().Exec("PRAGMA query_only = 1"); err != nil {
-				return err
-			}
-			return errors.New("done changing the connection")
-		})},
-
 		// PostgreSQL: the settings of the session and of the transaction.
 		{only: "postgres", tool: readTool("read_set_transaction_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "SET TRANSACTION READ WRITE")
@@ -453,19 +416,6 @@ func TestEscapeAttempts(t *testing.T) {
 			var id int
 			return c.QueryRow(`SELECT nextval('items_id_seq')`).Scan(&id)
 		}), log: `err="llmtool: tool read_nextval is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute nextval() in a read-only transaction (SQLSTATE 25006)"`},
-		// PostgreSQL, through the raw *sql.Tx: the session state stays on
-		// that connection, which is closed after the call, whether the
-		// call rolls back or commits.
-		{only: "postgres", tool: writeTool("write_tx_session_state_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if err := firstErr(c.Tx(), sessionState...); err != nil {
-				return err
-			}
-			return errors.New("done changing the session")
-		})},
-		{only: "postgres", ok: true, tool: writeTool("write_tx_session_state_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			return firstErr(c.Tx(), sessionState...)
-		})},
-
 		// Both engines.
 		{tool: readTool("read_commit_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "COMMIT")
@@ -494,55 +444,28 @@ func TestEscapeAttempts(t *testing.T) {
 			_, _ = c.Exec("COMMIT")
 			return errors.New("something failed after the commit")
 		}), log: "statement=COMMIT", err: llmtool.ErrStatementRefused},
-		{tool: writeTool("write_tx_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return errors.New("something failed after the commit")
-		}), log: "write tool ended its transaction itself"},
-		{tool: writeTool("write_tx_commit_then_nil", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
+		{tool: writeTool("write_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("ROLLBACK")
+			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
 			return nil
-		}), err: txEndErr},
-		{pgKept: []string{"after"}, tool: writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx := c.Tx()
-			if _, err := tx.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_, _ = tx.Exec("COMMIT")
-			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('after')`)
-			return nil
-		})},
-		{pgKept: []string{"autocommitted"}, tool: writeTool("write_tx_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx := c.Tx()
-			_, _ = tx.Exec("ROLLBACK")
-			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
-			return nil
-		})},
-		{tool: writeTool("write_tx_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			_ = c.Tx().Rollback() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return nil
-		}), err: txEndErr},
+		}), log: "statement=ROLLBACK", err: llmtool.ErrStatementRefused},
 		{tool: writeTool("write_savepoint_released", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			_, _ = c.Exec("SAVEPOINT early")
 			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('partial')`)
 			_, _ = c.Exec("RELEASE early")
 			return errors.New("failed after the release")
 		}), log: "statement=\"SAVEPOINT early\"", err: llmtool.ErrStatementRefused},
-		{tool: writeTool("write_tx_from_goroutine", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx, started := c.Tx(), make(chan struct{})
+		{tool: writeTool("write_from_goroutine", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			go func() { //llmtoolvet:ignore the escape suite proves the run-time refusal
-				close(started)
-				time.Sleep(20 * time.Millisecond)
-				_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('late')`)
+				<-release
+				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
+				late <- err
 			}()
-			<-started
 			return errors.New("returned before the goroutine wrote")
-		})},
+		}), after: func(t *testing.T) {
+			close(release)
+			require.ErrorIs(t, <-late, sql.ErrTxDone)
+		}},
 		{tool: writeTool("write_rows_left_open", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			if _, err := c.Query("SELECT id FROM items"); err != nil { // never closed
 				return err
@@ -579,21 +502,8 @@ func TestEscapeAttempts(t *testing.T) {
 				require.Contains(t, f.log.String(), tc.log, f.log.String())
 				require.Contains(t, f.log.String(), "tool="+name)
 			}
-			time.Sleep(40 * time.Millisecond) // let write_tx_from_goroutine's goroutine try
-			if pgtest.FromEnv() && tc.pgKept != nil {
-				var kept []string
-				rows, err := f.db.Query(`SELECT name FROM items WHERE id > 1 ORDER BY id`)
-				require.NoError(t, err)
-				for rows.Next() {
-					var n string
-					require.NoError(t, rows.Scan(&n))
-					kept = append(kept, n)
-				}
-				require.NoError(t, rows.Err())
-				require.Equal(t, tc.pgKept, kept, "only what ran after the handler's own COMMIT or ROLLBACK")
-				require.Contains(t, res.Err.Error(), "ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone")
-				_, err = f.db.Exec(`DELETE FROM items WHERE id > 1`)
-				require.NoError(t, err)
+			if tc.after != nil {
+				tc.after(t)
 			}
 			f.requireClean(t)
 		})

@@ -223,15 +223,17 @@ func TestAfterCommit(t *testing.T) {
 
 func TestUseAfterReturn(t *testing.T) {
 	t.Parallel()
-	errc := make(chan error, 3)
+	errc, returned := make(chan error, 4), make(chan struct{})
 	leak := llmtool.Write("leaky_add", "Leak the context.",
 		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
 			//llmtoolvet:ignore this test proves late use fails with ErrTxDone and is logged
 			go func() {
-				time.Sleep(20 * time.Millisecond)
+				<-returned // the call has ended
 				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
 				errc <- err
 				_, err = c.Query(`SELECT 1`)
+				errc <- err
+				_, err = c.PrepareContext(c, `SELECT 1`)
 				errc <- err
 				errc <- c.Err()
 			}()
@@ -241,12 +243,14 @@ func TestUseAfterReturn(t *testing.T) {
 	logs := &lockedBuffer{}
 	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), ValidateOutput: true}, llmtool.DefineTools("leaky", leak))
 	require.False(t, invoke(reg, "leaky_add", `{"name":"x"}`).IsError)
+	close(returned)
 	err := <-errc
 	require.ErrorIs(t, err, sql.ErrTxDone)
 	require.EqualError(t, err, "llmtool: tool leaky_add: Exec after its handler returned (finish all work before returning; start no goroutine that outlives the handler): sql: transaction has already been committed or rolled back")
 	require.ErrorIs(t, <-errc, sql.ErrTxDone)
+	require.EqualError(t, <-errc, "llmtool: tool leaky_add: PrepareContext after its handler returned (finish all work before returning; start no goroutine that outlives the handler): sql: transaction has already been committed or rolled back")
 	require.ErrorIs(t, <-errc, context.Canceled, "the handler's context is cancelled after it returns")
-	require.Equal(t, 2, strings.Count(logs.String(), "llmtool: transaction used after its handler returned"), "each late use is logged")
+	require.Equal(t, 3, strings.Count(logs.String(), "llmtool: transaction used after its handler returned"), "each late use is logged")
 	require.Equal(t, 1, countItems(t, db))
 }
 

@@ -237,41 +237,21 @@ func TestPostgresServerGoesAway(t *testing.T) {
 	require.Equal(t, []string{"apple", "plum"}, names, "nothing of the failed call was saved")
 }
 
-// TestPostgresHandlerCannotCommit: a write handler that takes the *sql.Tx
-// and commits it itself saves nothing: the commit guard's deferred
-// trigger fails that COMMIT. A handler that takes the *sql.Tx and leaves
-// the commit to the registry saves its work, and the guard leaves no row.
-func TestPostgresHandlerCannotCommit(t *testing.T) {
+// TestPostgresCommitGuardDropped: the commit guard that WriteCtx.Tx
+// needed (a table, its deferred trigger and the trigger's function) is
+// dropped by a later migration step, on a new database as on one that
+// had it.
+func TestPostgresCommitGuardDropped(t *testing.T) {
 	t.Parallel()
 	db, _ := openPG(t)
-	type in struct {
-		Name   string `json:"name"`
-		Commit bool   `json:"commit,omitempty"`
-	}
-	raw := llmtool.Write("raw_insert", "Insert through the raw transaction.", func(c *llmtool.WriteCtx, in in) (struct{}, error) {
-		tx := c.Tx()
-		if _, err := tx.Exec(`INSERT INTO items (name) VALUES ($1)`, in.Name); err != nil {
-			return struct{}{}, err
-		}
-		if in.Commit {
-			return struct{}{}, tx.Commit() //llmtoolvet:ignore the test proves the commit guard fails this commit
-		}
-		return struct{}{}, nil
-	})
-	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("raw", raw))
-
-	res := invoke(reg, "raw_insert", `{"name":"pear","commit":true}`)
-	require.True(t, res.IsError)
-	require.Equal(t, "Internal error in raw_insert; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
-	require.ErrorContains(t, res.Err, "llmtool: a tool handler committed its own transaction; llmtool rolled it back")
-	require.Equal(t, 1, countItems(t, db), "nothing saved")
-
-	res = invoke(reg, "raw_insert", `{"name":"plum"}`)
-	require.False(t, res.IsError, res.Text())
-	require.Equal(t, 2, countItems(t, db))
-	var guards int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_commit_guard`).Scan(&guards))
-	require.Zero(t, guards, "the registry's commit takes the guard's row with it")
+	_ = newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
+	var table, function sql.NullString
+	require.NoError(t, db.QueryRow(`SELECT to_regclass('llmtool_commit_guard')::text, to_regprocedure('llmtool_commit_guard_check()')::text`).Scan(&table, &function))
+	require.False(t, table.Valid, "the guard's table is gone")
+	require.False(t, function.Valid, "the guard's function is gone")
+	var version int
+	require.NoError(t, db.QueryRow(`SELECT version FROM llmtool_migrations WHERE subject = 'llmtool'`).Scan(&version))
+	require.Equal(t, 5, version)
 }
 
 // TestPostgresReadsInSnapshot: every read call runs in a REPEATABLE READ

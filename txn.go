@@ -1,7 +1,6 @@
 package llmtool
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -58,14 +57,19 @@ type ReadCtx struct {
 type querier = dbconn.Querier
 
 // WriteCtx is what a write tool's handler gets: everything a ReadCtx offers
-// plus Exec, the *sql.Tx and AfterCommit. The handler runs in a write
-// transaction that commits when it returns a nil error and rolls back on
-// an error, a panic or a cancelled context. On SQLite the registry's
-// writes run one at a time; on PostgreSQL they run side by side in
-// SERIALIZABLE transactions, and one that lost a race runs again (see
-// Write). Its SQL may change data and schema; statements that
-// would change the transaction or the connection are refused as for a
-// ReadCtx.
+// plus Exec and AfterCommit. The handler runs in a write transaction that
+// commits when it returns a nil error and rolls back on an error, a panic
+// or a cancelled context. On SQLite the registry's writes run one at a
+// time; on PostgreSQL they run side by side in SERIALIZABLE transactions,
+// and one that lost a race runs again (see Write). Its SQL may change data
+// and schema; statements that would change the transaction or the
+// connection are refused as for a ReadCtx.
+//
+// A *WriteCtx has ExecContext, PrepareContext, QueryContext and
+// QueryRowContext, the methods generated data layers ask of a database
+// handle (sqlc's DBTX), so pass c itself where they want one: New(c).
+// There is no *sql.Tx to take: every statement of the call goes through
+// c, where it is checked.
 type WriteCtx struct {
 	ReadCtx
 }
@@ -85,7 +89,6 @@ type callState struct {
 	summary     string          // WriteCtx.Describe
 	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	argv        map[string]any  // the decoded arguments, when In is flat
-	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
 	policy      *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
@@ -177,6 +180,36 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	return row
 }
 
+// PrepareContext prepares a statement in the call's transaction, checked
+// as the call's queries are, so a *ReadCtx or *WriteCtx serves a data
+// layer that prepares its queries (sqlc's emit_prepared_queries). The
+// statement belongs to the call: it is closed when the handler returns
+// (on a read call, with its connection, which is not reused), and its
+// rows must be closed before then, as any rows. Close it when done, as
+// any *sql.Stmt.
+//
+// Its statements run as the call's queries do, except that a write call's
+// preview of an approval (see NeedsApproval) counts only the rows changed
+// through Exec.
+func (c *ReadCtx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if !c.call.enter() {
+		return nil, c.late("PrepareContext")
+	}
+	defer c.call.mu.RUnlock()
+	query, err := c.call.check(query)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.q.PrepareContext(ctx, query)
+	if rerr := c.call.denied(query); rerr != nil {
+		if st != nil {
+			st.Close()
+		}
+		return nil, rerr
+	}
+	return st, err
+}
+
 // Engine returns the database's engine, "sqlite" or "postgres", for the
 // rare statement that must differ between them (full-text search, say).
 // SQL with $1, $2 placeholders runs unchanged on both; so does SQL with
@@ -235,30 +268,6 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		}
 	}
 	return res, err
-}
-
-// Tx returns the call's write transaction, for code that insists on a
-// *sql.Tx. Prefer passing c itself: a *WriteCtx has ExecContext,
-// QueryContext and QueryRowContext, which is what generated data layers
-// (sqlc's New(db DBTX), for instance) ask for, and its statements are
-// checked.
-//
-// Statements run on the *sql.Tx directly are not checked, so the registry
-// treats the connection as changed: after the call it is closed rather
-// than handed back to the pool. Never commit or roll the *sql.Tx back: the
-// registry does when the handler returns. A COMMIT the handler runs saves
-// nothing (SQLite's commit hook turns it into a ROLLBACK; on PostgreSQL a
-// deferred trigger fails it), and a call whose transaction the handler
-// ended fails.
-func (c *WriteCtx) Tx() *sql.Tx {
-	if c.call.done.Load() {
-		_ = c.late("Tx")
-		return c.tx
-	}
-	if !c.call.rawTx.Swap(true) && c.call.wtx != nil {
-		c.call.wtx.Guard.InstallTx(c.parent, c.call.wtx, c.call.reg.tx.Engine)
-	}
-	return c.tx
 }
 
 // AfterCommit registers f to run after the transaction commits, in
@@ -477,7 +486,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	cs.wtx, cs.policy = wt, wt.Policy
 	tx := wt.Tx
-	defer func() { r.tx.EndWrite(wt, cs.rawTx.Load() || cs.refusal() != nil) }()
+	defer func() { r.tx.EndWrite(wt, cs.refusal() != nil) }()
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
 	wt.Policy.SetMode(dbconn.ModeWrite)
@@ -499,9 +508,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
 	}
 	if err != nil {
-		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
-			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)
-		}
+		_ = tx.Rollback()
 		retry = ctx.Err() == nil && cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
 		return nil, false, retry, err
 	}
@@ -516,28 +523,11 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		}
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
-	allowErr := wt.Guard.Allow(ctx, tx)
-	var commitErr error
-	if allowErr == nil {
-		commitErr = tx.Commit()
-	}
-	endChild(commitSpan, cmp.Or(allowErr, commitErr))
-	if err := allowErr; err != nil {
-		_ = tx.Rollback()
+	err = tx.Commit()
+	endChild(commitSpan, err)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
-		}
-		return nil, false, false, fmt.Errorf("%w (tool %s ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
-	}
-	if err := commitErr; err != nil {
-		if ctx.Err() != nil {
-			return nil, false, false, ctx.Err()
-		}
-		if cs.rawTx.Load() {
-			// The handler committed or rolled back through WriteCtx.Tx, or
-			// ran transaction control on it; with SQLite's commit hook in
-			// place its COMMIT became a ROLLBACK.
-			return nil, false, false, fmt.Errorf("%w (tool %s called Commit or Rollback on WriteCtx.Tx, or ran transaction control on it; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
 		}
 		return nil, false, engine.Retryable(err) || cs.retryable.Load(), fmt.Errorf("llmtool: commit: %w", err)
 	}

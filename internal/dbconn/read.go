@@ -24,10 +24,11 @@ type readConn struct {
 	pg              bool                   // PostgreSQL: read-only by default_transaction_read_only
 	policy          *Policy                // SQLite's authorizer; nil on PostgreSQL
 
-	mu    sync.Mutex
-	call  uint64                 // counts the calls run on this connection
-	stmts map[string]*cachedStmt // by query text; nil unless reserved
-	lent  []lent                 // results handed out in the current call
+	mu       sync.Mutex
+	prepared bool                   // the call's handler prepared a statement: close the connection after it
+	call     uint64                 // counts the calls run on this connection
+	stmts    map[string]*cachedStmt // by query text; nil unless reserved
+	lent     []lent                 // results handed out in the current call
 }
 
 // cachedStmt is a statement prepared on a reserved read connection.
@@ -131,6 +132,18 @@ func (rc *readConn) QueryRowContext(ctx context.Context, query string, args ...a
 	}
 	rc.lent = append(rc.lent, lent{row: row})
 	return row
+}
+
+// PrepareContext prepares query on the connection for the handler. Its
+// *sql.Stmt closes the driver's statement at once, even while rows of it
+// are open, and those rows are the handler's to close: so the call's end
+// closes the connection instead of the statement, and database/sql closes
+// the statement once its rows are closed.
+func (rc *readConn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.prepared = true
+	return rc.conn.PrepareContext(ctx, query)
 }
 
 // closeLent closes the results the ending call left open, resetting their
@@ -300,16 +313,27 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 // EndRead ends a read transaction with ROLLBACK, so nothing the call did
 // is kept, and puts its connection back. The results the handler left
 // open are closed first, so that no statement of the handler's runs in
-// the authorizer's ModeOwn. A connection whose ROLLBACK
-// fails (its transaction was ended some other way), or whose call the
-// caller calls suspect (a statement refused, a broken connection), is
-// closed rather than reused. It returns how many rows the handler left
-// open (EndRead closed them).
+// the authorizer's ModeOwn. A connection whose ROLLBACK fails (its
+// transaction was ended some other way), or whose call the caller calls
+// suspect (a statement refused, a broken connection), is closed rather
+// than reused; so is one the handler prepared statements on (see
+// readConn.PrepareContext), without a ROLLBACK and from a goroutine of its
+// own, since closing it waits for rows of those statements the handler
+// left open. It returns
+// how many rows of its queries the handler left open (EndRead closed
+// them).
 func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
-	open = r.rc.closeLent()
-	r.rc.policy.SetMode(ModeOwn)
-	err := r.rc.exec(r.rc.rollback, "ROLLBACK")
-	t.putConn(r.rc, err != nil || suspect)
+	rc := r.rc
+	open = rc.closeLent()
+	rc.policy.SetMode(ModeOwn)
+	if rc.prepared {
+		// Closing the connection ends the transaction too; a ROLLBACK
+		// might have to wait for those rows as well (PostgreSQL's).
+		go t.putConn(rc, true)
+		return open
+	}
+	err := rc.exec(rc.rollback, "ROLLBACK")
+	t.putConn(rc, err != nil || suspect)
 	return open
 }
 

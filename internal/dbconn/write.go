@@ -20,7 +20,6 @@ type WriteTx struct {
 	Conn   *sql.Conn
 	Tx     *sql.Tx
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
-	Guard  CommitGuard
 
 	cancel context.CancelFunc // ends the transaction's context
 }
