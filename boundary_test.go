@@ -19,7 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/pgtest"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // lockedBuffer is a log sink safe for concurrent writes.
@@ -734,4 +736,252 @@ func TestHandlerContextEndsWithCall(t *testing.T) {
 func quoteJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// sqlIn is SQL the model wrote, which a careless tool runs as it is.
+type sqlIn struct {
+	SQL string `json:"sql" desc:"The SQL to run."`
+}
+
+type sqlOut struct {
+	Rows int `json:"rows"`
+}
+
+// ownTables reads llmtool's own tables, as host code sees them.
+func ownTables(t *testing.T, db *sql.DB) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	for table, q := range map[string]string{
+		"scope settings": `SELECT scope || '|' || tool || '|' || enabled FROM llmtool_scope_settings ORDER BY scope, tool`,
+		"scope version":  `SELECT version FROM llmtool_scope_version`,
+		"approvals":      `SELECT nonce FROM llmtool_approvals ORDER BY nonce`,
+		"audit":          `SELECT tool || '|' || outcome || '|' || scope FROM llmtool_audit ORDER BY rowid`,
+		"migrations":     `SELECT subject || '|' || version FROM llmtool_migrations ORDER BY subject`,
+		"schema":         `SELECT type || '|' || name FROM sqlite_schema ORDER BY type, name`,
+	} {
+		rows, err := db.Query(q)
+		require.NoError(t, err, table)
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			got[table] = append(got[table], s)
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+	}
+	return got
+}
+
+// TestSQLiteEscapes: SQLite's authorizer against SQL a model wrote, run by
+// a careless write tool of scope A (and a read tool). Two scopes share the
+// database: A, whose writes are on and which has used an approval, and B,
+// whose writes are off. Every attack is refused with ErrStatementRefused
+// however it names llmtool's tables (quoted, bracketed, qualified, in any
+// case), and afterwards B's writes are still off, a tool needing approval
+// still asks, the used approval stays used, no trigger fires in a later
+// call of another scope nor in the host's own write, llmtool's tables are
+// as they were, and the file passes PRAGMA integrity_check.
+func TestSQLiteEscapes(t *testing.T) {
+	t.Parallel()
+	if pgtest.FromEnv() {
+		t.Skip("SQLite's authorizer; PostgreSQL's boundary is TestEscapeAttempts'")
+	}
+	ctx := context.Background()
+	db := openDB(t)
+	table, err := audit.NewTable(ctx, db, "")
+	require.NoError(t, err)
+	runSQL := llmtool.Write("run_sql", "Run the SQL the model wrote.", func(c *llmtool.WriteCtx, in sqlIn) (sqlOut, error) {
+		res, err := c.Exec(in.SQL)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		n, err := res.RowsAffected()
+		return sqlOut{Rows: int(n)}, err
+	})
+	querySQL := llmtool.Read("query_sql", "Run the query the model wrote.", func(c *llmtool.ReadCtx, in sqlIn) (sqlOut, error) {
+		rows, err := c.Query(in.SQL)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		defer rows.Close()
+		var o sqlOut
+		for rows.Next() {
+			o.Rows++
+		}
+		return o, rows.Err()
+	})
+	addItem := llmtool.Write("add_item", "Add an item.", func(c *llmtool.WriteCtx, in AddItemIn) (sqlOut, error) {
+		_, err := c.Exec(`INSERT INTO items (name) VALUES (?)`, in.Name)
+		return sqlOut{Rows: 1}, err
+	})
+	type qtyIn struct {
+		ID  int `json:"id"`
+		Qty int `json:"qty"`
+	}
+	setQty := llmtool.Write("set_qty", "Set an item's quantity.", func(c *llmtool.WriteCtx, in qtyIn) (sqlOut, error) {
+		res, err := c.Exec(`UPDATE items SET qty = ? WHERE id = ?`, in.Qty, in.ID)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		n, err := res.RowsAffected()
+		return sqlOut{Rows: int(n)}, err
+	}, llmtool.NeedsApproval())
+	logs := &lockedBuffer{}
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Logger:        slog.New(slog.NewTextHandler(logs, nil)),
+		Audit:         []audit.Sink{table},
+		ApprovalKey:   []byte("replicas share this key, so used approvals are kept in llmtool_approvals"),
+		ScopeCacheTTL: llmtool.NoScopeCache,
+	}, llmtool.DefineTools("careless", runSQL, querySQL, addItem, setQty))
+	require.NoError(t, err)
+	a, b, c := llmtool.WithScope(ctx, "A"), llmtool.WithScope(ctx, "B"), llmtool.WithScope(ctx, "C")
+	require.NoError(t, reg.SetWrites(ctx, "A", true))
+	require.NoError(t, reg.SetWrites(ctx, "C", true))
+	_, err = db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
+	require.NoError(t, err)
+
+	// Scope A approves a change of item 2, once.
+	setTwo := []byte(`{"id":2,"qty":7}`)
+	res := reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo})
+	require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired)
+	used := &llmtool.Approval{Token: res.Approval.Token, Approved: true}
+	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo, Approval: used})
+	require.False(t, res.IsError, res.Text())
+	before := ownTables(t, db)
+	require.Len(t, before["approvals"], 1)
+
+	attacks := []struct {
+		sql  string
+		read bool   // run by the read tool
+		log  string // in the log, when not the statement: a trigger's body is checked after the handler
+		// sqlite is SQLite's own error, for a statement it refuses
+		// itself in a transaction, before the authorizer is asked.
+		sqlite string
+	}{
+		// Turn writes on for every tool of every scope, approvals off,
+		// forget the used approval, forge a scope's settings.
+		{sql: `UPDATE 'llmtool_scope_settings' SET enabled = 1 WHERE tool = ''`},
+		{sql: `UPDATE 'llmtool_scope_settings' SET enabled = 0 WHERE tool LIKE 'approval:%'`},
+		{sql: `DELETE FROM 'llmtool_approvals'`},
+		{sql: `UPDATE "llmtool_scope_settings" SET enabled = 1`},
+		{sql: `DELETE FROM "llmtool_approvals"`},
+		{sql: `UPDATE [llmtool_scope_settings] SET enabled = 1`},
+		{sql: "DELETE FROM `llmtool_approvals`"},
+		{sql: `UPDATE main.llmtool_scope_settings SET enabled = 1`},
+		{sql: `DELETE FROM main."llmtool_approvals"`},
+		{sql: `UPDATE LLMTool_Scope_Settings SET enabled = 1`},
+		{sql: `DELETE FROM "LLMTOOL_APPROVALS"`},
+		{sql: `INSERT INTO llmtool_scope_settings (scope, tool, enabled, updated_at) VALUES ('B', '', 1, '')`},
+		{sql: `INSERT OR REPLACE INTO main.[LLMTOOL_SCOPE_VERSION] (id, version) VALUES (1, 0)`},
+		{sql: `UPDATE items SET name = (SELECT group_concat(scope) FROM llmtool_scope_settings)`},
+		{sql: `WITH gone AS (SELECT nonce FROM llmtool_approvals) DELETE FROM items WHERE id IN (SELECT nonce FROM gone)`},
+		{sql: `DROP TABLE llmtool_approvals`},
+		{sql: `ALTER TABLE llmtool_audit RENAME TO audit_old`},
+		{sql: `CREATE INDEX spy ON llmtool_audit (tool)`},
+		{sql: `CREATE TRIGGER spy AFTER INSERT ON llmtool_approvals BEGIN DELETE FROM llmtool_approvals; END`},
+		// Read what llmtool keeps for itself.
+		{sql: `SELECT * FROM llmtool_audit`, read: true},
+		{sql: `SELECT count(*) FROM "llmtool_approvals"`, read: true},
+		{sql: `SELECT tool FROM main.[LLMTOOL_SCOPE_SETTINGS] WHERE enabled = 1`, read: true},
+		{sql: `SELECT * FROM llmtool_audit`},
+		// The file's raw pages.
+		{sql: `UPDATE sqlite_dbpage SET data = zeroblob(length(data)) WHERE pgno = 2`},
+		{sql: `SELECT data FROM sqlite_dbpage WHERE pgno = 1`, read: true},
+		{sql: `SELECT count(*) FROM sqlite_dbpage('main')`},
+		// Triggers that would fire in later calls: temp ones, and one in
+		// the database whose body writes llmtool's tables.
+		{sql: `CREATE TRIGGER 'temp'.spy AFTER INSERT ON items BEGIN UPDATE llmtool_scope_settings SET enabled = 1; END`},
+		{sql: `CREATE TEMP TRIGGER spy AFTER INSERT ON items BEGIN DELETE FROM llmtool_approvals; END`},
+		{sql: `CREATE TEMPORARY TRIGGER spy AFTER INSERT ON main.items BEGIN DELETE FROM items; END`},
+		{sql: `CREATE TRIGGER spy AFTER INSERT ON items BEGIN UPDATE llmtool_scope_settings SET enabled = 1; END`,
+			log: `statement="" why="updates llmtool_scope_settings (through spy, a trigger, view or common table expression), a table llmtool keeps for itself"`},
+		{sql: `CREATE TRIGGER spy AFTER UPDATE OF qty ON items WHEN (SELECT count(*) FROM llmtool_approvals) > 0 BEGIN SELECT 1; END`,
+			log: `statement="" why="reads llmtool_approvals (through spy, a trigger, view or common table expression), a table llmtool keeps for itself"`},
+		{sql: `CREATE TEMP TABLE scratch (x)`},
+		{sql: `SELECT count(*) FROM temp.sqlite_master`, read: true},
+		// The connection and the transaction.
+		{sql: `ATTACH DATABASE ':memory:' AS evil`},
+		{sql: `ATTACH DATABASE 'file:evil?mode=memory' AS evil`, read: true},
+		{sql: `DETACH DATABASE main`},
+		{sql: `PRAGMA writable_schema = 1`},
+		{sql: `PRAGMA query_only = 0`},
+		{sql: `PRAGMA query_only = 0`, read: true},
+		{sql: `PRAGMA main.query_only('')`, read: true},
+		{sql: `PRAGMA foreign_keys = OFF`},
+		{sql: `PRAGMA trusted_schema = 1`},
+		{sql: `VACUUM`, sqlite: "cannot VACUUM from within a transaction"},
+		{sql: `VACUUM INTO 'copy.db'`, sqlite: "cannot VACUUM from within a transaction"},
+		{sql: `BEGIN`},
+		{sql: `COMMIT`},
+		{sql: `ROLLBACK`},
+		{sql: `END TRANSACTION`},
+		{sql: `SAVEPOINT s`},
+		{sql: `RELEASE s`},
+		// A read tool's writes.
+		{sql: `INSERT INTO items (name) VALUES ('sneaky') RETURNING id`, read: true},
+		{sql: `CREATE TABLE sneaky (x)`, read: true},
+	}
+	for _, at := range attacks {
+		tool := "run_sql"
+		if at.read {
+			tool = "query_sql"
+		}
+		args, err := json.Marshal(sqlIn{SQL: at.sql})
+		require.NoError(t, err)
+		res := reg.Invoke(a, llmtool.Call{Tool: tool, Args: args})
+		require.True(t, res.IsError, "%s %s: %s", tool, at.sql, res.JSON)
+		if at.sqlite != "" {
+			require.ErrorContains(t, res.Err, at.sqlite)
+			continue
+		}
+		require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused, "%s %s", tool, at.sql)
+		if at.log == "" {
+			at.log = "statement=" + slogQuote(sqlcheck.Short(at.sql))
+		}
+		require.Contains(t, logs.String(), "tool="+tool+" "+at.log, at.sql)
+	}
+	require.Equal(t, before, ownTables(t, db), "llmtool's tables and the schema are as they were")
+	require.Equal(t, 3, countItems(t, db))
+
+	// B's writes are still off.
+	res = reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"b"}`)})
+	require.True(t, res.IsError)
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "B". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	// A tool needing approval still asks, and the used approval stays used.
+	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: []byte(`{"id":3,"qty":1}`)})
+	require.ErrorIs(t, res.Err, llmtool.ErrApprovalRequired)
+	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo, Approval: used})
+	require.ErrorIs(t, res.Err, llmtool.ErrApprovalRefused)
+	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text())
+	// Writes in scope C, and the host's own, fire no trigger.
+	res = reg.Invoke(c, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"c"}`)})
+	require.False(t, res.IsError, res.Text())
+	_, err = db.Exec(`INSERT INTO items (name) VALUES ('host')`)
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE items SET qty = qty + 1`)
+	require.NoError(t, err)
+	require.Equal(t, 5, countItems(t, db))
+	after := ownTables(t, db)
+	require.Equal(t, append(before["audit"], "add_item|ok|C"), after["audit"])
+	after["audit"] = before["audit"]
+	require.Equal(t, before, after, "llmtool's tables are as they were, but for C's audit record")
+
+	var integrity string
+	require.NoError(t, db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity))
+	require.Equal(t, "ok", integrity)
+	// Every connection, back in the host's pool, has no temp object and
+	// nothing attached.
+	require.NoError(t, reg.Close())
+	conns := make([]*sql.Conn, 0, db.Stats().OpenConnections)
+	for range db.Stats().OpenConnections {
+		conn, err := db.Conn(ctx)
+		require.NoError(t, err)
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		s, err := scanConnState(conn.QueryRowContext(ctx, connStateSQL()))
+		require.NoError(t, err)
+		require.Equal(t, pooledConnState["sqlite"], s)
+		require.NoError(t, conn.Close())
+	}
 }

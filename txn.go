@@ -505,6 +505,11 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	// *sql.Tx waits for any in flight before it commits or rolls back.
 	wt.Policy.SetMode(dbconn.ModeOwn)
 	if err == nil {
+		if d := wt.CheckTriggers(ctx); d != nil {
+			err = cs.refuseStatement(d.Refusal(""))
+		}
+	}
+	if err == nil {
 		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
 	}
 	if err != nil {

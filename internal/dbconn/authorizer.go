@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"modernc.org/sqlite"
@@ -66,11 +67,15 @@ const (
 	ModeWrite
 )
 
-// Policy is the authorizer's state on one connection: its mode and the
-// last operation it denied.
+// Policy is the authorizer's state on one connection: its mode, the last
+// operation it denied, and the tables on which the handler created
+// triggers (see WriteTx.CheckTriggers).
 type Policy struct {
 	mode   atomic.Int32
 	denied atomic.Pointer[Denial]
+
+	mu       sync.Mutex
+	triggers []string // tables the handler created triggers on, in ModeWrite
 }
 
 // SetMode switches the policy to m. A nil Policy (PostgreSQL) ignores it.
@@ -93,6 +98,11 @@ func (p *Policy) Take() *Denial {
 func (p *Policy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db, inner string) sqlite.AuthorizerReturnCode {
 	m := Mode(p.mode.Load())
 	if allowed(m, action, arg1, arg2, db, inner) {
+		if action == sqlite.AuthCreateTrigger && m == ModeWrite {
+			p.mu.Lock()
+			p.triggers = append(p.triggers, arg2)
+			p.mu.Unlock()
+		}
 		return sqlite.AuthorizerOK
 	}
 	p.denied.Store(&Denial{Action: action, Arg1: arg1, Arg2: arg2, DB: db, Inner: inner, Mode: m})
@@ -260,7 +270,7 @@ func (d *Denial) what() string {
 		s = fmt.Sprintf("runs operation %d on %q", d.Action, d.Arg1)
 	}
 	if d.Inner != "" {
-		s += " (in trigger or view " + d.Inner + ")"
+		s += " (through " + d.Inner + ", a trigger, view or common table expression)"
 	}
 	return s
 }

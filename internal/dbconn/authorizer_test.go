@@ -151,3 +151,49 @@ func openPool(t *testing.T) (*sql.DB, *Pool) {
 	t.Cleanup(pool.Close)
 	return db, pool
 }
+
+// TestRecompiledInOwnMode: a statement a handler prepared is compiled
+// again by SQLite when the schema changed since, under the mode of that
+// moment. Run in ModeOwn (by a goroutine the handler left, while llmtool
+// runs its own statements), its text is the one authorized in the
+// handler's mode, but a view or trigger created since could lead it to
+// llmtool's tables: what runs inside them is still checked, while
+// llmtool's own statements run.
+func TestRecompiledInOwnMode(t *testing.T) {
+	t.Parallel()
+	db, pool := openPool(t)
+	_, err := db.Exec(`CREATE TABLE llmtool_x (n INTEGER); INSERT INTO llmtool_x VALUES (0)`)
+	require.NoError(t, err)
+	ctx := context.Background()
+	w, err := pool.BeginWrite(ctx)
+	require.NoError(t, err)
+	w.Policy.SetMode(ModeWrite)
+	_, err = w.Tx.ExecContext(ctx, `CREATE TABLE t (x)`)
+	require.NoError(t, err)
+	st, err := w.Tx.PrepareContext(ctx, `INSERT INTO t (x) VALUES (1)`)
+	require.NoError(t, err)
+	for _, q := range []string{
+		`DROP TABLE t`,
+		`CREATE VIEW t AS SELECT 1 AS x`,
+		`CREATE TRIGGER tt INSTEAD OF INSERT ON t BEGIN UPDATE llmtool_x SET n = 1; END`,
+	} {
+		_, err = w.Tx.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	require.Nil(t, w.Policy.Take())
+
+	w.Policy.SetMode(ModeOwn)
+	_, err = st.ExecContext(ctx)
+	require.ErrorContains(t, err, "not authorized")
+	require.Equal(t, &Denial{Action: sqlite.AuthUpdate, Arg1: "llmtool_x", Arg2: "n", DB: "main", Inner: "tt", Mode: ModeOwn}, w.Policy.Take())
+	_, err = w.Tx.ExecContext(ctx, `UPDATE llmtool_x SET n = 2`)
+	require.NoError(t, err, "llmtool's own statement")
+	require.NoError(t, st.Close())
+
+	// The trigger is caught after the handler, before the commit.
+	d := w.CheckTriggers(ctx)
+	require.NotNil(t, d)
+	require.Equal(t, "updates llmtool_x (through tt, a trigger, view or common table expression)", d.what())
+	require.NoError(t, w.Tx.Rollback())
+	pool.EndWrite(w, true)
+}

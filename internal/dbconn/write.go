@@ -3,6 +3,8 @@ package dbconn
 import (
 	"context"
 	"database/sql"
+	"slices"
+	"strings"
 
 	"github.com/llmtool/llmtool/internal/engine"
 )
@@ -104,4 +106,67 @@ func (t *Pool) endConn(w *WriteTx, suspect bool) {
 		w.Conn.Close()
 	}
 	t.releaseToken()
+}
+
+// CheckTriggers returns what the authorizer denies in the triggers the
+// handler created (SQLite), or nil. SQLite checks a trigger's body not
+// when it is created but when a statement that fires it is compiled: a
+// trigger a write tool creates on its own table could change llmtool's
+// tables when the host's code writes to that table, where no authorizer
+// is installed. So for each table the handler created a trigger on,
+// CheckTriggers compiles, without running them, an INSERT, an UPDATE of
+// every column and a DELETE on it, in ModeOwn, which checks what runs
+// inside triggers as in a write call. Call it after the handler, in
+// ModeOwn; a denial fails the call, and its rollback takes the trigger.
+func (w *WriteTx) CheckTriggers(ctx context.Context) *Denial {
+	p := w.Policy
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	tables := slices.Compact(slices.Sorted(slices.Values(p.triggers)))
+	p.triggers = nil
+	p.mu.Unlock()
+	for _, table := range tables {
+		name := `main."` + strings.ReplaceAll(table, `"`, `""`) + `"`
+		set, err := w.columns(ctx, table)
+		if err != nil {
+			continue // the table is gone: so are its triggers
+		}
+		for _, probe := range []string{`INSERT INTO ` + name + ` DEFAULT VALUES`, `UPDATE ` + name + ` SET ` + set, `DELETE FROM ` + name} {
+			if st, err := w.Tx.PrepareContext(ctx, probe); err == nil {
+				st.Close()
+			}
+			if d := p.Take(); d != nil {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// columns returns "c1 = c1, c2 = c2, ..." for the columns of table that
+// an UPDATE can set.
+func (w *WriteTx) columns(ctx context.Context, table string) (string, error) {
+	rows, err := w.Tx.QueryContext(ctx, `SELECT name FROM pragma_table_xinfo(?) WHERE hidden = 0`, table)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var set []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return "", err
+		}
+		q := `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
+		set = append(set, q+" = "+q)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if len(set) == 0 {
+		return "", sql.ErrNoRows
+	}
+	return strings.Join(set, ", "), nil
 }
