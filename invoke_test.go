@@ -486,3 +486,74 @@ func TestFlatInputMatchesJSONDecoding(t *testing.T) {
 		})
 	}
 }
+
+// TestStuckWriteIsAbandoned: a write handler that ignores its context
+// past the call's deadline keeps the write path no longer than
+// Options.WriteGrace: a write in another scope goes through while the
+// handler is still stuck, the stuck handler's later statements fail with
+// sql.ErrTxDone, nothing of its call is saved, and its result says it
+// timed out and saved nothing.
+func TestStuckWriteIsAbandoned(t *testing.T) {
+	t.Parallel()
+	inserted, release, late := make(chan struct{}), make(chan struct{}), make(chan error, 2)
+	stuck := llmtool.Write("stuck_add", "Add an item, then hang.",
+		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
+			if _, err := c.Exec(`INSERT INTO items (name) VALUES (?)`, in.Name); err != nil {
+				return struct{}{}, err
+			}
+			close(inserted)
+			<-release // ignores c.Done()
+			_, err := c.Exec(`INSERT INTO items (name) VALUES ('after')`)
+			late <- err
+			_, err = c.ExecContext(context.Background(), `INSERT INTO items (name) VALUES ('after, without the deadline')`)
+			late <- err
+			return struct{}{}, nil
+		})
+	db := openDB(t)
+	logs := &lockedBuffer{}
+	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), WriteGrace: 10 * time.Millisecond},
+		itemTools, llmtool.DefineTools("stuck", stuck))
+	a, b := llmtool.WithScope(context.Background(), "A"), llmtool.WithScope(context.Background(), "B")
+	require.NoError(t, reg.SetWrites(a, "A", true))
+	require.NoError(t, reg.SetWrites(b, "B", true))
+
+	ctx, cancel := context.WithTimeout(a, 20*time.Millisecond)
+	defer cancel()
+	done := make(chan llmtool.Result, 1)
+	go func() { done <- reg.Invoke(ctx, llmtool.Call{Tool: "stuck_add", Args: []byte(`{"name":"stuck"}`)}) }()
+	<-inserted
+	// Waits for the write path, which the stuck call holds until its
+	// deadline and grace are over.
+	res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"from B"}`)})
+	require.False(t, res.IsError, res.Text())
+	select {
+	case <-done:
+		t.Fatal("the stuck call returned before its handler did")
+	default:
+	}
+	close(release)
+	require.ErrorIs(t, <-late, context.DeadlineExceeded, "the stuck handler's later statement, under its context")
+	require.ErrorIs(t, <-late, sql.ErrTxDone, "the stuck handler's later statement, under another context")
+	res = <-done
+	require.True(t, res.IsError)
+	require.ErrorIs(t, res.Err, context.DeadlineExceeded)
+	require.Equal(t, "The call to stuck_add timed out before it finished; nothing was saved. Call it again, with less work if possible.", res.Text())
+	require.ErrorContains(t, res.Err, "llmtool: tool stuck_add: its handler ran on for more than 10ms after the call's context ended, so llmtool stopped the write")
+
+	var names []string
+	rows, err := db.Query(`SELECT name FROM items ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{"apple", "from B"}, names, "nothing of the stuck call was saved")
+	require.Contains(t, logs.String(), `level=ERROR msg="llmtool: write handler ran on after its call's context ended; llmtool rolled its transaction back, closed its connection and let other writes go on (return when the handler's context is done)" tool=stuck_add grace=10ms err="context deadline exceeded"`)
+
+	// The write path works on.
+	res = reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"again"}`)})
+	require.False(t, res.IsError, res.Text())
+}

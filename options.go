@@ -176,6 +176,19 @@ type Options struct {
 	// Default: nil, no metrics, and no cost.
 	MeterProvider metric.MeterProvider
 
+	// WriteGrace bounds how long a write call whose context ended
+	// (cancelled by its caller, or past a deadline such as
+	// limit.Timeout's) may keep the write path while its handler has not
+	// returned. Once it is over, the registry abandons the call: it rolls
+	// the transaction back, closes its connection rather than reusing it
+	// and, on SQLite, where writes take turns, lets the next write go on.
+	// Go cannot stop the handler's goroutine: the handler's later
+	// statements fail with sql.ErrTxDone, and Invoke returns once the
+	// handler does, with a result that says the call was stopped and
+	// nothing saved. A handler that passes its context to whatever waits
+	// returns in time. Default (zero or negative): one second.
+	WriteGrace time.Duration
+
 	// OutputBudget bounds, in bytes of JSON, the results of the tools
 	// without a budget of their own (llmtool.OutputBudget): a longer
 	// result is cut to fit, or fails when the tool's Out cannot mark a

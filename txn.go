@@ -489,8 +489,16 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	defer func() { r.tx.EndWrite(wt, cs.refusal() != nil) }()
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
+	r.tx.Watch(ctx, wt, r.writeGrace, func() {
+		r.logger().Error("llmtool: write handler ran on after its call's context ended; llmtool rolled its transaction back, closed its connection and let other writes go on (return when the handler's context is done)",
+			"tool", t.spec.Name, "grace", r.writeGrace, "err", context.Cause(ctx))
+	})
 	wt.Policy.SetMode(dbconn.ModeWrite)
 	out, err = r.run(t, &w.ReadCtx, args)
+	if !wt.Claim() {
+		cs.finish()
+		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.writeGrace, ctx.Err())
+	}
 	cs.finish()
 	_ = cs.denied("")
 	if refused := cs.refusal(); refused != nil {

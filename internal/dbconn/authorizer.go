@@ -65,6 +65,9 @@ const (
 	ModeRead
 	// ModeWrite allows what a write call's handler may do.
 	ModeWrite
+	// ModeClosed allows nothing, and records no denial: the call was
+	// abandoned (see Pool.Watch), and the connection is being closed.
+	ModeClosed
 )
 
 // Policy is the authorizer's state on one connection: its mode, the last
@@ -97,6 +100,9 @@ func (p *Policy) Take() *Denial {
 // authorize is the connection's sqlite.AuthorizerFn.
 func (p *Policy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db, inner string) sqlite.AuthorizerReturnCode {
 	m := Mode(p.mode.Load())
+	if m == ModeClosed {
+		return sqlite.AuthorizerDeny
+	}
 	if allowed(m, action, arg1, arg2, db, inner) {
 		if action == sqlite.AuthCreateTrigger && m == ModeWrite {
 			p.mu.Lock()

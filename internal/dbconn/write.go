@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/llmtool/llmtool/internal/engine"
 )
@@ -24,7 +26,21 @@ type WriteTx struct {
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
 
 	cancel context.CancelFunc // ends the transaction's context
+	state  atomic.Int32       // writeRunning, writeEnding or writeAbandoned
+
+	// The watch of Watch: stopWatch unregisters it; ended, closed by
+	// Claim, tells its goroutine that the call no longer needs watching.
+	stopWatch func() bool
+	ended     chan struct{}
 }
+
+// A write transaction's state: the handler runs, the registry ends the
+// transaction (commit or rollback), or the watch abandoned the call.
+const (
+	writeRunning int32 = iota
+	writeEnding
+	writeAbandoned
+)
 
 // BeginWrite starts a write transaction, with the connection's authorizer
 // in ModeOwn on SQLite. On SQLite it first waits for the registry's write
@@ -89,10 +105,66 @@ func (t *Pool) releaseToken() {
 
 // EndWrite hands the connection back, without the registry's authorizer,
 // or closes it if the call had a statement refused (suspect), and
-// releases the write token. The transaction must have ended.
+// releases the write token. The transaction must have ended. It does
+// nothing for a call the watch abandoned (see Watch).
 func (t *Pool) EndWrite(w *WriteTx, suspect bool) {
+	if !w.Claim() {
+		return
+	}
 	w.cancel()
 	t.endConn(w, suspect)
+}
+
+// Watch bounds how long a call whose context ended may keep the write
+// path: once ctx is done, if the handler has not returned (Claim) within
+// grace, Watch abandons the call from a goroutine of its own. It rolls
+// the transaction back (database/sql cancels its open rows, and the
+// handler's later statements fail with sql.ErrTxDone), closes the
+// connection rather than reusing it (closing it ends the transaction
+// even if the ROLLBACK did not run), releases the write token (SQLite),
+// and calls abandoned. The handler's goroutine runs on until it returns;
+// the registry then finds the call abandoned (Claim reports false).
+//
+// On SQLite the authorizer is put in ModeClosed first, which refuses
+// everything: the handler may still be running statements, which must
+// not run as llmtool's own. So the ROLLBACK is refused too, and closing
+// the connection rolls back instead. One wait remains: a statement the
+// handler started with a context that does not end (not c, nor one
+// derived from it) runs to its end before the transaction ends.
+func (t *Pool) Watch(ctx context.Context, w *WriteTx, grace time.Duration, abandoned func()) {
+	if ctx.Done() == nil {
+		return
+	}
+	w.ended = make(chan struct{})
+	w.stopWatch = context.AfterFunc(ctx, func() {
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		select {
+		case <-w.ended:
+		case <-timer.C:
+			if w.state.CompareAndSwap(writeRunning, writeAbandoned) {
+				w.Policy.SetMode(ModeClosed)
+				_ = w.Tx.Rollback()
+				w.cancel()
+				t.endConn(w, true)
+				abandoned()
+			}
+		}
+	})
+}
+
+// Claim ends the watch of a call whose handler returned, and reports
+// whether the registry may end the transaction: false once the watch
+// abandoned the call.
+func (w *WriteTx) Claim() bool {
+	if w.state.CompareAndSwap(writeRunning, writeEnding) {
+		if w.stopWatch != nil {
+			w.stopWatch()
+			close(w.ended)
+		}
+		return true
+	}
+	return w.state.Load() == writeEnding
 }
 
 // endConn hands w's connection back or closes it, and releases the token.
