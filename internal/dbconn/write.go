@@ -25,6 +25,7 @@ type WriteTx struct {
 	Tx     *sql.Tx
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
 
+	policy Policy             // Policy's, on SQLite
 	cancel context.CancelFunc // ends the transaction's context
 	state  atomic.Int32       // writeRunning, writeEnding or writeAbandoned
 
@@ -67,7 +68,7 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 	}
 	w := &WriteTx{Conn: conn}
 	if t.sqlite {
-		w.Policy = new(Policy)
+		w.Policy = &w.policy
 		if err := install(conn, w.Policy); err != nil {
 			discard(conn)
 			t.releaseToken()
@@ -75,10 +76,12 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 		}
 	}
 	// BEGIN waits for a lock under ctx; the transaction then lives on a
-	// context only EndWrite ends.
-	txCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// context only EndWrite ends. A context that cannot end serves as it
+	// is (and spares the driver a watcher goroutine per statement).
+	txCtx, cancel := ctx, context.CancelFunc(func() {})
 	stop := func() bool { return true }
 	if ctx.Done() != nil {
+		txCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		stop = context.AfterFunc(ctx, cancel)
 	}
 	w.Tx, err = conn.BeginTx(txCtx, opts)
@@ -196,6 +199,10 @@ func (w *WriteTx) CheckTriggers(ctx context.Context) *Denial {
 		return nil
 	}
 	p.mu.Lock()
+	if len(p.triggers) == 0 {
+		p.mu.Unlock()
+		return nil
+	}
 	tables := slices.Compact(slices.Sorted(slices.Values(p.triggers)))
 	p.triggers = nil
 	p.mu.Unlock()
