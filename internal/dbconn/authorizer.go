@@ -88,6 +88,16 @@ func (p *Policy) SetMode(m Mode) {
 	}
 }
 
+// reset readies a connection's policy for the next call: ModeOwn, no
+// denial, no triggers.
+func (p *Policy) reset() {
+	p.SetMode(ModeOwn)
+	p.denied.Store(nil)
+	p.mu.Lock()
+	p.triggers = nil
+	p.mu.Unlock()
+}
+
 // Take returns the operation the policy denied since the last Take, or
 // nil, and forgets it. A nil Policy returns nil.
 func (p *Policy) Take() *Denial {

@@ -197,3 +197,47 @@ func TestRecompiledInOwnMode(t *testing.T) {
 	require.NoError(t, w.Tx.Rollback())
 	pool.EndWrite(w, true)
 }
+
+// TestWriteConnectionKept: SQLite's writes run on one connection, its
+// authorizer installed once, kept between them; a write whose connection
+// may have changed (suspect) closes it, as does one database/sql found
+// bad, and the next write takes another; Close hands it back to the host
+// without the authorizer.
+func TestWriteConnectionKept(t *testing.T) {
+	t.Parallel()
+	db, pool := openPool(t)
+	ctx := context.Background()
+	write := func(suspect bool) *sql.Conn {
+		t.Helper()
+		w, err := pool.BeginWrite(ctx)
+		require.NoError(t, err)
+		w.Policy.SetMode(ModeWrite)
+		_, err = w.Tx.ExecContext(ctx, `INSERT INTO items (name) VALUES ('x')`)
+		require.NoError(t, err)
+		w.Policy.SetMode(ModeOwn)
+		require.NoError(t, w.Tx.Commit())
+		pool.EndWrite(w, suspect)
+		return w.Conn
+	}
+	first := write(false)
+	require.Same(t, first, write(true), "kept")
+	second := write(false)
+	require.NotSame(t, first, second, "the suspect one was closed")
+	require.NoError(t, second.Close()) // as database/sql does with a bad connection
+	third := write(false)
+	require.NotSame(t, second, third)
+	require.Same(t, third, pool.writer.conn)
+
+	pool.Close()
+	require.Nil(t, pool.writer)
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM items`).Scan(&n))
+	require.Equal(t, 5, n)
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, q := range []string{`BEGIN`, `CREATE TEMP TABLE host_scratch (x)`, `INSERT INTO items (name) VALUES ('host')`, `COMMIT`} {
+		_, err := conn.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+}

@@ -40,6 +40,11 @@ type Pool struct {
 	sqlite  bool             // enforce read-only with PRAGMA query_only
 
 	writes chan struct{} // one token: writes are serialized per registry (SQLite)
+	// writer is SQLite's write connection between writes, owned by the
+	// token's holder; kept when the host's pool leaves room for it
+	// (keepWriter), and until Close.
+	writer     *writeConn
+	keepWriter bool
 
 	// Read connections reserved from DB and kept read-only, with BEGIN and
 	// ROLLBACK prepared once on SQLite, so a read call costs neither
@@ -65,18 +70,30 @@ func New(db *sql.DB, e engine.Engine) *Pool {
 			t.Dialect = sqlcheck.Postgres
 		}
 		n := maxReservedReads
-		if m := db.Stats().MaxOpenConnections; m > 0 {
+		m := db.Stats().MaxOpenConnections
+		if m > 0 {
 			n = min(n, (m-1)/2) // leave the host and the writer their connections
 		}
 		t.idle = make(chan *readConn, max(n, 0))
+		t.keepWriter = t.sqlite && (m == 0 || m >= 2)
 	}
 	return t
 }
 
-// Close hands the reserved connections back to the host's pool.
+// Close hands the reserved connections back to the host's pool: the
+// write connection now, if no write runs, else when the write ends.
 func (t *Pool) Close() {
 	t.closed.Store(true)
 	t.drain()
+	select {
+	case t.writes <- struct{}{}:
+		if w := t.writer; w != nil {
+			t.writer = nil
+			t.releaseWriteConn(w.conn, true, false)
+		}
+		<-t.writes
+	default:
+	}
 	t.ErrRow.Close()
 }
 

@@ -3,6 +3,8 @@ package dbconn
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,10 @@ import (
 // registry can close the connection rather than hand it back when the
 // handler may have changed it.
 //
+// On SQLite, where writes take turns, the registry keeps that connection
+// between writes (see writeConn), its authorizer installed once; on
+// PostgreSQL each write takes a connection from the pool.
+//
 // The transaction does not end with the call's context: database/sql
 // would roll it back from a goroutine of its own as soon as the context
 // ends, while the handler may still be running statements, and on SQLite
@@ -25,7 +31,7 @@ type WriteTx struct {
 	Tx     *sql.Tx
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
 
-	policy Policy             // Policy's, on SQLite
+	wc     *writeConn         // SQLite's write connection
 	cancel context.CancelFunc // ends the transaction's context
 	state  atomic.Int32       // writeRunning, writeEnding or writeAbandoned
 
@@ -42,6 +48,13 @@ const (
 	writeEnding
 	writeAbandoned
 )
+
+// writeConn is SQLite's write connection, with its authorizer's policy.
+// The holder of the write token owns Pool.writer.
+type writeConn struct {
+	conn   *sql.Conn
+	policy Policy
+}
 
 // BeginWrite starts a write transaction, with the connection's authorizer
 // in ModeOwn on SQLite. On SQLite it first waits for the registry's write
@@ -61,18 +74,43 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 	} else if t.Engine == engine.Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
 	}
-	conn, err := t.DB.Conn(ctx)
+	kept := t.writer
+	t.writer = nil
+	w, err := t.beginWrite(ctx, opts, kept)
+	if err != nil && w == nil && kept != nil {
+		// The kept write connection is gone (database/sql closes a
+		// connection its driver reported bad): take another.
+		w, err = t.beginWrite(ctx, opts, nil)
+	}
 	if err != nil {
 		t.releaseToken()
 		return nil, err
 	}
-	w := &WriteTx{Conn: conn}
-	if t.sqlite {
-		w.Policy = &w.policy
-		if err := install(conn, w.Policy); err != nil {
-			discard(conn)
-			t.releaseToken()
+	return w, nil
+}
+
+// beginWrite begins a write transaction on kept, SQLite's write
+// connection, or on a connection from the pool when kept is nil. It
+// returns a nil WriteTx and an error when kept is closed, and else, on
+// failure, a WriteTx whose connection it handed back.
+func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeConn) (*WriteTx, error) {
+	w := &WriteTx{wc: kept}
+	if kept != nil {
+		w.Conn, w.Policy = kept.conn, &kept.policy
+		w.Policy.reset()
+	} else {
+		conn, err := t.DB.Conn(ctx)
+		if err != nil {
 			return nil, err
+		}
+		w.Conn = conn
+		if t.sqlite {
+			w.wc = &writeConn{conn: conn}
+			w.Policy = &w.wc.policy
+			if err := install(conn, w.Policy); err != nil {
+				discard(conn)
+				return w, err
+			}
 		}
 	}
 	// BEGIN waits for a lock under ctx; the transaction then lives on a
@@ -84,7 +122,8 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 		txCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		stop = context.AfterFunc(ctx, cancel)
 	}
-	w.Tx, err = conn.BeginTx(txCtx, opts)
+	var err error
+	w.Tx, err = w.Conn.BeginTx(txCtx, opts)
 	if !stop() && err == nil {
 		// ctx ended during BEGIN, and with it the transaction's context.
 		_ = w.Tx.Rollback()
@@ -92,8 +131,12 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 	}
 	if err != nil {
 		cancel()
-		t.endConn(w, false)
-		return nil, err
+		if kept != nil && (errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)) {
+			discard(w.Conn)
+			return nil, err
+		}
+		t.releaseWriteConn(w.Conn, w.wc != nil, true)
+		return w, err
 	}
 	w.cancel = cancel
 	return w, nil
@@ -170,17 +213,28 @@ func (w *WriteTx) Claim() bool {
 	return w.state.Load() == writeEnding
 }
 
-// endConn hands w's connection back or closes it, and releases the token.
+// endConn keeps SQLite's write connection for the next write, or hands
+// w's connection back, or closes it (suspect), and releases the token.
 func (t *Pool) endConn(w *WriteTx, suspect bool) {
-	if !suspect && w.Policy != nil && uninstall(w.Conn) != nil {
+	defer t.releaseToken()
+	if !suspect && w.wc != nil && t.keepWriter && !t.closed.Load() {
+		t.writer = w.wc
+		return
+	}
+	t.releaseWriteConn(w.Conn, w.wc != nil, suspect)
+}
+
+// releaseWriteConn hands conn back to the host's pool without the
+// registry's authorizer, or closes it (suspect).
+func (t *Pool) releaseWriteConn(conn *sql.Conn, authorizer, suspect bool) {
+	if !suspect && authorizer && uninstall(conn) != nil {
 		suspect = true
 	}
 	if suspect {
-		discard(w.Conn)
+		discard(conn)
 	} else {
-		w.Conn.Close()
+		conn.Close()
 	}
-	t.releaseToken()
 }
 
 // CheckTriggers returns what the authorizer denies in the triggers the
