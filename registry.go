@@ -125,9 +125,6 @@ type Registry struct {
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per scope (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
-	// writeGrace is Options.WriteGrace: how long a write whose context
-	// ended may keep the write path (txn.go).
-	writeGrace time.Duration
 }
 
 type entry struct {
@@ -144,9 +141,6 @@ type loader struct {
 	done    chan struct{}
 	err     error
 }
-
-// defaultWriteGrace is Options.WriteGrace's default.
-const defaultWriteGrace = time.Second
 
 // NoScopeCache, as Options.ScopeCacheTTL, makes the registry read a
 // scope's settings on every listing and call.
@@ -173,7 +167,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 			return nil, err
 		}
 	}
-	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry), writeGrace: defaultWriteGrace}
+	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
 	r.invoke = r.call
 	if err := r.setup(opts); err != nil {
 		return nil, err
@@ -424,9 +418,7 @@ func (r *Registry) configure(o *Options) {
 	}
 	r.validateOutput.Store(o.ValidateOutput)
 	r.budget = max(o.OutputBudget, 0)
-	if o.WriteGrace > 0 {
-		r.writeGrace = o.WriteGrace
-	}
+	r.tx.WriteGrace = o.WriteGrace
 	r.invoke = r.chain(o.Middleware)
 	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {

@@ -342,11 +342,13 @@ func OpenSQLite(driverName, path string) (*sql.DB, error) {
 	return db, nil
 }
 
-// Close hands the read connections the registry reserved back to the
-// database's pool, in their normal writable state, and stops watching for
-// other processes' scope changes (see Subscribe). It does not close the
-// database, which belongs to the host. Calls made after Close still work,
-// without reserved connections.
+// Close hands the connections the registry reserved (for reads, and on
+// SQLite the one its writes run on) back to the database's pool, in their
+// normal state, without llmtool's authorizer, and stops watching for
+// other processes' scope changes (see Subscribe); a write that runs hands
+// its connection back when it ends. It does not close the database, which
+// belongs to the host. Calls made after Close still work, without
+// reserved connections.
 func (r *Registry) Close() error {
 	r.pol.subMu.Lock()
 	if r.pol.stop != nil {
@@ -489,15 +491,15 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	defer func() { r.tx.EndWrite(wt, cs.refusal() != nil) }()
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
-	r.tx.Watch(ctx, wt, r.writeGrace, func() {
+	r.tx.Watch(ctx, wt, func() {
 		r.logger().Error("llmtool: write handler ran on after its call's context ended; llmtool rolled its transaction back, closed its connection and let other writes go on (return when the handler's context is done)",
-			"tool", t.spec.Name, "grace", r.writeGrace, "err", context.Cause(ctx))
+			"tool", t.spec.Name, "grace", r.tx.Grace(), "err", context.Cause(ctx))
 	})
 	wt.Policy.SetMode(dbconn.ModeWrite)
 	out, err = r.run(t, &w.ReadCtx, args)
 	if !wt.Claim() {
 		cs.finish()
-		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.writeGrace, ctx.Err())
+		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
 	}
 	cs.finish()
 	_ = cs.denied("")

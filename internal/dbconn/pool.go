@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/sqlcheck"
@@ -45,6 +46,11 @@ type Pool struct {
 	// (keepWriter), and until Close.
 	writer     *writeConn
 	keepWriter bool
+
+	// WriteGrace bounds how long a write whose context ended may keep
+	// the write path (see Watch); zero or negative means one second. Set
+	// it before the first call.
+	WriteGrace time.Duration
 
 	// Read connections reserved from DB and kept read-only, with BEGIN and
 	// ROLLBACK prepared once on SQLite, so a read call costs neither

@@ -161,9 +161,18 @@ func (t *Pool) EndWrite(w *WriteTx, suspect bool) {
 	t.endConn(w, suspect)
 }
 
+// Grace is how long a write whose context ended may keep the write path:
+// WriteGrace, or one second.
+func (t *Pool) Grace() time.Duration {
+	if t.WriteGrace > 0 {
+		return t.WriteGrace
+	}
+	return time.Second
+}
+
 // Watch bounds how long a call whose context ended may keep the write
 // path: once ctx is done, if the handler has not returned (Claim) within
-// grace, Watch abandons the call from a goroutine of its own. It rolls
+// Grace, Watch abandons the call from a goroutine of its own. It rolls
 // the transaction back (database/sql cancels its open rows, and the
 // handler's later statements fail with sql.ErrTxDone), closes the
 // connection rather than reusing it (closing it ends the transaction
@@ -177,10 +186,11 @@ func (t *Pool) EndWrite(w *WriteTx, suspect bool) {
 // the connection rolls back instead. One wait remains: a statement the
 // handler started with a context that does not end (not c, nor one
 // derived from it) runs to its end before the transaction ends.
-func (t *Pool) Watch(ctx context.Context, w *WriteTx, grace time.Duration, abandoned func()) {
+func (t *Pool) Watch(ctx context.Context, w *WriteTx, abandoned func()) {
 	if ctx.Done() == nil {
 		return
 	}
+	grace := t.Grace()
 	w.ended = make(chan struct{})
 	w.stopWatch = context.AfterFunc(ctx, func() {
 		timer := time.NewTimer(grace)
