@@ -13,9 +13,14 @@ import (
 // ErrStatementRefused is wrapped by the error a handler gets when it runs a
 // statement that would change the transaction or the connection rather
 // than data: BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE, END, a PRAGMA
-// that sets a value, ATTACH, DETACH, VACUUM, CREATE TEMP and the like.
-// llmtool owns each call's transaction and hands its connection back
-// exactly as it found it, so such a statement never reaches the database.
+// that sets a value, ATTACH, DETACH, VACUUM, CREATE TEMP and the like; or
+// that touches llmtool's own tables (llmtool_*), or, on SQLite, the raw
+// pages of sqlite_dbpage; or, in a read tool, that writes. llmtool owns
+// each call's transaction and hands its connection back exactly as it
+// found it, so such a statement never runs: on SQLite the engine's
+// authorizer refuses it as it compiles it, on PostgreSQL llmtool's check
+// of its text before it is sent. The error names what was refused and
+// what to do instead.
 //
 // A refusal ends the call: whatever the handler returns afterwards, the
 // transaction rolls back and the model gets the generic internal-error

@@ -24,20 +24,27 @@ import (
 // the principal and scope, and progress and log reporting. It has no way to
 // write, and the database refuses writes in its transaction too.
 //
-// A ReadCtx is valid only until the handler returns; then its context is
-// cancelled (Done closes, contexts derived from it are cancelled) and its
-// queries fail with sql.ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's
-// handler leaves open are closed when it returns.
+// A read call runs its guards and handler once, in one read-only
+// transaction: every query sees the same snapshot. A ReadCtx is valid only
+// until the handler returns; then its context is cancelled (Done closes,
+// contexts derived from it are cancelled) and its queries fail with
+// sql.ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's handler leaves
+// open are closed when it returns.
 //
 // A handler's SQL may read data and nothing else: statements that would
 // change the transaction or the connection (BEGIN, COMMIT, ROLLBACK, a
 // PRAGMA that sets a value, ATTACH, ...) are refused with
 // ErrStatementRefused, and the call fails. So are statements, in any tool,
 // that change llmtool's own tables (llmtool_*: scope settings, used
-// approvals, the audit): a tool may read them, never write them. (The check
-// reads the statement's text; on PostgreSQL, keep a tool module you do not
-// trust from creating functions that build SQL, or take the privilege to
-// write those tables from the role it runs as.)
+// approvals, the audit). On SQLite the engine refuses them, operation by
+// operation, as it compiles each statement (llmtool installs an authorizer
+// on the connections it runs calls on), and a tool may not read those
+// tables either, nor use sqlite_dbpage or the temp schema, nor run a
+// pragma other than those that only read whatever their argument
+// (table_info, index_list, ...). On PostgreSQL llmtool reads each
+// statement's text; keep a tool module you do not trust from creating
+// functions that build SQL, or take the privilege to write those tables
+// from the role it runs as.
 //
 // With SQLite, a read tool's queries run on statements its connection keeps
 // prepared, keyed by query text, so a tool's SQL is parsed once per
