@@ -111,7 +111,7 @@ func baselineTxRead(b *testing.B, ctx context.Context, db *sql.DB) {
 	}
 }
 
-// baselineInsert is what a write tool replaces: BEGIN IMMEDIATE (OpenSQLite
+// baselineInsert is what a write tool replaces: BEGIN IMMEDIATE (sqlite.Open
 // sets _txlock=immediate), INSERT ... RETURNING id, COMMIT, encode the row.
 func baselineInsert(b *testing.B, ctx context.Context, db *sql.DB) {
 	var in AddItemIn

@@ -19,7 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/internal/pgtest"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // lockedBuffer is a log sink safe for concurrent writes.
@@ -62,7 +66,8 @@ type connState struct {
 	Isolation string `json:"isolation"`
 }
 
-// connStateSQL reads a connection's state, on the engine under test.
+// connStateSQL reads a connection's state, on the engine under test, as
+// host code sees it.
 func connStateSQL() string {
 	if pgtest.FromEnv() {
 		return `SELECT CASE WHEN current_setting('transaction_read_only') = 'on' THEN 1 ELSE 0 END,
@@ -79,17 +84,29 @@ func connStateSQL() string {
 	(SELECT count(*) FROM pragma_database_list() WHERE name NOT IN ('main', 'temp')), (SELECT count(*) FROM temp.sqlite_master), 0, ''`
 }
 
-// The states the registry sets: for a read call's connection, a write
-// call's, and one in the host's pool.
+// handlerStateSQL reads a connection's state as a handler may: on
+// SQLite, whose authorizer lets a handler run only the pragmas that read
+// whatever their argument, the attached databases and temp tables that
+// pragma_table_list shows; on PostgreSQL, what connStateSQL reads.
+func handlerStateSQL() string {
+	if pgtest.FromEnv() {
+		return connStateSQL()
+	}
+	return `SELECT 0, 0, (SELECT count(DISTINCT schema) FROM pragma_table_list WHERE schema NOT IN ('main', 'temp')),
+	(SELECT count(*) FROM pragma_table_list WHERE schema = 'temp' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'), 0, ''`
+}
+
+// The states the registry sets: for a read call's connection and a write
+// call's, as their handlers see them, and one in the host's pool.
 var (
 	readConnState = map[string]connState{
-		"sqlite": {ReadOnly: 1, ForeignKeys: 1},
+		"sqlite": {},
 		// Session 1: the registry's own default_transaction_read_only
 		// on its reserved read connections (RESET when handed back).
 		"postgres": {ReadOnly: 1, ForeignKeys: 1, Session: 1, Isolation: "repeatable read"},
 	}
 	writeConnState = map[string]connState{
-		"sqlite":   {ForeignKeys: 1},
+		"sqlite":   {},
 		"postgres": {ForeignKeys: 1, Isolation: "serializable"},
 	}
 	pooledConnState = map[string]connState{
@@ -118,21 +135,20 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 	f := &escapeFixture{db: openDB(t), log: &lockedBuffer{}, other: filepath.Join(t.TempDir(), "other.db")}
 	readState := llmtool.Read("read_state", "Report the read connection's state.",
 		func(c *llmtool.ReadCtx, _ struct{}) (connState, error) {
-			return scanConnState(c.QueryRow(connStateSQL()))
+			return scanConnState(c.QueryRow(handlerStateSQL()))
 		})
 	writeState := llmtool.Write("write_state", "Report the write connection's state.",
 		func(c *llmtool.WriteCtx, _ struct{}) (connState, error) {
-			return scanConnState(c.QueryRow(connStateSQL()))
+			return scanConnState(c.QueryRow(handlerStateSQL()))
 		})
-	// Two statements: on PostgreSQL every call of it runs in a snapshot,
-	// where read_state's run in autocommit after its first (one statement).
+	// Two statements, in one snapshot like read_state's one.
 	readStateSnapshot := llmtool.Read("read_state_snapshot", "Report the read connection's state in a snapshot.",
 		func(c *llmtool.ReadCtx, _ struct{}) (connState, error) {
 			var one int
 			if err := c.QueryRow(`SELECT 1`).Scan(&one); err != nil {
 				return connState{}, err
 			}
-			return scanConnState(c.QueryRow(connStateSQL()))
+			return scanConnState(c.QueryRow(handlerStateSQL()))
 		})
 	readInsert := llmtool.Read("read_insert", "Try to insert from a read tool.",
 		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
@@ -155,16 +171,11 @@ func newEscapeFixture(t *testing.T, tools ...*llmtool.Tool) *escapeFixture {
 func (f *escapeFixture) requireClean(t *testing.T) {
 	t.Helper()
 	require.Equal(t, 1, countItems(t, f.db), "the database is unchanged")
-	for i := range 3 {
+	for range 3 {
 		want := readConnState[testEngine()]
 		res := invoke(f.reg, "read_state_snapshot", "")
 		require.False(t, res.IsError, res.Text())
 		require.Equal(t, want, decodeConnState(t, res.JSON), "a read call's connection, in a snapshot")
-		if pgtest.FromEnv() && i > 0 {
-			// One statement: after its first call it runs in autocommit,
-			// where one statement sees one snapshot.
-			want.Isolation = "read committed"
-		}
 		res = invoke(f.reg, "read_state", "")
 		require.False(t, res.IsError, res.Text())
 		require.Equal(t, want, decodeConnState(t, res.JSON), "a read call's connection")
@@ -175,7 +186,7 @@ func (f *escapeFixture) requireClean(t *testing.T) {
 	// A read tool's INSERT is still refused by the database.
 	res := invoke(f.reg, "read_insert", "")
 	require.True(t, res.IsError)
-	require.EqualError(t, res.Err, readToolWriteErr("read_insert"))
+	require.EqualError(t, res.Err, readToolWriteErr("read_insert", "INSERT INTO items (name) VALUES ('escaped') RETURNING id"))
 	require.Equal(t, 1, countItems(t, f.db), "the database is unchanged")
 
 	require.NoError(t, f.reg.Close())
@@ -227,6 +238,9 @@ type escapeIn struct {
 func TestEscapeAttempts(t *testing.T) {
 	t.Parallel()
 	const generic = "Internal error in %s; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
+	// late is what the goroutine write_from_goroutine leaves behind gets
+	// when it writes, once the call ended (release).
+	late, release := make(chan error, 1), make(chan struct{})
 	insert := `INSERT INTO items (name) VALUES ('escaped') RETURNING id`
 	readTool := func(name string, h func(c *llmtool.ReadCtx, in escapeIn) error) *llmtool.Tool {
 		return llmtool.Read(name, "Try to escape.", func(c *llmtool.ReadCtx, in escapeIn) (struct{}, error) {
@@ -246,44 +260,25 @@ func TestEscapeAttempts(t *testing.T) {
 		var x any
 		_ = c.QueryRow(q, args...).Scan(&x)
 	}
-	// firstErr runs statements until one fails, and returns its error.
-	firstErr := func(tx *sql.Tx, qs ...string) error {
-		for _, q := range qs {
-			if _, err := tx.Exec(q); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// sessionState is what a handler leaves on a PostgreSQL session
-	// through the unchecked *sql.Tx: a setting, an advisory lock, a
-	// prepared statement, a channel and a temp table (the lock and the
-	// statement outlive even a rollback).
-	sessionState := []string{
-		"SET default_transaction_read_only = on",
-		"SELECT pg_advisory_lock(1)",
-		"PREPARE spy AS SELECT 1",
-		"LISTEN llmtool",
-		"CREATE TEMP TABLE scratch (x INTEGER)",
-	}
 	cases := []struct {
 		only string // "sqlite" or "postgres": the engine the row holds on; "" for both
-		// pgKept are the items a handler saves on PostgreSQL by running
-		// statements after ending the transaction itself (COMMIT or
-		// ROLLBACK on WriteCtx.Tx): they autocommit, out of anyone's
-		// reach; the call still fails.
-		pgKept []string
-		tool   *llmtool.Tool
-		log    string // in the log, for the tool's author
-		err    error  // what res.Err wraps
-		ok     bool   // the call succeeds
+		tool *llmtool.Tool
+		log  string // in the log, for the tool's author
+		// sqliteLog replaces log on SQLite, whose authorizer words some
+		// refusals after the operation it denied.
+		sqliteLog string
+		err       error // what res.Err wraps
+		ok        bool  // the call succeeds
+		// after runs once the call returned, before the checks that the
+		// database and the connections are clean.
+		after func(t *testing.T)
 	}{
 		// SQLite: pragmas, attached files, temp triggers.
 		{only: "sqlite", tool: readTool("read_pragma_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "PRAGMA query_only = 0")
 			ignore(c, insert)
 			return nil
-		}), log: "statement=\"PRAGMA query_only = 0\" why=\"sets a pragma, which changes the connection's settings\"", err: llmtool.ErrStatementRefused},
+		}), log: "statement=\"PRAGMA query_only = 0\" why=\"runs PRAGMA query_only with the value 0, and a tool may run only the pragmas that read whatever their argument", err: llmtool.ErrStatementRefused},
 		{only: "sqlite", tool: readTool("read_pragma_call_form", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "pragma main.query_only(false)")
 			ignore(c, insert)
@@ -296,7 +291,7 @@ func TestEscapeAttempts(t *testing.T) {
 			}
 			ignore(c, insert)
 			return nil
-		}), log: "statement=\"PRAGMA query_only = 0\"", err: llmtool.ErrStatementRefused},
+		}), log: "statement=\"SELECT 1; PRAGMA query_only = 0\" why=\"runs PRAGMA query_only with the value 0", err: llmtool.ErrStatementRefused},
 		{only: "sqlite", tool: readTool("read_explain_pragma", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "EXPLAIN PRAGMA query_only = 0")
 			ignore(c, insert)
@@ -318,18 +313,6 @@ func TestEscapeAttempts(t *testing.T) {
 			_, _ = c.Exec(`CREATE TEMP TRIGGER spy AFTER INSERT ON items BEGIN DELETE FROM items; END`)
 			return nil
 		}), log: "statement=\"CREATE TEMP TRIGGER spy", err: llmtool.ErrStatementRefused},
-		// Through the raw *sql.Tx nothing is checked; the connection is
-		// closed after the call instead of going back to the pool.
-		{only: "sqlite", tool: writeTool("write_tx_attach_pragma", func(c *llmtool.WriteCtx, in escapeIn) error {
-			if _, err := c.Tx().Exec("ATTACH ? AS other", in.Other); err != nil {
-				return err
-			}
-			if _, err := c.Tx().Exec("PRAGMA query_only = 1"); err != nil {
-				return err
-			}
-			return errors.New("done changing the connection")
-		})},
-
 		// PostgreSQL: the settings of the session and of the transaction.
 		{only: "postgres", tool: readTool("read_set_transaction_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "SET TRANSACTION READ WRITE")
@@ -437,25 +420,12 @@ func TestEscapeAttempts(t *testing.T) {
 			var id int
 			return c.QueryRow(`SELECT nextval('items_id_seq')`).Scan(&id)
 		}), log: `err="llmtool: tool read_nextval is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute nextval() in a read-only transaction (SQLSTATE 25006)"`},
-		// PostgreSQL, through the raw *sql.Tx: the session state stays on
-		// that connection, which is closed after the call, whether the
-		// call rolls back or commits.
-		{only: "postgres", tool: writeTool("write_tx_session_state_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if err := firstErr(c.Tx(), sessionState...); err != nil {
-				return err
-			}
-			return errors.New("done changing the session")
-		})},
-		{only: "postgres", ok: true, tool: writeTool("write_tx_session_state_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			return firstErr(c.Tx(), sessionState...)
-		})},
-
 		// Both engines.
 		{tool: readTool("read_commit_then_insert", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "COMMIT")
 			ignore(c, insert)
 			return nil
-		}), log: "statement=COMMIT why=\"controls the transaction\"", err: llmtool.ErrStatementRefused},
+		}), log: "statement=COMMIT why=\"controls the transaction", err: llmtool.ErrStatementRefused},
 		{tool: readTool("read_rollback_begin", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "ROLLBACK")
 			ignore(c, "BEGIN IMMEDIATE")
@@ -466,7 +436,7 @@ func TestEscapeAttempts(t *testing.T) {
 		{tool: readTool("read_temp_table", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			ignore(c, "CREATE TEMP TABLE scratch (x INTEGER)")
 			return nil
-		}), log: "why=\"creates or changes an object that lives with the connection, not the database\"", err: llmtool.ErrStatementRefused},
+		}), log: "why=\"creates or changes an object that lives with the connection, not the database\"", sqliteLog: "why=\"inserts into sqlite_temp_master, in the temp schema, whose objects live with the connection, not the database\"", err: llmtool.ErrStatementRefused},
 		{ok: true, tool: readTool("read_rows_left_open", func(c *llmtool.ReadCtx, _ escapeIn) error {
 			_, err := c.Query("SELECT id FROM items") // never closed
 			return err
@@ -478,55 +448,28 @@ func TestEscapeAttempts(t *testing.T) {
 			_, _ = c.Exec("COMMIT")
 			return errors.New("something failed after the commit")
 		}), log: "statement=COMMIT", err: llmtool.ErrStatementRefused},
-		{tool: writeTool("write_tx_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return errors.New("something failed after the commit")
-		}), log: "write tool ended its transaction itself"},
-		{tool: writeTool("write_tx_commit_then_nil", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			if _, err := c.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_ = c.Tx().Commit() //llmtoolvet:ignore the escape suite proves the run-time refusal
+		{tool: writeTool("write_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
+			_, _ = c.Exec("ROLLBACK")
+			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
 			return nil
-		}), err: sql.ErrTxDone},
-		{pgKept: []string{"after"}, tool: writeTool("write_tx_exec_commit", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx := c.Tx()
-			if _, err := tx.Exec(`INSERT INTO items (name) VALUES ('partial')`); err != nil {
-				return err
-			}
-			_, _ = tx.Exec("COMMIT")
-			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('after')`)
-			return nil
-		})},
-		{pgKept: []string{"autocommitted"}, tool: writeTool("write_tx_rollback_then_insert", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx := c.Tx()
-			_, _ = tx.Exec("ROLLBACK")
-			_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('autocommitted')`)
-			return nil
-		})},
-		{tool: writeTool("write_tx_rollback", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			_ = c.Tx().Rollback() //llmtoolvet:ignore the escape suite proves the run-time refusal
-			return nil
-		}), err: sql.ErrTxDone},
+		}), log: "statement=ROLLBACK", err: llmtool.ErrStatementRefused},
 		{tool: writeTool("write_savepoint_released", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			_, _ = c.Exec("SAVEPOINT early")
 			_, _ = c.Exec(`INSERT INTO items (name) VALUES ('partial')`)
 			_, _ = c.Exec("RELEASE early")
 			return errors.New("failed after the release")
 		}), log: "statement=\"SAVEPOINT early\"", err: llmtool.ErrStatementRefused},
-		{tool: writeTool("write_tx_from_goroutine", func(c *llmtool.WriteCtx, _ escapeIn) error {
-			tx, started := c.Tx(), make(chan struct{})
+		{tool: writeTool("write_from_goroutine", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			go func() { //llmtoolvet:ignore the escape suite proves the run-time refusal
-				close(started)
-				time.Sleep(20 * time.Millisecond)
-				_, _ = tx.Exec(`INSERT INTO items (name) VALUES ('late')`)
+				<-release
+				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
+				late <- err
 			}()
-			<-started
 			return errors.New("returned before the goroutine wrote")
-		})},
+		}), after: func(t *testing.T) {
+			close(release)
+			require.ErrorIs(t, <-late, sql.ErrTxDone)
+		}},
 		{tool: writeTool("write_rows_left_open", func(c *llmtool.WriteCtx, _ escapeIn) error {
 			if _, err := c.Query("SELECT id FROM items"); err != nil { // never closed
 				return err
@@ -556,25 +499,15 @@ func TestEscapeAttempts(t *testing.T) {
 			if tc.err != nil {
 				require.ErrorIs(t, res.Err, tc.err)
 			}
+			if tc.sqliteLog != "" && !pgtest.FromEnv() {
+				tc.log = tc.sqliteLog
+			}
 			if tc.log != "" {
 				require.Contains(t, f.log.String(), tc.log, f.log.String())
 				require.Contains(t, f.log.String(), "tool="+name)
 			}
-			time.Sleep(40 * time.Millisecond) // let write_tx_from_goroutine's goroutine try
-			if pgtest.FromEnv() && tc.pgKept != nil {
-				var kept []string
-				rows, err := f.db.Query(`SELECT name FROM items WHERE id > 1 ORDER BY id`)
-				require.NoError(t, err)
-				for rows.Next() {
-					var n string
-					require.NoError(t, rows.Scan(&n))
-					kept = append(kept, n)
-				}
-				require.NoError(t, rows.Err())
-				require.Equal(t, tc.pgKept, kept, "only what ran after the handler's own COMMIT or ROLLBACK")
-				require.Contains(t, res.Err.Error(), "ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone")
-				_, err = f.db.Exec(`DELETE FROM items WHERE id > 1`)
-				require.NoError(t, err)
+			if tc.after != nil {
+				tc.after(t)
 			}
 			f.requireClean(t)
 		})
@@ -590,8 +523,10 @@ func TestRefusedStatementMessage(t *testing.T) {
 	tests := []struct {
 		only, stmt, why, instead string
 	}{
-		{"sqlite", "PRAGMA query_only = 0", "sets a pragma, which changes the connection's settings", "read a pragma with SELECT * FROM pragma_<name>(...); set pragmas where the host opens the database (in the DSN's _pragma parameters)."},
-		{"", "COMMIT", "controls the transaction", txInstead},
+		{"sqlite", "PRAGMA query_only = 0", "runs PRAGMA query_only with the value 0, and a tool may run only the pragmas that read whatever their argument (table_info, index_list, foreign_key_check, integrity_check, ...)", "read a table's columns with SELECT * FROM pragma_table_info('t') and the schema from sqlite_schema; set pragmas where the host opens the database (in the DSN's _pragma parameters)."},
+		{"sqlite", "COMMIT", "controls the transaction (COMMIT)", txInstead},
+		{"sqlite", "SELECT * FROM 'llmtool_approvals'", "reads llmtool_approvals, a table llmtool keeps for itself", "llmtool's tables (llmtool_*) are not a tool's to read or change: change llmtool's settings through the Registry (SetWrites, SetApproval, ...)."},
+		{"postgres", "COMMIT", "controls the transaction", txInstead},
 		{"postgres", "SET TRANSACTION READ WRITE", "changes the settings of the session or of the call's transaction", pgSetInstead},
 		{"postgres", "SELECT set_config('transaction_read_only', 'off', true)", "calls set_config, which changes the session's settings", pgSetInstead},
 		{"postgres", "SELECT pg_advisory_lock(1)", "calls pg_advisory_lock, which takes a session-level advisory lock, which outlives the call's transaction", "use pg_advisory_xact_lock or pg_try_advisory_xact_lock, whose locks end with the call's transaction."},
@@ -614,7 +549,7 @@ func TestRefusedStatementMessage(t *testing.T) {
 			require.True(t, res.IsError)
 			require.EqualError(t, seen, "llmtool: statement refused: tool sneaky ran statement `"+tc.stmt+"` "+tc.why+"; "+tc.instead)
 			require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused)
-			require.Contains(t, f.log.String(), `level=ERROR msg="llmtool: tool ran a statement that would change its transaction or connection; llmtool refused it" tool=sneaky statement=`+slogQuote(tc.stmt)+` why=`+slogQuote(tc.why)+` instead=`+slogQuote(tc.instead))
+			require.Contains(t, f.log.String(), `level=ERROR msg="llmtool: tool ran a statement that a tool may not run; llmtool refused it" tool=sneaky statement=`+slogQuote(tc.stmt)+` why=`+slogQuote(tc.why)+` instead=`+slogQuote(tc.instead))
 			f.requireClean(t)
 		})
 	}
@@ -803,4 +738,252 @@ func TestHandlerContextEndsWithCall(t *testing.T) {
 func quoteJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// sqlIn is SQL the model wrote, which a careless tool runs as it is.
+type sqlIn struct {
+	SQL string `json:"sql" desc:"The SQL to run."`
+}
+
+type sqlOut struct {
+	Rows int `json:"rows"`
+}
+
+// ownTables reads llmtool's own tables, as host code sees them.
+func ownTables(t *testing.T, db *sql.DB) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	for table, q := range map[string]string{
+		"scope settings": `SELECT scope || '|' || tool || '|' || enabled FROM llmtool_scope_settings ORDER BY scope, tool`,
+		"scope version":  `SELECT version FROM llmtool_scope_version`,
+		"approvals":      `SELECT nonce FROM llmtool_approvals ORDER BY nonce`,
+		"audit":          `SELECT tool || '|' || outcome || '|' || scope FROM llmtool_audit ORDER BY rowid`,
+		"migrations":     `SELECT subject || '|' || version FROM llmtool_migrations ORDER BY subject`,
+		"schema":         `SELECT type || '|' || name FROM sqlite_schema ORDER BY type, name`,
+	} {
+		rows, err := db.Query(q)
+		require.NoError(t, err, table)
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			got[table] = append(got[table], s)
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+	}
+	return got
+}
+
+// TestSQLiteEscapes: SQLite's authorizer against SQL a model wrote, run by
+// a careless write tool of scope A (and a read tool). Two scopes share the
+// database: A, whose writes are on and which has used an approval, and B,
+// whose writes are off. Every attack is refused with ErrStatementRefused
+// however it names llmtool's tables (quoted, bracketed, qualified, in any
+// case), and afterwards B's writes are still off, a tool needing approval
+// still asks, the used approval stays used, no trigger fires in a later
+// call of another scope nor in the host's own write, llmtool's tables are
+// as they were, and the file passes PRAGMA integrity_check.
+func TestSQLiteEscapes(t *testing.T) {
+	t.Parallel()
+	if pgtest.FromEnv() {
+		t.Skip("SQLite's authorizer; PostgreSQL's boundary is TestEscapeAttempts'")
+	}
+	ctx := context.Background()
+	db := openDB(t)
+	table, err := audit.NewTable(ctx, db, "")
+	require.NoError(t, err)
+	runSQL := llmtool.Write("run_sql", "Run the SQL the model wrote.", func(c *llmtool.WriteCtx, in sqlIn) (sqlOut, error) {
+		res, err := c.Exec(in.SQL)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		n, err := res.RowsAffected()
+		return sqlOut{Rows: int(n)}, err
+	})
+	querySQL := llmtool.Read("query_sql", "Run the query the model wrote.", func(c *llmtool.ReadCtx, in sqlIn) (sqlOut, error) {
+		rows, err := c.Query(in.SQL)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		defer rows.Close()
+		var o sqlOut
+		for rows.Next() {
+			o.Rows++
+		}
+		return o, rows.Err()
+	})
+	addItem := llmtool.Write("add_item", "Add an item.", func(c *llmtool.WriteCtx, in AddItemIn) (sqlOut, error) {
+		_, err := c.Exec(`INSERT INTO items (name) VALUES (?)`, in.Name)
+		return sqlOut{Rows: 1}, err
+	})
+	type qtyIn struct {
+		ID  int `json:"id"`
+		Qty int `json:"qty"`
+	}
+	setQty := llmtool.Write("set_qty", "Set an item's quantity.", func(c *llmtool.WriteCtx, in qtyIn) (sqlOut, error) {
+		res, err := c.Exec(`UPDATE items SET qty = ? WHERE id = ?`, in.Qty, in.ID)
+		if err != nil {
+			return sqlOut{}, err
+		}
+		n, err := res.RowsAffected()
+		return sqlOut{Rows: int(n)}, err
+	}, llmtool.NeedsApproval())
+	logs := &lockedBuffer{}
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
+		Logger:        slog.New(slog.NewTextHandler(logs, nil)),
+		Audit:         []audit.Sink{table},
+		ApprovalKey:   []byte("replicas share this key, so used approvals are kept in llmtool_approvals"),
+		ScopeCacheTTL: tenant.NoCache,
+	}, llmtool.DefineTools("careless", runSQL, querySQL, addItem, setQty))
+	require.NoError(t, err)
+	a, b, c := llmtool.WithScope(ctx, "A"), llmtool.WithScope(ctx, "B"), llmtool.WithScope(ctx, "C")
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "A", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "C", true))
+	_, err = db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
+	require.NoError(t, err)
+
+	// Scope A approves a change of item 2, once.
+	setTwo := []byte(`{"id":2,"qty":7}`)
+	res := reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo})
+	require.ErrorIs(t, res.Err, approval.ErrRequired)
+	used := &approval.Answer{Token: res.Approval.Token, Approved: true}
+	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo, Approval: used})
+	require.False(t, res.IsError, res.Text())
+	before := ownTables(t, db)
+	require.Len(t, before["approvals"], 1)
+
+	attacks := []struct {
+		sql  string
+		read bool   // run by the read tool
+		log  string // in the log, when not the statement: a trigger's body is checked after the handler
+		// sqlite is SQLite's own error, for a statement it refuses
+		// itself in a transaction, before the authorizer is asked.
+		sqlite string
+	}{
+		// Turn writes on for every tool of every scope, approvals off,
+		// forget the used approval, forge a scope's settings.
+		{sql: `UPDATE 'llmtool_scope_settings' SET enabled = 1 WHERE tool = ''`},
+		{sql: `UPDATE 'llmtool_scope_settings' SET enabled = 0 WHERE tool LIKE 'approval:%'`},
+		{sql: `DELETE FROM 'llmtool_approvals'`},
+		{sql: `UPDATE "llmtool_scope_settings" SET enabled = 1`},
+		{sql: `DELETE FROM "llmtool_approvals"`},
+		{sql: `UPDATE [llmtool_scope_settings] SET enabled = 1`},
+		{sql: "DELETE FROM `llmtool_approvals`"},
+		{sql: `UPDATE main.llmtool_scope_settings SET enabled = 1`},
+		{sql: `DELETE FROM main."llmtool_approvals"`},
+		{sql: `UPDATE LLMTool_Scope_Settings SET enabled = 1`},
+		{sql: `DELETE FROM "LLMTOOL_APPROVALS"`},
+		{sql: `INSERT INTO llmtool_scope_settings (scope, tool, enabled, updated_at) VALUES ('B', '', 1, '')`},
+		{sql: `INSERT OR REPLACE INTO main.[LLMTOOL_SCOPE_VERSION] (id, version) VALUES (1, 0)`},
+		{sql: `UPDATE items SET name = (SELECT group_concat(scope) FROM llmtool_scope_settings)`},
+		{sql: `WITH gone AS (SELECT nonce FROM llmtool_approvals) DELETE FROM items WHERE id IN (SELECT nonce FROM gone)`},
+		{sql: `DROP TABLE llmtool_approvals`},
+		{sql: `ALTER TABLE llmtool_audit RENAME TO audit_old`},
+		{sql: `CREATE INDEX spy ON llmtool_audit (tool)`},
+		{sql: `CREATE TRIGGER spy AFTER INSERT ON llmtool_approvals BEGIN DELETE FROM llmtool_approvals; END`},
+		// Read what llmtool keeps for itself.
+		{sql: `SELECT * FROM llmtool_audit`, read: true},
+		{sql: `SELECT count(*) FROM "llmtool_approvals"`, read: true},
+		{sql: `SELECT tool FROM main.[LLMTOOL_SCOPE_SETTINGS] WHERE enabled = 1`, read: true},
+		{sql: `SELECT * FROM llmtool_audit`},
+		// The file's raw pages.
+		{sql: `UPDATE sqlite_dbpage SET data = zeroblob(length(data)) WHERE pgno = 2`},
+		{sql: `SELECT data FROM sqlite_dbpage WHERE pgno = 1`, read: true},
+		{sql: `SELECT count(*) FROM sqlite_dbpage('main')`},
+		// Triggers that would fire in later calls: temp ones, and one in
+		// the database whose body writes llmtool's tables.
+		{sql: `CREATE TRIGGER 'temp'.spy AFTER INSERT ON items BEGIN UPDATE llmtool_scope_settings SET enabled = 1; END`},
+		{sql: `CREATE TEMP TRIGGER spy AFTER INSERT ON items BEGIN DELETE FROM llmtool_approvals; END`},
+		{sql: `CREATE TEMPORARY TRIGGER spy AFTER INSERT ON main.items BEGIN DELETE FROM items; END`},
+		{sql: `CREATE TRIGGER spy AFTER INSERT ON items BEGIN UPDATE llmtool_scope_settings SET enabled = 1; END`,
+			log: `statement="" why="updates llmtool_scope_settings (through spy, a trigger, view or common table expression), a table llmtool keeps for itself"`},
+		{sql: `CREATE TRIGGER spy AFTER UPDATE OF qty ON items WHEN (SELECT count(*) FROM llmtool_approvals) > 0 BEGIN SELECT 1; END`,
+			log: `statement="" why="reads llmtool_approvals (through spy, a trigger, view or common table expression), a table llmtool keeps for itself"`},
+		{sql: `CREATE TEMP TABLE scratch (x)`},
+		{sql: `SELECT count(*) FROM temp.sqlite_master`, read: true},
+		// The connection and the transaction.
+		{sql: `ATTACH DATABASE ':memory:' AS evil`},
+		{sql: `ATTACH DATABASE 'file:evil?mode=memory' AS evil`, read: true},
+		{sql: `DETACH DATABASE main`},
+		{sql: `PRAGMA writable_schema = 1`},
+		{sql: `PRAGMA query_only = 0`},
+		{sql: `PRAGMA query_only = 0`, read: true},
+		{sql: `PRAGMA main.query_only('')`, read: true},
+		{sql: `PRAGMA foreign_keys = OFF`},
+		{sql: `PRAGMA trusted_schema = 1`},
+		{sql: `VACUUM`, sqlite: "cannot VACUUM from within a transaction"},
+		{sql: `VACUUM INTO 'copy.db'`, sqlite: "cannot VACUUM from within a transaction"},
+		{sql: `BEGIN`},
+		{sql: `COMMIT`},
+		{sql: `ROLLBACK`},
+		{sql: `END TRANSACTION`},
+		{sql: `SAVEPOINT s`},
+		{sql: `RELEASE s`},
+		// A read tool's writes.
+		{sql: `INSERT INTO items (name) VALUES ('sneaky') RETURNING id`, read: true},
+		{sql: `CREATE TABLE sneaky (x)`, read: true},
+	}
+	for _, at := range attacks {
+		tool := "run_sql"
+		if at.read {
+			tool = "query_sql"
+		}
+		args, err := json.Marshal(sqlIn{SQL: at.sql})
+		require.NoError(t, err)
+		res := reg.Invoke(a, llmtool.Call{Tool: tool, Args: args})
+		require.True(t, res.IsError, "%s %s: %s", tool, at.sql, res.JSON)
+		if at.sqlite != "" {
+			require.ErrorContains(t, res.Err, at.sqlite)
+			continue
+		}
+		require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused, "%s %s", tool, at.sql)
+		if at.log == "" {
+			at.log = "statement=" + slogQuote(sqlcheck.Short(at.sql))
+		}
+		require.Contains(t, logs.String(), "tool="+tool+" "+at.log, at.sql)
+	}
+	require.Equal(t, before, ownTables(t, db), "llmtool's tables and the schema are as they were")
+	require.Equal(t, 3, countItems(t, db))
+
+	// B's writes are still off.
+	res = reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"b"}`)})
+	require.True(t, res.IsError)
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "B". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	// A tool needing approval still asks, and the used approval stays used.
+	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: []byte(`{"id":3,"qty":1}`)})
+	require.ErrorIs(t, res.Err, approval.ErrRequired)
+	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo, Approval: used})
+	require.ErrorIs(t, res.Err, approval.ErrRefused)
+	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text())
+	// Writes in scope C, and the host's own, fire no trigger.
+	res = reg.Invoke(c, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"c"}`)})
+	require.False(t, res.IsError, res.Text())
+	_, err = db.Exec(`INSERT INTO items (name) VALUES ('host')`)
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE items SET qty = qty + 1`)
+	require.NoError(t, err)
+	require.Equal(t, 5, countItems(t, db))
+	after := ownTables(t, db)
+	require.Equal(t, append(before["audit"], "add_item|ok|C"), after["audit"])
+	after["audit"] = before["audit"]
+	require.Equal(t, before, after, "llmtool's tables are as they were, but for C's audit record")
+
+	var integrity string
+	require.NoError(t, db.QueryRow(`PRAGMA integrity_check`).Scan(&integrity))
+	require.Equal(t, "ok", integrity)
+	// Every connection, back in the host's pool, has no temp object and
+	// nothing attached.
+	require.NoError(t, reg.Close())
+	conns := make([]*sql.Conn, 0, db.Stats().OpenConnections)
+	for range db.Stats().OpenConnections {
+		conn, err := db.Conn(ctx)
+		require.NoError(t, err)
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		s, err := scanConnState(conn.QueryRowContext(ctx, connStateSQL()))
+		require.NoError(t, err)
+		require.Equal(t, pooledConnState["sqlite"], s)
+		require.NoError(t, conn.Close())
+	}
 }

@@ -36,11 +36,6 @@ func TestCompile(t *testing.T) {
 			want: `^c\.Exec undefined \(type \*llmtool\.ReadCtx has no field or method Exec\)$`,
 		},
 		{
-			dir:  "read_tx",
-			what: "a read handler asking for the *sql.Tx",
-			want: `^c\.Tx undefined \(type \*llmtool\.ReadCtx has no field or method Tx\b`,
-		},
-		{
 			dir:  "read_as_write",
 			what: "a read handler passed to llmtool.Write",
 			want: `^in call to llmtool\.Write, type func\(c \*llmtool\.ReadCtx, in In\) \(Out, error\) of createNote does not match func\(\*llmtool\.WriteCtx, In\) \(Out, error\)`,

@@ -77,14 +77,14 @@ func testEngine() string {
 // "" for both) runs on the engine under test.
 func runsOn(only string) bool { return only == "" || only == testEngine() }
 
-// readToolWriteErr is the error of a read tool whose INSERT the database
-// refused, as the read-only transaction of each engine words it.
-func readToolWriteErr(tool string) string {
-	refusal := "attempt to write a readonly database (8)"
+// readToolWriteErr is the error of a read tool whose INSERT into items,
+// the statement stmt, the database refused: SQLite's authorizer, or
+// PostgreSQL's read-only transaction.
+func readToolWriteErr(tool, stmt string) string {
 	if pgtest.FromEnv() {
-		refusal = "ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
+		return "llmtool: tool " + tool + " is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
 	}
-	return "llmtool: tool " + tool + " is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: " + refusal
+	return "llmtool: statement refused: tool " + tool + " ran statement `" + stmt + "` inserts into items in a read tool; declare the tool with llmtool.Write to change data."
 }
 
 func countItems(t testing.TB, db *sql.DB) int {

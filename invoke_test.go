@@ -154,9 +154,10 @@ func TestReadToolCannotWrite(t *testing.T) {
 	reg := newRegistry(t, db, llmtool.DefineTools("sneaky", sneaky))
 	res := invoke(reg, "sneaky_insert", "")
 	require.True(t, res.IsError)
-	// SQLite refuses it on the read connection (PRAGMA query_only),
-	// PostgreSQL in the READ ONLY transaction (SQLSTATE 25006).
-	require.EqualError(t, res.Err, readToolWriteErr("sneaky_insert"))
+	// SQLite's authorizer refuses it (and the read connection's PRAGMA
+	// query_only would), PostgreSQL the READ ONLY transaction (SQLSTATE
+	// 25006).
+	require.EqualError(t, res.Err, readToolWriteErr("sneaky_insert", "INSERT INTO items (name) VALUES ('x') RETURNING id"))
 	require.Equal(t, llmtool.KindInternal, llmtool.KindOf(res.Err))
 	require.JSONEq(t, `{"error":"Internal error in sneaky_insert; the details were logged. Try again once; if it fails again, tell the user the tool is failing."}`, string(res.JSON))
 	require.Equal(t, 1, countItems(t, db))
@@ -222,15 +223,17 @@ func TestAfterCommit(t *testing.T) {
 
 func TestUseAfterReturn(t *testing.T) {
 	t.Parallel()
-	errc := make(chan error, 3)
+	errc, returned := make(chan error, 4), make(chan struct{})
 	leak := llmtool.Write("leaky_add", "Leak the context.",
 		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
 			//llmtoolvet:ignore this test proves late use fails with ErrTxDone and is logged
 			go func() {
-				time.Sleep(20 * time.Millisecond)
+				<-returned // the call has ended
 				_, err := c.Exec(`INSERT INTO items (name) VALUES ('late')`)
 				errc <- err
 				_, err = c.Query(`SELECT 1`)
+				errc <- err
+				_, err = c.PrepareContext(c, `SELECT 1`)
 				errc <- err
 				errc <- c.Err()
 			}()
@@ -240,12 +243,14 @@ func TestUseAfterReturn(t *testing.T) {
 	logs := &lockedBuffer{}
 	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), ValidateOutput: true}, llmtool.DefineTools("leaky", leak))
 	require.False(t, invoke(reg, "leaky_add", `{"name":"x"}`).IsError)
+	close(returned)
 	err := <-errc
 	require.ErrorIs(t, err, sql.ErrTxDone)
 	require.EqualError(t, err, "llmtool: tool leaky_add: Exec after its handler returned (finish all work before returning; start no goroutine that outlives the handler): sql: transaction has already been committed or rolled back")
 	require.ErrorIs(t, <-errc, sql.ErrTxDone)
+	require.EqualError(t, <-errc, "llmtool: tool leaky_add: PrepareContext after its handler returned (finish all work before returning; start no goroutine that outlives the handler): sql: transaction has already been committed or rolled back")
 	require.ErrorIs(t, <-errc, context.Canceled, "the handler's context is cancelled after it returns")
-	require.Equal(t, 2, strings.Count(logs.String(), "llmtool: transaction used after its handler returned"), "each late use is logged")
+	require.Equal(t, 3, strings.Count(logs.String(), "llmtool: transaction used after its handler returned"), "each late use is logged")
 	require.Equal(t, 1, countItems(t, db))
 }
 
@@ -480,4 +485,75 @@ func TestFlatInputMatchesJSONDecoding(t *testing.T) {
 			require.JSONEq(t, tc.want, string(res.JSON))
 		})
 	}
+}
+
+// TestStuckWriteIsAbandoned: a write handler that ignores its context
+// past the call's deadline keeps the write path no longer than
+// Options.WriteGrace: a write in another scope goes through while the
+// handler is still stuck, the stuck handler's later statements fail with
+// sql.ErrTxDone, nothing of its call is saved, and its result says it
+// timed out and saved nothing.
+func TestStuckWriteIsAbandoned(t *testing.T) {
+	t.Parallel()
+	inserted, release, late := make(chan struct{}), make(chan struct{}), make(chan error, 2)
+	stuck := llmtool.Write("stuck_add", "Add an item, then hang.",
+		func(c *llmtool.WriteCtx, in AddItemIn) (struct{}, error) {
+			if _, err := c.Exec(`INSERT INTO items (name) VALUES (?)`, in.Name); err != nil {
+				return struct{}{}, err
+			}
+			close(inserted)
+			<-release // ignores c.Done()
+			_, err := c.Exec(`INSERT INTO items (name) VALUES ('after')`)
+			late <- err
+			_, err = c.ExecContext(context.Background(), `INSERT INTO items (name) VALUES ('after, without the deadline')`)
+			late <- err
+			return struct{}{}, nil
+		})
+	db := openDB(t)
+	logs := &lockedBuffer{}
+	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), WriteGrace: 10 * time.Millisecond},
+		itemTools, llmtool.DefineTools("stuck", stuck))
+	a, b := llmtool.WithScope(context.Background(), "A"), llmtool.WithScope(context.Background(), "B")
+	require.NoError(t, reg.Tenants().SetWrites(a, "A", true))
+	require.NoError(t, reg.Tenants().SetWrites(b, "B", true))
+
+	ctx, cancel := context.WithTimeout(a, 20*time.Millisecond)
+	defer cancel()
+	done := make(chan llmtool.Result, 1)
+	go func() { done <- reg.Invoke(ctx, llmtool.Call{Tool: "stuck_add", Args: []byte(`{"name":"stuck"}`)}) }()
+	<-inserted
+	// Waits for the write path, which the stuck call holds until its
+	// deadline and grace are over.
+	res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"from B"}`)})
+	require.False(t, res.IsError, res.Text())
+	select {
+	case <-done:
+		t.Fatal("the stuck call returned before its handler did")
+	default:
+	}
+	close(release)
+	require.ErrorIs(t, <-late, context.DeadlineExceeded, "the stuck handler's later statement, under its context")
+	require.ErrorIs(t, <-late, sql.ErrTxDone, "the stuck handler's later statement, under another context")
+	res = <-done
+	require.True(t, res.IsError)
+	require.ErrorIs(t, res.Err, context.DeadlineExceeded)
+	require.Equal(t, "The call to stuck_add timed out before it finished; nothing was saved. Call it again, with less work if possible.", res.Text())
+	require.ErrorContains(t, res.Err, "llmtool: tool stuck_add: its handler ran on for more than 10ms after the call's context ended, so llmtool stopped the write")
+
+	var names []string
+	rows, err := db.Query(`SELECT name FROM items ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{"apple", "from B"}, names, "nothing of the stuck call was saved")
+	require.Contains(t, logs.String(), `level=ERROR msg="llmtool: write handler ran on after its call's context ended; llmtool rolled its transaction back, closed its connection and let other writes go on (return when the handler's context is done)" tool=stuck_add grace=10ms err="context deadline exceeded"`)
+
+	// The write path works on.
+	res = reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"again"}`)})
+	require.False(t, res.IsError, res.Text())
 }

@@ -179,6 +179,19 @@ type Options struct {
 	// Default: nil, no metrics, and no cost.
 	MeterProvider metric.MeterProvider
 
+	// WriteGrace bounds how long a write call whose context ended
+	// (cancelled by its caller, or past a deadline such as
+	// limit.Timeout's) may keep the write path while its handler has not
+	// returned. Once it is over, the registry abandons the call: it rolls
+	// the transaction back, closes its connection rather than reusing it
+	// and, on SQLite, where writes take turns, lets the next write go on.
+	// Go cannot stop the handler's goroutine: the handler's later
+	// statements fail with sql.ErrTxDone, and Invoke returns once the
+	// handler does, with a result that says the call was stopped and
+	// nothing saved. A handler that passes its context to whatever waits
+	// returns in time. Default (zero or negative): one second.
+	WriteGrace time.Duration
+
 	// OutputBudget bounds, in bytes of JSON, the results of the tools
 	// without a budget of their own (llmtool.OutputBudget): a longer
 	// result is cut to fit, or fails when the tool's Out cannot mark a
@@ -218,21 +231,4 @@ type Options struct {
 	// SQL runs as the connecting user, checked by the statement check
 	// alone. Setting it on SQLite is an error.
 	Role string
-
-	// Interrupt, when set on a SQLite registry, gives each read call one
-	// cancellation hook instead of the driver's watcher goroutine per
-	// statement (under a cancellable context, as every MCP call has, those
-	// cost 15-27% of a one-row read). It is called once for each
-	// connection the registry takes for read calls, when it takes it,
-	// with the driver's connection as (*sql.Conn).Raw passes it, and returns a function that stops the
-	// statement running on that connection, callable from any goroutine,
-	// or nil when it cannot (then that connection's statements keep the
-	// driver's watchers). A call whose context ends is interrupted once
-	// and reports the same cancellation or timeout as without the hook.
-	//
-	// For modernc.org/sqlite, pass sqlitehook.Interrupt (package
-	// github.com/llmtool/llmtool/sqlitehook); this package does not import
-	// the SQLite library it needs. Ignored for PostgreSQL. Default: nil,
-	// the driver's watchers.
-	Interrupt func(driverConn any) (interrupt func())
 }

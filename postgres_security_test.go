@@ -29,27 +29,27 @@ import (
 // call runs on. Each attempt is refused, and what the other tenants see
 // stays as it was.
 
-type sqlIn struct {
+type modelSQL struct {
 	SQL string `json:"sql" desc:"The SQL to run."`
 }
 
-type sqlOut struct {
+type rowsOut struct {
 	Rows int64 `json:"rows"`
 }
 
 // runSQL runs the model's SQL as it comes.
-var runSQL = llmtool.Write("run_sql", "Run SQL.", func(c *llmtool.WriteCtx, in sqlIn) (sqlOut, error) {
+var runSQL = llmtool.Write("run_sql", "Run SQL.", func(c *llmtool.WriteCtx, in modelSQL) (rowsOut, error) {
 	res, err := c.Exec(in.SQL)
 	if err != nil {
-		return sqlOut{}, err
+		return rowsOut{}, err
 	}
 	n, _ := res.RowsAffected()
-	return sqlOut{Rows: n}, nil
+	return rowsOut{Rows: n}, nil
 })
 
 // querySQL reads the first column of the model's query's first row, as
 // text.
-var querySQL = llmtool.Read("query_sql", "Run a query.", func(c *llmtool.ReadCtx, in sqlIn) (map[string]string, error) {
+var querySQL = llmtool.Read("query_sql", "Run a query.", func(c *llmtool.ReadCtx, in modelSQL) (map[string]string, error) {
 	var v string
 	err := c.QueryRow(in.SQL).Scan(&v)
 	return map[string]string{"value": v}, err
@@ -62,32 +62,23 @@ type idIn struct {
 // dropItem needs a person's approval; purgeItem needs one where the
 // scope asks for approval of destructive tools.
 var (
-	dropItem = llmtool.Write("drop_item", "Delete an item.", func(c *llmtool.WriteCtx, in idIn) (sqlOut, error) {
+	dropItem = llmtool.Write("drop_item", "Delete an item.", func(c *llmtool.WriteCtx, in idIn) (rowsOut, error) {
 		res, err := c.Exec(`DELETE FROM items WHERE id = $1`, in.ID)
 		if err != nil {
-			return sqlOut{}, err
+			return rowsOut{}, err
 		}
 		n, _ := res.RowsAffected()
-		return sqlOut{Rows: n}, nil
+		return rowsOut{Rows: n}, nil
 	}, llmtool.NeedsApproval(), llmtool.Destructive())
-	purgeItem = llmtool.Write("purge_item", "Delete an item, destructively.", func(c *llmtool.WriteCtx, in idIn) (sqlOut, error) {
+	purgeItem = llmtool.Write("purge_item", "Delete an item, destructively.", func(c *llmtool.WriteCtx, in idIn) (rowsOut, error) {
 		res, err := c.Exec(`DELETE FROM items WHERE id = $1`, in.ID)
 		if err != nil {
-			return sqlOut{}, err
+			return rowsOut{}, err
 		}
 		n, _ := res.RowsAffected()
-		return sqlOut{Rows: n}, nil
+		return rowsOut{Rows: n}, nil
 	}, llmtool.Destructive())
-	// rawSQL runs the model's SQL on the *sql.Tx, unchecked.
-	rawSQL = llmtool.Write("raw_sql", "Run SQL on the raw transaction.", func(c *llmtool.WriteCtx, in sqlIn) (sqlOut, error) {
-		res, err := c.Tx().Exec(in.SQL)
-		if err != nil {
-			return sqlOut{}, err
-		}
-		n, _ := res.RowsAffected()
-		return sqlOut{Rows: n}, nil
-	})
-	securityTools = llmtool.DefineTools("security", runSQL, querySQL, rawSQL, dropItem, purgeItem, addItem, getItem)
+	securityTools = llmtool.DefineTools("security", runSQL, querySQL, dropItem, purgeItem, addItem, getItem)
 )
 
 // mustJSON encodes v as a call's arguments.
@@ -159,7 +150,7 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 		`SELECT 'b' AS scope, '' AS tool, 1 AS enabled INTO postgres.llmtool_scope_settings`,
 	}
 	for _, q := range attacks {
-		res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, sqlIn{SQL: q})})
+		res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: q})})
 		require.True(t, res.IsError, q)
 		require.Equal(t, internalError, res.Text(), q)
 		require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused, q)
@@ -247,7 +238,7 @@ func TestPostgresSettingsStayTheSession(t *testing.T) {
 		`CREATE VIEW evil.s AS SELECT name, setting FROM pg_settings`,
 		`CREATE RULE r AS ON INSERT TO notes DO ALSO UPDATE pg_settings SET setting = 'evil, public' WHERE name = 'search_path'`,
 	} {
-		res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, sqlIn{SQL: q})})
+		res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: q})})
 		require.Equal(t, internalError, res.Text(), q)
 		require.EqualError(t, res.Err, refusedSQL(q, settingRefusal, settingInstead), q)
 
@@ -347,7 +338,7 @@ func TestPostgresRole(t *testing.T) {
 			err: "ERROR: permission denied for table llmtool_audit (SQLSTATE 42501)"},
 	}
 	for _, tt := range tests {
-		res := reg.Invoke(a, llmtool.Call{Tool: tt.tool, Args: mustJSON(t, sqlIn{SQL: tt.sql})})
+		res := reg.Invoke(a, llmtool.Call{Tool: tt.tool, Args: mustJSON(t, modelSQL{SQL: tt.sql})})
 		if tt.err == "" {
 			require.False(t, res.IsError, "%s: %s", tt.name, res.Text())
 			require.JSONEq(t, tt.want, string(res.JSON), tt.name)
@@ -359,14 +350,6 @@ func TestPostgresRole(t *testing.T) {
 		require.NoError(t, db.QueryRow(`SELECT current_user`).Scan(&user))
 		require.Equal(t, "postgres", user, "%s: the connection is back to the connecting user", tt.name)
 	}
-	// A handler that takes the *sql.Tx still runs as the role; the
-	// commit guard's row, llmtool's own, is written as the connecting
-	// user.
-	res := reg.Invoke(a, llmtool.Call{Tool: "raw_sql", Args: mustJSON(t, sqlIn{SQL: `INSERT INTO items (name) VALUES ('quince')`})})
-	require.False(t, res.IsError, res.Text())
-	res = reg.Invoke(a, llmtool.Call{Tool: "raw_sql", Args: mustJSON(t, sqlIn{SQL: `UPDATE secrets SET v = 'x'`})})
-	require.EqualError(t, res.Err, "ERROR: permission denied for table secrets (SQLSTATE 42501)")
-
 	var secret string
 	require.NoError(t, db.QueryRow(`SELECT v FROM secrets`).Scan(&secret))
 	require.Equal(t, "hunter2", secret)
@@ -408,7 +391,7 @@ func TestPostgresRole(t *testing.T) {
 	keeper, err := llmtool.NewRegistry(big, opts, securityTools)
 	require.NoError(t, err)
 	for range 3 {
-		res := keeper.Invoke(a, llmtool.Call{Tool: "query_sql", Args: mustJSON(t, sqlIn{SQL: `SELECT current_user`})})
+		res := keeper.Invoke(a, llmtool.Call{Tool: "query_sql", Args: mustJSON(t, modelSQL{SQL: `SELECT current_user`})})
 		require.JSONEq(t, `{"value":"`+role+`"}`, string(res.JSON))
 	}
 	require.NoError(t, keeper.Close())
@@ -432,7 +415,7 @@ func TestPostgresRole(t *testing.T) {
 	plain, err := llmtool.NewRegistry(db, &llmtool.Options{ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { plain.Close() })
-	res = plain.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, sqlIn{SQL: `SELECT all_writes_on()`})})
+	res := plain.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: `SELECT all_writes_on()`})})
 	require.False(t, res.IsError, res.Text())
 	on, err = plain.Tenants().Writes(bg, "b")
 	require.NoError(t, err)
@@ -627,7 +610,7 @@ func TestPostgresNothingOutlivesACall(t *testing.T) {
 		// Through llmtool: refused from either kind of tool, and the next
 		// call finds the session and the catalogs as they were.
 		for _, tool := range []string{"run_sql", "query_sql"} {
-			res := reg.Invoke(bg, llmtool.Call{Tool: tool, Args: mustJSON(t, sqlIn{SQL: tt.stmt})})
+			res := reg.Invoke(bg, llmtool.Call{Tool: tool, Args: mustJSON(t, modelSQL{SQL: tt.stmt})})
 			require.True(t, res.IsError, "%s: %s", tt.name, tool)
 			require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused, "%s: %s", tt.name, tool)
 			stmt := tt.stmt

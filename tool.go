@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -61,11 +60,7 @@ type Tool struct {
 	// handler, and encodes Out, all inside the call's transaction.
 	run func(c *ReadCtx, args []byte) ([]byte, error)
 	// refs are In's ref-tagged fields, checked by the entity guards.
-	refs []schema.Ref
-	// reads is what the tool's read calls showed of their statements:
-	// readsUnknown, readsOne or readsMany (txn.go). Shared
-	// by the module copies of the tool.
-	reads   *atomic.Int32
+	refs    []schema.Ref
 	kind    toolKind     // a tool, a resource or a prompt
 	tmpl    *uriTemplate // a resource's URI template
 	changes []string     // the resources a write tool changes (Changes)
@@ -240,7 +235,7 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	if read && len(cfg.changes) > 0 {
 		panic(fmt.Sprintf("llmtool: tool %q: a Read tool changes no resource; Changes is for Write tools", name))
 	}
-	t := &Tool{spec: cfg.spec, reads: new(atomic.Int32), changes: cfg.changes}
+	t := &Tool{spec: cfg.spec, changes: cfg.changes}
 	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)

@@ -1,7 +1,6 @@
 package llmtool
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -24,20 +23,27 @@ import (
 // the principal and scope, and progress and log reporting. It has no way to
 // write, and the database refuses writes in its transaction too.
 //
-// A ReadCtx is valid only until the handler returns; then its context is
-// cancelled (Done closes, contexts derived from it are cancelled) and its
-// queries fail with sql.ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's
-// handler leaves open are closed when it returns.
+// A read call runs its guards and handler once, in one read-only
+// transaction: every query sees the same snapshot. A ReadCtx is valid only
+// until the handler returns; then its context is cancelled (Done closes,
+// contexts derived from it are cancelled) and its queries fail with
+// sql.ErrTxDone. Results (*sql.Rows, *sql.Row) a read tool's handler leaves
+// open are closed when it returns.
 //
 // A handler's SQL may read data and nothing else: statements that would
 // change the transaction or the connection (BEGIN, COMMIT, ROLLBACK, a
 // PRAGMA that sets a value, ATTACH, ...) are refused with
 // ErrStatementRefused, and the call fails. So are statements, in any tool,
 // that change llmtool's own tables (llmtool_*: scope settings, used
-// approvals, the audit): a tool may read them, never write them. (The check
-// reads the statement's text; on PostgreSQL, keep a tool module you do not
-// trust from creating functions that build SQL, or take the privilege to
-// write those tables from the role it runs as.)
+// approvals, the audit). On SQLite the engine refuses them, operation by
+// operation, as it compiles each statement (llmtool installs an authorizer
+// on the connections it runs calls on), and a tool may not read those
+// tables either, nor use sqlite_dbpage or the temp schema, nor run a
+// pragma other than those that only read whatever their argument
+// (table_info, index_list, ...). On PostgreSQL llmtool reads each
+// statement's text; keep a tool module you do not trust from creating
+// functions that build SQL, or take the privilege to write those tables
+// from the role it runs as.
 //
 // With SQLite, a read tool's queries run on statements its connection keeps
 // prepared, keyed by query text, so a tool's SQL is parsed once per
@@ -57,14 +63,19 @@ type ReadCtx struct {
 type querier = dbconn.Querier
 
 // WriteCtx is what a write tool's handler gets: everything a ReadCtx offers
-// plus Exec, the *sql.Tx and AfterCommit. The handler runs in a write
-// transaction that commits when it returns a nil error and rolls back on
-// an error, a panic or a cancelled context. On SQLite the registry's
-// writes run one at a time; on PostgreSQL they run side by side in
-// SERIALIZABLE transactions, and one that lost a race runs again (see
-// Write). Its SQL may change data and schema; statements that
-// would change the transaction or the connection are refused as for a
-// ReadCtx.
+// plus Exec and AfterCommit. The handler runs in a write transaction that
+// commits when it returns a nil error and rolls back on an error, a panic
+// or a cancelled context. On SQLite the registry's writes run one at a
+// time; on PostgreSQL they run side by side in SERIALIZABLE transactions,
+// and one that lost a race runs again (see Write). Its SQL may change data
+// and schema; statements that would change the transaction or the
+// connection are refused as for a ReadCtx.
+//
+// A *WriteCtx has ExecContext, PrepareContext, QueryContext and
+// QueryRowContext, the methods generated data layers ask of a database
+// handle (sqlc's DBTX), so pass c itself where they want one: New(c).
+// There is no *sql.Tx to take: every statement of the call goes through
+// c, where it is checked.
 type WriteCtx struct {
 	ReadCtx
 }
@@ -83,14 +94,12 @@ type callState struct {
 	preview     *previewState   // counts changed rows when the call previews (approval.go)
 	summary     string          // WriteCtx.Describe
 	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
-	rawTx       atomic.Bool     // the handler took the *sql.Tx (WriteCtx.Tx)
+	argv        map[string]any  // the decoded arguments, when In is flat
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
+	policy      *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
 	attempt     int             // the run of a write call: 1, more after retries
-	single      bool            // a read call in autocommit: one statement only (see readsOne)
 	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
-	statements  atomic.Int32    // statements a read call ran
-	second      atomic.Bool     // a single call tried a second statement
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
@@ -100,19 +109,6 @@ type callState struct {
 	stopParent func() bool
 	refused    error
 	failed     error // set through callinfo.Info.Fail: the call fails whatever the handler returns
-}
-
-// count counts a read call's statement, and refuses a second one in a
-// call that runs as one statement (see readsOne).
-func (cs *callState) count() error {
-	if cs.wtx != nil {
-		return nil
-	}
-	if n := cs.statements.Add(1); cs.single && n > 1 {
-		cs.second.Store(true)
-		return errSecondStatement
-	}
-	return nil
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -142,10 +138,14 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 	if err != nil {
 		return nil, err
 	}
-	if err := c.call.count(); err != nil {
-		return nil, err
+	rows, err := c.q.QueryContext(ctx, query, args...)
+	if rerr := c.call.denied(query); rerr != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		return nil, rerr
 	}
-	return c.q.QueryContext(ctx, query, args...)
+	return rows, err
 }
 
 // enter reports whether the call is still running, holding mu for reading
@@ -179,10 +179,41 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	if err != nil {
 		return c.call.reg.tx.ErrRow.Row(err)
 	}
-	if err := c.call.count(); err != nil {
-		return c.call.reg.tx.ErrRow.Row(err)
+	row := c.q.QueryRowContext(ctx, query, args...)
+	if rerr := c.call.denied(query); rerr != nil {
+		return c.call.reg.tx.ErrRow.Row(rerr)
 	}
-	return c.q.QueryRowContext(ctx, query, args...)
+	return row
+}
+
+// PrepareContext prepares a statement in the call's transaction, checked
+// as the call's queries are, so a *ReadCtx or *WriteCtx serves a data
+// layer that prepares its queries (sqlc's emit_prepared_queries). The
+// statement belongs to the call: it is closed when the handler returns
+// (on a read call, with its connection, which is not reused), and its
+// rows must be closed before then, as any rows. Close it when done, as
+// any *sql.Stmt.
+//
+// Its statements run as the call's queries do, except that a write call's
+// preview of an approval (see NeedsApproval) counts only the rows changed
+// through Exec.
+func (c *ReadCtx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if !c.call.enter() {
+		return nil, c.late("PrepareContext")
+	}
+	defer c.call.mu.RUnlock()
+	query, err := c.call.check(query)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.q.PrepareContext(ctx, query)
+	if rerr := c.call.denied(query); rerr != nil {
+		if st != nil {
+			st.Close()
+		}
+		return nil, rerr
+	}
+	return st, err
 }
 
 // Engine returns the database's engine, "sqlite" or "postgres", for the
@@ -231,6 +262,9 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		return nil, err
 	}
 	res, err := c.tx.ExecContext(ctx, query, args...)
+	if rerr := c.call.denied(query); rerr != nil {
+		return nil, rerr
+	}
 	if err != nil && engine.Retryable(err) {
 		c.call.retryable.Store(true)
 	}
@@ -240,32 +274,6 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		}
 	}
 	return res, err
-}
-
-// Tx returns the call's write transaction, for code that insists on a
-// *sql.Tx. Prefer passing c itself: a *WriteCtx has ExecContext,
-// QueryContext and QueryRowContext, which is what generated data layers
-// (sqlc's New(db DBTX), for instance) ask for, and its statements are
-// checked.
-//
-// Statements run on the *sql.Tx directly are not checked, so the registry
-// treats the connection as changed: after the call it is closed rather
-// than handed back to the pool. Never commit or roll the *sql.Tx back: the
-// registry does when the handler returns. A COMMIT the handler runs saves
-// nothing (SQLite's commit hook turns it into a ROLLBACK; on PostgreSQL a
-// deferred trigger fails it), and a call whose transaction the handler
-// ended fails.
-func (c *WriteCtx) Tx() *sql.Tx {
-	if c.call.done.Load() {
-		_ = c.late("Tx")
-		return c.tx
-	}
-	if !c.call.rawTx.Swap(true) && c.call.wtx != nil {
-		_ = c.call.reg.tx.LeaveRole(c.parent, c.tx) // role.go: the guard's row is llmtool's own
-		c.call.wtx.Guard.InstallTx(c.parent, c.call.wtx, c.call.reg.tx.Engine)
-		_ = c.call.reg.tx.EnterRole(c.parent, c.tx)
-	}
-	return c.tx
 }
 
 // AfterCommit registers f to run after the transaction commits, in
@@ -299,9 +307,11 @@ func (cs *callState) decodeIn(args []byte, in any) error {
 	return nil
 }
 
-// Close hands the read connections the registry reserved back to the
-// database's pool, in their normal writable state, and stops watching for
-// other processes' scope changes (see Tenants().Subscribe). It does not close the
+// Close hands the connections the registry reserved (for reads, and on
+// SQLite the one its writes run on) back to the database's pool, in their
+// normal state, without llmtool's authorizer, and stops watching for
+// other processes' tenant changes (see tenant.Settings.Subscribe); a write
+// that runs hands its connection back when it ends. It does not close the
 // database, which belongs to the host. Calls made after Close still work,
 // without reserved connections.
 func (r *Registry) Close() error {
@@ -335,25 +345,11 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 		return nil, false, errors.New("llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
 	}
 	if t.spec.ReadOnly {
-		single := t.reads.Load() == readsOne
-		out, statements, err := r.execRead(ctx, t, args, pa, res, single)
-		switch {
-		case single && errors.Is(err, errSecondStatement):
-			// The tool ran a second statement, which must see the first
-			// one's snapshot: run the call again in a snapshot, as from
-			// now on.
-			t.reads.Store(readsMany)
-			out, _, err = r.execRead(ctx, t, args, pa, res, false)
-		case err != nil && engine.StalePlan(err) && ctx.Err() == nil:
+		out, err := r.execRead(ctx, t, args, pa, res)
+		if err != nil && engine.StalePlan(err) && ctx.Err() == nil {
 			// PostgreSQL refused a statement prepared before a schema
 			// change; the driver has dropped it, so the call runs again.
-			out, _, err = r.execRead(ctx, t, args, pa, res, single)
-		case !single && t.reads.Load() == readsUnknown:
-			if statements <= 1 {
-				t.reads.CompareAndSwap(readsUnknown, readsOne)
-			} else {
-				t.reads.Store(readsMany)
-			}
+			out, err = r.execRead(ctx, t, args, pa, res)
 		}
 		return out, false, err
 	}
@@ -377,46 +373,23 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 	}
 }
 
-// Read calls: what a tool's calls showed of their statements
-// (Tool.reads). A tool whose first call ran at most one statement (guards
-// and entity checks count) runs its later calls in autocommit on a
-// read-only connection: one statement sees one snapshot, and the call
-// costs one statement rather than three (BEGIN, the query, ROLLBACK): on
-// PostgreSQL one round trip rather than three, on SQLite a third of the
-// virtual machine's runs. If such a call runs a second statement after all, the
-// statement fails with errSecondStatement, the call's result is dropped,
-// and the call runs again in a REPEATABLE READ snapshot, as the tool's
-// calls do from then on. Its handler then runs twice for that one call;
-// a read handler cannot change the database, so only what it does
-// elsewhere (a question to the user, a web request) happens twice, and
-// only when a handler that ran one statement on its first call runs more
-// on a later one.
-const (
-	readsUnknown int32 = iota
-	readsOne
-	readsMany
-)
-
-// errSecondStatement fails a second statement in a call that runs in
-// autocommit (see readsOne); the registry runs the call again.
-var errSecondStatement = errors.New("llmtool: a second statement in a call run as one statement; the call runs again in a snapshot")
-
-// execRead runs a read call in a read-only snapshot, or, with single, in
-// autocommit allowing one statement. It returns how many statements the
-// call ran.
-func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, single bool) (out []byte, statements int32, err error) {
-	rt, err := r.tx.BeginRead(ctx, single)
+// execRead runs a read call: its guards and handler, once, in one
+// read-only snapshot.
+func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, err error) {
+	rt, err := r.tx.BeginRead(ctx)
 	if err != nil {
-		return nil, 0, beginErr(ctx, err)
+		return nil, beginErr(ctx, err)
 	}
 	// One allocation for the call's state and its context.
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, single: single, traced: pa.traced}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy()}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
+	cs.finish()
+	_ = cs.denied("") // what SQLite's authorizer denied while rows were read, say
 	if refused := cs.refusal(); refused != nil {
 		err = refused
 	} else if failed := cs.failure(); failed != nil {
@@ -426,28 +399,17 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	} else if readOnlyErr(err) {
 		err = fmt.Errorf("llmtool: tool %s is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: %w", t.spec.Name, err)
 	}
-	cs.finish()
 	// A connection that failed (the server went away) is closed rather
 	// than kept for the next read.
 	broken := err != nil && (engine.Unavailable(err) || engine.BrokenConn(err))
-	open, interrupted := r.tx.EndRead(rt, cs.refusal() != nil || broken)
-	if open > 0 {
+	if open := r.tx.EndRead(rt, cs.refusal() != nil || broken); open > 0 {
 		r.logger().Warn("llmtool: read tool returned with query rows open; llmtool closed them (close rows before returning, or defer rows.Close())", "tool", t.spec.Name, "rows", open)
 	}
-	if interrupted && err != nil && !errors.Is(err, ctx.Err()) {
-		// The call's context ended and its hook interrupted a statement,
-		// which failed with the driver's error rather than the context's.
-		err = fmt.Errorf("%w (the database statement was interrupted: %v)", ctx.Err(), err)
-	}
-	statements = cs.statements.Load()
-	if cs.second.Load() {
-		return nil, statements, errSecondStatement
-	}
 	if err != nil {
-		return nil, statements, err
+		return nil, err
 	}
 	res.Content = cs.content
-	return out, statements, nil
+	return out, nil
 }
 
 // maxAttempts bounds the runs of a write call (and of a scope setting's
@@ -484,16 +446,27 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	if err != nil {
 		return nil, false, false, beginErr(ctx, err)
 	}
-	cs.wtx = wt
+	cs.wtx, cs.policy = wt, wt.Policy
 	tx := wt.Tx
-	defer func() { r.tx.EndWrite(wt, cs.rawTx.Load() || cs.refusal() != nil) }()
+	defer func() { r.tx.EndWrite(wt, cs.refusal() != nil) }()
 	if err := r.tx.EnterRole(ctx, tx); err != nil { // role.go: guards and handler run as Options.Role
 		_ = tx.Rollback()
 		return nil, false, false, beginErr(ctx, err)
 	}
 	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
 	w.write = w
+	r.tx.Watch(ctx, wt, func() {
+		r.logger().Error("llmtool: write handler ran on after its call's context ended; llmtool rolled its transaction back, closed its connection and let other writes go on (return when the handler's context is done)",
+			"tool", t.spec.Name, "grace", r.tx.Grace(), "err", context.Cause(ctx))
+	})
+	wt.Policy.SetMode(dbconn.ModeWrite)
 	out, err = r.run(t, &w.ReadCtx, args)
+	if !wt.Claim() {
+		cs.finish()
+		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
+	}
+	cs.finish()
+	_ = cs.denied("")
 	if refused := cs.refusal(); refused != nil {
 		err = refused
 	} else if failed := cs.failure(); failed != nil {
@@ -501,11 +474,23 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	} else if err == nil {
 		err = ctx.Err() // cancelled while the handler ran: roll back
 	}
-	cs.finish()
-	if err != nil {
-		if rbErr := tx.Rollback(); errors.Is(rbErr, sql.ErrTxDone) && cs.rawTx.Load() {
-			r.logger().Error("llmtool: write tool ended its transaction itself; return an error to roll back, and let the registry commit", "tool", t.spec.Name)
+	// From here on only llmtool's own statements run on the connection:
+	// the handler returned, its context refuses new statements, and its
+	// *sql.Tx waits for any in flight before it commits or rolls back.
+	wt.Policy.SetMode(dbconn.ModeOwn)
+	if err == nil {
+		if d := wt.CheckTriggers(ctx); d != nil {
+			err = cs.refuseStatement(d.Refusal(""))
 		}
+	}
+	if err == nil {
+		err = r.tx.LeaveRole(ctx, tx) // role.go: llmtool's own statements run as the connecting user
+	}
+	if err == nil {
+		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
+	}
+	if err != nil {
+		_ = tx.Rollback()
 		retry = ctx.Err() == nil && cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
 		return nil, false, retry, err
 	}
@@ -520,28 +505,11 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		}
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
-	allowErr := wt.Guard.Allow(ctx, tx)
-	var commitErr error
-	if allowErr == nil {
-		commitErr = tx.Commit()
-	}
-	endChild(commitSpan, cmp.Or(allowErr, commitErr))
-	if err := allowErr; err != nil {
-		_ = tx.Rollback()
+	err = tx.Commit()
+	endChild(commitSpan, err)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
-		}
-		return nil, false, false, fmt.Errorf("%w (tool %s ran COMMIT or ROLLBACK on WriteCtx.Tx; what it ran after that was not undone; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
-	}
-	if err := commitErr; err != nil {
-		if ctx.Err() != nil {
-			return nil, false, false, ctx.Err()
-		}
-		if cs.rawTx.Load() {
-			// The handler committed or rolled back through WriteCtx.Tx, or
-			// ran transaction control on it; with SQLite's commit hook in
-			// place its COMMIT became a ROLLBACK.
-			return nil, false, false, fmt.Errorf("%w (tool %s called Commit or Rollback on WriteCtx.Tx, or ran transaction control on it; return an error to roll back, and let the registry commit): %w", errTxEnded, t.spec.Name, err)
 		}
 		return nil, false, engine.Retryable(err) || cs.retryable.Load(), fmt.Errorf("llmtool: commit: %w", err)
 	}

@@ -374,13 +374,11 @@ func TestConcurrentReadsSeeOneSnapshot(t *testing.T) {
 	require.Greater(t, countItems(t, db), 1, "the writer ran beside the readers")
 }
 
-// TestOneStatementReads: a read tool whose calls ran one statement runs
-// later calls in autocommit (one statement sees one snapshot, without
-// BEGIN and ROLLBACK); when such a call runs a second statement after
-// all, it runs again in a snapshot, and so do the tool's calls from then
-// on. Between its two counts the handler has another connection add an
-// item: in a snapshot the second count still sees the first's state.
-func TestOneStatementReads(t *testing.T) {
+// TestReadRunsOnceInOneSnapshot: a read call runs its handler exactly
+// once, in one snapshot, however many statements it runs. Between its two
+// counts the handler has another connection add an item: the second count
+// still sees the first's state. A read tool's INSERT is refused.
+func TestReadRunsOnceInOneSnapshot(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	var runs atomic.Int64
@@ -416,23 +414,21 @@ func TestOneStatementReads(t *testing.T) {
 	for i, tc := range []struct {
 		args string
 		want string
-		runs int64
 	}{
-		{`{}`, `{"counts":[1]}`, 1},               // the first call: a snapshot, one statement seen
-		{`{}`, `{"counts":[1]}`, 1},               // autocommit
-		{`{"twice":true}`, `{"counts":[2,2]}`, 2}, // a second statement: the run's first insert is seen, then run again in a snapshot
-		{`{"twice":true}`, `{"counts":[3,3]}`, 1}, // from then on in a snapshot: the insert between is not seen
-		{`{}`, `{"counts":[4]}`, 1},
+		{`{}`, `{"counts":[1]}`},
+		{`{}`, `{"counts":[1]}`},
+		{`{"twice":true}`, `{"counts":[1,1]}`}, // the insert between is not seen
+		{`{"twice":true}`, `{"counts":[2,2]}`},
+		{`{}`, `{"counts":[3]}`},
 	} {
 		before := runs.Load()
 		res := invoke(reg, "count_twice", tc.args)
 		require.False(t, res.IsError, res.Text())
 		require.NotContains(t, decodeObj(t, res.JSON), "error")
 		require.JSONEq(t, tc.want, string(res.JSON), "call %d: %s", i, tc.args)
-		require.Equal(t, tc.runs, runs.Load()-before, "handler runs for call %d", i)
+		require.Equal(t, int64(1), runs.Load()-before, "handler runs for call %d", i)
 	}
 
-	// Autocommit does not let a read tool write.
 	sneaky := newRegistry(t, db, llmtool.DefineTools("sneaky", llmtool.Read("sneaky", "Insert from a read tool.",
 		func(c *llmtool.ReadCtx, _ struct{}) (struct{}, error) {
 			rows, err := c.Query(`INSERT INTO items (name) VALUES ('sneaky') RETURNING id`)
@@ -445,14 +441,106 @@ func TestOneStatementReads(t *testing.T) {
 			return struct{}{}, err
 		})))
 	before := countItems(t, db)
-	refused := "attempt to write a readonly database (8)"
-	if pgtest.FromEnv() {
-		refused = "ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
-	}
-	for range 2 { // a snapshot, then autocommit
+	for range 2 {
 		res := invoke(sneaky, "sneaky", `{}`)
 		require.True(t, res.IsError)
-		require.EqualError(t, res.Err, "llmtool: tool sneaky is a read tool, so the database refuses its writes; declare it with llmtool.Write to change data: "+refused)
+		require.EqualError(t, res.Err, readToolWriteErr("sneaky", "INSERT INTO items (name) VALUES ('sneaky') RETURNING id"))
 	}
 	require.Equal(t, before, countItems(t, db))
+}
+
+// dbtx is sqlc's DBTX: what a generated data layer asks of its database
+// handle. A *WriteCtx is one.
+type dbtx interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	PrepareContext(context.Context, string) (*sql.Stmt, error)
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+var _ dbtx = (*llmtool.WriteCtx)(nil)
+
+// TestPrepareContext: statements a handler prepares run in the call's
+// transaction (a write's commits with it or rolls back with it; a read's
+// sees the call's snapshot), are checked as queries are, and die with the
+// call. A read whose handler leaves rows of a prepared statement open
+// ends all the same.
+func TestPrepareContext(t *testing.T) {
+	t.Parallel()
+	type in struct {
+		Names []string `json:"names"`
+		Fail  bool     `json:"fail,omitempty"`
+	}
+	type out struct {
+		Count int `json:"count"`
+	}
+	kept := make(chan *sql.Stmt, 1)
+	addAll := llmtool.Write("add_all", "Add items through a prepared statement.", func(c *llmtool.WriteCtx, in in) (out, error) {
+		var db dbtx = c
+		st, err := db.PrepareContext(c, `INSERT INTO items (name) VALUES (?)`)
+		if err != nil {
+			return out{}, err
+		}
+		kept <- st //llmtoolvet:ignore the test checks that the statement dies with the call
+		for _, n := range in.Names {
+			if _, err := st.ExecContext(c, n); err != nil {
+				return out{}, err
+			}
+		}
+		var o out
+		if err := db.QueryRowContext(c, `SELECT count(*) FROM items`).Scan(&o.Count); err != nil {
+			return o, err
+		}
+		if in.Fail {
+			return o, llmtool.Conflict("No.")
+		}
+		return o, nil
+	})
+	leftOpen := make(chan *sql.Rows, 1)
+	countPrepared := llmtool.Read("count_prepared", "Count items through a prepared statement.", func(c *llmtool.ReadCtx, _ struct{}) (out, error) {
+		st, err := c.PrepareContext(c, `SELECT count(*) FROM items WHERE id > ?`)
+		if err != nil {
+			return out{}, err
+		}
+		// Not closed: closing it would pull it from under its open rows.
+		var o out
+		if err := st.QueryRowContext(c, 0).Scan(&o.Count); err != nil {
+			return o, err
+		}
+		rows, err := st.QueryContext(context.Background(), 0) // never closed by the handler
+		leftOpen <- rows                                      //llmtoolvet:ignore the test closes them after the call
+		return o, err
+	})
+	sneaky := llmtool.Write("prepare_own", "Prepare a write to llmtool's own table.", func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) {
+		st, err := c.PrepareContext(c, `UPDATE llmtool_scope_settings SET enabled = 1`)
+		if err == nil {
+			_, err = st.Exec()
+		}
+		return struct{}{}, err
+	})
+	db := openDB(t)
+	reg := newRegistry(t, db, llmtool.DefineTools("prepared", addAll, countPrepared, sneaky))
+
+	res := invoke(reg, "add_all", `{"names":["pear","plum"]}`)
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, `{"count":3}`, string(res.JSON))
+	_, err := (<-kept).Exec("late")
+	require.EqualError(t, err, "sql: statement is closed", "the statement died with the call")
+
+	res = invoke(reg, "add_all", `{"names":["fig"],"fail":true}`)
+	require.True(t, res.IsError)
+	<-kept
+	require.Equal(t, 3, countItems(t, db), "a failed call's prepared inserts roll back")
+
+	for range 2 {
+		res = invoke(reg, "count_prepared", `{}`)
+		require.False(t, res.IsError, res.Text())
+		require.JSONEq(t, `{"count":3}`, string(res.JSON))
+		require.NoError(t, (<-leftOpen).Close())
+	}
+
+	res = invoke(reg, "prepare_own", `{}`)
+	require.True(t, res.IsError)
+	require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused)
+	require.Equal(t, 3, countItems(t, db))
 }

@@ -29,6 +29,6 @@ fi
 if [ "$status" -eq 0 ]; then
   echo "llmtoolvet: clean"
 else
-  echo "llmtoolvet: go vet failed: findings or build errors above (what each finding means: go doc ./cmd/llmtoolvet/asynccheck, go doc ./cmd/llmtoolvet/txcontrol; silence a deliberate one with //llmtoolvet:ignore <reason> on its line or the line above)" >&2
+  echo "llmtoolvet: go vet failed: findings or build errors above (what each finding means: go doc ./cmd/llmtoolvet/asynccheck; silence a deliberate one with //llmtoolvet:ignore <reason> on its line or the line above)" >&2
   exit 1
 fi

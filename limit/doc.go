@@ -38,7 +38,11 @@
 //
 // [Timeout] gives every call a deadline, and [TimeoutPerTool] a deadline
 // per tool. The deadline is the call's context's: the handler sees it, its
-// queries are interrupted, and a write tool's transaction rolls back.
+// queries are interrupted, and a write tool's transaction rolls back when
+// the handler returns. A write handler that ignores its context keeps the
+// write path at most llmtool.Options.WriteGrace longer: the registry then
+// rolls the write back and lets other writes go on, and the call ends
+// when the handler returns at last.
 //
 // # Concurrency caps
 //
@@ -50,8 +54,8 @@
 //
 // Rate and the caps never wait: a call over their limit is refused at once
 // and never reaches the tool, so a model is never left hanging, and a
-// refusal costs the host nothing. A timeout stops a call that ran too
-// long. Either way the model reads a sentence that says what happened and
+// refusal costs the host nothing. A timeout ends a call that ran too
+// long, as soon as its handler returns. Either way the model reads a sentence that says what happened and
 // what to do, as for any failed call:
 //
 //	Too many calls; create_note was not run. Try again in 3 s.

@@ -8,8 +8,10 @@ import (
 )
 
 // Timeout returns a middleware that gives every call d to finish: the
-// call's context gets a deadline d from the start of the call, and a call
-// still running then is stopped. Timeout(d) is TimeoutPerTool(d, nil).
+// call's context gets a deadline d from the start of the call. At the
+// deadline the call's queries are interrupted and its handler's context
+// is done; the call ends, and a write saves nothing, when the handler
+// returns (see TimeoutPerTool). Timeout(d) is TimeoutPerTool(d, nil).
 func Timeout(d time.Duration) llmtool.Middleware {
 	return timeouts("Timeout", d, nil)
 }
@@ -26,8 +28,16 @@ func Timeout(d time.Duration) llmtool.Middleware {
 // The deadline bounds all of the call: the wait for the write lock, the
 // transaction, the guards, the handler and the commit. The handler sees it
 // as its context's deadline (ReadCtx.Deadline) and as Done closing; its
-// queries are interrupted, and a write tool's transaction rolls back, as
-// for any cancelled call. The model then reads, for a write tool,
+// queries are interrupted (the driver watches each statement's context),
+// so a handler that passes its context on returns at once, and a write
+// tool's transaction rolls back, as for any cancelled call. Go cannot stop
+// a handler that ignores its context: its call ends when it returns. A
+// write handler so stuck holds the write path (on SQLite, every scope's
+// writes wait for it) at most llmtool.Options.WriteGrace (1 s by default)
+// past the deadline: the registry then rolls its transaction back, closes
+// its connection and lets the next write go on, and the handler's later
+// statements fail with sql.ErrTxDone. The model then reads, for a write
+// tool,
 //
 //	create_note took longer than 2 s and was stopped; nothing was saved. Call it again with less work, or tell the user.
 //

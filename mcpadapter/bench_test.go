@@ -20,7 +20,6 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/sqlite"
-	"github.com/llmtool/llmtool/sqlitehook"
 )
 
 // The benchmarks compare a tools/call of a one-row read tool through
@@ -70,12 +69,9 @@ func newBenchServers(b *testing.B) benchServers {
 		INSERT INTO notes VALUES (1, 'Hello', 'World')`)
 	require.NoError(b, err)
 
-	// Options.Interrupt: sqlitehook.Interrupt is what a host on
-	// modernc.org/sqlite configures: one cancellation hook per call rather
-	// than the driver's watcher goroutine per statement. The raw handler
-	// below does the same query on the same database as the tool, with
-	// database/sql as a raw mcp-go host would.
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Interrupt: sqlitehook.Interrupt},
+	// The raw handler below does the same query on the same database as
+	// the tool, with database/sql as a raw mcp-go host would.
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)},
 		llmtool.DefineTools("bench", benchGet))
 	require.NoError(b, err)
 	srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler)})

@@ -1,18 +1,13 @@
 // Command llmtoolvet reports misuse of the transaction an llmtool tool
-// handler runs in. It runs two analyzers, each in its own package, which
-// documents what it reports and what it does not:
+// handler runs in. Its analyzer, asynccheck, in a package of its own that
+// documents what it reports and what it does not
+// (github.com/llmtool/llmtool/cmd/llmtoolvet/asynccheck), finds work that
+// can outlive the transaction: goroutines and escaping closures that use
+// a handler's ctx or transaction, stores of them where they outlive the
+// call, handlers returning values that carry them, and Out types holding
+// channels, funcs or iterators.
 //
-//   - asynccheck (flag -asynccheck): work that can outlive the
-//     transaction: goroutines and escaping closures that use a handler's
-//     ctx or transaction, stores of them where they outlive the call,
-//     handlers returning values that carry them, and Out types holding
-//     channels, funcs or iterators
-//     (github.com/llmtool/llmtool/cmd/llmtoolvet/asynccheck);
-//   - txcontrol (flag -txcontrol): Commit or Rollback called on the
-//     transaction of a WriteCtx, which the registry commits or rolls back
-//     itself (github.com/llmtool/llmtool/cmd/llmtoolvet/txcontrol).
-//
-// A deliberate finding of either is silenced by a comment
+// A deliberate finding is silenced by a comment
 // //llmtoolvet:ignore, followed by the reason, on the reported line or on
 // the line above it.
 //
@@ -25,15 +20,13 @@
 //
 //	llmtoolvet ./...
 //
-// It exits non-zero when it reports anything. Both analyzers run by
-// default; -asynccheck or -txcontrol alone runs just that one.
+// It exits non-zero when it reports anything.
 package main
 
 import (
 	"golang.org/x/tools/go/analysis/multichecker"
 
 	"github.com/llmtool/llmtool/cmd/llmtoolvet/asynccheck"
-	"github.com/llmtool/llmtool/cmd/llmtoolvet/txcontrol"
 )
 
-func main() { multichecker.Main(asynccheck.Analyzer, txcontrol.Analyzer) }
+func main() { multichecker.Main(asynccheck.Analyzer) }

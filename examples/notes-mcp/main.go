@@ -110,7 +110,6 @@ import (
 	"github.com/llmtool/llmtool/examples/notes"
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/oauth"
-	"github.com/llmtool/llmtool/sqlitehook"
 	"github.com/llmtool/llmtool/tenant"
 )
 
@@ -378,9 +377,6 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Logger:         logger,
 		TracerProvider: tel.tracer,
 		MeterProvider:  tel.meter,
-		// A cancelled call (the client went away) stops its SQLite query
-		// through one hook per call; PostgreSQL ignores it.
-		Interrupt: sqlitehook.Interrupt,
 		// The writes command runs in another process, and replicas
 		// share a PostgreSQL database: read the scope's setting on every
 		// listing and call (a primary-key lookup), so a change shows at

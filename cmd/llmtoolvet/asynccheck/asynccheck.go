@@ -10,10 +10,10 @@
 // the ways Go code defers work past the return:
 //
 //   - a go statement whose function or arguments use the handler's ctx, its
-//     transaction, or a value derived from them (c.Tx(), rows, a
-//     context.WithTimeout(c, ...), a data layer built with New(c.Tx()), a
-//     closure capturing any of these), in the handler itself or in a
-//     function of the same package that the handler passes them to;
+//     transaction, or a value derived from them (rows, a statement from
+//     c.PrepareContext, a context.WithTimeout(c, ...), a data layer built
+//     with New(c), a closure capturing any of these), in the handler itself
+//     or in a function of the same package that the handler passes them to;
 //     likewise such a closure given to a method named Go or TryGo
 //     (sync.WaitGroup, errgroup.Group and the like) or to time.AfterFunc;
 //   - a closure using the ctx or transaction registered with
