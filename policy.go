@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/llmtool/llmtool/internal/engine"
 )
 
 // Principal is the authenticated user a call runs as. Adapters put it in
@@ -128,9 +130,9 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	}
 	scope := ScopeFrom(ctx)
 	st := r.tenants.Get(ctx, nil, scope)
-	if st.Err != nil && !s.ReadOnly {
-		// Writes stay off, and the model hears why: the database, not
-		// the tenant's switch (a restart, say).
+	if st.Err != nil && !s.ReadOnly && engine.Unavailable(st.Err) {
+		// Writes stay off, and the model hears why: the database is
+		// down or restarting, not the tenant's switch.
 		return fmt.Errorf("llmtool: tool %s: %w", s.Name, st.Err)
 	}
 	if on, ok := st.Tools[s.Name]; ok {

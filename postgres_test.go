@@ -440,5 +440,5 @@ func TestSQLiteWithoutAuthorizer(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.Nil(t, reg)
-	require.EqualError(t, err, `llmtool: this SQLite connection does not offer modernc.org/sqlite's authorizer (sqlite.AuthorizerRegisterer), which llmtool installs on the connections it runs calls on to keep each tool's SQL inside its call; open the database with modernc.org/sqlite v1.62 or later (import _ "modernc.org/sqlite", driver name "sqlite", as OpenSQLite expects), not with another SQLite driver or a wrapper around its connections (its connection is a llmtool_test.wrappedConn)`)
+	require.EqualError(t, err, `llmtool: this SQLite connection does not offer modernc.org/sqlite's authorizer (sqlite.AuthorizerRegisterer), which llmtool installs on the connections it runs calls on to keep each tool's SQL inside its call; open the database with modernc.org/sqlite v1.62 or later (sqlite.Open in package github.com/llmtool/llmtool/sqlite does), not with another SQLite driver or a wrapper around its connections (its connection is a llmtool_test.wrappedConn)`)
 }

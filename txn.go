@@ -329,7 +329,7 @@ func (r *Registry) exec(ctx context.Context, t *Tool, args []byte, pa *prepared,
 	if err != nil && engine.BrokenConn(err) && !engine.Unavailable(err) && ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if perr := r.tx.DB.PingContext(pctx); perr != nil {
-			err = fmt.Errorf("%w; the database does not answer: %w", err, perr)
+			err = fmt.Errorf("%w; %w: %w", err, engine.ErrNoAnswer, perr)
 		}
 		cancel()
 	}

@@ -3,11 +3,13 @@
 //
 //   - the root package exports at most 110 names (functions, types,
 //     variables, constants and methods of exported types);
+//
 //   - *Registry has at most 15 methods;
+//
 //   - no non-test Go file of the library (every package but the examples
 //     and testdata) is longer than 600 lines.
 //
-//	go run ./.ci/counts
+//     go run ./.ci/counts
 //
 // .ci/run runs it from the module root. It lives under .ci, which ./...
 // skips.

@@ -140,6 +140,9 @@ func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, ErrNoAnswer) {
+		return true
+	}
 	switch st := sqlState(err); {
 	case strings.HasPrefix(st, "08"), st == "57P01", st == "57P02", st == "57P03", st == "53300":
 		return true
@@ -158,6 +161,11 @@ func Unavailable(err error) bool {
 		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "broken pipe") ||
 		strings.Contains(msg, "the database system is shutting down") || strings.Contains(msg, "the database system is starting up")
 }
+
+// ErrNoAnswer marks a failure after which the database did not answer a
+// ping either: it counts as Unavailable whatever the driver's own error
+// said (a pool that only reports "driver: bad connection", say).
+var ErrNoAnswer = errors.New("the database does not answer")
 
 // UniqueViolation reports whether err is a unique or primary-key
 // constraint failing: PostgreSQL's 23505, or SQLite's
