@@ -20,7 +20,7 @@ import (
 
 // Approval that spans the transaction: the flow (package approval has its
 // data and describes it). A write tool that needs approval (NeedsApproval,
-// or Tenants().SetApproval for a scope) does not commit on its first call:
+// or Tenants().SetApproval for a tenant) does not commit on its first call:
 // the registry runs it in its transaction, records an approval.Preview of
 // what it changed, rolls back and answers with an approval.Request. The
 // person decides with no transaction open and no lock held; the call then
@@ -29,7 +29,7 @@ import (
 // any write tool, and always rolls back.
 
 // NeedsApproval marks a write tool whose calls a person approves before
-// they commit; see Call.Approval. A scope can require approval of more
+// they commit; see Call.Approval. A tenant can require approval of more
 // tools with Registry.Tenants().SetApproval. NeedsApproval on a Read tool panics.
 func NeedsApproval() Option { return func(c *toolConfig) { c.spec.NeedsApproval = true } }
 
@@ -147,13 +147,13 @@ func previewDigest(pv *approval.Preview) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
 }
 
-// needsApproval reports whether a call of t in ctx's scope needs approval:
-// the tool says so, or the scope's settings do (tenant.Settings.SetApproval).
+// needsApproval reports whether a call of t in ctx's tenant needs approval:
+// the tool says so, or the tenant's settings do (tenant.Settings.SetApproval).
 func (r *Registry) needsApproval(ctx context.Context, t *Tool) bool {
 	if t.spec.ReadOnly {
 		return false
 	}
-	st := r.tenants.Get(ctx, nil, ScopeFrom(ctx))
+	st := r.tenants.Get(ctx, nil, TenantFrom(ctx))
 	if on, ok := st.Approval[t.spec.Name]; ok {
 		return on
 	}

@@ -24,7 +24,7 @@ func BenchmarkApprovalRatio(b *testing.B) {
 	db := benchDB(b)
 	reg := benchRegistry(b, db)
 	plainCtx := context.Background()
-	approveCtx := llmtool.WithScope(context.Background(), "approve")
+	approveCtx := llmtool.WithTenant(context.Background(), "approve")
 	enableWrites(b, reg, approveCtx)
 	require.NoError(b, reg.Tenants().SetApproval(context.Background(), "approve", "add_item", true))
 	call := llmtool.Call{Tool: "add_item", Args: insertArgs}

@@ -185,7 +185,7 @@ func TestApproval(t *testing.T) {
 			{"other tool", ctx, "purge_note", deleteN1, tok, "The approval was given for tool delete_note, not purge_note."},
 			{"other principal", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"}), "delete_note", `{"noteId":"n3"}`, tok, "The approval was given for other arguments."},
 			{"other principal, same call", llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice2"}), "delete_note", deleteN1, tok, "The approval was given to another user."},
-			{"other scope", llmtool.WithScope(ctx, "team"), "delete_note", deleteN1, tok, "The approval was given in another scope."},
+			{"other tenant", llmtool.WithTenant(ctx, "team"), "delete_note", deleteN1, tok, "The approval was given in another tenant."},
 		}
 		require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "team", true))
 		before := noteTitles(t, f.db)
@@ -232,9 +232,9 @@ func TestSetApproval(t *testing.T) {
 		res := f.reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), DryRun: false})
 		return res.Approval != nil
 	}
-	require.False(t, needs("purge_note", `{"noteId":"c1"}`), "destructive, but the scope asks for nothing yet")
+	require.False(t, needs("purge_note", `{"noteId":"c1"}`), "destructive, but the tenant asks for nothing yet")
 	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "", true))
-	require.True(t, needs("purge_note", `{"noteId":"c2"}`), "the scope's rule for destructive tools")
+	require.True(t, needs("purge_note", `{"noteId":"c2"}`), "the tenant's rule for destructive tools")
 	require.False(t, needs("rename_note", `{"noteId":"n1","title":"A"}`), "not destructive")
 	require.NoError(t, f.reg.Tenants().SetApproval(context.Background(), "", "rename_note", true))
 	require.True(t, needs("rename_note", `{"noteId":"n1","title":"B"}`))
@@ -335,7 +335,7 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 }
 
 // TestOwnTablesRefused: a hostile write tool cannot forget used approvals
-// (and so replay one) or turn on write tools for a scope through its SQL:
+// (and so replay one) or turn on write tools for a tenant through its SQL:
 // statements that change llmtool's own tables are refused.
 func TestOwnTablesRefused(t *testing.T) {
 	t.Parallel()

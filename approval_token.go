@@ -31,7 +31,7 @@ type approvalClaims struct {
 	Tool      string
 	Args      string // digest of the canonical arguments
 	Principal string
-	Scope     string
+	Tenant    string
 	Preview   string // digest of the approved preview
 	Expires   int64  // Unix seconds
 	Nonce     int64  // unique, 63 bits: the used tokens' key
@@ -155,17 +155,17 @@ func (a *approvals) close() {
 // seal makes the token approving pv for this call.
 func (a *approvals) seal(ctx context.Context, tool, args, preview string) (string, time.Time) {
 	exp := a.now().Add(a.ttl)
-	c := approvalClaims{Tool: tool, Args: args, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+	c := approvalClaims{Tool: tool, Args: args, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
 		Preview: preview, Expires: exp.Unix(), Nonce: int64((a.nonceBase + a.nonces.Add(1)) & (1<<63 - 1))}
 	body := base64.RawURLEncoding.EncodeToString(c.encode())
 	return body + "." + a.mac(body), exp
 }
 
 // encode writes the claims as length-prefixed fields ("3:abc"), which
-// decode reads back whatever bytes the principal or scope hold.
+// decode reads back whatever bytes the principal or tenant hold.
 func (c *approvalClaims) encode() []byte {
 	b := make([]byte, 0, 160)
-	for _, f := range []string{c.Tool, c.Args, c.Principal, c.Scope, c.Preview} {
+	for _, f := range []string{c.Tool, c.Args, c.Principal, c.Tenant, c.Preview} {
 		b = strconv.AppendInt(b, int64(len(f)), 10)
 		b = append(b, ':')
 		b = append(b, f...)
@@ -190,7 +190,7 @@ func (c *approvalClaims) decode(b []byte) bool {
 		b = b[i+1+n:]
 		return f, true
 	}
-	for _, f := range []*string{&c.Tool, &c.Args, &c.Principal, &c.Scope, &c.Preview} {
+	for _, f := range []*string{&c.Tool, &c.Args, &c.Principal, &c.Tenant, &c.Preview} {
 		v, ok := next()
 		if !ok {
 			return false
@@ -223,8 +223,8 @@ func (a *approvals) open(ctx context.Context, tool, args, token string) (*approv
 		return nil, refusedApproval("The approval was given for other arguments.")
 	case c.Principal != principalID(ctx):
 		return nil, refusedApproval("The approval was given to another user.")
-	case c.Scope != ScopeFrom(ctx):
-		return nil, refusedApproval("The approval was given in another scope.")
+	case c.Tenant != TenantFrom(ctx):
+		return nil, refusedApproval("The approval was given in another tenant.")
 	case a.now().Unix() > c.Expires:
 		return nil, refusedApproval(fmt.Sprintf("The approval expired at %s.", time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)))
 	}

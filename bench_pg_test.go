@@ -122,7 +122,7 @@ func newPGBench(b *testing.B) *pgBench {
 // roundTrips runs each path 5 times to warm it up (pgx prepares a
 // statement on a connection's first use of it), then 15 times one by one,
 // and returns each path's median writes per call: its round trips. The
-// median ignores a call that happened to refresh the registry's scope
+// median ignores a call that happened to refresh the registry's tenant
 // cache.
 func (p *pgBench) roundTrips(paths []benchPath) []float64 {
 	rts := make([]float64, len(paths))

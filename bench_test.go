@@ -212,7 +212,7 @@ func BenchmarkRatio(b *testing.B) {
 	t.report(b, invokeInsert, len(read), "insert/baseline")
 }
 
-// enableWrites turns write tools on for the context's scope.
+// enableWrites turns write tools on for the context's tenant.
 func enableWrites(tb testing.TB, reg *llmtool.Registry, ctx context.Context) {
-	require.NoError(tb, reg.Tenants().SetWrites(ctx, llmtool.ScopeFrom(ctx), true))
+	require.NoError(tb, reg.Tenants().SetWrites(ctx, llmtool.TenantFrom(ctx), true))
 }

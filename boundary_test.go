@@ -754,12 +754,12 @@ func ownTables(t *testing.T, db *sql.DB) map[string][]string {
 	t.Helper()
 	got := map[string][]string{}
 	for table, q := range map[string]string{
-		"scope settings": `SELECT scope || '|' || tool || '|' || enabled FROM llmtool_scope_settings ORDER BY scope, tool`,
-		"scope version":  `SELECT version FROM llmtool_scope_version`,
-		"approvals":      `SELECT nonce FROM llmtool_approvals ORDER BY nonce`,
-		"audit":          `SELECT tool || '|' || outcome || '|' || scope FROM llmtool_audit ORDER BY rowid`,
-		"migrations":     `SELECT subject || '|' || version FROM llmtool_migrations ORDER BY subject`,
-		"schema":         `SELECT type || '|' || name FROM sqlite_schema ORDER BY type, name`,
+		"tenant settings": `SELECT scope || '|' || tool || '|' || enabled FROM llmtool_scope_settings ORDER BY scope, tool`,
+		"tenant version":  `SELECT version FROM llmtool_scope_version`,
+		"approvals":       `SELECT nonce FROM llmtool_approvals ORDER BY nonce`,
+		"audit":           `SELECT tool || '|' || outcome || '|' || tenant FROM llmtool_audit ORDER BY rowid`,
+		"migrations":      `SELECT subject || '|' || version FROM llmtool_migrations ORDER BY subject`,
+		"schema":          `SELECT type || '|' || name FROM sqlite_schema ORDER BY type, name`,
 	} {
 		rows, err := db.Query(q)
 		require.NoError(t, err, table)
@@ -775,13 +775,13 @@ func ownTables(t *testing.T, db *sql.DB) map[string][]string {
 }
 
 // TestSQLiteEscapes: SQLite's authorizer against SQL a model wrote, run by
-// a careless write tool of scope A (and a read tool). Two scopes share the
+// a careless write tool of tenant A (and a read tool). Two tenants share the
 // database: A, whose writes are on and which has used an approval, and B,
 // whose writes are off. Every attack is refused with ErrStatementRefused
 // however it names llmtool's tables (quoted, bracketed, qualified, in any
 // case), and afterwards B's writes are still off, a tool needing approval
 // still asks, the used approval stays used, no trigger fires in a later
-// call of another scope nor in the host's own write, llmtool's tables are
+// call of another tenant nor in the host's own write, llmtool's tables are
 // as they were, and the file passes PRAGMA integrity_check.
 func TestSQLiteEscapes(t *testing.T) {
 	t.Parallel()
@@ -830,19 +830,19 @@ func TestSQLiteEscapes(t *testing.T) {
 	}, llmtool.NeedsApproval())
 	logs := &lockedBuffer{}
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
-		Logger:        slog.New(slog.NewTextHandler(logs, nil)),
-		Audit:         []audit.Sink{table},
-		ApprovalKey:   []byte("replicas share this key, so used approvals are kept in llmtool_approvals"),
-		ScopeCacheTTL: tenant.NoCache,
+		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+		Audit:          []audit.Sink{table},
+		ApprovalKey:    []byte("replicas share this key, so used approvals are kept in llmtool_approvals"),
+		TenantCacheTTL: tenant.NoCache,
 	}, llmtool.DefineTools("careless", runSQL, querySQL, addItem, setQty))
 	require.NoError(t, err)
-	a, b, c := llmtool.WithScope(ctx, "A"), llmtool.WithScope(ctx, "B"), llmtool.WithScope(ctx, "C")
+	a, b, c := llmtool.WithTenant(ctx, "A"), llmtool.WithTenant(ctx, "B"), llmtool.WithTenant(ctx, "C")
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "A", true))
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "C", true))
 	_, err = db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
 	require.NoError(t, err)
 
-	// Scope A approves a change of item 2, once.
+	// Tenant A approves a change of item 2, once.
 	setTwo := []byte(`{"id":2,"qty":7}`)
 	res := reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo})
 	require.ErrorIs(t, res.Err, approval.ErrRequired)
@@ -860,8 +860,8 @@ func TestSQLiteEscapes(t *testing.T) {
 		// itself in a transaction, before the authorizer is asked.
 		sqlite string
 	}{
-		// Turn writes on for every tool of every scope, approvals off,
-		// forget the used approval, forge a scope's settings.
+		// Turn writes on for every tool of every tenant, approvals off,
+		// forget the used approval, forge a tenant's settings.
 		{sql: `UPDATE 'llmtool_scope_settings' SET enabled = 1 WHERE tool = ''`},
 		{sql: `UPDATE 'llmtool_scope_settings' SET enabled = 0 WHERE tool LIKE 'approval:%'`},
 		{sql: `DELETE FROM 'llmtool_approvals'`},
@@ -871,11 +871,11 @@ func TestSQLiteEscapes(t *testing.T) {
 		{sql: "DELETE FROM `llmtool_approvals`"},
 		{sql: `UPDATE main.llmtool_scope_settings SET enabled = 1`},
 		{sql: `DELETE FROM main."llmtool_approvals"`},
-		{sql: `UPDATE LLMTool_Scope_Settings SET enabled = 1`},
+		{sql: `UPDATE LLMTool_Tenant_Settings SET enabled = 1`},
 		{sql: `DELETE FROM "LLMTOOL_APPROVALS"`},
 		{sql: `INSERT INTO llmtool_scope_settings (scope, tool, enabled, updated_at) VALUES ('B', '', 1, '')`},
 		{sql: `INSERT OR REPLACE INTO main.[LLMTOOL_SCOPE_VERSION] (id, version) VALUES (1, 0)`},
-		{sql: `UPDATE items SET name = (SELECT group_concat(scope) FROM llmtool_scope_settings)`},
+		{sql: `UPDATE items SET name = (SELECT group_concat(tenant) FROM llmtool_scope_settings)`},
 		{sql: `WITH gone AS (SELECT nonce FROM llmtool_approvals) DELETE FROM items WHERE id IN (SELECT nonce FROM gone)`},
 		{sql: `DROP TABLE llmtool_approvals`},
 		{sql: `ALTER TABLE llmtool_audit RENAME TO audit_old`},
@@ -948,14 +948,14 @@ func TestSQLiteEscapes(t *testing.T) {
 	// B's writes are still off.
 	res = reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"b"}`)})
 	require.True(t, res.IsError)
-	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "B". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in tenant "B". Ask the user to enable write tools for this tenant, then call add_item again.`, res.Text())
 	// A tool needing approval still asks, and the used approval stays used.
 	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: []byte(`{"id":3,"qty":1}`)})
 	require.ErrorIs(t, res.Err, approval.ErrRequired)
 	res = reg.Invoke(a, llmtool.Call{Tool: "set_qty", Args: setTwo, Approval: used})
 	require.ErrorIs(t, res.Err, approval.ErrRefused)
 	require.Equal(t, "This approval was already used. Nothing was saved. Call the tool again to get a new preview for the user to approve.", res.Text())
-	// Writes in scope C, and the host's own, fire no trigger.
+	// Writes in tenant C, and the host's own, fire no trigger.
 	res = reg.Invoke(c, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"c"}`)})
 	require.False(t, res.IsError, res.Text())
 	_, err = db.Exec(`INSERT INTO items (name) VALUES ('host')`)

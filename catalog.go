@@ -64,7 +64,7 @@ func (r *Registry) dropBuiltinLocked(name string) {
 	}
 }
 
-// man answers the man tool for ctx's scope and principal: the catalog when
+// man answers the man tool for ctx's tenant and principal: the catalog when
 // name is "", else the page of the named tool or reference page.
 func (r *Registry) man(ctx context.Context, q querier, name string) (string, error) {
 	specs := r.visible(ctx, q, r.listed(ctx, r.allSpecs()))
@@ -80,7 +80,7 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 		return man.Catalog(tools, r.pages) + r.onDemandCatalog(ctx, q, specs), nil
 	}
 	if r.demand.pick != nil {
-		// A tool's page is shown whether or not the scope loaded it:
+		// A tool's page is shown whether or not the tenant loaded it:
 		// loading decides what is listed, not what may be called.
 		listed := make(map[*Spec]bool, len(specs))
 		for _, s := range specs {

@@ -58,11 +58,11 @@ func richText(t *testing.T, res llmtool.Result) string {
 func TestManCatalog(t *testing.T) {
 	t.Parallel()
 	reg, _ := newRegOpts(t, openDB(t), &llmtool.Options{ManPages: map[string]string{"search-syntax": searchSyntax}}, catalogModule())
-	readOnly := inScope("readers")
-	writers := inScope("writers")
+	readOnly := inTenant("readers")
+	writers := inTenant("writers")
 	require.NoError(t, reg.Tenants().SetWrites(writers, "writers", true))
 
-	// A scope that has only read tools sees only them.
+	// A tenant that has only read tools sees only them.
 	require.Equal(t, `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
 
 Notes
@@ -94,7 +94,7 @@ Reference pages (call man with {"name": "<page>"}):
 func TestManPageOfATool(t *testing.T) {
 	t.Parallel()
 	reg, _ := newReg(t, openDB(t), catalogModule())
-	ctx := inScope("readers")
+	ctx := inTenant("readers")
 	require.Equal(t, `NAME
     search_notes - Search notes by words
 
@@ -136,7 +136,7 @@ DESCRIPTION
 func TestManUnknownNames(t *testing.T) {
 	t.Parallel()
 	reg, _ := newReg(t, openDB(t), catalogModule())
-	ctx := inScope("readers")
+	ctx := inTenant("readers")
 	tests := []struct{ name, want string }{
 		{"serch_notes", `No manual entry for "serch_notes". Did you mean "search_notes"? Call man with no arguments to list all tools.`},
 		{"create_note", `No manual entry for "create_note". Call man with no arguments to list all tools.`},
@@ -188,7 +188,7 @@ func TestManPages(t *testing.T) {
 		" dates ":       "Dates: YYYY-MM-DD.",
 		"get_time":      "A page that the tool of the same name hides.",
 	}}, catalogModule())
-	ctx := inScope("readers")
+	ctx := inTenant("readers")
 
 	// Pages are listed by name, after the tools.
 	require.Equal(t, `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.

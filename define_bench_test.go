@@ -260,7 +260,7 @@ func TestDefineRegistry(t *testing.T) {
 	reg := defineRegistry(t, db, defMakers(), names)
 	specs, err := reg.List(context.Background(), nil)
 	require.NoError(t, err)
-	require.Len(t, specs, len(names)-len(names)/3+1, "the read tools and man (write tools are off until a scope turns them on)")
+	require.Len(t, specs, len(names)-len(names)/3+1, "the read tools and man (write tools are off until a tenant turns them on)")
 	ctx := context.Background()
 
 	tests := []struct {

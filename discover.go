@@ -15,13 +15,13 @@ import (
 
 // On-demand tools: a large catalog is not sent whole. The tools that
 // Options.OnDemand marks stay out of listings until the built-in read tool
-// find_tools finds them for a scope; then that scope's listings show them,
+// find_tools finds them for a tenant; then that tenant's listings show them,
 // and subscribers (the MCP adapter's tools/list_changed) hear of it.
 
 // findToolsTool is the name of the built-in find_tools tool.
 const findToolsTool = "find_tools"
 
-// maxLoaded is how many on-demand tools one scope keeps loaded: past it,
+// maxLoaded is how many on-demand tools one tenant keeps loaded: past it,
 // the tools loaded longest ago leave the listing first (they stay callable
 // by name), so a long conversation does not grow its requests back to the
 // whole catalog.
@@ -41,7 +41,7 @@ type findIn struct {
 const findToolsPage = `find_tools searches the tools that load on demand by their names,
 categories, summaries and descriptions, and makes the best matches
 callable: they appear in your tool list from the next request on. A
-tool found once stays loaded for this conversation's scope.
+tool found once stays loaded for this conversation's tenant.
 
 EXAMPLES
     {"query": "refund an invoice"}
@@ -73,8 +73,8 @@ type demand struct {
 
 	specs atomic.Pointer[demandSpecs] // the on-demand tools switched on, per allSpecs list
 
-	mu     sync.Mutex
-	scopes map[string]*loadedSet
+	mu      sync.Mutex
+	tenants map[string]*loadedSet
 }
 
 // demandSpecs is the on-demand tools switched on, with their search index,
@@ -85,12 +85,12 @@ type demandSpecs struct {
 	docs  []*toolDoc // docs[i] is specs[i]'s
 }
 
-// loadedSet is what one scope has loaded.
+// loadedSet is what one tenant has loaded.
 type loadedSet struct {
 	names []string // oldest first, at most maxLoaded
 	ver   uint64   // bumped on every change
 
-	// The scope's listing, cached for the allSpecs list src at version ver.
+	// The tenant's listing, cached for the allSpecs list src at version ver.
 	src    *[]*Spec
 	srcVer uint64
 	list   *[]*Spec
@@ -123,17 +123,17 @@ func (r *Registry) demandSpecs() *demandSpecs {
 	return d
 }
 
-// listed returns what List filters for ctx's scope: the tools switched on
-// that are not on demand (all), and the on-demand tools the scope loaded,
+// listed returns what List filters for ctx's tenant: the tools switched on
+// that are not on demand (all), and the on-demand tools the tenant loaded,
 // in registration order with llmtool's own tools last.
 func (r *Registry) listed(ctx context.Context, all *[]*Spec) *[]*Spec {
 	if r.demand.pick == nil {
 		return all
 	}
-	scope := ScopeFrom(ctx)
+	tenant := TenantFrom(ctx)
 	r.demand.mu.Lock()
 	defer r.demand.mu.Unlock()
-	ls := r.demand.scopes[scope]
+	ls := r.demand.tenants[tenant]
 	if ls == nil || len(ls.names) == 0 {
 		return all
 	}
@@ -158,34 +158,34 @@ func (r *Registry) listed(ctx context.Context, all *[]*Spec) *[]*Spec {
 	return &list
 }
 
-// UnloadTools forgets the on-demand tools scope loaded with find_tools,
+// UnloadTools forgets the on-demand tools tenant loaded with find_tools,
 // so that its listings are back to the tools not on demand; subscribers
 // hear of the change when there was something to forget. Call it when the
-// conversation a scope stands for ends, or starts over.
+// conversation a tenant stands for ends, or starts over.
 //
-// What a scope loaded lives in this registry's memory, per scope, until
+// What a tenant loaded lives in this registry's memory, per tenant, until
 // UnloadTools or the end of the process; it is neither persisted nor
-// shared with replicas. A scope keeps at most 64 tools loaded: past that,
+// shared with replicas. A tenant keeps at most 64 tools loaded: past that,
 // the tools loaded longest ago leave its listings first. Either way a
 // tool that leaves the listing stays callable by its exact name, as every
 // on-demand tool is: loading decides what is listed, not what may be
 // called, which policy alone decides.
-func (r *Registry) UnloadTools(scope string) {
+func (r *Registry) UnloadTools(tenant string) {
 	r.demand.mu.Lock()
-	ls := r.demand.scopes[scope]
+	ls := r.demand.tenants[tenant]
 	had := ls != nil && len(ls.names) > 0
-	delete(r.demand.scopes, scope)
+	delete(r.demand.tenants, tenant)
 	r.demand.mu.Unlock()
 	if had {
-		r.tenants.Changed(scope)
+		r.tenants.Changed(tenant)
 	}
 }
 
-// loadedNames returns the set of tools scope loaded.
-func (r *Registry) loadedNames(scope string) map[string]bool {
+// loadedNames returns the set of tools tenant loaded.
+func (r *Registry) loadedNames(tenant string) map[string]bool {
 	r.demand.mu.Lock()
 	defer r.demand.mu.Unlock()
-	ls := r.demand.scopes[scope]
+	ls := r.demand.tenants[tenant]
 	if ls == nil {
 		return nil
 	}
@@ -196,18 +196,18 @@ func (r *Registry) loadedNames(scope string) map[string]bool {
 	return m
 }
 
-// load marks names loaded for scope, the most recent last, and reports
-// whether the scope's set of loaded tools changed.
-func (r *Registry) load(scope string, names []string) bool {
+// load marks names loaded for tenant, the most recent last, and reports
+// whether the tenant's set of loaded tools changed.
+func (r *Registry) load(tenant string, names []string) bool {
 	r.demand.mu.Lock()
 	defer r.demand.mu.Unlock()
-	if r.demand.scopes == nil {
-		r.demand.scopes = make(map[string]*loadedSet)
+	if r.demand.tenants == nil {
+		r.demand.tenants = make(map[string]*loadedSet)
 	}
-	ls := r.demand.scopes[scope]
+	ls := r.demand.tenants[tenant]
 	if ls == nil {
 		ls = &loadedSet{}
-		r.demand.scopes[scope] = ls
+		r.demand.tenants[tenant] = ls
 	}
 	before := slices.Clone(ls.names)
 	for _, n := range names {
@@ -227,7 +227,7 @@ func (r *Registry) load(scope string, names []string) bool {
 	return true
 }
 
-// findTools answers find_tools for ctx's scope and principal: the
+// findTools answers find_tools for ctx's tenant and principal: the
 // on-demand tools they may call that best match the query, now loaded.
 func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string, error) {
 	query := strings.TrimSpace(in.Query)
@@ -248,9 +248,9 @@ func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string,
 	for i, s := range found {
 		names[i] = s.Name
 	}
-	scope := ScopeFrom(ctx)
-	if r.load(scope, names) {
-		r.tenants.Changed(scope)
+	tenant := TenantFrom(ctx)
+	if r.load(tenant, names) {
+		r.tenants.Changed(tenant)
 	}
 	var b strings.Builder
 	noun := "tools"

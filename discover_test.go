@@ -64,21 +64,21 @@ func findTools(ctx context.Context, reg *llmtool.Registry, args string) llmtool.
 
 // find_tools finds on-demand tools by the words of their descriptions,
 // names, summaries and categories, within what the caller may call, and
-// only the tools it found join the scope's listing.
+// only the tools it found join the tenant's listing.
 func TestFindTools(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		scope     string
+		tenant    string
 		writes    bool
 		principal *llmtool.Principal
 		disable   string
 		query     string
 		want      string   // the answer; "" when the call fails with wantErr
 		wantErr   string   // the refusal
-		listed    []string // the scope's listing afterwards
+		listed    []string // the tenant's listing afterwards
 	}{{
-		name: "description words", scope: "w", writes: true, query: `{"query": "refund a paid invoice"}`,
+		name: "description words", tenant: "w", writes: true, query: `{"query": "refund a paid invoice"}`,
 		want: "Loaded 3 tools for \"refund a paid invoice\"; call them like any other tool:\n" +
 			"  refund_invoice   Refund a paid invoice [Billing]\n" +
 			"  list_invoices    List a customer's invoices, newest first. [Billing]\n" +
@@ -86,39 +86,39 @@ func TestFindTools(t *testing.T) {
 			"For a tool's options and examples, call man with {\"name\": \"<tool>\"}.\n",
 		listed: []string{"get_note", "list_invoices", "refund_invoice", "get_invoice_pdf", "man", "find_tools"},
 	}, {
-		name: "limit and stems", scope: "w", writes: true, query: `{"query": "Exporting CONTACTS", "limit": 1}`,
+		name: "limit and stems", tenant: "w", writes: true, query: `{"query": "Exporting CONTACTS", "limit": 1}`,
 		want: "Loaded 1 tool for \"Exporting CONTACTS\"; call them like any other tool:\n" +
 			"  export_contacts  Export the contacts as a CSV file. [CRM]\n" +
 			"For a tool's options and examples, call man with {\"name\": \"<tool>\"}.\n",
 		listed: []string{"get_note", "export_contacts", "man", "find_tools"},
 	}, {
-		name: "write tools off in the scope", scope: "r", query: `{"query": "refund"}`,
+		name: "write tools off in the tenant", tenant: "r", query: `{"query": "refund"}`,
 		wantErr: `No tools match "refund". Try other words, or call man for the catalog.`,
 		listed:  []string{"get_note", "man", "find_tools"},
 	}, {
-		name: "a disabled tool", scope: "w", writes: true, disable: "export_contacts", query: `{"query": "export csv"}`,
+		name: "a disabled tool", tenant: "w", writes: true, disable: "export_contacts", query: `{"query": "export csv"}`,
 		wantErr: `No tools match "export csv". Try other words, or call man for the catalog.`,
 		listed:  []string{"get_note", "man", "find_tools"},
 	}, {
-		name: "a token without the tool's scope", scope: "w", principal: &llmtool.Principal{ID: "u", Scopes: []string{}}, query: `{"query": "contact"}`,
+		name: "a token without the tool's scope", tenant: "w", principal: &llmtool.Principal{ID: "u", Scopes: []string{}}, query: `{"query": "contact"}`,
 		want: "Loaded 1 tool for \"contact\"; call them like any other tool:\n" +
 			"  export_contacts  Export the contacts as a CSV file. [CRM]\n" +
 			"For a tool's options and examples, call man with {\"name\": \"<tool>\"}.\n",
 		listed: []string{"get_note", "export_contacts", "man", "find_tools"},
 	}, {
-		name: "no match", scope: "w", query: `{"query": "weather forecast"}`,
+		name: "no match", tenant: "w", query: `{"query": "weather forecast"}`,
 		wantErr: `No tools match "weather forecast". Try other words, or call man for the catalog.`,
 		listed:  []string{"get_note", "man", "find_tools"},
 	}, {
-		name: "only stop words", scope: "w", query: `{"query": "the tools for it"}`,
+		name: "only stop words", tenant: "w", query: `{"query": "the tools for it"}`,
 		wantErr: `No tools match "the tools for it". Try other words, or call man for the catalog.`,
 		listed:  []string{"get_note", "man", "find_tools"},
 	}, {
-		name: "an always-listed tool is not searched", scope: "w", query: `{"query": "note"}`,
+		name: "an always-listed tool is not searched", tenant: "w", query: `{"query": "note"}`,
 		wantErr: `No tools match "note". Try other words, or call man for the catalog.`,
 		listed:  []string{"get_note", "man", "find_tools"},
 	}, {
-		name: "empty query", scope: "w", query: `{"query": ""}`,
+		name: "empty query", tenant: "w", query: `{"query": ""}`,
 		wantErr: "Error: /query: 0 characters is shorter than the minimum 1. Send a string of at least 1 character.",
 		listed:  []string{"get_note", "man", "find_tools"},
 	}}
@@ -126,11 +126,11 @@ func TestFindTools(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			reg := newOnDemand(t, nil)
-			ctx := llmtool.WithScope(context.Background(), tt.scope)
+			ctx := llmtool.WithTenant(context.Background(), tt.tenant)
 			if tt.principal != nil {
 				ctx = llmtool.WithPrincipal(ctx, tt.principal)
 			}
-			require.NoError(t, reg.Tenants().SetWrites(ctx, tt.scope, tt.writes))
+			require.NoError(t, reg.Tenants().SetWrites(ctx, tt.tenant, tt.writes))
 			if tt.disable != "" {
 				require.NoError(t, reg.SetEnabled(tt.disable, false))
 			}
@@ -143,8 +143,8 @@ func TestFindTools(t *testing.T) {
 				require.Equal(t, tt.want, richText(t, res))
 			}
 			require.Equal(t, tt.listed, listNames(t, reg, ctx))
-			// Another scope's listing is its own.
-			require.Equal(t, []string{"get_note", "man", "find_tools"}, listNames(t, reg, inScope("other")))
+			// Another tenant's listing is its own.
+			require.Equal(t, []string{"get_note", "man", "find_tools"}, listNames(t, reg, inTenant("other")))
 		})
 	}
 }
@@ -160,30 +160,30 @@ func TestFindToolsLimit(t *testing.T) {
 
 // Loading decides what is listed, not what may be called: an on-demand
 // tool named exactly runs unloaded, and policy still refuses what the
-// scope may not call.
+// tenant may not call.
 func TestOnDemandCallByName(t *testing.T) {
 	t.Parallel()
 	reg := newOnDemand(t, nil)
-	ctx := inScope("r")
+	ctx := inTenant("r")
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "list_invoices", Args: []byte(`{"invoiceId": "in_1"}`)})
 	require.False(t, res.IsError, res.Text())
 	require.JSONEq(t, `{"id":"in_1"}`, string(res.JSON))
 	res = reg.Invoke(ctx, llmtool.Call{Tool: "refund_invoice", Args: []byte(`{"invoiceId": "in_1"}`)})
 	require.True(t, res.IsError)
-	require.Equal(t, `Tool "refund_invoice" changes data, and write tools are off in scope "r". Ask the user to enable write tools for this scope, then call refund_invoice again.`, res.Text())
+	require.Equal(t, `Tool "refund_invoice" changes data, and write tools are off in tenant "r". Ask the user to enable write tools for this tenant, then call refund_invoice again.`, res.Text())
 	require.Equal(t, []string{"get_note", "man", "find_tools"}, listNames(t, reg, ctx))
 }
 
-// Subscribers hear of a scope's loaded tools when they change, and only
+// Subscribers hear of a tenant's loaded tools when they change, and only
 // then; UnloadTools forgets them.
 func TestOnDemandNotifies(t *testing.T) {
 	t.Parallel()
 	reg := newOnDemand(t, nil)
 	var mu sync.Mutex
 	var heard []string
-	cancel := reg.Tenants().Subscribe(func(scope string) {
+	cancel := reg.Tenants().Subscribe(func(tenant string) {
 		mu.Lock()
-		heard = append(heard, scope)
+		heard = append(heard, tenant)
 		mu.Unlock()
 	})
 	defer cancel()
@@ -192,7 +192,7 @@ func TestOnDemandNotifies(t *testing.T) {
 		defer mu.Unlock()
 		return append([]string(nil), heard...)
 	}
-	ctx := inScope("s")
+	ctx := inTenant("s")
 	richText(t, findTools(ctx, reg, `{"query": "invoice pdf", "limit": 1}`))
 	require.Equal(t, []string{"s"}, seen())
 	richText(t, findTools(ctx, reg, `{"query": "invoice pdf", "limit": 1}`)) // loaded already
@@ -215,7 +215,7 @@ func TestOnDemandNotifies(t *testing.T) {
 func TestOnDemandMan(t *testing.T) {
 	t.Parallel()
 	reg := newOnDemand(t, nil)
-	ctx := inScope("r")
+	ctx := inTenant("r")
 	require.Equal(t, `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
 
 General
@@ -250,7 +250,7 @@ More tools load on demand (5), by category; call find_tools with what you want t
 func TestNoOnDemand(t *testing.T) {
 	t.Parallel()
 	reg, _ := newRegOpts(t, openDB(t), nil, onDemandModules()...)
-	ctx := inScope("r")
+	ctx := inTenant("r")
 	require.Equal(t, []string{"get_note", "list_invoices", "get_invoice_pdf", "tax_report", "find_contact", "export_contacts", "man"}, listNames(t, reg, ctx))
 	res := findTools(ctx, reg, `{"query": "invoice"}`)
 	require.True(t, res.IsError)
@@ -260,7 +260,7 @@ func TestNoOnDemand(t *testing.T) {
 	require.Empty(t, unloaded)
 }
 
-// A scope keeps at most 64 tools loaded; those loaded longest ago leave
+// A tenant keeps at most 64 tools loaded; those loaded longest ago leave
 // its listing first, and stay callable.
 func TestOnDemandLoadedBound(t *testing.T) {
 	t.Parallel()
@@ -270,7 +270,7 @@ func TestOnDemandLoadedBound(t *testing.T) {
 			func(*llmtool.ReadCtx, struct{}) (idOut, error) { return idOut{ID: "x"}, nil }))
 	}
 	reg, _ := newRegOpts(t, openDB(t), &llmtool.Options{OnDemand: func(*llmtool.Spec) bool { return true }}, llmtool.DefineTools("reports", tools...))
-	ctx := inScope("q")
+	ctx := inTenant("q")
 	for i := range 70 {
 		require.Equal(t, fmt.Sprintf("Loaded 1 tool for \"zone%02d\"; call them like any other tool:\n  report_%02d  Print the report of region zone%02d. [General]\n", i, i, i)+
 			"For a tool's options and examples, call man with {\"name\": \"<tool>\"}.\n",
@@ -312,7 +312,7 @@ func BenchmarkFindToolsRatio(b *testing.B) {
 		OnDemand: func(*llmtool.Spec) bool { return true },
 	}, mods...)
 	require.NoError(b, err)
-	ctx := inScope("bench")
+	ctx := inTenant("bench")
 	plain := llmtool.Call{Tool: "m07_get_ticket", Args: []byte(`{"invoiceId": "t1"}`)}
 	find := llmtool.Call{Tool: "find_tools", Args: []byte(`{"query": "archive a shipment of module 12"}`)}
 	paths := []func(){
@@ -332,7 +332,7 @@ func BenchmarkFindToolsRatio(b *testing.B) {
 	t.reportSpread(b, []string{"read", "find"}, "ns", 1)
 }
 
-// The listing of a scope with loaded tools is cached per change; a seeded
+// The listing of a tenant with loaded tools is cached per change; a seeded
 // random run of loads, unloads, switches and write settings checks it
 // against the listing computed from scratch after every step.
 func TestOnDemandListingDifferential(t *testing.T) {
@@ -346,15 +346,15 @@ func TestOnDemandListingDifferential(t *testing.T) {
 			tools = append(tools, s)
 		}
 	}
-	scopes := []string{"a", "b"}
+	tenants := []string{"a", "b"}
 	writes := map[string]bool{}
 	off := map[string]bool{}
 	loaded := map[string]map[string]bool{"a": {}, "b": {}}
 	queries := []string{"invoice", "refund", "contact", "taxes", "pdf document", "export csv", "weather"}
 	rng := rand.New(rand.NewPCG(14, 2026))
 	for step := range 300 {
-		scope := scopes[rng.IntN(len(scopes))]
-		ctx := inScope(scope)
+		tenant := tenants[rng.IntN(len(tenants))]
+		ctx := inTenant(tenant)
 		switch op := rng.IntN(10); {
 		case op < 5:
 			q := queries[rng.IntN(len(queries))]
@@ -362,7 +362,7 @@ func TestOnDemandListingDifferential(t *testing.T) {
 			if !res.IsError {
 				for _, s := range tools {
 					if strings.Contains(res.Content[0].Text, "\n  "+s.Name+" ") {
-						loaded[scope][s.Name] = true
+						loaded[tenant][s.Name] = true
 					}
 				}
 			}
@@ -371,13 +371,13 @@ func TestOnDemandListingDifferential(t *testing.T) {
 			off[name] = !off[name]
 			require.NoError(t, reg.SetEnabled(name, !off[name]))
 		case op < 9:
-			writes[scope] = !writes[scope]
-			require.NoError(t, reg.Tenants().SetWrites(ctx, scope, writes[scope]))
+			writes[tenant] = !writes[tenant]
+			require.NoError(t, reg.Tenants().SetWrites(ctx, tenant, writes[tenant]))
 		default:
-			reg.UnloadTools(scope)
-			loaded[scope] = map[string]bool{}
+			reg.UnloadTools(tenant)
+			loaded[tenant] = map[string]bool{}
 		}
-		for _, sc := range scopes {
+		for _, sc := range tenants {
 			var want []string
 			for _, s := range tools {
 				if !off[s.Name] && (s.ReadOnly || writes[sc]) && (s.Module == "notes" || loaded[sc][s.Name]) {
@@ -385,7 +385,7 @@ func TestOnDemandListingDifferential(t *testing.T) {
 				}
 			}
 			want = append(want, "man", "find_tools")
-			require.Equal(t, want, listNames(t, reg, inScope(sc)), "step %d, scope %s", step, sc)
+			require.Equal(t, want, listNames(t, reg, inTenant(sc)), "step %d, tenant %s", step, sc)
 		}
 	}
 }

@@ -62,21 +62,21 @@
 // the tool's [Guards] run in order, inside the transaction. Before any of
 // that, policy admits the call, in this order: the kill switch
 // ([Registry.SetEnabled]); a principal ([WithPrincipal]) if
-// [Options].RequirePrincipal; the scope's settings ([WithScope], kept by
+// [Options].RequirePrincipal; the tenant's settings ([WithTenant], kept by
 // [Registry.Tenants]: write tools are off until SetWrites turns them on,
 // SetTool overrides per tool); [Options].Authorize. Listings show exactly
 // what the caller may call; the settings' Subscribe reports changes.
 //
 // # Approval and dry runs
 //
-// A write tool marked [NeedsApproval] (or required to by a scope,
+// A write tool marked [NeedsApproval] (or required to by a tenant,
 // Tenants().SetApproval) does not commit on its first call: it runs, the
 // registry records an approval.Preview of the change (its result, rows per
 // table, the tool's [WriteCtx.Describe] line), rolls back, and the Result
 // carries an approval.Request (package approval has the data). No transaction or lock is held while a person
 // decides. The same call with [Call].Approval runs again and commits only
 // if its preview is the one approved; tokens are signed, single-use,
-// expiring and bound to the principal, scope, tool and arguments.
+// expiring and bound to the principal, tenant, tool and arguments.
 // [Call].DryRun previews any write tool and always rolls back.
 //
 // # Errors

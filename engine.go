@@ -37,11 +37,11 @@ func openEngine(db *sql.DB, opts *Options) (engine.Engine, error) {
 // The tenant settings' tables, which package tenant reads and writes:
 // one row per setting, and a version every change bumps.
 const (
-	scopeTable   = "llmtool_scope_settings"
-	scopeVersion = "llmtool_scope_version"
+	tenantTable   = "llmtool_scope_settings"
+	tenantVersion = "llmtool_scope_version"
 )
 
-const createScopeTable = `CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
+const createTenantTable = `CREATE TABLE IF NOT EXISTS ` + tenantTable + ` (
 	scope TEXT NOT NULL,
 	tool TEXT NOT NULL DEFAULT '',
 	enabled INTEGER NOT NULL,
@@ -49,20 +49,20 @@ const createScopeTable = `CREATE TABLE IF NOT EXISTS ` + scopeTable + ` (
 	PRIMARY KEY (scope, tool)
 )`
 
-// coreMigrations are the versions of llmtool's own tables: the scope
+// coreMigrations are the versions of llmtool's own tables: the tenant
 // settings (1), their version counter (2), PostgreSQL's commit guard (3,
 // dropped by 5), the used approval tokens' nonces and when they were
 // used, in Unix seconds (4; approval.go).
 // Append a step to change them; never edit a released one.
 var coreMigrations = []migrate.Step{{
 	// Created on first use before versions existed, hence IF NOT EXISTS.
-	SQLite:   []string{createScopeTable},
-	Postgres: []string{createScopeTable},
+	SQLite:   []string{createTenantTable},
+	Postgres: []string{createTenantTable},
 }, {
-	SQLite: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
-		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
-	Postgres: []string{`CREATE TABLE ` + scopeVersion + ` (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`,
-		`INSERT INTO ` + scopeVersion + ` (id, version) VALUES (1, 0)`},
+	SQLite: []string{`CREATE TABLE ` + tenantVersion + ` (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
+		`INSERT INTO ` + tenantVersion + ` (id, version) VALUES (1, 0)`},
+	Postgres: []string{`CREATE TABLE ` + tenantVersion + ` (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`,
+		`INSERT INTO ` + tenantVersion + ` (id, version) VALUES (1, 0)`},
 }, {
 	// The commit guard that kept a handler from committing the *sql.Tx
 	// that WriteCtx.Tx gave out; step 5 drops it.

@@ -165,7 +165,7 @@ func KindOf(err error) Kind {
 var ErrUnknownTool = errors.New("llmtool: unknown tool")
 
 // ErrToolDisabled is wrapped by the result of a call to a tool that is
-// switched off, globally or for the caller's scope.
+// switched off, globally or for the caller's tenant.
 var ErrToolDisabled = errors.New("llmtool: tool disabled")
 
 // panicError is the error behind a result whose handler panicked. The model

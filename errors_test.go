@@ -66,7 +66,7 @@ INSERT INTO items (name) SELECT ? FROM n`, rows, strings.Repeat("x", 200))
 }
 
 // troubleRegistry builds a registry over db that logs to logs. With writes,
-// it turns write tools on in the default scope (persistently, in db).
+// it turns write tools on in the default tenant (persistently, in db).
 func troubleRegistry(t *testing.T, db *sql.DB, logs *syncBuffer, writes bool) *llmtool.Registry {
 	t.Helper()
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, itemTools, blobTools)

@@ -15,7 +15,7 @@ type FindNotesIn struct {
 }
 
 // The built-in man tool keeps descriptions short: the catalog lists what
-// the scope may call, and each tool's page is generated from its schema,
+// the tenant may call, and each tool's page is generated from its schema,
 // followed by its ManPage. A chat UI's help command invokes it like any
 // tool.
 func Example_man() {
@@ -43,8 +43,8 @@ func Example_man() {
 		return res.Content[0].Text
 	}
 
-	// Writes are off in this scope, so delete_note is not in the catalog.
-	ctx := llmtool.WithScope(context.Background(), "readers")
+	// Writes are off in this tenant, so delete_note is not in the catalog.
+	ctx := llmtool.WithTenant(context.Background(), "readers")
 	fmt.Print(man(ctx, `{}`))
 	fmt.Println("----")
 	fmt.Print(man(ctx, `{"name": "find_notes"}`))

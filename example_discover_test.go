@@ -15,7 +15,7 @@ type InvoiceQuery struct {
 
 // A large catalog is not sent whole: the modules Options.OnDemand marks
 // stay out of listings until the model asks find_tools for what it needs.
-// Listings of the scope then show the tools found, and MCP clients get
+// Listings of the tenant then show the tools found, and MCP clients get
 // tools/list_changed.
 func ExampleOptions_onDemand() {
 	db, done := exampleNotes()
@@ -42,12 +42,12 @@ func ExampleOptions_onDemand() {
 		return names
 	}
 
-	ctx := llmtool.WithScope(context.Background(), "chat-42")
+	ctx := llmtool.WithTenant(context.Background(), "chat-42")
 	fmt.Println(listed(ctx))
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "find_tools", Args: []byte(`{"query": "overdue invoices"}`)})
 	fmt.Print(res.Content[0].Text)
 	fmt.Println(listed(ctx))
-	fmt.Println(listed(llmtool.WithScope(context.Background(), "chat-43")))
+	fmt.Println(listed(llmtool.WithTenant(context.Background(), "chat-43")))
 	reg.UnloadTools("chat-42") // the conversation ended
 	fmt.Println(listed(ctx))
 	// Output:

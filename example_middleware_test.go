@@ -18,7 +18,7 @@ func ExampleMiddleware() {
 
 	readOnlyPlan := func(next llmtool.InvokeFunc) llmtool.InvokeFunc {
 		return func(ctx context.Context, req *llmtool.Request) llmtool.Result {
-			if !req.Spec.ReadOnly && req.Scope == "free-plan" {
+			if !req.Spec.ReadOnly && req.Tenant == "free-plan" {
 				return req.Fail(llmtool.Denied("The free plan cannot change data.").Next("Tell the user to upgrade to save changes."))
 			}
 			return next(ctx, req)
@@ -38,7 +38,7 @@ func ExampleMiddleware() {
 	}
 	defer reg.Close()
 
-	ctx := llmtool.WithScope(context.Background(), "free-plan")
+	ctx := llmtool.WithTenant(context.Background(), "free-plan")
 	if err := reg.Tenants().SetWrites(ctx, "free-plan", true); err != nil {
 		log.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/llmtool/llmtool"
 )
 
-// Write tools are off in every scope until the scope enables them; the
+// Write tools are off in every tenant until the tenant enables them; the
 // setting persists in the host's database. Listings and calls both honour
 // it, and a refused call says how to get it enabled.
 func ExampleRegistry_Tenants() {
@@ -27,7 +27,7 @@ func ExampleRegistry_Tenants() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	ctx := llmtool.WithScope(context.Background(), "team-wiki")
+	ctx := llmtool.WithTenant(context.Background(), "team-wiki")
 	call := llmtool.Call{Tool: "add_note", Args: []byte(`{"title": "Ideas"}`)}
 
 	fmt.Println(reg.Invoke(ctx, call).Text())
@@ -41,17 +41,17 @@ func ExampleRegistry_Tenants() {
 	}
 	settings, _ := reg.Tenants().List(ctx)
 	for _, s := range settings {
-		fmt.Printf("scope %q: writes %v\n", s.Tenant, s.Enabled)
+		fmt.Printf("tenant %q: writes %v\n", s.Tenant, s.Enabled)
 	}
 	// Output:
-	// Tool "add_note" changes data, and write tools are off in scope "team-wiki". Ask the user to enable write tools for this scope, then call add_note again.
+	// Tool "add_note" changes data, and write tools are off in tenant "team-wiki". Ask the user to enable write tools for this tenant, then call add_note again.
 	// {}
 	// listed: add_note
 	// listed: man
-	// scope "team-wiki": writes true
+	// tenant "team-wiki": writes true
 }
 
-// Tenants().Subscribe tells an adapter when what a scope may call changed, so an MCP
+// Tenants().Subscribe tells an adapter when what a tenant may call changed, so an MCP
 // server can send notifications/tools/list_changed.
 func ExampleRegistry_Tenants_subscribe() {
 	db, done := exampleNotes()
@@ -61,15 +61,15 @@ func ExampleRegistry_Tenants_subscribe() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	cancel := reg.Tenants().Subscribe(func(scope string) { fmt.Printf("tools changed in scope %q\n", scope) })
+	cancel := reg.Tenants().Subscribe(func(tenant string) { fmt.Printf("tools changed in tenant %q\n", tenant) })
 	defer cancel()
 	ctx := context.Background()
 	_ = reg.Tenants().SetWrites(ctx, "chat-42", true)
 	_ = reg.Tenants().SetWrites(ctx, "chat-42", true) // no change, no notification
-	_ = reg.SetEnabled("man", false)                  // every scope
+	_ = reg.SetEnabled("man", false)                  // every tenant
 	// Output:
-	// tools changed in scope "chat-42"
-	// tools changed in scope ""
+	// tools changed in tenant "chat-42"
+	// tools changed in tenant ""
 }
 
 // Options.Authorize decides per tool and principal; listings leave out what it

@@ -117,8 +117,8 @@ func newRegistryOpts(t testing.TB, db *sql.DB, opts *llmtool.Options, mods ...*l
 		Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }})
 	reg, err := llmtool.NewRegistry(db, &o, append(append([]*llmtool.Module(nil), mods...), notes)...)
 	require.NoError(t, err)
-	// Write tools are off in every scope until enabled, the default scope
-	// included; these tests call write tools in the default scope. The
+	// Write tools are off in every tenant until enabled, the default tenant
+	// included; these tests call write tools in the default tenant. The
 	// built-in man tool is switched off so listings show the tests' tools only.
 	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "", true))
 	require.NoError(t, reg.SetEnabled("man", false))

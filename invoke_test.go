@@ -372,16 +372,16 @@ func names(specs []*llmtool.Spec) []string {
 }
 
 // Suggestions for an unknown name come only from the tools the caller's
-// scope may call: a scope without writes is not told about write tools.
+// tenant may call: a tenant without writes is not told about write tools.
 func TestUnknownToolSuggestsOnlyCallableTools(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, openDB(t), itemTools)
-	ctx := llmtool.WithScope(context.Background(), "read-only-scope")
+	ctx := llmtool.WithTenant(context.Background(), "read-only-tenant")
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_itme"})
 	require.Equal(t, `Unknown tool "add_itme". Call one of the tools you were given.`, res.Text())
 	res = reg.Invoke(ctx, llmtool.Call{Tool: "get_itme"})
 	require.Equal(t, `Unknown tool "get_itme". Did you mean "get_item"?`, res.Text())
-	require.NoError(t, reg.Tenants().SetWrites(ctx, "read-only-scope", true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "read-only-tenant", true))
 	res = reg.Invoke(ctx, llmtool.Call{Tool: "add_itme"})
 	require.Equal(t, `Unknown tool "add_itme". Did you mean "add_item"?`, res.Text())
 }
@@ -404,7 +404,7 @@ func TestInvokeWithoutDatabase(t *testing.T) {
 	require.NoError(t, err)
 	specs, err := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	require.NoError(t, err)
-	require.Equal(t, []string{"man", "get_item", "add_item"}, names(specs), "Specs lists every tool, whatever the scope allows")
+	require.Equal(t, []string{"man", "get_item", "add_item"}, names(specs), "Specs lists every tool, whatever the tenant allows")
 	res := invoke(reg, "get_item", `{"id": 1}`)
 	require.True(t, res.IsError)
 	require.EqualError(t, res.Err, "llmtool: the registry has no database; pass the host's *sql.DB to NewRegistry to run tools")
@@ -489,7 +489,7 @@ func TestFlatInputMatchesJSONDecoding(t *testing.T) {
 
 // TestStuckWriteIsAbandoned: a write handler that ignores its context
 // past the call's deadline keeps the write path no longer than
-// Options.WriteGrace: a write in another scope goes through while the
+// Options.WriteGrace: a write in another tenant goes through while the
 // handler is still stuck, the stuck handler's later statements fail with
 // sql.ErrTxDone, nothing of its call is saved, and its result says it
 // timed out and saved nothing.
@@ -513,7 +513,7 @@ func TestStuckWriteIsAbandoned(t *testing.T) {
 	logs := &lockedBuffer{}
 	reg := newRegistryOpts(t, db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), WriteGrace: 10 * time.Millisecond},
 		itemTools, llmtool.DefineTools("stuck", stuck))
-	a, b := llmtool.WithScope(context.Background(), "A"), llmtool.WithScope(context.Background(), "B")
+	a, b := llmtool.WithTenant(context.Background(), "A"), llmtool.WithTenant(context.Background(), "B")
 	require.NoError(t, reg.Tenants().SetWrites(a, "A", true))
 	require.NoError(t, reg.Tenants().SetWrites(b, "B", true))
 

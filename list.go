@@ -18,32 +18,32 @@ type ListOptions struct {
 	// are the prompt's arguments.
 	Prompts bool
 	// Unloaded lists the on-demand tools (Options.OnDemand) the caller
-	// may call but its scope has not loaded: what the listing of tools
+	// may call but its tenant has not loaded: what the listing of tools
 	// leaves out for now. A chat adapter sends them to providers that
 	// search tools themselves, marked to load on demand. Policy filters
 	// them as it filters tools.
 	Unloaded bool
 	// All lists every registered tool, resource and prompt, switched on
-	// or off and whatever any scope allows (Spec.URI marks a resource,
+	// or off and whatever any tenant allows (Spec.URI marks a resource,
 	// Spec.Prompt a prompt). It is for start-up checks (package lint, a
-	// chat adapter's provider check) that must see tools no scope has
+	// chat adapter's provider check) that must see tools no tenant has
 	// enabled yet; listings for a model leave it unset.
 	All bool
 }
 
 // List returns the specs of the tools ctx's caller may call, in
 // registration order with the built-in man last, after running pending
-// loaders: tools switched on, allowed in the scope of ctx (write tools only
-// once the scope enabled writes; see Tenants) and for its principal
+// loaders: tools switched on, allowed in the tenant of ctx (write tools only
+// once the tenant enabled writes; see Tenants) and for its principal
 // (Options.RequirePrincipal, Options.Authorize). opts lists resources,
 // prompts, the tools not loaded yet or every spec instead (see
 // ListOptions); nil lists tools.
 //
 // The specs and their schema JSON are computed once; do not modify them.
-// Filtering by scope uses the cached scope settings (see
-// Options.ScopeCacheTTL) and allocates nothing unless per-tool settings or
+// Filtering by tenant uses the cached tenant settings (see
+// Options.TenantCacheTTL) and allocates nothing unless per-tool settings or
 // Options.Authorize apply. Tools loaded on demand (Options.OnDemand) are
-// listed only once the scope loaded them with find_tools. A loader's
+// listed only once the tenant loaded them with find_tools. A loader's
 // failure is returned along with the specs that did load.
 func (r *Registry) List(ctx context.Context, opts *ListOptions) ([]*Spec, error) {
 	var o ListOptions
@@ -123,13 +123,13 @@ func (r *Registry) listKind(ctx context.Context, kind toolKind) []*Spec {
 }
 
 // unloaded returns the on-demand tools ctx's caller may call that its
-// scope has not loaded (ListOptions.Unloaded).
+// tenant has not loaded (ListOptions.Unloaded).
 func (r *Registry) unloaded(ctx context.Context) []*Spec {
 	if r.demand.pick == nil {
 		return nil
 	}
 	d := r.demandSpecs()
-	loaded := r.loadedNames(ScopeFrom(ctx))
+	loaded := r.loadedNames(TenantFrom(ctx))
 	out := make([]*Spec, 0, len(d.specs))
 	for _, s := range r.visible(ctx, nil, &d.specs) {
 		if !loaded[s.Name] {

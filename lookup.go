@@ -55,7 +55,7 @@ func (r *Registry) findKind(ctx context.Context, name string, kind toolKind) (*e
 }
 
 // unknown reports a name the registry does not know, suggesting the
-// closest names among the tools the caller's scope may call.
+// closest names among the tools the caller's tenant may call.
 func (r *Registry) unknown(ctx context.Context, name string) error {
 	specs, _ := r.List(ctx, nil)
 	names := make([]string, 0, len(specs))

@@ -9,9 +9,9 @@ import (
 // (Options.Middleware) to its tool, resource or prompt: the call as the
 // adapter sent it, the spec of what it calls, and who calls it where.
 //
-// Principal and Scope are those of the call's context, for reading; a
+// Principal and Tenant are those of the call's context, for reading; a
 // middleware that changes them passes next a context made with
-// WithPrincipal or WithScope.
+// WithPrincipal or WithTenant.
 type Request struct {
 	// Call is the call as the adapter sent it.
 	Call Call
@@ -19,8 +19,8 @@ type Request struct {
 	Spec *Spec
 	// Principal is who the call runs as, or nil.
 	Principal *Principal
-	// Scope is the scope the call runs in ("" for the default scope).
-	Scope string
+	// Tenant is the tenant the call runs in ("" for the default tenant).
+	Tenant string
 
 	reg   *Registry
 	entry *entry

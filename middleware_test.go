@@ -21,7 +21,7 @@ func tracer(name string, log *[]string) llmtool.Middleware {
 			if req.Principal != nil {
 				who = req.Principal.ID
 			}
-			*log = append(*log, name+" before "+req.Spec.Name+" as "+who+" in "+req.Scope+" read="+boolText(req.Spec.ReadOnly))
+			*log = append(*log, name+" before "+req.Spec.Name+" as "+who+" in "+req.Tenant+" read="+boolText(req.Spec.ReadOnly))
 			res := next(ctx, req)
 			*log = append(*log, name+" after error="+boolText(res.IsError))
 			return res
@@ -40,7 +40,7 @@ func TestMiddlewareOrder(t *testing.T) {
 	t.Parallel()
 	var log []string
 	reg := newRegistryOpts(t, openDB(t), &llmtool.Options{Middleware: []llmtool.Middleware{tracer("outer", &log), nil, tracer("inner", &log)}}, itemTools)
-	ctx := llmtool.WithScope(alice(context.Background()), "team")
+	ctx := llmtool.WithTenant(alice(context.Background()), "team")
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 1}`)})

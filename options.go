@@ -27,7 +27,7 @@ type Options struct {
 	Engine string
 
 	// Authorize decides whether a principal may call a tool; nil allows
-	// whatever the scope allows. It returns nil to allow the call. It
+	// whatever the tenant allows. It returns nil to allow the call. It
 	// is consulted for every call and, to decide what a listing shows,
 	// for every tool on every listing, so it should be cheap (no
 	// database round trip per tool). The principal is nil when the call
@@ -54,7 +54,7 @@ type Options struct {
 	// writes its record inside each write's own transaction.
 	Audit []audit.Sink
 
-	// ScopeCacheTTL is how long the registry keeps a scope's settings in
+	// TenantCacheTTL is how long the registry keeps a tenant's settings in
 	// memory before reading them again. Changes made through this
 	// registry (Tenants().SetWrites, SetTool, ResetTool, SetApproval)
 	// take effect at once whatever the TTL; a change made by another
@@ -63,13 +63,13 @@ type Options struct {
 	// two seconds; tenant.NoCache reads the settings on every
 	// listing and call (a primary-key lookup), for several processes or
 	// replicas sharing one database.
-	ScopeCacheTTL time.Duration
+	TenantCacheTTL time.Duration
 
 	// WritesOffAction is the corrective next action of the refusal of a
-	// write tool in a scope whose writes are off: how the user enables
+	// write tool in a tenant whose writes are off: how the user enables
 	// them in the host application, such as "Ask the user to turn on
 	// 'Allow changes' in the chat settings, then try again.". Default:
-	// "Ask the user to enable write tools for this scope, then call
+	// "Ask the user to enable write tools for this tenant, then call
 	// <tool> again.".
 	WritesOffAction string
 
@@ -101,7 +101,7 @@ type Options struct {
 	// The man catalog keeps the descriptions sent with every request short: a
 	// model that needs more calls the built-in read tool "man".
 	//
-	//   - man with no arguments lists the tools this scope and principal may
+	//   - man with no arguments lists the tools this tenant and principal may
 	//     call, grouped by category ("General" when a tool has none) in the
 	//     order categories first appear, one line each (the tool's Summary, else
 	//     the first sentence of its description), then the reference pages of
@@ -112,7 +112,7 @@ type Options struct {
 	//     tool's ManPage, whose EXAMPLES section package lint requires.
 	//   - man {"name": "<page>"} shows a reference page.
 	//   - An unknown name is answered with the closest names and how to list
-	//     all. Tools the scope may not call are unknown to man, as to List.
+	//     all. Tools the tenant may not call are unknown to man, as to List.
 	//
 	// Package man renders the catalog and the pages. NewRegistry registers man
 	// in module "llmtool"; listings show it after the host's tools. To opt out,
@@ -125,19 +125,19 @@ type Options struct {
 	// loaded on demand, for catalogs too large to send whole with every
 	// request, such as s.Module != "notes" to keep one module listed and
 	// load the rest when needed. Listings (List, the MCP tools/list, chat
-	// tool sets) leave such a tool out until a scope loads it with the
+	// tool sets) leave such a tool out until a tenant loads it with the
 	// built-in read tool find_tools, which NewRegistry adds when
 	// OnDemand is set: find_tools {"query": "refund an invoice"} searches
 	// the names, categories, summaries and descriptions of the on-demand
 	// tools the caller may call, answers with the best few (one line
-	// each) and loads them for the call's scope; subscribers then hear of
-	// the scope's change (MCP clients get tools/list_changed). The man
+	// each) and loads them for the call's tenant; subscribers then hear of
+	// the tenant's change (MCP clients get tools/list_changed). The man
 	// catalog counts the tools not loaded yet by category.
 	//
 	// Loading decides what is listed, not what may be called: an on-demand
 	// tool called by its exact name runs whether loaded or not, and
-	// policy (SetEnabled, writes per scope, Authorize, token scopes)
-	// applies to it and to find_tools as to any tool. What a scope loaded
+	// policy (SetEnabled, writes per tenant, Authorize, token scopes)
+	// applies to it and to find_tools as to any tool. What a tenant loaded
 	// lives in memory until Registry.UnloadTools. Chat adapters can send
 	// providers that search tools themselves every tool with the on-demand
 	// ones marked deferred instead (see ListOptions.Unloaded). Default: nil,
@@ -226,7 +226,7 @@ type Options struct {
 	// A read call costs nothing more (the connections the registry keeps
 	// for reads switch to the role once); a write call runs two more
 	// statements, entering the role and leaving it. llmtool's built-in
-	// man and find_tools then read the scope's settings on a connection of
+	// man and find_tools then read the tenant's settings on a connection of
 	// their own rather than in the call's transaction. Default: "", tools'
 	// SQL runs as the connecting user, checked by the statement check
 	// alone. Setting it on SQLite is an error.

@@ -68,7 +68,7 @@ func (p *Principal) HasRole(role string) bool {
 }
 
 type principalKey struct{}
-type scopeKey struct{}
+type tenantKey struct{}
 
 // WithPrincipal returns a context whose calls run as p.
 func WithPrincipal(ctx context.Context, p *Principal) context.Context {
@@ -81,15 +81,15 @@ func PrincipalFrom(ctx context.Context) *Principal {
 	return p
 }
 
-// WithScope returns a context whose calls and listings use scope: the
-// tenant, workspace, wiki or chat whose settings decide which tools may run.
-func WithScope(ctx context.Context, scope string) context.Context {
-	return context.WithValue(ctx, scopeKey{}, scope)
+// WithTenant returns a context whose calls and listings use tenant: the
+// workspace, wiki or chat whose settings decide which tools may run.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
 }
 
-// ScopeFrom returns the scope in ctx, or "" (the default scope).
-func ScopeFrom(ctx context.Context) string {
-	s, _ := ctx.Value(scopeKey{}).(string)
+// TenantFrom returns the tenant in ctx, or "" (the default tenant).
+func TenantFrom(ctx context.Context) string {
+	s, _ := ctx.Value(tenantKey{}).(string)
 	return s
 }
 
@@ -128,8 +128,8 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs the scope %s, which this sign-in does not grant.", s.Name, strings.Join(missing, " ")),
 			NextAction: "Ask the user to sign in again granting " + strings.Join(missing, " ") + ", then call " + s.Name + " again.", err: ErrInsufficientScope}
 	}
-	scope := ScopeFrom(ctx)
-	st := r.tenants.Get(ctx, nil, scope)
+	tenant := TenantFrom(ctx)
+	st := r.tenants.Get(ctx, nil, tenant)
 	if st.Err != nil && !s.ReadOnly && engine.Unavailable(st.Err) {
 		// Writes stay off, and the model hears why: the database is
 		// down or restarting, not the tenant's switch.
@@ -137,15 +137,15 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	}
 	if on, ok := st.Tools[s.Name]; ok {
 		if !on {
-			return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off in %s.", s.Name, describeScope(scope)),
-				NextAction: "Use another tool, or ask the user to switch it on for this scope.", err: ErrToolDisabled}
+			return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off in %s.", s.Name, describeTenant(tenant)),
+				NextAction: "Use another tool, or ask the user to switch it on for this tenant.", err: ErrToolDisabled}
 		}
 	} else if !s.ReadOnly && !st.Writes {
-		next := "Ask the user to enable write tools for this scope, then call " + s.Name + " again."
+		next := "Ask the user to enable write tools for this tenant, then call " + s.Name + " again."
 		if a := r.pol.writesOffNext.Load(); a != nil {
 			next = *a
 		}
-		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q changes data, and write tools are off in %s.", s.Name, describeScope(scope)),
+		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q changes data, and write tools are off in %s.", s.Name, describeTenant(tenant)),
 			NextAction: next, err: ErrToolDisabled}
 	}
 	if authorize := r.authorize(); authorize != nil {
@@ -181,7 +181,7 @@ type readSpecs struct {
 }
 
 // visible filters a listing down to what ctx's principal may call in ctx's
-// scope. q, if not nil, reads the scope settings in the caller's
+// tenant. q, if not nil, reads the tenant settings in the caller's
 // transaction.
 func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec {
 	p := PrincipalFrom(ctx)
@@ -191,7 +191,7 @@ func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec
 	if r.tx.Role != "" {
 		q = nil // role.go: the call's transaction runs as the role, which may not read llmtool's tables
 	}
-	st := r.tenants.Get(ctx, q, ScopeFrom(ctx))
+	st := r.tenants.Get(ctx, q, TenantFrom(ctx))
 	az := r.authorize()
 	scoped := p != nil && p.Scopes != nil
 	if az == nil && len(st.Tools) == 0 && !scoped {

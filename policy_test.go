@@ -15,8 +15,8 @@ import (
 	"github.com/llmtool/llmtool/tenant"
 )
 
-func inScope(scope string) context.Context {
-	return llmtool.WithScope(context.Background(), scope)
+func inTenant(tenant string) context.Context {
+	return llmtool.WithTenant(context.Background(), tenant)
 }
 
 func listNames(t testing.TB, reg *llmtool.Registry, ctx context.Context) []string {
@@ -30,17 +30,17 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	reg, _ := newReg(t, db, itemTools)
-	a, b := inScope("team-a"), inScope("team-b")
+	a, b := inTenant("team-a"), inTenant("team-b")
 
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, a))
 	res := reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 	require.True(t, res.IsError)
-	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "team-a". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in tenant "team-a". Ask the user to enable write tools for this tenant, then call add_item again.`, res.Text())
 	require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
 	require.Equal(t, llmtool.KindDenied, llmtool.KindOf(res.Err))
 	require.Equal(t, 1, countItems(t, db))
 	res = invoke(reg, "add_item", `{"name":"pear"}`)
-	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default scope. Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default tenant. Ask the user to enable write tools for this tenant, then call add_item again.`, res.Text())
 	res = reg.Invoke(a, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
 	require.False(t, res.IsError, "read tools are on: %s", res.Text())
 
@@ -52,7 +52,7 @@ func TestWritesOffUntilEnabled(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, on)
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, a))
-	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, b), "other scopes unaffected")
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, b), "other tenants unaffected")
 	res = reg.Invoke(a, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
 	require.False(t, res.IsError, res.Text())
 	require.NotContains(t, decodeObj(t, res.JSON), "error")
@@ -79,12 +79,12 @@ func TestWritesOffAction(t *testing.T) {
 		WritesOffAction: `Ask the user to turn on "Allow changes" in the chat settings, then try again.`,
 	}, itemTools)
 	res := invoke(reg, "add_item", `{"name":"pear"}`)
-	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default scope. Ask the user to turn on "Allow changes" in the chat settings, then try again.`, res.Text())
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in the default tenant. Ask the user to turn on "Allow changes" in the chat settings, then try again.`, res.Text())
 }
 
-func TestScopeSettingSurvivesReopen(t *testing.T) {
+func TestTenantSettingSurvivesReopen(t *testing.T) {
 	t.Parallel()
-	ctx := inScope("wiki")
+	ctx := inTenant("wiki")
 	db, where := openDBAt(t)
 	reg, err := llmtool.NewRegistry(db, nil, itemTools)
 	require.NoError(t, err)
@@ -110,10 +110,10 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 		_, err := db.Exec(`CREATE TABLE llmtool_scope_settings (x TEXT)`)
 		require.NoError(t, err)
 		reg, logs := newReg(t, db, itemTools)
-		ctx := inScope("s")
+		ctx := inTenant("s")
 
 		res := reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
-		require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "s". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+		require.Equal(t, `Tool "add_item" changes data, and write tools are off in tenant "s". Ask the user to enable write tools for this tenant, then call add_item again.`, res.Text())
 		// The database's own words for the missing column, as the log
 		// quotes them.
 		noColumn := map[string]string{
@@ -133,8 +133,8 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 	t.Run("broken after enabling", func(t *testing.T) {
 		t.Parallel()
 		db := openDB(t)
-		reg, logs := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: tenant.NoCache}, itemTools) // read on every call
-		ctx := inScope("s")
+		reg, logs := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, TenantCacheTTL: tenant.NoCache}, itemTools) // read on every call
+		ctx := inTenant("s")
 		require.NoError(t, reg.Tenants().SetWrites(ctx, "s", true))
 		require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError)
 
@@ -150,20 +150,20 @@ func TestBrokenPolicyTableLeavesWritesOff(t *testing.T) {
 	})
 }
 
-func TestPerToolScopeSettings(t *testing.T) {
+func TestPerToolTenantSettings(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	reg, _ := newReg(t, db, itemTools)
-	ctx := inScope("s")
+	ctx := inTenant("s")
 
 	require.NoError(t, reg.Tenants().SetTool(ctx, "s", "add_item", true))
 	require.NoError(t, reg.Tenants().SetTool(ctx, "s", "get_item", false))
 	require.Equal(t, []string{"add_item", "man"}, listNames(t, reg, ctx))
-	require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError, "on while the scope's writes are off")
+	require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}).IsError, "on while the tenant's writes are off")
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id":1}`)})
-	require.Equal(t, `Tool "get_item" is switched off in scope "s". Use another tool, or ask the user to switch it on for this scope.`, res.Text())
+	require.Equal(t, `Tool "get_item" is switched off in tenant "s". Use another tool, or ask the user to switch it on for this tenant.`, res.Text())
 	require.ErrorIs(t, res.Err, llmtool.ErrToolDisabled)
-	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, inScope("other")))
+	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, inTenant("other")))
 
 	require.NoError(t, reg.SetEnabled("add_item", false))
 	require.ErrorIs(t, reg.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"x"}`)}).Err, llmtool.ErrToolDisabled, "the kill switch wins")
@@ -223,10 +223,10 @@ func TestSubscribe(t *testing.T) {
 
 	// A change made by another process is seen when the cache is refreshed.
 	db2 := openAgain(t, where)
-	reg2, _ := newRegOpts(t, db2, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: tenant.NoCache}, itemTools)
+	reg2, _ := newRegOpts(t, db2, &llmtool.Options{ValidateOutput: true, TenantCacheTTL: tenant.NoCache}, itemTools)
 	ev2 := &events{}
 	reg2.Tenants().Subscribe(ev2.add)
-	a := inScope("a")
+	a := inTenant("a")
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg2, a))
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "a", false))
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg2, a))
@@ -242,9 +242,9 @@ func TestPolicyCacheAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	db, where := openDBAt(t)
 	reg, _ := newReg(t, db, itemTools)
-	fresh, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: tenant.NoCache}, itemTools)
-	pinned, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools)
-	ctx := inScope("s")
+	fresh, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, TenantCacheTTL: tenant.NoCache}, itemTools)
+	pinned, _ := newRegOpts(t, openAgain(t, where), &llmtool.Options{ValidateOutput: true, TenantCacheTTL: time.Hour}, itemTools)
+	ctx := inTenant("s")
 	call := llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)}
 
 	require.True(t, fresh.Invoke(ctx, call).IsError)
@@ -308,37 +308,37 @@ func TestAuthorizer(t *testing.T) {
 
 	require.Equal(t, []string{"get_item", "man"}, listNames(t, reg, as("bob")))
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, reg, as("alice", "editor")))
-	// Without Authorize, over the same database, bob sees what the scope allows.
+	// Without Authorize, over the same database, bob sees what the tenant allows.
 	open, _ := newReg(t, db, itemTools)
 	require.Equal(t, []string{"get_item", "add_item", "man"}, listNames(t, open, as("bob")))
 }
 
-func TestPrincipalAndScopeReachGuardsAndHandlers(t *testing.T) {
+func TestPrincipalAndTenantReachGuardsAndHandlers(t *testing.T) {
 	t.Parallel()
 	type out struct {
-		Guard, Handler, Scope string
+		Guard, Handler, Tenant string
 	}
 	var guardSaw string
 	whoami := llmtool.Write("whoami", "Say who calls.",
 		func(c *llmtool.WriteCtx, _ struct{}) (out, error) {
-			return out{Guard: guardSaw, Handler: llmtool.PrincipalFrom(c).ID, Scope: llmtool.ScopeFrom(c)}, nil
+			return out{Guard: guardSaw, Handler: llmtool.PrincipalFrom(c).ID, Tenant: llmtool.TenantFrom(c)}, nil
 		},
 		llmtool.Guards(func(c *llmtool.ReadCtx, _ struct{}) error {
 			guardSaw = llmtool.PrincipalFrom(c).ID
 			return nil
 		}))
 	reg, _ := newReg(t, openDB(t), llmtool.DefineTools("who", whoami))
-	ctx := alice(inScope("wiki"))
+	ctx := alice(inTenant("wiki"))
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "wiki", true))
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "whoami"})
 	require.False(t, res.IsError, res.Text())
-	require.JSONEq(t, `{"Guard":"alice","Handler":"alice","Scope":"wiki"}`, string(res.JSON))
+	require.JSONEq(t, `{"Guard":"alice","Handler":"alice","Tenant":"wiki"}`, string(res.JSON))
 }
 
 func TestListAllocatesNothing(t *testing.T) {
 	db := openDB(t)
-	reg, _ := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, ScopeCacheTTL: time.Hour}, itemTools) // no refresh during the measurement
-	on, off := inScope("on"), inScope("off")
+	reg, _ := newRegOpts(t, db, &llmtool.Options{ValidateOutput: true, TenantCacheTTL: time.Hour}, itemTools) // no refresh during the measurement
+	on, off := inTenant("on"), inTenant("off")
 	require.NoError(t, reg.Tenants().SetWrites(on, "on", true))
 	for _, ctx := range []context.Context{on, off} {
 		_, err := reg.List(ctx, nil) // warm the caches
@@ -349,9 +349,9 @@ func TestListAllocatesNothing(t *testing.T) {
 	require.True(t, slices.Equal([]string{"get_item", "man"}, listNames(t, reg, off)))
 }
 
-// BenchmarkList compares a listing filtered for a scope whose writes are
+// BenchmarkList compares a listing filtered for a tenant whose writes are
 // off, and one with a per-tool setting, against the unfiltered baseline of
-// a scope with writes on.
+// a tenant with writes on.
 func BenchmarkList(b *testing.B) {
 	db := openDB(b)
 	reg, err := llmtool.NewRegistry(db, nil, itemTools)
@@ -360,9 +360,9 @@ func BenchmarkList(b *testing.B) {
 	ctx := context.Background()
 	require.NoError(b, reg.Tenants().SetWrites(ctx, "on", true))
 	require.NoError(b, reg.Tenants().SetTool(ctx, "tool", "add_item", true))
-	for _, scope := range []string{"on", "off", "tool"} {
-		sctx := inScope(scope)
-		b.Run("scope="+scope, func(b *testing.B) {
+	for _, tenant := range []string{"on", "off", "tool"} {
+		sctx := inTenant(tenant)
+		b.Run("tenant="+tenant, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := reg.List(sctx, nil); err != nil {

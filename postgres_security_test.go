@@ -23,7 +23,7 @@ import (
 
 // Model-written SQL against llmtool's own state, other calls and other
 // tenants, on PostgreSQL: a write tool that runs whatever SQL the model
-// sends (run_sql) in tenant A's scope, whose writes are on, tries to turn
+// sends (run_sql) in tenant A's tenant, whose writes are on, tries to turn
 // on tenant B's writes, to forget used approvals and approval rules, and
 // to change the settings of the pooled connection that tenant B's next
 // call runs on. Each attempt is refused, and what the other tenants see
@@ -60,7 +60,7 @@ type idIn struct {
 }
 
 // dropItem needs a person's approval; purgeItem needs one where the
-// scope asks for approval of destructive tools.
+// tenant asks for approval of destructive tools.
 var (
 	dropItem = llmtool.Write("drop_item", "Delete an item.", func(c *llmtool.WriteCtx, in idIn) (rowsOut, error) {
 		res, err := c.Exec(`DELETE FROM items WHERE id = $1`, in.ID)
@@ -116,14 +116,14 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 	db, dsn := openPG(t)
 	_, err := db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
 	require.NoError(t, err)
-	opts := &llmtool.Options{ApprovalKey: []byte("a key the replicas share, 32 b."), ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}
+	opts := &llmtool.Options{ApprovalKey: []byte("a key the replicas share, 32 b."), TenantCacheTTL: tenant.NoCache, Logger: quietLogger()}
 	reg, err := llmtool.NewRegistry(db, opts, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	bg := context.Background()
-	a, b := llmtool.WithScope(bg, "a"), llmtool.WithScope(bg, "b")
+	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
 	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
-	require.NoError(t, reg.Tenants().SetApproval(bg, "a", "", true)) // every destructive tool asks in scope a
+	require.NoError(t, reg.Tenants().SetApproval(bg, "a", "", true)) // every destructive tool asks in tenant a
 
 	// A used approval token.
 	ask := reg.Invoke(a, llmtool.Call{Tool: "drop_item", Args: []byte(`{"id":2}`)})
@@ -147,7 +147,7 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 		`DELETE/**/FROM/* x */U&"\006C\006C\006D\0074\006F\006F\006C\005F\0061pprovals"`,
 		`TRUNCATE U&"llmtool\005Fapprovals"`,
 		`CREATE RULE r AS ON INSERT TO U&"llmtool\005Fapprovals" DO INSTEAD NOTHING`,
-		`SELECT 'b' AS scope, '' AS tool, 1 AS enabled INTO postgres.llmtool_scope_settings`,
+		`SELECT 'b' AS tenant, '' AS tool, 1 AS enabled INTO postgres.llmtool_scope_settings`,
 	}
 	for _, q := range attacks {
 		res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: q})})
@@ -161,10 +161,10 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, on, "tenant B's writes are still off")
 	res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"fig"}`)})
-	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "b". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in tenant "b". Ask the user to enable write tools for this tenant, then call add_item again.`, res.Text())
 
 	res = reg.Invoke(a, llmtool.Call{Tool: "purge_item", Args: []byte(`{"id":3}`)})
-	require.ErrorIs(t, res.Err, approval.ErrRequired, "the scope's approval rule still asks: %s", res.Text())
+	require.ErrorIs(t, res.Err, approval.ErrRequired, "the tenant's approval rule still asks: %s", res.Text())
 
 	// A replica sharing the key knows the token was used from
 	// llmtool_approvals alone.
@@ -225,7 +225,7 @@ func TestPostgresSettingsStayTheSession(t *testing.T) {
 	bg := context.Background()
 	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
 	require.NoError(t, reg.Tenants().SetWrites(bg, "bob", true))
-	a, bob := llmtool.WithScope(bg, "a"), llmtool.WithScope(bg, "bob")
+	a, bob := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "bob")
 
 	for _, q := range []string{
 		`UPDATE pg_settings SET setting = 'evil, public' WHERE name = 'search_path'`,
@@ -285,7 +285,7 @@ func pgRoles(t *testing.T, attrs ...string) []string {
 // TestPostgresRole: with Options.Role, the server refuses what the role
 // has no privilege for, whatever the statement check makes of the text:
 // a write to a host table the role has no grant on, and a host function
-// that writes llmtool's scope settings (the text names no llmtool table,
+// that writes llmtool's tenant settings (the text names no llmtool table,
 // so only the role stops it). Reads run as the role too. llmtool's own
 // statements (the audit record, a used approval) still run, as the
 // connecting user, and no role outlives its call. Without the role, the
@@ -307,7 +307,7 @@ func TestPostgresRole(t *testing.T) {
 	table, err := audit.NewTable(context.Background(), db, "")
 	require.NoError(t, err)
 	opts := &llmtool.Options{Role: role, Audit: []audit.Sink{table}, ApprovalKey: []byte("a key the replicas share, 32 b."),
-		ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}
+		TenantCacheTTL: tenant.NoCache, Logger: quietLogger()}
 	reg, err := llmtool.NewRegistry(db, opts, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
@@ -316,7 +316,7 @@ func TestPostgresRole(t *testing.T) {
 	_, err = db.Exec(`CREATE FUNCTION all_writes_on() RETURNS void LANGUAGE sql AS $$ UPDATE llmtool_scope_settings SET enabled = 1 $$`)
 	require.NoError(t, err)
 	bg := context.Background()
-	a, b := llmtool.WithScope(bg, "a"), llmtool.WithScope(bg, "b")
+	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
 	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
 	require.NoError(t, reg.Tenants().SetWrites(bg, "b", false))
 
@@ -372,7 +372,7 @@ func TestPostgresRole(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_approvals`).Scan(&used))
 	require.Equal(t, 1, used)
 
-	// The built-in man reads the scope's settings outside the call's
+	// The built-in man reads the tenant's settings outside the call's
 	// transaction, so it still lists the write tools where writes are on.
 	man := reg.Invoke(a, llmtool.Call{Tool: "man"})
 	require.False(t, man.IsError, man.Text())
@@ -412,7 +412,7 @@ func TestPostgresRole(t *testing.T) {
 
 	// Without the role, only the check stands, and the host function's
 	// text names no llmtool table.
-	plain, err := llmtool.NewRegistry(db, &llmtool.Options{ScopeCacheTTL: tenant.NoCache, Logger: quietLogger()}, securityTools)
+	plain, err := llmtool.NewRegistry(db, &llmtool.Options{TenantCacheTTL: tenant.NoCache, Logger: quietLogger()}, securityTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { plain.Close() })
 	res := plain.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: `SELECT all_writes_on()`})})
@@ -469,11 +469,11 @@ func TestPostgresRoleChecked(t *testing.T) {
 		{name: "not granted to the connecting user", role: unswitchable,
 			err: `llmtool: Options.Role "` + unswitchable + `": "` + app + `" may not switch to it (ERROR: permission denied to set role "` + unswitchable + `" (SQLSTATE 42501)); run GRANT "` + unswitchable + `" TO "` + app + `"`},
 		{name: "privileges on llmtool's tables", role: granted,
-			err: `llmtool: Options.Role "` + granted + `" holds privileges on llmtool's own tables (public.llmtool_approvals, public.llmtool_scope_settings), so a tool's SQL could change llmtool's settings or read other scopes' records; run REVOKE ALL ON TABLE public.llmtool_approvals, public.llmtool_scope_settings FROM "` + granted + `" (and the same FROM PUBLIC, or from the role it has them through)`},
+			err: `llmtool: Options.Role "` + granted + `" holds privileges on llmtool's own tables (public.llmtool_approvals, public.llmtool_scope_settings), so a tool's SQL could change llmtool's settings or read other tenants' records; run REVOKE ALL ON TABLE public.llmtool_approvals, public.llmtool_scope_settings FROM "` + granted + `" (and the same FROM PUBLIC, or from the role it has them through)`},
 		{name: "a column's privilege", role: column,
-			err: `llmtool: Options.Role "` + column + `" holds privileges on llmtool's own tables (public.llmtool_scope_settings), so a tool's SQL could change llmtool's settings or read other scopes' records; run REVOKE ALL ON TABLE public.llmtool_scope_settings FROM "` + column + `" (and the same FROM PUBLIC, or from the role it has them through)`},
+			err: `llmtool: Options.Role "` + column + `" holds privileges on llmtool's own tables (public.llmtool_scope_settings), so a tool's SQL could change llmtool's settings or read other tenants' records; run REVOKE ALL ON TABLE public.llmtool_scope_settings FROM "` + column + `" (and the same FROM PUBLIC, or from the role it has them through)`},
 		{name: "privileges through PUBLIC", role: public, setup: `GRANT SELECT ON llmtool_scope_version TO PUBLIC`,
-			err: `llmtool: Options.Role "` + public + `" holds privileges on llmtool's own tables (public.llmtool_scope_version), so a tool's SQL could change llmtool's settings or read other scopes' records; run REVOKE ALL ON TABLE public.llmtool_scope_version FROM "` + public + `" (and the same FROM PUBLIC, or from the role it has them through)`},
+			err: `llmtool: Options.Role "` + public + `" holds privileges on llmtool's own tables (public.llmtool_scope_version), so a tool's SQL could change llmtool's settings or read other tenants' records; run REVOKE ALL ON TABLE public.llmtool_scope_version FROM "` + public + `" (and the same FROM PUBLIC, or from the role it has them through)`},
 	}
 	for _, tt := range tests {
 		if tt.setup != "" {

@@ -139,17 +139,17 @@ func TestPostgresConcurrentWritesRetry(t *testing.T) {
 	t.Logf("%d calls: %d committed, %d busy, %d retried", clients*calls, ok.Load(), busy.Load(), retried)
 }
 
-// TestPostgresReplicasSeeScopeChanges: two registries on one database, as
+// TestPostgresReplicasSeeTenantChanges: two registries on one database, as
 // two replicas behind a load balancer. Writes turned on through one are
 // on in the other, and its subscribers hear of it within one
-// ScopeCacheTTL, without any call on it.
-func TestPostgresReplicasSeeScopeChanges(t *testing.T) {
+// TenantCacheTTL, without any call on it.
+func TestPostgresReplicasSeeTenantChanges(t *testing.T) {
 	t.Parallel()
 	db1, dsn := openPG(t)
 	db2, err := sql.Open("pgx", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { db2.Close() })
-	opts := &llmtool.Options{ScopeCacheTTL: 200 * time.Millisecond, Logger: quietLogger()}
+	opts := &llmtool.Options{TenantCacheTTL: 200 * time.Millisecond, Logger: quietLogger()}
 	reg1, err := llmtool.NewRegistry(db1, opts, itemTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg1.Close() })
@@ -157,18 +157,18 @@ func TestPostgresReplicasSeeScopeChanges(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg2.Close() })
 
-	ctx := llmtool.WithScope(context.Background(), "team")
+	ctx := llmtool.WithTenant(context.Background(), "team")
 	heard := make(chan string, 4)
-	cancel := reg2.Tenants().Subscribe(func(scope string) { heard <- scope })
+	cancel := reg2.Tenants().Subscribe(func(tenant string) { heard <- tenant })
 	defer cancel()
 	res := reg2.Invoke(ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"pear"}`)})
-	require.Equal(t, `Tool "add_item" changes data, and write tools are off in scope "team". Ask the user to enable write tools for this scope, then call add_item again.`, res.Text())
+	require.Equal(t, `Tool "add_item" changes data, and write tools are off in tenant "team". Ask the user to enable write tools for this tenant, then call add_item again.`, res.Text())
 
 	changed := time.Now()
 	require.NoError(t, reg1.Tenants().SetWrites(context.Background(), "team", true))
 	select {
-	case scope := <-heard:
-		require.Equal(t, "team", scope)
+	case tenant := <-heard:
+		require.Equal(t, "team", tenant)
 		t.Logf("the other replica heard of the change after %v", time.Since(changed).Round(time.Millisecond))
 	case <-time.After(5 * time.Second):
 		t.Fatal("the other replica's subscribers did not hear of the change")

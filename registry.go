@@ -133,7 +133,7 @@ type Registry struct {
 	invoke   InvokeFunc                            // Options.Middleware around call (middleware.go)
 	chained  bool                                  // there is middleware: invoke is not call
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
-	demand   demand                                // Options.OnDemand: tools loaded per scope (discover.go)
+	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
 }
 
@@ -165,7 +165,7 @@ type loader struct {
 // (WAL, busy timeout, _txlock=immediate); for PostgreSQL, with
 // github.com/jackc/pgx/v5/stdlib. NewRegistry learns the
 // engine (Options.Engine, or by asking the database) and brings llmtool's
-// own tables (the scope settings) to their current version: an idempotent
+// own tables (the tenant settings) to their current version: an idempotent
 // step, safe to run from several replicas at once.
 func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, error) {
 	if opts != nil {
@@ -342,7 +342,7 @@ func (r *Registry) Tool(ctx context.Context, name string) (*Spec, bool) {
 	return &e.tool.spec, true
 }
 
-// SetEnabled switches a tool on or off for every scope at run time: the
+// SetEnabled switches a tool on or off for every tenant at run time: the
 // global kill switch. It returns an error for an unknown tool.
 func (r *Registry) SetEnabled(name string, on bool) error {
 	r.mu.RLock()
@@ -402,13 +402,13 @@ func (r *Registry) lateUse(tool, op string) {
 // hooks. Nothing escapes as a Go error or a panic: every failure is a
 // Result with IsError set and a message for the model.
 //
-// The principal and scope come from ctx (WithPrincipal, WithScope).
+// The principal and tenant come from ctx (WithPrincipal, WithTenant).
 //
 // With Options.TracerProvider set, the call has a span, a child of the
 // span in ctx (the host's, or the one an adapter took from the client's
 // trace context): "execute_tool <tool>" ("read_resource <resource>",
 // "get_prompt <prompt>"), with the attributes gen_ai.operation.name,
-// gen_ai.tool.name, llmtool.module, llmtool.scope, enduser.id (the
+// gen_ai.tool.name, llmtool.module, llmtool.tenant, enduser.id (the
 // principal's ID, when there is one), llmtool.outcome (the audit
 // record's), llmtool.write, llmtool.committed, llmtool.attempts (write
 // calls) and llmtool.result.bytes; a failed call's span has status Error
@@ -443,12 +443,12 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	} else {
 		t = e.tool
 		req.entry, req.Spec = e, &t.spec
-		req.Principal, req.Scope = PrincipalFrom(ctx), ScopeFrom(ctx)
+		req.Principal, req.Tenant = PrincipalFrom(ctx), TenantFrom(ctx)
 		name, module, write = req.Spec.Name, req.Spec.Module, !req.Spec.ReadOnly
 		res = r.invokeChain(r.withAuditStart(ctx, start), &req)
 	}
 	rec := audit.Record{
-		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Scope: ScopeFrom(ctx),
+		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
 		Outcome: outcome(res.Err, req.refused), Duration: time.Since(start), Write: write, Committed: req.committed,
 		Attempts: req.attempts, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
 	}

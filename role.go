@@ -13,8 +13,8 @@ import (
 // The call path honours it in three places: each write call enters the
 // role after BEGIN (execWrite) and leaves it before llmtool's own
 // statements in its transaction (run), and llmtool's built-in tools (man,
-// find_tools) read the scope settings outside the call's transaction
-// (scopeSettings), since the role may not read llmtool's tables. Read
+// find_tools) read the tenant settings outside the call's transaction
+// (tenantSettings), since the role may not read llmtool's tables. Read
 // connections switch to the role when the registry takes them for reads
 // (dbconn's pgReadOn).
 func (r *Registry) useRole(opts *Options) error {

@@ -43,7 +43,7 @@ const (
 	attrOperation  = attribute.Key("gen_ai.operation.name")
 	attrTool       = attribute.Key("gen_ai.tool.name")
 	attrModule     = attribute.Key("llmtool.module")
-	attrScope      = attribute.Key("llmtool.scope")
+	attrTenant     = attribute.Key("llmtool.tenant")
 	attrPrincipal  = attribute.Key("enduser.id")
 	attrOutcome    = attribute.Key("llmtool.outcome")
 	attrAttempts   = attribute.Key("llmtool.attempts")
@@ -226,7 +226,7 @@ func (r *Registry) startSpan(ctx context.Context, start time.Time, call *Call, e
 			attrs = append(attrs, attrTool.String(name))
 		}
 	}
-	attrs = append(attrs, attrScope.String(ScopeFrom(ctx)))
+	attrs = append(attrs, attrTenant.String(TenantFrom(ctx)))
 	if id := principalID(ctx); id != "" {
 		attrs = append(attrs, attrPrincipal.String(id))
 	}

@@ -142,7 +142,7 @@ func attrMap(kvs []attribute.KeyValue) map[string]any {
 func TestTelemetryCallSpan(t *testing.T) {
 	t.Parallel()
 	const (
-		writesOff = `Tool "add_item" changes data, and write tools are off in scope "locked". Ask the user to enable write tools for this scope, then call add_item again.`
+		writesOff = `Tool "add_item" changes data, and write tools are off in tenant "locked". Ask the user to enable write tools for this tenant, then call add_item again.`
 		internal  = "Internal error in add_item; the details were logged. Try again once; if it fails again, tell the user the tool is failing."
 	)
 	ada := &llmtool.Principal{ID: "ada"}
@@ -160,7 +160,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			call: llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 1}`)},
 			span: "execute_tool get_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_item", "llmtool.module": "items",
-				"llmtool.scope": "", "enduser.id": "ada", "llmtool.outcome": "ok", "llmtool.write": false, "llmtool.committed": false,
+				"llmtool.tenant": "", "enduser.id": "ada", "llmtool.outcome": "ok", "llmtool.write": false, "llmtool.committed": false,
 				"llmtool.result.bytes": int64(len(`{"id":1,"name":"apple","qty":3}`))},
 		},
 		{
@@ -168,15 +168,15 @@ func TestTelemetryCallSpan(t *testing.T) {
 			call: llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear"}`)},
 			span: "execute_tool add_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_item", "llmtool.module": "items",
-				"llmtool.scope": "", "llmtool.outcome": "ok", "llmtool.write": true, "llmtool.committed": true, "llmtool.attempts": int64(1),
+				"llmtool.tenant": "", "llmtool.outcome": "ok", "llmtool.write": true, "llmtool.committed": true, "llmtool.attempts": int64(1),
 				"llmtool.result.bytes": int64(len(`{"id":2,"name":"pear","qty":1}`))},
 		},
 		{
-			name: "writes off", ctx: llmtool.WithScope(llmtool.WithPrincipal(context.Background(), ada), "locked"),
+			name: "writes off", ctx: llmtool.WithTenant(llmtool.WithPrincipal(context.Background(), ada), "locked"),
 			call: llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear"}`)},
 			span: "execute_tool add_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_item", "llmtool.module": "items",
-				"llmtool.scope": "locked", "enduser.id": "ada", "llmtool.outcome": "refused", "llmtool.write": true, "llmtool.committed": false,
+				"llmtool.tenant": "locked", "enduser.id": "ada", "llmtool.outcome": "refused", "llmtool.write": true, "llmtool.committed": false,
 				"llmtool.attempts": int64(0), "llmtool.result.bytes": int64(len(`{"error":` + quote(writesOff) + `}`)), "error.type": "denied"},
 			errType: "denied", errorMsg: writesOff,
 		},
@@ -185,7 +185,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			call: llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear", "fail": "notfound"}`)},
 			span: "execute_tool add_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_item", "llmtool.module": "items",
-				"llmtool.scope": "", "llmtool.outcome": "not_found", "llmtool.write": true, "llmtool.committed": false,
+				"llmtool.tenant": "", "llmtool.outcome": "not_found", "llmtool.write": true, "llmtool.committed": false,
 				"llmtool.attempts": int64(1), "llmtool.result.bytes": int64(len(`{"error":"Shelf not found. Call list_shelves first."}`)), "error.type": "not_found"},
 			errType: "not_found", errorMsg: "Shelf not found. Call list_shelves first.",
 		},
@@ -194,7 +194,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			call: llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear", "fail": "panic"}`)},
 			span: "execute_tool add_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_item", "llmtool.module": "items",
-				"llmtool.scope": "", "llmtool.outcome": "panic", "llmtool.write": true, "llmtool.committed": false,
+				"llmtool.tenant": "", "llmtool.outcome": "panic", "llmtool.write": true, "llmtool.committed": false,
 				"llmtool.attempts": int64(1), "llmtool.result.bytes": int64(len(`{"error":` + quote(internal) + `}`)), "error.type": "internal"},
 			errType: "internal", errorMsg: internal,
 		},
@@ -203,7 +203,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			call: llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 0}`)},
 			span: "execute_tool get_item",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_item", "llmtool.module": "items",
-				"llmtool.scope": "", "llmtool.outcome": "invalid_args", "llmtool.write": false, "llmtool.committed": false,
+				"llmtool.tenant": "", "llmtool.outcome": "invalid_args", "llmtool.write": false, "llmtool.committed": false,
 				"llmtool.result.bytes": int64(len(`{"error":"Error: /id: 0 is below the minimum 1. Send an integer of at least 1."}`)), "error.type": "invalid_args"},
 			errType: "invalid_args", errorMsg: "Error: /id: 0 is below the minimum 1. Send an integer of at least 1.",
 		},
@@ -212,7 +212,7 @@ func TestTelemetryCallSpan(t *testing.T) {
 			call: llmtool.Call{Tool: "no_such_tool", Args: []byte(`{}`)},
 			span: "execute_tool no_such_tool",
 			attrs: map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "no_such_tool",
-				"llmtool.scope": "", "llmtool.outcome": "not_found", "llmtool.committed": false,
+				"llmtool.tenant": "", "llmtool.outcome": "not_found", "llmtool.committed": false,
 				"llmtool.result.bytes": int64(len(`{"error":"Unknown tool \"no_such_tool\". Call one of the tools you were given."}`)), "error.type": "not_found"},
 			errType: "not_found", errorMsg: `Unknown tool "no_such_tool". Call one of the tools you were given.`,
 		},
@@ -465,7 +465,7 @@ func TestTelemetryMetrics(t *testing.T) {
 		{ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 1}`)}},
 		{ctx, llmtool.Call{Tool: "get_item", Args: []byte(`{"id": 9}`)}},
 		{ctx, llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear"}`)}},
-		{llmtool.WithScope(ctx, "locked"), llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear"}`)}},
+		{llmtool.WithTenant(ctx, "locked"), llmtool.Call{Tool: "add_item", Args: []byte(`{"name": "pear"}`)}},
 		{ctx, llmtool.Call{Tool: "no_such_tool"}},
 		{ctx, llmtool.Call{Tool: "another_unknown_tool"}},
 	}

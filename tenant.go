@@ -10,7 +10,7 @@ import (
 )
 
 // Tenants returns the handle on the registry's tenant settings: which
-// tools each tenant (the scope of WithScope) may call, and which writes
+// tools each tenant (WithTenant) may call, and which writes
 // need approval there. Write tools are off in a tenant until
 // reg.Tenants().SetWrites turns them on; see package tenant.
 func (r *Registry) Tenants() *tenant.Settings { return r.tenants }
@@ -19,7 +19,7 @@ func (r *Registry) Tenants() *tenant.Settings { return r.tenants }
 func (r *Registry) newTenants(opts *Options) *tenant.Settings {
 	o := &tenant.Options{Write: r.writeSettings}
 	if opts != nil {
-		o.CacheTTL, o.Logger = opts.ScopeCacheTTL, opts.Logger
+		o.CacheTTL, o.Logger = opts.TenantCacheTTL, opts.Logger
 	}
 	return tenant.New(r.tx.DB, o)
 }
@@ -53,9 +53,9 @@ func (r *Registry) writeSettingsOnce(ctx context.Context, f func(tx *sql.Tx) err
 	return wt.Tx.Commit()
 }
 
-func describeScope(scope string) string {
-	if scope == "" {
-		return "the default scope"
+func describeTenant(tenant string) string {
+	if tenant == "" {
+		return "the default tenant"
 	}
-	return fmt.Sprintf("scope %q", scope)
+	return fmt.Sprintf("tenant %q", tenant)
 }

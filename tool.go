@@ -33,7 +33,7 @@ type Spec struct {
 	URI          string          // a resource's URI or URI template (Resource); "" for tools and prompts
 	Prompt       bool            // a prompt (Prompt), rendered rather than called
 	// NeedsApproval marks a write tool whose calls a person approves
-	// before they commit (NeedsApproval); a scope may require approval of
+	// before they commit (NeedsApproval); a tenant may require approval of
 	// more (Registry.Tenants().SetApproval).
 	NeedsApproval bool
 	// Scopes are the OAuth scopes a principal's token must grant, all of

@@ -20,7 +20,7 @@ import (
 
 // ReadCtx is what a read tool's handler and every guard get: a
 // context.Context for the call, queries in the call's read-only transaction,
-// the principal and scope, and progress and log reporting. It has no way to
+// the principal and tenant, and progress and log reporting. It has no way to
 // write, and the database refuses writes in its transaction too.
 //
 // A read call runs its guards and handler once, in one read-only
@@ -34,7 +34,7 @@ import (
 // change the transaction or the connection (BEGIN, COMMIT, ROLLBACK, a
 // PRAGMA that sets a value, ATTACH, ...) are refused with
 // ErrStatementRefused, and the call fails. So are statements, in any tool,
-// that change llmtool's own tables (llmtool_*: scope settings, used
+// that change llmtool's own tables (llmtool_*: tenant settings, used
 // approvals, the audit). On SQLite the engine refuses them, operation by
 // operation, as it compiles each statement (llmtool installs an authorizer
 // on the connections it runs calls on), and a tool may not read those
@@ -412,7 +412,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	return out, nil
 }
 
-// maxAttempts bounds the runs of a write call (and of a scope setting's
+// maxAttempts bounds the runs of a write call (and of a tenant setting's
 // change) that PostgreSQL keeps failing with a serialization failure or
 // a deadlock.
 const maxAttempts = 5

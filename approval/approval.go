@@ -95,5 +95,5 @@ var ErrRequired = errors.New("llmtool: approval required")
 
 // ErrRefused is wrapped by the result of a call whose approval was denied,
 // or whose token is expired, used, forged or for another call, principal or
-// scope: nothing was saved.
+// tenant: nothing was saved.
 var ErrRefused = errors.New("llmtool: approval refused")

@@ -16,7 +16,7 @@
 // client gets the questions, answers them, and the call runs again.
 //
 // On the next run the handler runs from the start, with the same
-// arguments, principal and scope, in a new transaction (a read tool sees a
+// arguments, principal and tenant, in a new transaction (a read tool sees a
 // new snapshot; the first run of a write tool wrote nothing), and its
 // guards run again. Each Elicit, Sample and Roots call returns the answer
 // to the request it made on an earlier run: requests are matched by their

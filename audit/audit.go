@@ -60,7 +60,7 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 	// The registry's default sink writes this line too, through Slog.
 	attrs := []slog.Attr{
 		slog.String("tool", rec.Tool), slog.String("module", rec.Module),
-		slog.String("principal", rec.Principal), slog.String("scope", rec.Scope),
+		slog.String("principal", rec.Principal), slog.String("tenant", rec.Tenant),
 		slog.String("outcome", rec.Outcome), slog.Duration("duration", rec.Duration),
 		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed),
 	}
@@ -155,6 +155,6 @@ func (t *Table) AuditTx(ctx context.Context, tx *sql.Tx, rec Record) error {
 		committed = 1
 	}
 	_, err := tx.ExecContext(ctx, t.insert, rec.Time.UTC().Format(time.RFC3339Nano), rec.Tool, rec.Module,
-		rec.Principal, rec.Scope, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1), rec.Approval)
+		rec.Principal, rec.Tenant, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1), rec.Approval)
 	return err
 }

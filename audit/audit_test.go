@@ -15,9 +15,9 @@ import (
 )
 
 type auditRow struct {
-	At, Tool, Module, Principal, Scope, Outcome string
-	DurationUS                                  int64
-	Committed                                   bool
+	At, Tool, Module, Principal, Tenant, Outcome string
+	DurationUS                                   int64
+	Committed                                    bool
 }
 
 func auditRows(t testing.TB, db *sql.DB, table string) []auditRow {
@@ -28,7 +28,7 @@ func auditRows(t testing.TB, db *sql.DB, table string) []auditRow {
 	var out []auditRow
 	for rows.Next() {
 		var r auditRow
-		require.NoError(t, rows.Scan(&r.At, &r.Tool, &r.Module, &r.Principal, &r.Scope, &r.Outcome, &r.DurationUS, &r.Committed))
+		require.NoError(t, rows.Scan(&r.At, &r.Tool, &r.Module, &r.Principal, &r.Tenant, &r.Outcome, &r.DurationUS, &r.Committed))
 		out = append(out, r)
 	}
 	require.NoError(t, rows.Err())
@@ -61,7 +61,7 @@ func TestTable(t *testing.T) {
 	require.NoError(t, err)
 	require.WithinRange(t, at, start.Add(-time.Second), time.Now())
 	rows[0].At, rows[0].DurationUS = "", 0
-	require.Equal(t, auditRow{Tool: "add_item", Module: "items", Principal: "alice", Scope: "", Outcome: "ok", Committed: true}, rows[0])
+	require.Equal(t, auditRow{Tool: "add_item", Module: "items", Principal: "alice", Tenant: "", Outcome: "ok", Committed: true}, rows[0])
 	r := rec.last()
 	require.Equal(t, "ok", r.Outcome)
 	require.True(t, r.Write)
@@ -70,27 +70,27 @@ func TestTable(t *testing.T) {
 
 	tests := []struct {
 		name, tool, args, outcome string
-		scope                     string
+		tenant                    string
 		write                     bool
 	}{
 		{"rolled back by an error", "add_item", `{"name":"secret-fig","fail":"conflict"}`, "conflict", "", true},
 		{"rolled back by a panic", "add_item", `{"name":"secret-fig","fail":"panic"}`, "panic", "", true},
 		{"internal error", "add_item", `{"name":"secret-fig","fail":"error"}`, "internal", "", true},
 		{"invalid arguments", "add_item", `{"name":""}`, "invalid_args", "", true},
-		{"refused by the scope", "add_item", `{"name":"secret-fig"}`, "refused", "read-only", true},
+		{"refused by the tenant", "add_item", `{"name":"secret-fig"}`, "refused", "read-only", true},
 		{"read", "get_item", `{"id":1}`, "ok", "", false},
 		{"read not found", "get_item", `{"id":99}`, "not_found", "", false},
 		{"unknown tool", "get_itemz", `{}`, "not_found", "", false},
 	}
 	for _, tc := range tests {
-		res := reg.Invoke(llmtool.WithScope(ctx, tc.scope), llmtool.Call{Tool: tc.tool, Args: []byte(tc.args)})
+		res := reg.Invoke(llmtool.WithTenant(ctx, tc.tenant), llmtool.Call{Tool: tc.tool, Args: []byte(tc.args)})
 		require.Equal(t, tc.outcome == "ok", !res.IsError, "%s: %s", tc.name, res.Text())
 		r := rec.last()
 		require.Equal(t, tc.outcome, r.Outcome, tc.name)
 		require.Equal(t, tc.tool, r.Tool, tc.name)
 		require.Equal(t, tc.write, r.Write, tc.name)
 		require.False(t, r.Committed, tc.name)
-		require.Equal(t, tc.scope, r.Scope, tc.name)
+		require.Equal(t, tc.tenant, r.Tenant, tc.name)
 	}
 	require.Len(t, auditRows(t, db, "llmtool_audit"), 1, "no row for reads, refusals or rolled-back writes")
 	require.Equal(t, 2, countItems(t, db))
@@ -98,9 +98,9 @@ func TestTable(t *testing.T) {
 	// The logger sink recorded every call, the failed ones too, and never
 	// the arguments.
 	out := logs.String()
-	require.Contains(t, out, `msg="llmtool call" tool=add_item module=items principal=alice scope="" outcome=ok duration=`)
-	require.Contains(t, out, `msg="llmtool call" tool=add_item module=items principal=alice scope="" outcome=conflict duration=`)
-	require.Contains(t, out, `msg="llmtool call" tool=add_item module=items principal=alice scope=read-only outcome=refused duration=`)
+	require.Contains(t, out, `msg="llmtool call" tool=add_item module=items principal=alice tenant="" outcome=ok duration=`)
+	require.Contains(t, out, `msg="llmtool call" tool=add_item module=items principal=alice tenant="" outcome=conflict duration=`)
+	require.Contains(t, out, `msg="llmtool call" tool=add_item module=items principal=alice tenant=read-only outcome=refused duration=`)
 	require.NotContains(t, out, "secret")
 }
 
@@ -145,7 +145,7 @@ func TestSlog(t *testing.T) {
 		Audit:          []audit.Sink{audit.Slog(slog.New(slog.NewTextHandler(&buf, nil)))},
 	})
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
-	require.Contains(t, buf.String(), `msg="llmtool call" tool=get_item module=items principal="" scope="" outcome=ok`)
+	require.Contains(t, buf.String(), `msg="llmtool call" tool=get_item module=items principal="" tenant="" outcome=ok`)
 
 	require.NotContains(t, logs.String(), "llmtool call", "the logger is no sink while Audit is set")
 }
@@ -168,6 +168,6 @@ func TestSlogMatchesDefault(t *testing.T) {
 	reg = newReg(t, db, &llmtool.Options{Audit: []audit.Sink{
 		audit.Slog(slog.New(slog.NewTextHandler(&own, &slog.HandlerOptions{ReplaceAttr: noClock})))}})
 	require.False(t, invoke(reg, "get_item", `{"id":1}`).IsError)
-	require.Equal(t, `level=INFO msg="llmtool call" tool=get_item module=items principal="" scope="" outcome=ok write=false committed=false`+"\n", def.String())
+	require.Equal(t, `level=INFO msg="llmtool call" tool=get_item module=items principal="" tenant="" outcome=ok write=false committed=false`+"\n", def.String())
 	require.Equal(t, def.String(), own.String())
 }

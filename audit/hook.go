@@ -13,7 +13,7 @@ type Record struct {
 	Tool      string        // the tool's name as called
 	Module    string        // the module of the tool, "" if unknown
 	Principal string        // principal ID, "" if none
-	Scope     string        // the call's scope
+	Tenant    string        // the call's tenant
 	Outcome   string        // OutcomeOK, OutcomeRefused, OutcomePanic, OutcomeInputRequired or an error kind such as "not_found"
 	Duration  time.Duration // from the start of Invoke to the record
 	Write     bool          // a write tool
@@ -37,7 +37,7 @@ const (
 	// OutcomeOK is a call that succeeded.
 	OutcomeOK = "ok"
 	// OutcomeRefused is a call the policy refused before it ran: switched
-	// off, writes off in the scope, no principal, or not authorized.
+	// off, writes off in the tenant, no principal, or not authorized.
 	OutcomeRefused = "refused"
 	// OutcomePanic is a call whose handler panicked.
 	OutcomePanic = "panic"

@@ -11,7 +11,7 @@
 // uses:
 //
 //	a := chatadapter.New(reg, nil) // nil: the default Options
-//	ctx = llmtool.WithScope(llmtool.WithPrincipal(ctx, user), workspaceID)
+//	ctx = llmtool.WithTenant(llmtool.WithPrincipal(ctx, user), workspaceID)
 //
 //	set, err := a.Tools(ctx, chatadapter.Anthropic) // the "tools" field of the request
 //	// ... send the request with set.JSON, receive the model's message ...
@@ -44,7 +44,7 @@
 // # Approval
 //
 // A write tool that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.Tenants().SetApproval for the scope) does not commit when the model
+// Registry.Tenants().SetApproval for the tenant) does not commit when the model
 // calls it: the registry runs it, records what it would change (a
 // Preview), rolls back and asks. Dispatch then pauses the turn at that
 // call: the reply's Pending carries the call, its friendly name, the
@@ -81,7 +81,7 @@
 // # Prompts
 //
 // The prompts a module defines (llmtool.Prompt) are for the person, not
-// the model: a host's chat lists those the scope may use with
+// the model: a host's chat lists those the tenant may use with
 // Registry.List (ListOptions.Prompts), and Prompt renders the one picked
 // into the provider's message shape, to start the conversation with:
 //
@@ -91,8 +91,8 @@
 // # Large catalogs
 //
 // A registry whose tools load on demand (llmtool.Options.OnDemand) lists
-// a scope's loaded tools and find_tools, and so does Tools: after the
-// model calls find_tools (Dispatch runs it like any tool), the scope's
+// a tenant's loaded tools and find_tools, and so does Tools: after the
+// model calls find_tools (Dispatch runs it like any tool), the tenant's
 // next set has the tools it found. With Options.ToolSearch, Anthropic
 // Messages and OpenAI Responses get every tool instead, the unloaded ones
 // marked "defer_loading": true, and the provider's own search tool (see
@@ -240,7 +240,7 @@ type Options struct {
 	// ToolSearch hands the registry's on-demand tools
 	// (llmtool.Options.OnDemand) to the providers' own tool search where
 	// their APIs have one: for Anthropic Messages and OpenAI Responses
-	// (strict or not), Tools gives every tool the scope may call, those
+	// (strict or not), Tools gives every tool the tenant may call, those
 	// not loaded yet marked "defer_loading": true, and the provider's
 	// search tool in place of find_tools (see ToolSearchTool). The
 	// provider then loads what the model searches for; the deferred
@@ -279,7 +279,7 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 // Registry returns the registry the adapter serves.
 func (a *Adapter) Registry() *llmtool.Registry { return a.reg }
 
-// ToolSet is the tools a scope may call, in one provider's format. It is
+// ToolSet is the tools a tenant may call, in one provider's format. It is
 // shared between requests: do not modify it.
 type ToolSet struct {
 	// Shape is the format of the definitions.
@@ -318,8 +318,8 @@ type cachedSet struct {
 
 const setCacheSize = 16
 
-// Tools returns the tool set for the scope and principal in ctx
-// (llmtool.WithScope, llmtool.WithPrincipal): exactly the tools
+// Tools returns the tool set for the tenant and principal in ctx
+// (llmtool.WithTenant, llmtool.WithPrincipal): exactly the tools
 // Registry.List gives them, in shape's format (with Options.ToolSearch,
 // for the shapes whose provider searches tools, the on-demand tools too,
 // deferred).
@@ -331,7 +331,7 @@ const setCacheSize = 16
 // on, or refuse to start.
 //
 // Definitions are converted once per tool and shape; sets are cached by
-// their list of tools, so repeated calls for the same scope return the same
+// their list of tools, so repeated calls for the same tenant return the same
 // *ToolSet.
 func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if !shape.valid() {

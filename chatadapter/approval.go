@@ -26,7 +26,7 @@ type Pending struct {
 	// Token is what Resume sends back with the answer (approval.Answer);
 	// a host that keeps pending calls itself can send it in
 	// llmtool.Call.Approval with the same tool and arguments. It is
-	// single-use and bound to the principal, scope, tool and arguments.
+	// single-use and bound to the principal, tenant, tool and arguments.
 	Token string
 	// Expires is when the token runs out; an answer after it saves
 	// nothing, and the model reads that it should call the tool again.
@@ -80,7 +80,7 @@ func (t *turn) reply(ctx context.Context, at int) *Reply {
 
 // Resume answers the reply's Pending call with the person's decision and
 // goes on with the turn, returning the reply that follows; ctx carries the
-// same scope and principal as Dispatch's (the token is bound to them), and
+// same tenant and principal as Dispatch's (the token is bound to them), and
 // its events (WithEvents) are reported as in Dispatch.
 //
 // The pending call runs again through Registry.Invoke with the answer

@@ -56,8 +56,8 @@ func newApprovalFixture(t testing.TB) (*fixture, *eventLog) {
 	require.NoError(t, err)
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, shop)
 	require.NoError(t, err)
-	ctx := llmtool.WithPrincipal(llmtool.WithScope(context.Background(), scope), &llmtool.Principal{ID: "ada"})
-	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
+	ctx := llmtool.WithPrincipal(llmtool.WithTenant(context.Background(), tenant), &llmtool.Principal{ID: "ada"})
+	require.NoError(t, reg.Tenants().SetWrites(ctx, tenant, true))
 	log := &eventLog{}
 	ctx = chatadapter.WithEvents(ctx, log.add)
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}, log

@@ -13,7 +13,7 @@ import (
 // per request), over the notes tools.
 func BenchmarkTools(b *testing.B) {
 	reg := newNotesRegistry(b)
-	ctx := llmtool.WithScope(context.Background(), scope)
+	ctx := llmtool.WithTenant(context.Background(), tenant)
 	for _, shape := range []chatadapter.Shape{chatadapter.OpenAIChat, chatadapter.OpenAIChatStrict, chatadapter.Gemini} {
 		b.Run(shape.String()+"/rebuilt", func(b *testing.B) {
 			b.ReportAllocs()
@@ -39,7 +39,7 @@ func BenchmarkTools(b *testing.B) {
 // Invoke, render) with the baseline of calling Invoke directly.
 func BenchmarkDispatch(b *testing.B) {
 	reg := newNotesRegistry(b)
-	ctx := llmtool.WithScope(context.Background(), scope)
+	ctx := llmtool.WithTenant(context.Background(), tenant)
 	a := chatadapter.New(reg, nil)
 	args := []byte(`{"noteId":"roadmap"}`)
 	turn := []byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_note","arguments":"{\"noteId\":\"roadmap\"}"}}]}`)

@@ -12,7 +12,7 @@ import (
 // (Options.ToolSearch).
 //
 // A registry with on-demand tools (llmtool.Options.OnDemand) lists only
-// the tools a scope loaded, and the built-in find_tools that loads more:
+// the tools a tenant loaded, and the built-in find_tools that loads more:
 // that works with every provider. Anthropic Messages and OpenAI Responses
 // also search tools themselves: a request may carry every definition,
 // those marked "defer_loading": true kept out of the model's context

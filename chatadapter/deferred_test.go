@@ -112,7 +112,7 @@ func coreModule() *llmtool.Module {
 
 // onDemandRegistry registers the core module and modules generated
 // modules of per tools, all on demand but core, with writes on in the
-// returned context's scope.
+// returned context's tenant.
 func onDemandRegistry(t testing.TB, modules, per int) (*llmtool.Registry, context.Context) {
 	t.Helper()
 	mods := append([]*llmtool.Module{coreModule()}, generated(modules, per)...)
@@ -121,7 +121,7 @@ func onDemandRegistry(t testing.TB, modules, per int) (*llmtool.Registry, contex
 		OnDemand: func(s *llmtool.Spec) bool { return s.Module != "core" },
 	}, mods...)
 	require.NoError(t, err)
-	ctx := llmtool.WithScope(context.Background(), "ws")
+	ctx := llmtool.WithTenant(context.Background(), "ws")
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "ws", true))
 	return reg, ctx
 }
@@ -155,8 +155,8 @@ func TestToolSetGrowsAfterFindTools(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"whoami", "search_everything", "billing_list_invoices", "billing_create_invoice", "man", "find_tools"}, after.Names)
 	require.Greater(t, len(after.JSON), len(before.JSON))
-	// Another scope's set has not grown.
-	other, err := a.Tools(llmtool.WithScope(context.Background(), "other"), chatadapter.Anthropic)
+	// Another tenant's set has not grown.
+	other, err := a.Tools(llmtool.WithTenant(context.Background(), "other"), chatadapter.Anthropic)
 	require.NoError(t, err)
 	require.Equal(t, before.Names, other.Names)
 }
@@ -212,14 +212,14 @@ func TestToolSearchSets(t *testing.T) {
 		require.Nil(t, set.Deferred)
 	}
 
-	// A tool a scope loaded is sent whole; one it may not call, not at all.
+	// A tool a tenant loaded is sent whole; one it may not call, not at all.
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "find_tools", Args: []byte(`{"query": "get contact", "limit": 1}`)})
 	require.False(t, res.IsError, res.Text())
 	set, err := a.Tools(ctx, chatadapter.Anthropic)
 	require.NoError(t, err)
 	require.Equal(t, []string{"whoami", "search_everything", "crm_get_contact", "man", "tool_search_tool_bm25",
 		"billing_list_invoices", "billing_get_invoice", "crm_list_contacts"}, set.Names)
-	readers := llmtool.WithScope(context.Background(), "readers")
+	readers := llmtool.WithTenant(context.Background(), "readers")
 	require.NoError(t, reg.SetEnabled("crm_list_contacts", false))
 	set, err = a.Tools(readers, chatadapter.Anthropic)
 	require.NoError(t, err)

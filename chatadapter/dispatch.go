@@ -71,7 +71,7 @@ type Reply struct {
 //
 // The strict shapes read the same as their plain ones. The calls run as
 // described in the package documentation (reads of a run of reads
-// concurrently, writes one at a time in order) with the scope and principal
+// concurrently, writes one at a time in order) with the tenant and principal
 // in ctx. An unknown tool, malformed arguments or a failed call become error
 // results for the model; Dispatch returns an error only when turn cannot be
 // parsed at all.

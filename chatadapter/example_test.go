@@ -141,7 +141,7 @@ func ExampleAdapter_Dispatch() {
 	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada! Hello, Ada!\"}"}],"is_error":false},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"{\"error\":\"Unknown tool \\\"great\\\". Did you mean \\\"greet\\\"?\"}"}],"is_error":true}]}
 }
 
-// A host's chat offers the prompts Registry.List lists for the scope
+// A host's chat offers the prompts Registry.List lists for the tenant
 // (ListOptions.Prompts); the one a person picks starts the conversation,
 // in the provider's shape.
 func ExampleAdapter_Prompt() {

@@ -151,15 +151,15 @@ func (p *party) arrive() {
 	}
 }
 
-const scope = "shop"
+const tenant = "shop"
 
 // fixture is a registry over a fresh SQLite file with item 1 (apple, 3),
-// write tools enabled in scope, and an adapter over it.
+// write tools enabled in tenant, and an adapter over it.
 type fixture struct {
 	db  *sql.DB
 	reg *llmtool.Registry
 	a   *chatadapter.Adapter
-	ctx context.Context // carries scope
+	ctx context.Context // carries tenant
 }
 
 // openDB opens a fresh SQLite file.
@@ -180,8 +180,8 @@ func newFixture(t testing.TB) *fixture {
 	require.NoError(t, err)
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, items)
 	require.NoError(t, err)
-	ctx := llmtool.WithScope(context.Background(), scope)
-	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
+	ctx := llmtool.WithTenant(context.Background(), tenant)
+	require.NoError(t, reg.Tenants().SetWrites(ctx, tenant, true))
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 
@@ -302,4 +302,4 @@ func messagesOf(t testing.TB, body map[string]json.RawMessage) []string {
 	return out
 }
 
-func llmtoolScope(ctx context.Context, s string) context.Context { return llmtool.WithScope(ctx, s) }
+func llmtoolTenant(ctx context.Context, s string) context.Context { return llmtool.WithTenant(ctx, s) }

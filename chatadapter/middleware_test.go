@@ -23,7 +23,7 @@ func TestRegistryMiddleware(t *testing.T) {
 	var seen []string
 	noWrites := func(next llmtool.InvokeFunc) llmtool.InvokeFunc {
 		return func(ctx context.Context, req *llmtool.Request) llmtool.Result {
-			seen = append(seen, req.Spec.Name+" in "+req.Scope)
+			seen = append(seen, req.Spec.Name+" in "+req.Tenant)
 			if !req.Spec.ReadOnly {
 				return req.Fail(llmtool.Limited("Too many changes today.").Next("Try again tomorrow."))
 			}
@@ -33,8 +33,8 @@ func TestRegistryMiddleware(t *testing.T) {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Middleware: []llmtool.Middleware{noWrites}}, items)
 	require.NoError(t, err)
-	ctx := llmtool.WithScope(context.Background(), scope)
-	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
+	ctx := llmtool.WithTenant(context.Background(), tenant)
+	require.NoError(t, reg.Tenants().SetWrites(ctx, tenant, true))
 	a := chatadapter.New(reg, nil)
 
 	reply, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(`{"role":"assistant","content":null,"tool_calls":[`+
@@ -49,7 +49,7 @@ func TestRegistryMiddleware(t *testing.T) {
 		`{"role":"tool","tool_call_id":"c1","content":"{\"id\":1,\"name\":\"apple\",\"qty\":3}"}`,
 		`{"role":"tool","tool_call_id":"c2","content":"{\"error\":\"Too many changes today. Try again tomorrow.\"}"}`,
 	}, got)
-	require.Equal(t, []string{"get_item in " + scope, "add_item in " + scope}, seen)
+	require.Equal(t, []string{"get_item in " + tenant, "add_item in " + tenant}, seen)
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM items`).Scan(&n))
 	require.Equal(t, 1, n)

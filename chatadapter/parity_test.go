@@ -164,7 +164,7 @@ func runParity(t *testing.T, side paritySide) []string {
 }
 
 // newNotesRegistry opens a fresh, seeded note store with writes enabled in
-// scope.
+// tenant.
 func newNotesRegistry(t testing.TB) *llmtool.Registry {
 	reg, _ := newNotesRegistryDB(t)
 	return reg
@@ -173,13 +173,13 @@ func newNotesRegistry(t testing.TB) *llmtool.Registry {
 // newNotesRegistryDB is newNotesRegistry with its database.
 func newNotesRegistryDB(t testing.TB) (*llmtool.Registry, *sql.DB) {
 	t.Helper()
-	ctx := llmtool.WithScope(context.Background(), scope)
+	ctx := llmtool.WithTenant(context.Background(), tenant)
 	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools)
 	require.NoError(t, err)
-	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, tenant, true))
 	return reg, db
 }
 
@@ -268,10 +268,10 @@ func TestParityWithMCP(t *testing.T) {
 	t.Parallel()
 	chatReg, chatDB := newNotesRegistryDB(t)
 	mcpReg, mcpDB := newNotesRegistryDB(t)
-	ctx := llmtool.WithScope(context.Background(), scope)
+	ctx := llmtool.WithTenant(context.Background(), tenant)
 	chat := &chatSide{a: chatadapter.New(chatReg, nil), ctx: ctx}
 
-	srv := mcpadapter.New(mcpReg, &mcpadapter.Options{Scope: scope, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := mcpadapter.New(mcpReg, &mcpadapter.Options{Tenant: tenant, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { srv.Close() })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

@@ -10,7 +10,7 @@ import (
 )
 
 // Prompt renders the prompt name (llmtool.Prompt) with args, a JSON object
-// of its arguments (nil for none), for the scope and principal in ctx, and
+// of its arguments (nil for none), for the tenant and principal in ctx, and
 // returns its messages in shape's format, to start a conversation with or
 // to append to one. The prompts ctx's caller may render are those
 // Registry.List lists with ListOptions.Prompts, each Spec.Params an

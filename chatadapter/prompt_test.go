@@ -65,7 +65,7 @@ func newPromptAdapter(t *testing.T) (*chatadapter.Adapter, context.Context) {
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true},
 		llmtool.DefineTools("briefs", briefPrompt).WithEntities(lockedItem))
 	require.NoError(t, err)
-	return chatadapter.New(reg, nil), llmtool.WithScope(context.Background(), scope)
+	return chatadapter.New(reg, nil), llmtool.WithTenant(context.Background(), tenant)
 }
 
 // TestPromptShapes renders one prompt in every shape: adjacent messages of

@@ -107,7 +107,7 @@ func textMessage(role, text string) json.RawMessage {
 
 // Run holds a conversation with a model behind an OpenAI-compatible
 // /chat/completions endpoint until it answers without tool calls: it sends
-// messages with the tool set for the scope and principal in ctx, runs the
+// messages with the tool set for the tenant and principal in ctx, runs the
 // tool calls of the answer as Dispatch does, appends the results and sends
 // again, at most RunOptions.MaxSteps times (default 15). opts may be nil
 // for the defaults. It uses net/http only.
@@ -163,7 +163,7 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 // decision, as Reply.Resume does, and goes on with the run: it completes
 // the turn's results and sends the next request, with the options Run was
 // given, its steps counted on from this transcript's. ctx carries the same
-// scope and principal as Run's. It returns the run's transcript from the
+// tenant and principal as Run's. It returns the run's transcript from the
 // start, paused again at the next call that waits for approval, or ended
 // as Run ends. On a transcript without a Pending call, or resumed already,
 // it returns ErrNotPending.

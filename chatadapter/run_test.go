@@ -250,12 +250,12 @@ func TestRunUnreadableResponse(t *testing.T) {
 	require.EqualError(t, err, "chatadapter: POST "+m.srv.URL+`/v1/chat/completions: response has no message: {"choices":[]}`)
 }
 
-// Write tools are off until the scope enables them: the set Run sends
+// Write tools are off until the tenant enables them: the set Run sends
 // leaves them out, and a call to one is refused.
-func TestRunScopeWithoutWrites(t *testing.T) {
+func TestRunTenantWithoutWrites(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ctx := llmtoolScope(f.ctx, "visitors")
+	ctx := llmtoolTenant(f.ctx, "visitors")
 	m := newModel(t, reply(toolCalls([2]string{"add_item", `{"name":"pear"}`})), reply(answer("I may not.")))
 	_, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.NoError(t, err)

@@ -159,22 +159,22 @@ func TestUnsupported(t *testing.T) {
 	}
 }
 
-func TestToolsSetCachedPerScope(t *testing.T) {
+func TestToolsSetCachedPerTenant(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	guest := llmtool.WithScope(context.Background(), "guest")
+	guest := llmtool.WithTenant(context.Background(), "guest")
 	s1, err := f.a.Tools(guest, chatadapter.Gemini)
 	require.NoError(t, err)
 	s2, err := f.a.Tools(guest, chatadapter.Gemini)
 	require.NoError(t, err)
-	require.Same(t, s1, s2, "same scope, same set")
+	require.Same(t, s1, s2, "same tenant, same set")
 	require.Equal(t, []string{"get_item", "list_items", "meet", "photo", "man"}, s1.Names)
 
 	shop, err := f.a.Tools(f.ctx, chatadapter.Gemini)
 	require.NoError(t, err)
 	require.Equal(t, []string{"get_item", "list_items", "add_item", "meet", "photo", "man"}, shop.Names)
 
-	// Enabling writes in the guest scope changes its set.
+	// Enabling writes in the guest tenant changes its set.
 	require.NoError(t, f.reg.Tenants().SetWrites(guest, "guest", true))
 	s3, err := f.a.Tools(guest, chatadapter.Gemini)
 	require.NoError(t, err)

@@ -118,9 +118,9 @@ var ErrShape = errors.New("cost: unknown shape")
 // every field's default.
 type Options struct {
 	// AllTools reports every registered tool, switched on or off and
-	// whatever any scope allows (Registry.List with ListOptions.All,
+	// whatever any tenant allows (Registry.List with ListOptions.All,
 	// less resources and prompts): the whole catalog a module ships. Otherwise the report
-	// covers the tools the scope and principal in the context may list
+	// covers the tools the tenant and principal in the context may list
 	// (Registry.List), which is what their requests carry.
 	AllTools bool
 
@@ -154,11 +154,11 @@ type Row struct {
 // sums of its rows; the few tokens of the list around the definitions
 // (brackets, commas, Gemini's functionDeclarations) are not counted.
 type Catalog struct {
-	// Scope is the scope the report covers (llmtool.ScopeFrom), "" with
+	// Tenant is the tenant the report covers (llmtool.TenantFrom), "" with
 	// AllTools.
-	Scope string `json:"scope"`
+	Tenant string `json:"tenant"`
 	// AllTools is Options.AllTools: every registered tool, whatever the
-	// scope.
+	// tenant.
 	AllTools bool `json:"allTools"`
 	// Encoding is the tokenizer's encoding, such as "o200k_base".
 	Encoding string `json:"encoding"`
@@ -219,7 +219,7 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 	c := &Catalog{AllTools: o.AllTools, Encoding: o.Encoding, EstimateFactor: o.EstimateFactor,
 		Shapes: slices.Clone(shapes), Tools: make([]string, 0, len(specs)), Rows: make([]Row, 0, len(specs)*len(shapes))}
 	if !o.AllTools {
-		c.Scope = llmtool.ScopeFrom(ctx)
+		c.Tenant = llmtool.TenantFrom(ctx)
 	}
 	chat := chatadapter.New(reg, nil)
 	for _, sp := range specs {

@@ -187,9 +187,9 @@ func TestReportTotals(t *testing.T) {
 	require.False(t, ok)
 }
 
-// Without AllTools the report covers what the context's scope may list:
-// write tools only once the scope enabled them.
-func TestReportScope(t *testing.T) {
+// Without AllTools the report covers what the context's tenant may list:
+// write tools only once the tenant enabled them.
+func TestReportTenant(t *testing.T) {
 	t.Parallel()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "cost.db"))
 	require.NoError(t, err)
@@ -197,12 +197,12 @@ func TestReportScope(t *testing.T) {
 	reg, err := llmtool.NewRegistry(db, quiet(), people, poems)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
-	ctx := llmtool.WithScope(context.Background(), "team")
+	ctx := llmtool.WithTenant(context.Background(), "team")
 	opts := &cost.Options{Shapes: []cost.Shape{cost.Anthropic}}
 
 	c, err := cost.Report(ctx, reg, opts)
 	require.NoError(t, err)
-	require.Equal(t, "team", c.Scope)
+	require.Equal(t, "team", c.Tenant)
 	require.False(t, c.AllTools)
 	require.Equal(t, []string{"greet", "poem", "man"}, c.Tools)
 
@@ -216,7 +216,7 @@ func TestReportScope(t *testing.T) {
 
 	all, err := cost.Report(ctx, reg, &cost.Options{AllTools: true, Shapes: opts.Shapes})
 	require.NoError(t, err)
-	require.Empty(t, all.Scope)
+	require.Empty(t, all.Tenant)
 	require.Equal(t, c.Rows, all.Rows)
 }
 
@@ -241,7 +241,7 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "team", true))
 
-	srv := mcpadapter.New(reg, &mcpadapter.Options{Scope: "team", Logger: slog.New(slog.DiscardHandler)})
+	srv := mcpadapter.New(reg, &mcpadapter.Options{Tenant: "team", Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { srv.Close() })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -263,7 +263,7 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(resp.Result, &listed))
 
-	c, err := cost.Report(llmtool.WithScope(ctx, "team"), reg, &cost.Options{Shapes: []cost.Shape{cost.MCP}})
+	c, err := cost.Report(llmtool.WithTenant(ctx, "team"), reg, &cost.Options{Shapes: []cost.Shape{cost.MCP}})
 	require.NoError(t, err)
 	require.Len(t, listed.Tools, len(c.Tools))
 	seen := map[string]bool{}
@@ -325,12 +325,12 @@ left out: `+c.Unsupported[1].Error()+`
 
 func TestWriteText(t *testing.T) {
 	t.Parallel()
-	ctx := llmtool.WithScope(context.Background(), "team")
+	ctx := llmtool.WithTenant(context.Background(), "team")
 	c, err := cost.Report(ctx, registry(t, people), &cost.Options{Shapes: []cost.Shape{cost.OpenAIResponses, cost.Anthropic, cost.MCP}, EstimateFactor: 1.2})
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, c.WriteText(&b))
-	require.Equal(t, `Tokens of the tool definitions: the tools of scope "team", counted with o200k_base; ~ marks an estimate (o200k_base × 1.2).
+	require.Equal(t, `Tokens of the tool definitions: the tools of tenant "team", counted with o200k_base; ~ marks an estimate (o200k_base × 1.2).
 tool            module   openai-responses  anthropic   mcp
 greet           people                 52        ~54  ~132
 man             llmtool                77        ~84  ~131

@@ -35,7 +35,7 @@ func Example() {
 	}
 	defer reg.Close()
 	c, err := cost.Report(context.Background(), reg, &cost.Options{
-		AllTools: true, // every tool, whatever a scope enables
+		AllTools: true, // every tool, whatever a tenant enables
 		Shapes:   []cost.Shape{cost.OpenAIChat, cost.Anthropic, cost.MCP},
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ func (c *Catalog) WriteText(w io.Writer) error {
 	var b strings.Builder
 	what := "every tool"
 	if !c.AllTools {
-		what = fmt.Sprintf("the tools of scope %q", c.Scope)
+		what = fmt.Sprintf("the tools of tenant %q", c.Tenant)
 	}
 	fmt.Fprintf(&b, "Tokens of the tool definitions: %s, counted with %s; ~ marks an estimate (%s × %s).\n",
 		what, c.Encoding, c.Encoding, strconv.FormatFloat(c.EstimateFactor, 'g', -1, 64))

@@ -19,7 +19,7 @@
 //
 // [Rate] allows n calls per period for each [Key] and refuses the rest:
 // [ByPrincipal] gives each user a budget for all tools, [ByTool] each tool
-// one for everyone, [ByPrincipalTool] each user one per tool, [ByScope]
+// one for everyone, [ByPrincipalTool] each user one per tool, [ByTenant]
 // each tenant or chat one. A Key of the host's own picks the calls to
 // limit; a call whose key is "" is not limited, so
 //

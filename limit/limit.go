@@ -31,7 +31,7 @@ var (
 
 // A Key says which calls share a rate limit: calls with equal keys draw on
 // one token bucket, and a call whose key is "" is not limited at all. The
-// provided keys are ByPrincipal, ByScope, ByTool and ByPrincipalTool; a
+// provided keys are ByPrincipal, ByTenant, ByTool and ByPrincipalTool; a
 // host writes its own to limit some calls only:
 //
 //	writes := func(req *llmtool.Request) string {
@@ -55,10 +55,10 @@ func ByPrincipal(req *llmtool.Request) string {
 	return "anonymous"
 }
 
-// ByScope limits the calls made in each scope (tenant, workspace, chat)
-// together, whoever makes them; the default scope "" is a scope like any
+// ByTenant limits the calls made in each tenant (workspace, chat)
+// together, whoever makes them; the default tenant "" is a tenant like any
 // other.
-func ByScope(req *llmtool.Request) string { return "scope:" + req.Scope }
+func ByTenant(req *llmtool.Request) string { return "tenant:" + req.Tenant }
 
 // ByTool limits each tool's calls, by anyone, together.
 func ByTool(req *llmtool.Request) string { return req.Spec.Name }

@@ -14,7 +14,7 @@ import (
 // refusal expected ("" for a success).
 type rateCall struct {
 	principal string // "" for none
-	scope     string
+	tenant    string
 	tool      string
 	want      string
 }
@@ -61,11 +61,11 @@ func TestRate(t *testing.T) {
 			{tool: "count_notes", want: "Too many calls; count_notes was not run. Try again in 60 s."},
 			{principal: "ann", tool: "count_notes"},
 		}},
-		{"by scope", limit.Rate(1, time.Hour, limit.ByScope), []rateCall{
-			{principal: "ann", scope: "team-a", tool: "count_notes"},
-			{principal: "bob", scope: "team-a", tool: "count_notes", want: "Too many calls; count_notes was not run. Try again in 60 min."},
-			{principal: "ann", scope: "team-b", tool: "count_notes"},
-			{principal: "ann", tool: "count_notes"}, // the default scope
+		{"by tenant", limit.Rate(1, time.Hour, limit.ByTenant), []rateCall{
+			{principal: "ann", tenant: "team-a", tool: "count_notes"},
+			{principal: "bob", tenant: "team-a", tool: "count_notes", want: "Too many calls; count_notes was not run. Try again in 60 min."},
+			{principal: "ann", tenant: "team-b", tool: "count_notes"},
+			{principal: "ann", tool: "count_notes"}, // the default tenant
 		}},
 		{"by principal and tool", limit.Rate(1, 2*time.Hour, limit.ByPrincipalTool), []rateCall{
 			{principal: "ann", tool: "create_note"},
@@ -88,7 +88,7 @@ func TestRate(t *testing.T) {
 			var outcomes []string
 			created := 0
 			for i, c := range tt.calls {
-				ctx := llmtool.WithScope(as(c.principal), c.scope)
+				ctx := llmtool.WithTenant(as(c.principal), c.tenant)
 				args := ""
 				if c.tool == "create_note" {
 					args = create
@@ -117,9 +117,9 @@ func TestRate(t *testing.T) {
 func TestRateCountsCallsThePolicyRefuses(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, limit.Rate(1, time.Minute, limit.ByPrincipal))
-	ctx := llmtool.WithScope(as("ann"), "read-only")
+	ctx := llmtool.WithTenant(as("ann"), "read-only")
 	res := f.call(ctx, "create_note", `{"title": "A"}`)
-	require.Equal(t, `Tool "create_note" changes data, and write tools are off in scope "read-only". Ask the user to enable write tools for this scope, then call create_note again.`, res.Text())
+	require.Equal(t, `Tool "create_note" changes data, and write tools are off in tenant "read-only". Ask the user to enable write tools for this tenant, then call create_note again.`, res.Text())
 	requireLimited(t, f.call(ctx, "create_note", `{"title": "A"}`), "Too many calls; create_note was not run. Try again in 60 s.", limit.ErrRate)
 	require.Equal(t, []string{"create_note: refused", "create_note: limited"}, f.outcomes())
 }
@@ -156,8 +156,8 @@ func TestKeys(t *testing.T) {
 		{"no principal", limit.ByPrincipal, llmtool.Request{Spec: spec}, "anonymous"},
 		{"principal without an ID", limit.ByPrincipal, llmtool.Request{Spec: spec, Principal: &llmtool.Principal{}}, "anonymous"},
 		{"principal named anonymous", limit.ByPrincipal, llmtool.Request{Spec: spec, Principal: &llmtool.Principal{ID: "anonymous"}}, "principal:anonymous"},
-		{"scope", limit.ByScope, llmtool.Request{Spec: spec, Scope: "team-a"}, "scope:team-a"},
-		{"default scope", limit.ByScope, llmtool.Request{Spec: spec}, "scope:"},
+		{"tenant", limit.ByTenant, llmtool.Request{Spec: spec, Tenant: "team-a"}, "tenant:team-a"},
+		{"default tenant", limit.ByTenant, llmtool.Request{Spec: spec}, "tenant:"},
 		{"tool", limit.ByTool, llmtool.Request{Spec: spec}, "create_note"},
 		{"principal and tool", limit.ByPrincipalTool, llmtool.Request{Spec: spec, Principal: &llmtool.Principal{ID: "ann"}}, "create_note\x00principal:ann"},
 	}

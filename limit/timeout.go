@@ -32,7 +32,7 @@ func Timeout(d time.Duration) llmtool.Middleware {
 // so a handler that passes its context on returns at once, and a write
 // tool's transaction rolls back, as for any cancelled call. Go cannot stop
 // a handler that ignores its context: its call ends when it returns. A
-// write handler so stuck holds the write path (on SQLite, every scope's
+// write handler so stuck holds the write path (on SQLite, every tenant's
 // writes wait for it) at most llmtool.Options.WriteGrace (1 s by default)
 // past the deadline: the registry then rolls its transaction back, closes
 // its connection and lets the next write go on, and the handler's later

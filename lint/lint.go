@@ -25,7 +25,7 @@
 //
 // The linter sees the tools as a model and a host see them: every tool's
 // [llmtool.Spec] as [llmtool.Registry.List] returns it with
-// [llmtool.ListOptions].All (switched on or not, whatever any scope
+// [llmtool.ListOptions].All (switched on or not, whatever any tenant
 // allows, after running the registry's loaders), and the input JSON Schema
 // in [llmtool.Spec.InputSchema], from which it reads the parameters, their
 // descriptions, defaults and enums, nested ones too. A tool defined with [llmtool.InputSchema] is linted on the

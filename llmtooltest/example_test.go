@@ -84,7 +84,7 @@ func ExampleHarness_RequireUnchanged() {
 	t := newExampleT() // in a test: the *testing.T
 	defer t.cleanup()
 
-	// Write tools are off in a scope until it enables them.
+	// Write tools are off in a tenant until it enables them.
 	h := llmtooltest.New(t, &llmtooltest.Options{Schema: migrate, WritesOff: true}, Notes)
 	h.RequireUnchanged(func() {
 		res := h.Call("create_note", `{"title": "Groceries"}`)
@@ -92,7 +92,7 @@ func ExampleHarness_RequireUnchanged() {
 	})
 	fmt.Println("failures reported:", t.failures)
 	// Output:
-	// Tool "create_note" changes data, and write tools are off in scope "test". Ask the user to enable write tools for this scope, then call create_note again.
+	// Tool "create_note" changes data, and write tools are off in tenant "test". Ask the user to enable write tools for this tenant, then call create_note again.
 	// failures reported: 0
 }
 

@@ -103,9 +103,9 @@ type TB interface {
 
 // Default settings of a harness.
 const (
-	// DefaultScope is the scope calls run in unless Options.Scope says
+	// DefaultTenant is the tenant calls run in unless Options.Tenant says
 	// otherwise.
-	DefaultScope = "test"
+	DefaultTenant = "test"
 	// DefaultPrincipalID is the ID of the principal calls run as unless
 	// Options.Principal or Options.NoPrincipal says otherwise.
 	DefaultPrincipalID = "test-user"
@@ -131,7 +131,7 @@ const NoLeakGrace time.Duration = -1
 
 // Options configures a harness. A nil *Options, like the zero value, gives
 // every field's default: an empty SQLite database (or PostgreSQL, when the
-// environment asks for it), the default principal and scope, writes
+// environment asks for it), the default principal and tenant, writes
 // enabled.
 type Options struct {
 	// Schema creates the host's tables and seeds them, on the fresh
@@ -160,12 +160,12 @@ type Options struct {
 	// nil. Default: false.
 	NoPrincipal bool
 
-	// Scope is the scope calls run in. Default (""): DefaultScope.
-	Scope string
+	// Tenant is the tenant calls run in. Default (""): DefaultTenant.
+	Tenant string
 
-	// WritesOff leaves write tools off in the harness's scope, as in a
-	// scope that never enabled them, to test the refusal. Default: false,
-	// the harness enables writes in its scope.
+	// WritesOff leaves write tools off in the harness's tenant, as in a
+	// tenant that never enabled them, to test the refusal. Default: false,
+	// the harness enables writes in its tenant.
 	WritesOff bool
 
 	// Driver is the database/sql driver name that opens the SQLite file;
@@ -240,8 +240,8 @@ type Result struct {
 // test. It runs opts.Schema and opts.SQL on it, builds a registry of
 // modules that validates every result against its output schema and logs
 // to t.Output(), runs opts.Setup, and enables writes in the harness's
-// scope unless opts.WritesOff is set. Calls run as the harness's principal
-// in its scope. opts may be nil for the defaults.
+// tenant unless opts.WritesOff is set. Calls run as the harness's principal
+// in its tenant. opts may be nil for the defaults.
 //
 // New fails the test on a nil module, on Options that contradict each
 // other, and on any error while setting up, and skips it when the
@@ -266,7 +266,7 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	case principal == nil && !opts.NoPrincipal:
 		principal = &llmtool.Principal{ID: DefaultPrincipalID, Name: "Test User"}
 	}
-	scope := cmp.Or(opts.Scope, DefaultScope)
+	tenant := cmp.Or(opts.Tenant, DefaultTenant)
 	grace := opts.LeakGrace
 	switch {
 	case grace == 0:
@@ -325,21 +325,21 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 			return nil
 		}
 	}
-	ctx := llmtool.WithScope(base, scope)
+	ctx := llmtool.WithTenant(base, tenant)
 	if principal != nil {
 		ctx = llmtool.WithPrincipal(ctx, principal)
 	}
 	h.ctx = ctx
 	if !opts.WritesOff {
-		if err := reg.Tenants().SetWrites(ctx, scope, true); err != nil {
-			t.Fatalf("llmtooltest.New: enable writes in scope %q: %v", scope, err)
+		if err := reg.Tenants().SetWrites(ctx, tenant, true); err != nil {
+			t.Fatalf("llmtooltest.New: enable writes in tenant %q: %v", tenant, err)
 			return nil
 		}
-	} else if _, err := reg.Tenants().Writes(ctx, scope); err != nil {
+	} else if _, err := reg.Tenants().Writes(ctx, tenant); err != nil {
 		// Reading the settings creates the registry's settings table now,
 		// rather than during the first call, where RequireUnchanged would
 		// see it appear.
-		t.Fatalf("llmtooltest.New: read the settings of scope %q: %v", scope, err)
+		t.Fatalf("llmtooltest.New: read the settings of tenant %q: %v", tenant, err)
 		return nil
 	}
 	return h
@@ -360,7 +360,7 @@ func (h *Harness) Engine() string { return h.engine }
 func (h *Harness) Registry() *llmtool.Registry { return h.reg }
 
 // Context returns the context calls run with: the test's context, with the
-// harness's scope and principal. Derive from it to call with another
+// harness's tenant and principal. Derive from it to call with another
 // principal through CallContext.
 func (h *Harness) Context() context.Context { return h.ctx }
 
@@ -380,7 +380,7 @@ func (h *Harness) Call(name string, args any) Result {
 }
 
 // CallContext is Call with a context of the caller's, such as h.Context()
-// with another principal (llmtool.WithPrincipal) or scope.
+// with another principal (llmtool.WithPrincipal) or tenant.
 func (h *Harness) CallContext(ctx context.Context, name string, args any) Result {
 	h.t.Helper()
 	raw, err := encodeArgs(args)

@@ -153,7 +153,7 @@ type AddItemIn struct {
 
 type WhoOut struct {
 	Principal string `json:"principal"`
-	Scope     string `json:"scope"`
+	Tenant    string `json:"tenant"`
 }
 
 var getItem = llmtool.Read("get_item", "Read an item.",
@@ -183,7 +183,7 @@ var addItem = llmtool.Write("add_item", "Add an item.",
 
 var whoAmI = llmtool.Read("who_am_i", "Tell who and where the call runs.",
 	func(c *llmtool.ReadCtx, _ struct{}) (WhoOut, error) {
-		out := WhoOut{Scope: llmtool.ScopeFrom(c)}
+		out := WhoOut{Tenant: llmtool.TenantFrom(c)}
 		if p := llmtool.PrincipalFrom(c); p != nil {
 			out.Principal = p.ID
 		}
@@ -462,9 +462,9 @@ func TestHarnessPasses(t *testing.T) {
 		// A goroutine joined before the handler returns is no leak.
 		h.RequireOK(h.Call("count_items", nil))
 
-		// The harness's principal and scope reach the handler.
+		// The harness's principal and tenant reach the handler.
 		who := h.RequireOK(h.Call("who_am_i", nil))
-		require.Equal(t, map[string]any{"principal": llmtooltest.DefaultPrincipalID, "scope": llmtooltest.DefaultScope}, who)
+		require.Equal(t, map[string]any{"principal": llmtooltest.DefaultPrincipalID, "tenant": llmtooltest.DefaultTenant}, who)
 		other := llmtool.WithPrincipal(h.Context(), &llmtool.Principal{ID: "alice"})
 		who = h.RequireOK(h.CallContext(other, "who_am_i", nil))
 		require.Equal(t, "alice", who["principal"])
@@ -487,16 +487,16 @@ func TestHarnessOptions(t *testing.T) {
 			call: func(t *testing.T, h *llmtooltest.Harness) {
 				h.RequireUnchanged(func() {
 					h.RequireError(h.Call("add_item", `{"name": "pear"}`),
-						`Tool "add_item" changes data, and write tools are off in scope "test". Ask the user to enable write tools for this scope, then call add_item again.`)
+						`Tool "add_item" changes data, and write tools are off in tenant "test". Ask the user to enable write tools for this tenant, then call add_item again.`)
 				})
 			},
 		},
 		{
-			name: "principal and scope",
-			opts: llmtooltest.Options{Principal: &llmtool.Principal{ID: "bob"}, Scope: "wiki-7"},
+			name: "principal and tenant",
+			opts: llmtooltest.Options{Principal: &llmtool.Principal{ID: "bob"}, Tenant: "wiki-7"},
 			call: func(t *testing.T, h *llmtooltest.Harness) {
-				require.Equal(t, map[string]any{"principal": "bob", "scope": "wiki-7"}, h.RequireOK(h.Call("who_am_i", nil)))
-				h.RequireOK(h.Call("add_item", `{"name": "pear"}`)) // writes enabled in that scope
+				require.Equal(t, map[string]any{"principal": "bob", "tenant": "wiki-7"}, h.RequireOK(h.Call("who_am_i", nil)))
+				h.RequireOK(h.Call("add_item", `{"name": "pear"}`)) // writes enabled in that tenant
 			},
 		},
 		{

@@ -3,7 +3,7 @@
 // one page per tool generated from its parameters.
 //
 // It works on plain data ([Tool], [Param], [Page]) and knows nothing of
-// registries, scopes or transactions: package llmtool decides what the
+// registries, tenants or transactions: package llmtool decides what the
 // caller may see and passes exactly that in, so the catalog never lists a
 // tool the caller may not call.
 //

@@ -130,7 +130,7 @@ var stateKey = []byte("0123456789abcdef0123456789abcdef")
 
 // approvalFixture serves a fixture over HTTP (bearer tokens as
 // modernFixture's) with writes on and delete_note and ask_in_write
-// needing approval in the scope.
+// needing approval in the tenant.
 func approvalFixture(t *testing.T, regOpts *llmtool.Options) (*fixture, string) {
 	t.Helper()
 	f := newFixtureReg(t, regOpts, &mcpadapter.Options{Authenticator: bearer, RequestStateKey: stateKey})
@@ -214,7 +214,7 @@ func TestApproval(t *testing.T) {
 		{name: "approved by another user", modernOnly: true,
 			change:  func(_ map[string]any, h http.Header) { h.Set("Authorization", "Bearer bob-token") },
 			answers: []answer{approve(true)}, wantAsked: []string{askDelete},
-			wantRPC:    "The requestState belongs to a call of another user or scope: call the tool again without requestState and inputResponses to start over.",
+			wantRPC:    "The requestState belongs to a call of another user or tenant: call the tool again without requestState and inputResponses to start over.",
 			wantNotes:  []string{hello},
 			wantAudits: []string{"delete_note denied requested"}},
 		{name: "the approval's state changed on the way", modernOnly: true,
@@ -293,7 +293,7 @@ func TestApprovalCannotAsk(t *testing.T) {
 	t.Parallel()
 	const want = "This change needs the user's approval: Delete note 1 \"Hello\". (notes: 1 deleted). Nothing was saved. " +
 		"This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: " +
-		"tell the user, who can make this change from an MCP client that asks for approval, or have approval of delete_note turned off for this scope."
+		"tell the user, who can make this change from an MCP client that asks for approval, or have approval of delete_note turned off for this tenant."
 	never := func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		return nil, errors.New("asked a client that cannot ask")
 	}

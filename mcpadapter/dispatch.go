@@ -12,7 +12,7 @@ import (
 // broadcasts notifications/*/list_changed to every session whenever the
 // server advertises listChanged, which it must for subscriptions/listen to
 // grant it (SEP-2575). The registry's tools and prompts appear as modules
-// load and change per scope and principal, so the adapter registers one
+// load and change per tenant and principal, so the adapter registers one
 // dispatcher of each kind, and one resource template that matches every
 // URI, when New builds the server, before any session exists, and never
 // registers anything after: mcp-go broadcasts nothing, and every

@@ -116,8 +116,8 @@ func ExampleBearerAuth() {
 			}
 			return nil, errors.New("unknown token")
 		}),
-		ScopeFunc: func(r *http.Request, p *llmtool.Principal) (string, error) {
-			return "user:" + p.ID, nil // each user's own scope
+		TenantFunc: func(r *http.Request, p *llmtool.Principal) (string, error) {
+			return "user:" + p.ID, nil // each user's own tenant
 		},
 	})
 	defer srv.Close()

@@ -77,7 +77,7 @@ func answerName(res ask.ElicitResult) (string, error) {
 
 type whoOut struct {
 	Principal string `json:"principal"`
-	Scope     string `json:"scope"`
+	Tenant    string `json:"tenant"`
 }
 
 const nameSchema = `{"type":"object","properties":{"name":{"type":"string","description":"Your name"}},"required":["name"]}`
@@ -217,9 +217,9 @@ var (
 			}}, nil
 		})
 
-	whoami = llmtool.Read("whoami", "Say who calls, in which scope.",
+	whoami = llmtool.Read("whoami", "Say who calls, in which tenant.",
 		func(c *llmtool.ReadCtx, in struct{}) (whoOut, error) {
-			out := whoOut{Scope: llmtool.ScopeFrom(c)}
+			out := whoOut{Tenant: llmtool.TenantFrom(c)}
 			if p := llmtool.PrincipalFrom(c); p != nil {
 				out.Principal = p.ID
 			}

@@ -45,7 +45,7 @@ func (tr *tracer) onRequest(_ context.Context, r mcpadapter.Request) func(error)
 
 // TestOnRequest: a host's Options.OnRequest sees every request, from its
 // start to its answer, with the tool or prompt it names and the JSON-RPC
-// error the client gets, while the adapter still filters tools by scope
+// error the client gets, while the adapter still filters tools by tenant
 // and answers refusals with the registry's sentence.
 func TestOnRequest(t *testing.T) {
 	t.Parallel()
@@ -59,7 +59,7 @@ func TestOnRequest(t *testing.T) {
 	c := client.NewClient(tp, clientOptions()...)
 	start(t, c)
 
-	// Writes are off in the default scope: the listing hides the write
+	// Writes are off in the default tenant: the listing hides the write
 	// tools, and a call of one gets the registry's sentence.
 	list, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestOnRequest(t *testing.T) {
 	require.False(t, res.IsError, text(t, res))
 	res = call(t, c, "create_note", map[string]any{"title": "x"})
 	require.True(t, res.IsError)
-	require.Equal(t, `Tool "create_note" changes data, and write tools are off in the default scope. Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
+	require.Equal(t, `Tool "create_note" changes data, and write tools are off in the default tenant. Ask the user to enable write tools for this tenant, then call create_note again.`, text(t, res))
 	_, err = c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_nose"}})
 	require.EqualError(t, err, `invalid params: Unknown tool "get_nose". Did you mean "get_note"?`)
 

@@ -41,7 +41,7 @@ func BearerAuth(verify func(ctx context.Context, token string) (*llmtool.Princip
 // Handler returns the streamable HTTP transport as an http.Handler, with
 // sessions: mount it at the MCP endpoint, such as "/mcp". Every request is
 // checked against DNS rebinding (on loopback listeners), bounded in size,
-// authenticated and given its scope before mcp-go serves it.
+// authenticated and given its tenant before mcp-go serves it.
 //
 // A tool call's progress and log notifications, and its sampling and
 // elicitation requests, go on a stream of its session: the call's own
@@ -54,7 +54,7 @@ func BearerAuth(verify func(ctx context.Context, token string) (*llmtool.Princip
 // session affinity; use StatelessHandler otherwise. They are bounded
 // (Options.MaxSessions, Options.MaxSessionsPerPrincipal) and end when idle
 // (Options.SessionIdleTimeout); a request of an ended or unknown session
-// gets 404 Not Found, one of a session another principal or scope opened
+// gets 404 Not Found, one of a session another principal or tenant opened
 // 403 Forbidden, and a GET without the Mcp-Session-Id header 400 Bad
 // Request. Requests of protocol revision 2026-07-28 have no session.
 func (s *Server) Handler() http.Handler { return s.httpHandler(false) }
@@ -122,14 +122,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx = llmtool.WithPrincipal(ctx, p)
 	}
-	scope := s.cfg.scope
-	if s.cfg.scopeFunc != nil && r.Method != http.MethodOptions {
+	tenant := s.cfg.tenant
+	if s.cfg.tenantFunc != nil && r.Method != http.MethodOptions {
 		var err error
-		if scope, err = s.cfg.scopeFunc(r, p); err != nil {
+		if tenant, err = s.cfg.tenantFunc(r, p); err != nil {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
-		ctx = llmtool.WithScope(ctx, scope)
+		ctx = llmtool.WithTenant(ctx, tenant)
 	}
 	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
@@ -162,7 +162,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !modern && !h.stateless {
 		switch id := r.Header.Get(server.HeaderKeySessionID); {
 		case id != "" && r.Method != http.MethodOptions:
-			if !h.session(w, id, p, scope) {
+			if !h.session(w, id, p, tenant) {
 				return
 			}
 		case r.Method == http.MethodGet:
@@ -190,8 +190,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // session reports whether the session a request names may serve it, and
 // answers 404 Not Found for a session the table does not hold (so the
 // client initializes a new one, as the MCP specification prescribes) or
-// 403 Forbidden for a session of another principal or scope.
-func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Principal, scope string) bool {
+// 403 Forbidden for a session of another principal or tenant.
+func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Principal, tenant string) bool {
 	info := h.s.sessions.get(id)
 	switch {
 	case info == nil || info.h != h:
@@ -202,8 +202,8 @@ func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Princ
 	case info.principal != principalID(p):
 		writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
 		return false
-	case info.scope != scope:
-		writeError(w, http.StatusForbidden, fmt.Sprintf("This session was opened for scope %q, not %q; initialize a new session for that scope.", info.scope, scope))
+	case info.tenant != tenant:
+		writeError(w, http.StatusForbidden, fmt.Sprintf("This session was opened for tenant %q, not %q; initialize a new session for that tenant.", info.tenant, tenant))
 		return false
 	}
 	return true

@@ -44,7 +44,7 @@ func authOptions() *mcpadapter.Options {
 			}
 			return nil, errors.New("unknown token")
 		}),
-		ScopeFunc: func(r *http.Request, p *llmtool.Principal) (string, error) {
+		TenantFunc: func(r *http.Request, p *llmtool.Principal) (string, error) {
 			ws := r.Header.Get("X-Workspace")
 			if ws == "secret" && p.ID != "ada" {
 				return "", errors.New("You are not a member of workspace secret.")
@@ -146,27 +146,27 @@ func TestHTTPAuthentication(t *testing.T) {
 	}
 	require.Equal(t, 1, f.noteCount(t), "no tool ran")
 
-	t.Run("principal and scope reach the handler", func(t *testing.T) {
+	t.Run("principal and tenant reach the handler", func(t *testing.T) {
 		c := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token", "X-Workspace": "secret"}}
 		c.initialize(t)
 		_, body := c.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami"}}`)
-		require.JSONEq(t, `{"content":[{"type":"text","text":"{\"principal\":\"ada\",\"scope\":\"secret\"}"}],"structuredContent":{"principal":"ada","scope":"secret"}}`, string(result(t, body)))
+		require.JSONEq(t, `{"content":[{"type":"text","text":"{\"principal\":\"ada\",\"tenant\":\"secret\"}"}],"structuredContent":{"principal":"ada","tenant":"secret"}}`, string(result(t, body)))
 	})
 
-	t.Run("scope refused", func(t *testing.T) {
+	t.Run("tenant refused", func(t *testing.T) {
 		c := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer bob-token", "X-Workspace": "secret"}}
 		resp, body := c.post(t, initialize)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"You are not a member of workspace secret."}}`, body)
 	})
 
-	t.Run("a session is bound to its scope", func(t *testing.T) {
+	t.Run("a session is bound to its tenant", func(t *testing.T) {
 		ada := &rpc{url: ts.URL, headers: map[string]string{"Authorization": "Bearer ada-token", "X-Workspace": "red"}}
 		ada.initialize(t)
 		ada.headers["X-Workspace"] = "blue"
 		resp, body := ada.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"This session was opened for scope \"red\", not \"blue\"; initialize a new session for that scope."}}`, body)
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"This session was opened for tenant \"red\", not \"blue\"; initialize a new session for that tenant."}}`, body)
 	})
 
 	t.Run("a session is bound to its principal", func(t *testing.T) {
@@ -311,7 +311,7 @@ func TestHTTPWire(t *testing.T) {
 }
 
 // TestHTTPScopes checks that a scope's change notifies that scope's
-// sessions only, and that each scope lists what it may call.
+// sessions only, and that each tenant lists what it may call.
 func TestHTTPScopes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, authOptions())
@@ -342,10 +342,10 @@ func TestHTTPScopes(t *testing.T) {
 	require.False(t, res.IsError)
 	res = call(t, blue, "create_note", map[string]any{"title": "Blue note"})
 	require.True(t, res.IsError)
-	require.Equal(t, `Tool "create_note" changes data, and write tools are off in scope "blue". Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
+	require.Equal(t, `Tool "create_note" changes data, and write tools are off in tenant "blue". Ask the user to enable write tools for this tenant, then call create_note again.`, text(t, res))
 	require.Equal(t, 2, f.noteCount(t))
 
-	// A change for every scope reaches blue too; it is blue's first
+	// A change for every tenant reaches blue too; it is blue's first
 	// list_changed, so red's change did not reach it.
 	require.NoError(t, f.reg.SetEnabled("web_lookup", false))
 	blueNotes.next(t, string(mcp.MethodNotificationToolsListChanged))

@@ -15,17 +15,17 @@ import (
 )
 
 // openListen opens a subscriptions/listen stream (revision 2026-07-28) in
-// workspace scope with the filter notifications, and returns its reader
+// workspace tenant with the filter notifications, and returns its reader
 // after checking its acknowledgement grants want.
-func openListen(t *testing.T, url, scope, notifications, want string) *bufio.Reader {
+func openListen(t *testing.T, url, tenant, notifications, want string) *bufio.Reader {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	body := `{"jsonrpc":"2.0","id":"` + scope + `","method":"subscriptions/listen","params":{"notifications":` + notifications + `,` + modernMeta(`{}`) + `}}`
+	body := `{"jsonrpc":"2.0","id":"` + tenant + `","method":"subscriptions/listen","params":{"notifications":` + notifications + `,` + modernMeta(`{}`) + `}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
 	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Authorization": "Bearer ada-token", "X-Workspace": scope, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+		"Authorization": "Bearer ada-token", "X-Workspace": tenant, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
 		req.Header.Set(k, v)
 	}
 	resp, err := rawHTTP.Do(req)
@@ -43,13 +43,13 @@ func openListen(t *testing.T, url, scope, notifications, want string) *bufio.Rea
 	require.NoError(t, json.Unmarshal([]byte(nextEvent(t, r).Data), &ack))
 	require.Equal(t, "notifications/subscriptions/acknowledged", ack.Method)
 	require.JSONEq(t, want, string(ack.Params.Notifications))
-	require.Equal(t, scope, ack.Params.Meta["io.modelcontextprotocol/subscriptionId"])
+	require.Equal(t, tenant, ack.Params.Meta["io.modelcontextprotocol/subscriptionId"])
 	return r
 }
 
 // nextMethod reads the next notification of a listen stream, checks its
 // subscription tag and returns its method.
-func nextMethod(t *testing.T, r *bufio.Reader, scope string) string {
+func nextMethod(t *testing.T, r *bufio.Reader, tenant string) string {
 	t.Helper()
 	var msg struct {
 		Method string `json:"method"`
@@ -58,12 +58,12 @@ func nextMethod(t *testing.T, r *bufio.Reader, scope string) string {
 		} `json:"params"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(nextEvent(t, r).Data), &msg))
-	require.Equal(t, scope, msg.Params.Meta["io.modelcontextprotocol/subscriptionId"])
+	require.Equal(t, tenant, msg.Params.Meta["io.modelcontextprotocol/subscriptionId"])
 	return msg.Method
 }
 
 // TestListenNotifications checks what listen streams of 2026-07-28 get:
-// tools/list_changed for their own scope only, and tools, prompts and
+// tools/list_changed for their own tenant only, and tools, prompts and
 // resources list_changed, as their filters ask, when the registry's
 // modules change.
 func TestListenNotifications(t *testing.T) {
@@ -83,10 +83,10 @@ func TestListenNotifications(t *testing.T) {
 	require.NoError(t, f.reg.Tenants().SetWrites(ctx, "red", true))
 	require.NoError(t, f.reg.SetEnabled("get_note", false))
 	for _, tc := range []struct {
-		name  string
-		r     *bufio.Reader
-		scope string
-		want  []string
+		name   string
+		r      *bufio.Reader
+		tenant string
+		want   []string
 	}{
 		// red got nothing for blue's change: its first is its own.
 		{"red", red, "red", []string{"notifications/tools/list_changed", "notifications/tools/list_changed",
@@ -96,7 +96,7 @@ func TestListenNotifications(t *testing.T) {
 	} {
 		var got []string
 		for range tc.want {
-			got = append(got, nextMethod(t, tc.r, tc.scope))
+			got = append(got, nextMethod(t, tc.r, tc.tenant))
 		}
 		require.Equal(t, tc.want, got, tc.name)
 	}

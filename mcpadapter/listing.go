@@ -23,7 +23,7 @@ import (
 // A listing is the registry's answer (Registry.List) for the caller,
 // converted and sorted once: the cache is looked up by that answer, so it
 // is never staler than the registry. When the registry returns the same
-// slice as before (no Authorizer, no per-tool scope settings, no OAuth
+// slice as before (no Authorizer, no per-tool tenant settings, no OAuth
 // scopes: the common case) the lookup is constant-time; otherwise the
 // answer is compared with the cached one tool by tool. The cache is
 // emptied whenever the registry reports a change (Registry.Subscribe).
@@ -39,12 +39,12 @@ type listing struct {
 	tools []mcp.Tool      // in the order of names
 }
 
-// listings caches listings by the registry's answer (shared) and by scope
+// listings caches listings by the registry's answer (shared) and by tenant
 // and principal, and the MCP form of every spec.
 type listings struct {
 	mu     sync.Mutex
 	shared map[sliceID]*listing // by the identity of Registry.List's slice
-	keyed  map[string]*listing  // by scope and principal
+	keyed  map[string]*listing  // by tenant and principal
 	conv   map[*llmtool.Spec]mcp.Tool
 	held   int // the tools the listings hold
 }
@@ -82,8 +82,8 @@ func (l *listings) get(key string, specs []*llmtool.Spec) *listing {
 		l.shared, l.keyed, l.held = make(map[sliceID]*listing), make(map[string]*listing), len(specs)
 	}
 	// The registry hands the same slice to every caller it does not
-	// filter for, whatever their scope and principal: that slice is found
-	// by its identity; one built for a caller, by scope and principal.
+	// filter for, whatever their tenant and principal: that slice is found
+	// by its identity; one built for a caller, by tenant and principal.
 	l.shared[id], l.keyed[key] = ls, ls
 	return ls
 }
@@ -143,14 +143,14 @@ func paginateSorted[T any](items []T, name func(T) string, cursor mcp.Cursor, n 
 }
 
 // listed returns the caller's listing: the registry's answer for the
-// scope and principal of ctx.
+// tenant and principal of ctx.
 func (s *Server) listed(ctx context.Context) *listing {
 	ctx = s.callContext(ctx)
 	specs, err := s.reg.List(ctx, nil)
 	if err != nil {
 		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
 	}
-	return s.listings.get(listingKey(llmtool.ScopeFrom(ctx), llmtool.PrincipalFrom(ctx)), specs)
+	return s.listings.get(listingKey(llmtool.TenantFrom(ctx), llmtool.PrincipalFrom(ctx)), specs)
 }
 
 // afterListTools puts the requested page of the caller's listing in
@@ -159,11 +159,11 @@ func (s *Server) afterListTools(ctx context.Context, _ any, req *mcp.ListToolsRe
 	res.Tools, res.NextCursor = s.listed(ctx).page(req.Params.Cursor, s.cfg.pageSize)
 }
 
-// listingKey identifies a caller's listing: the scope and everything of
+// listingKey identifies a caller's listing: the tenant and everything of
 // the principal an Authorizer or OAuth scopes may look at.
-func listingKey(scope string, p *llmtool.Principal) string {
+func listingKey(tenant string, p *llmtool.Principal) string {
 	var b strings.Builder
-	b.WriteString(scope)
+	b.WriteString(tenant)
 	if p == nil {
 		return b.String()
 	}

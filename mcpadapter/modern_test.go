@@ -57,11 +57,11 @@ func TestRevisions(t *testing.T) {
 				require.Equal(t, "llmtool", init.ServerInfo.Name)
 
 				require.Equal(t, []string{"ask_model", "ask_name", "ask_twice", "crash", "get_note", "man", "picture", "slow_count", "web_lookup", "whoami"},
-					toolNames(t, c), "the listing holds what the scope may call: no write tools")
+					toolNames(t, c), "the listing holds what the tenant may call: no write tools")
 
 				res := call(t, c, "whoami", nil)
 				require.False(t, res.IsError)
-				require.JSONEq(t, `{"principal":"ada","scope":"revisions"}`, structured(t, res))
+				require.JSONEq(t, `{"principal":"ada","tenant":"revisions"}`, structured(t, res))
 				require.NotContains(t, structured(t, res), `"error"`)
 
 				tests := []struct {
@@ -71,7 +71,7 @@ func TestRevisions(t *testing.T) {
 					protocol   bool   // a JSON-RPC error rather than an isError result
 				}{
 					{"a write tool while writes are off", "create_note", map[string]any{"title": "No"},
-						`Tool "create_note" changes data, and write tools are off in scope "revisions". Ask the user to enable write tools for this scope, then call create_note again.`, false},
+						`Tool "create_note" changes data, and write tools are off in tenant "revisions". Ask the user to enable write tools for this tenant, then call create_note again.`, false},
 					{"a tool's own error", "get_note", map[string]any{"id": 7}, "Note 7 not found. Call list_notes to find the ID.", false},
 					{"an unknown tool", "get_notes", nil, `invalid params: Unknown tool "get_notes". Did you mean "get_note"?`, true},
 				}

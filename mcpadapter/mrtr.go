@@ -40,7 +40,7 @@ import (
 // trust: it carries the answers of the earlier rounds (the client sends
 // only the latest round's), so it is signed (HMAC-SHA256 with
 // Options.RequestStateKey) and bound to the tool, the arguments, the
-// principal and the scope, and it expires (Options.RequestStateTTL). Each
+// principal and the tenant, and it expires (Options.RequestStateTTL). Each
 // state is good for one retry: a server remembers the states it accepted
 // until they expire, and refuses a second retry with one (a replay). That
 // memory is per process, so replicas sharing a key refuse a replay only
@@ -57,7 +57,7 @@ const stateVersion = "llmtool-mrtr-1."
 type roundState struct {
 	Tool    string     `json:"tool"`
 	Args    string     `json:"args"` // digest of the canonical arguments
-	Who     string     `json:"who"`  // digest of the principal's ID and the scope
+	Who     string     `json:"who"`  // digest of the principal's ID and the tenant
 	Expires int64      `json:"exp"`  // Unix seconds
 	Nonce   string     `json:"nonce"`
 	Round   int        `json:"round"` // 1 for the state of the first input-required result
@@ -89,7 +89,7 @@ const (
 	stateExpired   = "The requestState expired (a state is valid for %s after the result that carried it): call the tool again without requestState and inputResponses to start over."
 	stateOtherTool = "The requestState belongs to a call of another tool: send it only with a call of the tool whose result carried it."
 	stateOtherArgs = "The requestState belongs to a call with other arguments: send the arguments of the call whose result carried it, or call again without requestState and inputResponses to start over."
-	stateOtherUser = "The requestState belongs to a call of another user or scope: call the tool again without requestState and inputResponses to start over."
+	stateOtherUser = "The requestState belongs to a call of another user or tenant: call the tool again without requestState and inputResponses to start over."
 	stateReplayed  = "The requestState was already used: each one is good for one retry. Send the requestState of the latest input-required result, or call the tool again without requestState and inputResponses to start over."
 )
 
@@ -163,9 +163,9 @@ func canonicalArgs(args json.RawMessage) []byte {
 	return b
 }
 
-// who binds a state to the principal and the scope of the call.
+// who binds a state to the principal and the tenant of the call.
 func who(ctx context.Context) string {
-	return digest([]byte(principalID(llmtool.PrincipalFrom(ctx))), []byte(llmtool.ScopeFrom(ctx)))
+	return digest([]byte(principalID(llmtool.PrincipalFrom(ctx))), []byte(llmtool.TenantFrom(ctx)))
 }
 
 // seal signs st and returns the requestState.

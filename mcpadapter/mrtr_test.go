@@ -222,7 +222,7 @@ func TestRequestStateRefused(t *testing.T) {
 		expired   = "The requestState expired (a state is valid for 1h0m0s after the result that carried it): call the tool again without requestState and inputResponses to start over."
 		otherTool = "The requestState belongs to a call of another tool: send it only with a call of the tool whose result carried it."
 		otherArgs = "The requestState belongs to a call with other arguments: send the arguments of the call whose result carried it, or call again without requestState and inputResponses to start over."
-		otherUser = "The requestState belongs to a call of another user or scope: call the tool again without requestState and inputResponses to start over."
+		otherUser = "The requestState belongs to a call of another user or tenant: call the tool again without requestState and inputResponses to start over."
 		replayed  = "The requestState was already used: each one is good for one retry. Send the requestState of the latest input-required result, or call the tool again without requestState and inputResponses to start over."
 	)
 	for _, tc := range []struct {

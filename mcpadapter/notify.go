@@ -15,7 +15,7 @@ import (
 // adapter sends each where its client's revision allows it:
 //
 //   - a session of a revision before 2026-07-28 (initialize) gets
-//     tools/list_changed when its scope's tools change, prompts/list_changed
+//     tools/list_changed when its tenant's tools change, prompts/list_changed
 //     and resources/list_changed when the registry's modules change (the
 //     server advertises listChanged for all three), and resources/updated
 //     for the URIs it subscribed to;
@@ -34,7 +34,7 @@ import (
 type listenInfo struct {
 	session server.ClientSession // mcp-go's session of the stream
 	id      any                  // the listen request's ID, the subscription ID
-	scope   string
+	tenant  string
 	filter  mcp.SubscriptionFilter
 }
 
@@ -76,7 +76,7 @@ func (s *Server) notifyHooks(hooks *server.Hooks) {
 		if cs == nil || id == nil {
 			return // mcp-go refuses it
 		}
-		l := &listenInfo{session: cs, id: id, scope: llmtool.ScopeFrom(s.callContext(ctx)), filter: req.Params.Notifications}
+		l := &listenInfo{session: cs, id: id, tenant: llmtool.TenantFrom(s.callContext(ctx)), filter: req.Params.Notifications}
 		t := &s.sessions
 		t.mu.Lock()
 		if t.listens == nil {
@@ -138,20 +138,20 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) {
 	}
 }
 
-// scopeChanged tells the sessions of scope that their tool list changed.
-// Registry.Subscribe says "" for a change of every scope (a module added,
+// tenantChanged tells the sessions of tenant that their tool list changed.
+// Registry.Subscribe says "" for a change of every tenant (a module added,
 // a loader resolved, a kill switch), which may change the prompts and the
-// resources too, and for a change of the default scope's write switch,
+// resources too, and for a change of the default tenant's write switch,
 // which it does not tell apart: for "", every session is told that its
 // tool, prompt and resource lists changed.
-func (s *Server) scopeChanged(scope string) {
+func (s *Server) tenantChanged(tenant string) {
 	s.listings.reset()
 	methods := []string{mcp.MethodNotificationToolsListChanged}
-	if scope == "" {
+	if tenant == "" {
 		methods = append(methods, mcp.MethodNotificationPromptsListChanged, mcp.MethodNotificationResourcesListChanged)
 	}
 	s.sessions.each(func(info *sessionInfo) {
-		if scope == "" || info.scope == scope {
+		if tenant == "" || info.tenant == tenant {
 			for _, m := range methods {
 				s.sendToSession(info, m, nil)
 			}
@@ -159,13 +159,13 @@ func (s *Server) scopeChanged(scope string) {
 	})
 	s.eachListen(func(l *listenInfo) {
 		f := l.filter
-		if f.ToolsListChanged && (scope == "" || l.scope == scope) {
+		if f.ToolsListChanged && (tenant == "" || l.tenant == tenant) {
 			s.sendToListen(l, mcp.MethodNotificationToolsListChanged, nil)
 		}
-		if scope == "" && f.PromptsListChanged {
+		if tenant == "" && f.PromptsListChanged {
 			s.sendToListen(l, mcp.MethodNotificationPromptsListChanged, nil)
 		}
-		if scope == "" && f.ResourcesListChanged {
+		if tenant == "" && f.ResourcesListChanged {
 			s.sendToListen(l, mcp.MethodNotificationResourcesListChanged, nil)
 		}
 	})

@@ -41,10 +41,10 @@ type Options struct {
 	// none, so calls run without a principal.
 	Principal *llmtool.Principal
 
-	// Scope is the scope calls and listings use when the transport
-	// supplies none: always over stdio, and over HTTP when ScopeFunc is
-	// nil. Default: "" (the registry's default scope).
-	Scope string
+	// Tenant is the tenant calls and listings use when the transport
+	// supplies none: always over stdio, and over HTTP when TenantFunc is
+	// nil. Default: "" (the registry's default tenant).
+	Tenant string
 
 	// Authenticator, when set, makes the HTTP handlers authenticate every
 	// request: a request it refuses gets 401 Unauthorized with a
@@ -56,9 +56,9 @@ type Options struct {
 	// for. Default: nil, no authentication (calls run as Principal).
 	Authenticator Authenticator
 
-	// ScopeFunc, when set, picks each HTTP request's scope. Default: nil,
-	// every request has Scope.
-	ScopeFunc ScopeFunc
+	// TenantFunc, when set, picks each HTTP request's tenant. Default: nil,
+	// every request has Tenant.
+	TenantFunc TenantFunc
 
 	// ResourceMetadata is the URL of the server's OAuth protected resource
 	// metadata (RFC 9728), announced in the WWW-Authenticate header of 401
@@ -201,9 +201,9 @@ type config struct {
 	name, version string
 	instructions  string
 	principal     *llmtool.Principal
-	scope         string
+	tenant        string
 	auth          Authenticator
-	scopeFunc     ScopeFunc
+	tenantFunc    TenantFunc
 	pageSize      int
 	maxBody       int64
 	hosts         []string
@@ -237,9 +237,9 @@ func newConfig(o *Options) config {
 		version:      cmp.Or(o.Version, "0.1.0"),
 		instructions: o.Instructions,
 		principal:    o.Principal,
-		scope:        o.Scope,
+		tenant:       o.Tenant,
 		auth:         o.Authenticator,
-		scopeFunc:    o.ScopeFunc,
+		tenantFunc:   o.TenantFunc,
 		pageSize:     positiveOr(o.PageSize, DefaultPageSize),
 		maxBody:      positiveOr(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		hosts:        slices.Clone(o.AllowedHosts),
@@ -299,10 +299,10 @@ type AuthenticatorFunc func(r *http.Request) (*llmtool.Principal, error)
 // Authenticate calls f(r).
 func (f AuthenticatorFunc) Authenticate(r *http.Request) (*llmtool.Principal, error) { return f(r) }
 
-// ScopeFunc picks the scope of an HTTP request made by p, such as a
+// TenantFunc picks the tenant of an HTTP request made by p, such as a
 // workspace named in the path or granted to the user. An error refuses the
 // request with 403 Forbidden and the error's text.
-type ScopeFunc func(r *http.Request, p *llmtool.Principal) (string, error)
+type TenantFunc func(r *http.Request, p *llmtool.Principal) (string, error)
 
 // Request is what Options.OnRequest learns of a request.
 type Request struct {

@@ -45,10 +45,10 @@ func pgReplicas(t *testing.T, n int, ttl time.Duration) ([]pgReplica, *sql.DB) {
 			_, err = db.Exec(`INSERT INTO notes (title, body) VALUES ('Hello', 'World')`)
 			require.NoError(t, err)
 		}
-		reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), ScopeCacheTTL: ttl}, testTools)
+		reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), TenantCacheTTL: ttl}, testTools)
 		require.NoError(t, err)
 		t.Cleanup(func() { reg.Close() })
-		srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler), Scope: "team"})
+		srv := mcpadapter.New(reg, &mcpadapter.Options{Logger: slog.New(slog.DiscardHandler), Tenant: "team"})
 		t.Cleanup(func() { srv.Close() })
 		replicas[i] = pgReplica{reg: reg, srv: srv}
 	}
@@ -57,7 +57,7 @@ func pgReplicas(t *testing.T, n int, ttl time.Duration) ([]pgReplica, *sql.DB) {
 
 // TestPostgresReplicaNotifiesItsSessions: writes turned on through one
 // replica reach a session held by another: its client gets
-// tools/list_changed within one ScopeCacheTTL and then lists and calls
+// tools/list_changed within one TenantCacheTTL and then lists and calls
 // the write tools.
 func TestPostgresReplicaNotifiesItsSessions(t *testing.T) {
 	t.Parallel()
@@ -119,11 +119,11 @@ func TestPostgresStatelessReplicas(t *testing.T) {
 	require.Equal(t, 7, n, "each acknowledged write saved once")
 
 	require.NoError(t, replicas[2].reg.Tenants().SetWrites(context.Background(), "team", false))
-	time.Sleep(ttl + 100*time.Millisecond) // the bound: one ScopeCacheTTL
+	time.Sleep(ttl + 100*time.Millisecond) // the bound: one TenantCacheTTL
 	for range 6 {
 		res := call(t, c, "create_note", map[string]any{"title": "late"})
 		require.True(t, res.IsError, "every replica refuses writes now")
-		require.Equal(t, `Tool "create_note" changes data, and write tools are off in scope "team". Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
+		require.Equal(t, `Tool "create_note" changes data, and write tools are off in tenant "team". Ask the user to enable write tools for this tenant, then call create_note again.`, text(t, res))
 	}
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
 	require.Equal(t, 7, n)

@@ -138,7 +138,7 @@ func nextCursor(t *testing.T, resp []byte) string {
 
 // TestListingDifferential compares, byte for byte and page by page, the
 // adapter's cached tools/list answers with the reference's (the adapter's
-// listing before the cache), for callers of several scopes and principals
+// listing before the cache), for callers of several tenants and principals
 // (an Authorizer that hides tools from one user, a token limited by OAuth
 // scopes), page sizes and both revisions (sessions, and 2026-07-28), with
 // the cursors of each listing, cursors of a listing made before a change
@@ -164,7 +164,7 @@ func TestListingDifferential(t *testing.T) {
 
 	callers := []struct {
 		name      string
-		scope     string
+		tenant    string
 		principal *llmtool.Principal
 	}{
 		{"anonymous", "", nil},
@@ -185,7 +185,7 @@ func TestListingDifferential(t *testing.T) {
 				ref := referenceServer(reg, cfg) // the reference registers the tools of this round
 				var cursors []string
 				for _, c := range callers {
-					cctx := llmtool.WithScope(ctx, c.scope)
+					cctx := llmtool.WithTenant(ctx, c.tenant)
 					if c.principal != nil {
 						cctx = llmtool.WithPrincipal(cctx, c.principal)
 					}

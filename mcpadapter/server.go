@@ -6,14 +6,14 @@
 // 2025-11-25 with initialize and sessions, and the stateless core of
 // 2026-07-28); the adapter translates between MCP and the registry.
 //
-// tools/list is the registry's listing for the caller's scope and
+// tools/list is the registry's listing for the caller's tenant and
 // principal, converted once per spec and paginated (Options.PageSize);
 // every tools/call goes through Registry.Invoke. A success returns
 // structuredContent with the tool's JSON and the same JSON as a text block
 // (for a large result, a pointer to it: Options.TextCopyLimit), or a Rich
 // tool's content blocks; a failure returns isError with the message the
 // model should read, the same text the chat adapter sends. A tool the
-// caller may not call (switched off, write tools off for the scope, refused
+// caller may not call (switched off, write tools off for the tenant, refused
 // by Options.Authorize or by an entity's permission) is not listed, but a
 // call reaches Registry.Invoke and returns isError with the registry's
 // sentence, such as how to enable writes. A tool the registry does not
@@ -40,7 +40,7 @@
 //
 // Every server-initiated message follows its client's revision. Before
 // 2026-07-28 a session gets notifications/tools/list_changed when its
-// scope's callable tools change, prompts/list_changed and
+// tenant's callable tools change, prompts/list_changed and
 // resources/list_changed when the registry's modules or kill switches
 // change, and resources/updated for the URIs it subscribed to. A client of
 // 2026-07-28, over HTTP or stdio, gets them only on a subscriptions/listen
@@ -63,7 +63,7 @@
 //
 // The requestState carries the answers of the earlier rounds, signed with
 // HMAC-SHA256 (Options.RequestStateKey), bound to the tool, the arguments,
-// the principal and the scope, expiring (Options.RequestStateTTL) and good
+// the principal and the tenant, expiring (Options.RequestStateTTL) and good
 // for one retry. A retry whose state fails any of this gets a JSON-RPC
 // invalid-params error (-32602) saying why, and the tool does not run.
 //
@@ -88,8 +88,8 @@
 //
 // The HTTP handlers check DNS rebinding on loopback listeners, bound
 // request bodies, authenticate (Options.Authenticator: 401 and 403 as an
-// OAuth resource server, auth.go), pick the scope (Options.ScopeFunc),
-// bound sessions and keep each to the principal and scope that opened it,
+// OAuth resource server, auth.go), pick the scope (Options.TenantFunc),
+// bound sessions and keep each to the principal and tenant that opened it,
 // before mcp-go serves the request.
 //
 // A call's span is the registry's (llmtool.Options.TracerProvider); the
@@ -161,8 +161,8 @@ type Server struct {
 
 // New returns an MCP server for reg's tools. opts, nil for the defaults,
 // name the server and configure who the calls run as (Options.Principal
-// and Options.Scope, or per HTTP request Options.Authenticator and
-// Options.ScopeFunc), the HTTP checks and the session limits.
+// and Options.Tenant, or per HTTP request Options.Authenticator and
+// Options.TenantFunc), the HTTP checks and the session limits.
 func New(reg *llmtool.Registry, opts *Options) *Server {
 	cfg := newConfig(opts)
 	s := &Server{reg: reg, cfg: cfg, now: time.Now}
@@ -198,7 +198,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	}
 	s.mcp = server.NewMCPServer(cfg.name, cfg.version, sopts...)
 	s.registerDispatchers()
-	unsubscribe, unwatch := reg.Tenants().Subscribe(s.scopeChanged), reg.OnResourceChange(s.resourceChanged)
+	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
 }
@@ -222,14 +222,14 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// callContext gives ctx the configured principal and scope
-// (Options.Principal, Options.Scope) when it carries none of its own.
+// callContext gives ctx the configured principal and tenant
+// (Options.Principal, Options.Tenant) when it carries none of its own.
 func (s *Server) callContext(ctx context.Context) context.Context {
 	if s.cfg.principal != nil && llmtool.PrincipalFrom(ctx) == nil {
 		ctx = llmtool.WithPrincipal(ctx, s.cfg.principal)
 	}
-	if s.cfg.scope != "" && llmtool.ScopeFrom(ctx) == "" {
-		ctx = llmtool.WithScope(ctx, s.cfg.scope)
+	if s.cfg.tenant != "" && llmtool.TenantFrom(ctx) == "" {
+		ctx = llmtool.WithTenant(ctx, s.cfg.tenant)
 	}
 	return ctx
 }

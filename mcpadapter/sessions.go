@@ -16,7 +16,7 @@ import (
 )
 
 // Sessions. mcp-go keeps the sessions and their streams; the adapter keeps
-// what it adds to them: who opened a session and in which scope (a session
+// what it adds to them: who opened a session and in which tenant (a session
 // belongs to them), which revision its client speaks, what it subscribed
 // to and its log level (notify.go), and the session limits. The table is
 // mcp-go's session ID manager for Handler (an ID it does not hold is
@@ -46,7 +46,7 @@ var errSessionUnknown = errors.New("mcpadapter: unknown session")
 // sessionInfo is what the adapter knows of a session.
 type sessionInfo struct {
 	id        string
-	scope     string
+	tenant    string
 	principal string       // principal ID, "" if none
 	h         *httpHandler // the handler that minted it; nil for stdio
 
@@ -175,7 +175,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 	info := s.sessions.get(id)
 	if info == nil {
 		ctx = s.callContext(ctx)
-		info = &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx))}
+		info = &sessionInfo{id: id, tenant: llmtool.TenantFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx))}
 		s.add(info)
 	}
 	info.mu.Lock()
@@ -184,7 +184,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 }
 
 // sessionIDs is mcp-go's session ID manager for the sessions of a Handler,
-// per request, so that Generate sees the initialize's principal, scope
+// per request, so that Generate sees the initialize's principal, tenant
 // and slot.
 type sessionIDs struct{ h *httpHandler }
 
@@ -199,7 +199,7 @@ type sessionIDManager struct {
 }
 
 // Generate mints the ID of a session being initialized and enters it in
-// the table, with the principal and scope of the request.
+// the table, with the principal and tenant of the request.
 func (m sessionIDManager) Generate() string {
 	s := m.h.s
 	id := sessionIDPrefix + rand.Text()
@@ -208,7 +208,7 @@ func (m sessionIDManager) Generate() string {
 		ctx = m.r.Context()
 	}
 	ctx = s.callContext(ctx)
-	info := &sessionInfo{id: id, scope: llmtool.ScopeFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx)), h: m.h}
+	info := &sessionInfo{id: id, tenant: llmtool.TenantFrom(ctx), principal: principalID(llmtool.PrincipalFrom(ctx)), h: m.h}
 	s.sessions.mu.Lock()
 	if sl, ok := ctx.Value(slotKey{}).(*slot); ok && !sl.minted {
 		sl.minted = true

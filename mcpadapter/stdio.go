@@ -10,7 +10,7 @@ import (
 
 // ServeStdio serves one client over a pair of streams, usually os.Stdin and
 // os.Stdout, until in ends or ctx is cancelled. Calls run as the principal
-// and in the scope of Options.Principal and Options.Scope (or those
+// and in the tenant of Options.Principal and Options.Tenant (or those
 // already in ctx). Log lines of mcp-go's transport go to the adapter's
 // logger, never to out, which carries only protocol messages.
 //

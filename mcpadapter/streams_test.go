@@ -156,8 +156,8 @@ func TestStreamResumeGET(t *testing.T) {
 	resp, err := rawHTTP.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	// A change of the default scope ("", which the registry does not tell
-	// apart from a change of every scope) tells of all three lists.
+	// A change of the default tenant ("", which the registry does not tell
+	// apart from a change of every tenant) tells of all three lists.
 	changed := []string{"notifications/tools/list_changed ", "notifications/prompts/list_changed ", "notifications/resources/list_changed "}
 	require.NoError(t, f.reg.Tenants().SetWrites(context.Background(), "", true))
 	ev := nextEvent(t, bufio.NewReader(resp.Body))

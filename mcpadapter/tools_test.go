@@ -148,11 +148,11 @@ func TestTools(t *testing.T) {
 				require.Equal(t, []string{"get_nite not_found"}, audits())
 			})
 
-			t.Run("write refused while the scope's writes are off", func(t *testing.T) {
+			t.Run("write refused while the tenant's writes are off", func(t *testing.T) {
 				audits := f.audits()
 				res := call(t, c, "create_note", map[string]any{"title": "No"})
 				require.True(t, res.IsError)
-				require.Equal(t, `Tool "create_note" changes data, and write tools are off in the default scope. Ask the user to enable write tools for this scope, then call create_note again.`, text(t, res))
+				require.Equal(t, `Tool "create_note" changes data, and write tools are off in the default tenant. Ask the user to enable write tools for this tenant, then call create_note again.`, text(t, res))
 				require.Equal(t, 1, f.noteCount(t))
 				require.Equal(t, []string{"create_note " + audit.OutcomeRefused}, audits())
 			})

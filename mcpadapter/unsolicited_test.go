@@ -74,7 +74,7 @@ func tappedStdioClient(t *testing.T, f *fixture, rev string) (*client.Client, <-
 // TestStdioModernNoUnsolicited: a client of 2026-07-28 over stdio (the
 // Vercel AI SDK's, say, which reports "Unsupported message type" for a
 // notification it did not ask for) gets no notification it did not ask
-// for, whatever changes: not tools/list_changed when its scope's writes
+// for, whatever changes: not tools/list_changed when its tenant's writes
 // are switched on, nor prompts/ or resources/list_changed when a kill
 // switch flips, nor log lines without a level in _meta. Progress it asked
 // for with a token still comes, and a subscriptions/listen stream gets

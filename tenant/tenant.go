@@ -1,7 +1,7 @@
 // Package tenant keeps the settings that decide, per tenant, which tools a
 // registry lets a model call. A tenant is whatever the host's tool calls
 // run on behalf of: a workspace, a wiki, a chat; the host names it in the
-// call's context (llmtool.WithScope), and "" is the default tenant.
+// call's context (llmtool.WithTenant), and "" is the default tenant.
 //
 // In every tenant read tools are on and write tools are off, until the host
 // turns writes on (SetWrites). One tool can be switched on or off in a
@@ -52,7 +52,7 @@ const approvalPrefix = "approval:"
 // Options.CacheTTL says otherwise.
 const defaultCacheTTL = 2 * time.Second
 
-// NoCache, as Options.CacheTTL (llmtool.Options.ScopeCacheTTL), reads a
+// NoCache, as Options.CacheTTL (llmtool.Options.TenantCacheTTL), reads a
 // tenant's settings on every listing and call.
 const NoCache time.Duration = -1
 

@@ -22,7 +22,7 @@ func TestApprovalResumeSDKs(t *testing.T) {
 		return m
 	}
 	resume := func(t *testing.T, f *fixture, shape chatadapter.Shape, turn []byte) *chatadapter.Reply {
-		require.NoError(t, f.reg.Tenants().SetApproval(f.ctx, scope, "delete_note", true))
+		require.NoError(t, f.reg.Tenants().SetApproval(f.ctx, tenant, "delete_note", true))
 		reply, err := f.a.Dispatch(f.ctx, shape, turn)
 		require.NoError(t, err)
 		require.Empty(t, reply.Messages)

@@ -31,7 +31,7 @@ var photo = llmtool.Read("photo", "Show a photo.",
 		}}, nil
 	})
 
-const scope = "interop"
+const tenant = "interop"
 
 type fixture struct {
 	db  *sql.DB
@@ -44,13 +44,13 @@ type fixture struct {
 // seeded note store, with write tools enabled.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := llmtool.WithScope(context.Background(), scope)
+	ctx := llmtool.WithTenant(context.Background(), tenant)
 	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ValidateOutput: true}, notes.Tools, llmtool.DefineTools("photos", photo))
 	require.NoError(t, err)
-	require.NoError(t, reg.Tenants().SetWrites(ctx, scope, true))
+	require.NoError(t, reg.Tenants().SetWrites(ctx, tenant, true))
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}
 }
 

@@ -62,7 +62,7 @@ func TestRun(t *testing.T) {
 			`llmtoolcost: cost: unknown shape "openai"; use one of openai-chat, openai-chat-strict, openai-responses, openai-responses-strict, anthropic, gemini, mcp` + "\n"},
 		{"unknown encoding", []string{"-encoding", "p50k_base"}, 2, "", `llmtoolcost: cost: unknown encoding "p50k_base"; use o200k_base or cl100k_base` + "\n"},
 		{"an argument", []string{"books"}, 2, "", `llmtoolcost: unexpected argument "books"; it takes flags only (see -help)` + "\n"},
-		{"an unknown flag", []string{"-scope", "x"}, 2, "", "flag provided but not defined: -scope\n" + usage},
+		{"an unknown flag", []string{"-tenant", "x"}, 2, "", "flag provided but not defined: -tenant\n" + usage},
 		{"help", []string{"-help"}, 0, "", usage},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

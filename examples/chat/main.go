@@ -27,10 +27,10 @@
 //	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run ./examples/chat -prompt summarize_note -arg noteId=roadmap
 //
 // It opens notes.db in the current directory (creating and seeding it the
-// first time). Write tools are off until enabled for the scope: -writes
+// first time). Write tools are off until enabled for the tenant: -writes
 // enables them, persistently, as notes-mcp's "writes on" command does.
 //
-// With -approve, the scope's destructive tools (delete_note,
+// With -approve, the tenant's destructive tools (delete_note,
 // delete_attribute) need the person's approval before they commit
 // (Registry.Tenants().SetApproval, persistent too). The run then pauses at such a
 // call, and chat shows what it would change and asks on standard error,
@@ -45,7 +45,7 @@
 //
 // Usage:
 //
-//	chat [-db PATH] [-scope NAME] [-writes] [-approve] [-steps N] [-strict] [-locale TAG] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
+//	chat [-db PATH] [-tenant NAME] [-writes] [-approve] [-steps N] [-strict] [-locale TAG] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
 // usage error or a missing environment variable).
@@ -97,9 +97,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dbPath := fs.String("db", "notes.db", "note store `file`, created and seeded if missing")
-	scope := fs.String("scope", "default", "scope whose tool settings apply")
-	writes := fs.Bool("writes", false, "enable write tools in the scope (persistent)")
-	approve := fs.Bool("approve", false, "ask before destructive tools commit in the scope (persistent)")
+	tenantName := fs.String("tenant", "default", "tenant whose tool settings apply")
+	writes := fs.Bool("writes", false, "enable write tools in the tenant (persistent)")
+	approve := fs.Bool("approve", false, "ask before destructive tools commit in the tenant (persistent)")
 	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
 	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs)")
 	locale := fs.String("locale", "en", "language of the tool progress lines")
@@ -136,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	start := startPrompt{name: *prompt, args: promptArgs}
 	set := settings{writes: *writes, approve: *approve}
-	if err := chat(ctx, ep, *dbPath, *scope, set, *steps, *strict, *locale, start, fs.Args(), stdin, stdout, stderr); err != nil {
+	if err := chat(ctx, ep, *dbPath, *tenantName, set, *steps, *strict, *locale, start, fs.Args(), stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "chat: %v\n", oneLine(err))
 		return exitError
 	}
@@ -157,7 +157,7 @@ func (p promptArgs) Set(s string) error {
 	return nil
 }
 
-// settings are the scope's settings to turn on (-writes, -approve).
+// settings are the tenant's settings to turn on (-writes, -approve).
 type settings struct {
 	writes, approve bool
 }
@@ -169,7 +169,7 @@ type startPrompt struct {
 	args promptArgs
 }
 
-func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, set settings, steps int, strict bool, locale string,
+func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, tenant string, set settings, steps int, strict bool, locale string,
 	start startPrompt, question []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	db, err := notes.Open(ctx, dbPath)
 	if err != nil {
@@ -181,14 +181,14 @@ func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, scope string, se
 	if err != nil {
 		return err
 	}
-	ctx = llmtool.WithScope(ctx, scope)
+	ctx = llmtool.WithTenant(ctx, tenant)
 	if set.writes {
-		if err := reg.Tenants().SetWrites(ctx, scope, true); err != nil {
+		if err := reg.Tenants().SetWrites(ctx, tenant, true); err != nil {
 			return err
 		}
 	}
-	if set.approve { // tool "": every destructive tool of the scope
-		if err := reg.Tenants().SetApproval(ctx, scope, "", true); err != nil {
+	if set.approve { // tool "": every destructive tool of the tenant
+		if err := reg.Tenants().SetApproval(ctx, tenant, "", true); err != nil {
 			return err
 		}
 	}

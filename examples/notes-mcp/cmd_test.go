@@ -52,12 +52,12 @@ func TestBearerToken(t *testing.T) {
 func TestShellQuote(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"notes.db":          "notes.db",
-		"/tmp/a-b_c/x.db":   "/tmp/a-b_c/x.db",
-		"my notes.db":       "'my notes.db'",
-		"it's.db":           `'it'\''s.db'`,
-		"":                  "''",
-		"scope=team,b@c+d:": "scope=team,b@c+d:",
+		"notes.db":           "notes.db",
+		"/tmp/a-b_c/x.db":    "/tmp/a-b_c/x.db",
+		"my notes.db":        "'my notes.db'",
+		"it's.db":            `'it'\''s.db'`,
+		"":                   "''",
+		"tenant=team,b@c+d:": "tenant=team,b@c+d:",
 	} {
 		require.Equal(t, want, shellQuote(in), in)
 	}
@@ -67,7 +67,7 @@ func TestBanner(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
 	printBanner(&b, banner{url: "http://127.0.0.1:8080/mcp", token: "tok123", tokenSource: "kept in notes.db.token",
-		db: "notes.db", scope: "default"})
+		db: "notes.db", tenant: "default"})
 	out := b.String()
 	require.Contains(t, out, "MCP endpoint:  http://127.0.0.1:8080/mcp\n")
 	require.Contains(t, out, "Bearer token:  tok123  (kept in notes.db.token)\n")
@@ -89,7 +89,7 @@ func TestBanner(t *testing.T) {
 	require.True(t, filepath.IsAbs(notes.Command), notes.Command)
 	abs, err := filepath.Abs("notes.db")
 	require.NoError(t, err)
-	require.Equal(t, []string{"-stdio", "-db", abs, "-scope", "default"}, notes.Args)
+	require.Equal(t, []string{"-stdio", "-db", abs, "-tenant", "default"}, notes.Args)
 }
 
 func TestRunUsage(t *testing.T) {
@@ -103,7 +103,7 @@ func TestRunUsage(t *testing.T) {
 		{args: []string{"-h"}, code: 0, stdout: "notes-mcp writes [on|off]"},
 		{args: []string{"writes", "-h"}, code: 0, stdout: "enable or disable write tools"},
 		{args: []string{"-addr"}, code: 2, stderr: "notes-mcp: flag needs an argument: -addr (run notes-mcp -h for help)\n"},
-		{args: []string{"-scope", ""}, code: 2, stderr: "notes-mcp: -scope must not be empty (run notes-mcp -h for help)\n"},
+		{args: []string{"-tenant", ""}, code: 2, stderr: "notes-mcp: -tenant must not be empty (run notes-mcp -h for help)\n"},
 		{args: []string{"-db", ""}, code: 2, stderr: "notes-mcp: -db must not be empty (run notes-mcp -h for help)\n"},
 		{args: []string{"-stdio", "-token", "x"}, code: 2, stderr: "notes-mcp: -addr and -token are for HTTP; leave them out with -stdio (run notes-mcp -h for help)\n"},
 		{args: []string{"-stdio", "-stateless"}, code: 2, stderr: "notes-mcp: -stateless is for HTTP; leave it out with -stdio (run notes-mcp -h for help)\n"},

@@ -47,14 +47,14 @@
 // only if it is still the change they saw. A client that cannot ask its
 // user gets the preview and a sentence saying so, and the change is not
 // made. -approve=false lets them commit at once. The setting is stored
-// with the scope's other settings at start-up, so start every replica
+// with the tenant's other settings at start-up, so start every replica
 // with the same -approve.
 //
-// Write tools are off until they are enabled for the scope:
+// Write tools are off until they are enabled for the tenant:
 //
-//	go run -C examples/notes-mcp . writes on  [-db PATH|URL] [-scope NAME]
-//	go run -C examples/notes-mcp . writes off [-db PATH|URL] [-scope NAME]
-//	go run -C examples/notes-mcp . writes     [-db PATH|URL] [-scope NAME]
+//	go run -C examples/notes-mcp . writes on  [-db PATH|URL] [-tenant NAME]
+//	go run -C examples/notes-mcp . writes off [-db PATH|URL] [-tenant NAME]
+//	go run -C examples/notes-mcp . writes     [-db PATH|URL] [-tenant NAME]
 //
 // A running server sees the change on its next listing or call and tells
 // its clients (notifications/tools/list_changed).
@@ -73,8 +73,8 @@
 // Usage:
 //
 //	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
-//	notes-mcp -stdio [-db PATH|URL] [-scope NAME] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
-//	notes-mcp writes [on|off] [-db PATH|URL] [-scope NAME]
+//	notes-mcp -stdio [-db PATH|URL] [-tenant NAME] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
+//	notes-mcp writes [on|off] [-db PATH|URL] [-tenant NAME]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
 // usage error).
@@ -115,9 +115,9 @@ import (
 
 // Defaults of the flags.
 const (
-	defaultDB    = "notes.db"
-	defaultAddr  = "127.0.0.1:8080"
-	defaultScope = "default"
+	defaultDB     = "notes.db"
+	defaultAddr   = "127.0.0.1:8080"
+	defaultTenant = "default"
 	// tokenEnv names the environment variable that sets the bearer token.
 	tokenEnv = "NOTES_MCP_TOKEN"
 	// version is reported to clients in the initialize handshake.
@@ -236,7 +236,7 @@ const serveUsage = `notes-mcp serves the notes tools over MCP.
 
 Usage:
   notes-mcp [flags]                        serve streamable HTTP (or stdio with -stdio)
-  notes-mcp writes [on|off] [-db] [-scope] show, enable or disable write tools
+  notes-mcp writes [on|off] [-db] [-tenant] show, enable or disable write tools
 
 The database (-db) is either
   - a SQLite file, created and seeded if missing; the bearer token of HTTP
@@ -296,7 +296,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	addr := fs.String("addr", defaultAddr, "`host:port` to serve streamable HTTP on")
 	stdio := fs.Bool("stdio", false, "serve one client over stdin/stdout instead of HTTP")
 	stateless := fs.Bool("stateless", false, "serve streamable HTTP without sessions, for replicas behind a load balancer (HTTP only)")
-	scope := fs.String("scope", defaultScope, "the `name` of the scope whose settings decide which tools run")
+	tenantName := fs.String("tenant", defaultTenant, "the `name` of the tenant whose settings decide which tools run")
 	token := fs.String("token", "", "the bearer `token` HTTP clients must send (default: $"+tokenEnv+", else one kept in FILE.token; required with a PostgreSQL -db)")
 	approve := fs.Bool("approve", true, "ask the user, through the client, to approve each "+strings.Join(approvalTools, " and ")+" before it commits (-approve=false: they commit at once)")
 	otlpURL := fs.String("otlp", "", "send traces and metrics over OTLP/HTTP to the collector at `URL`, such as http://localhost:4318 (to /v1/traces and /v1/metrics under it)")
@@ -323,8 +323,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *oauthResource != "" && *oauthIssuer == "" {
 		return usageError("-oauth-resource names the audience of the tokens of -oauth-issuer; give -oauth-issuer URL too")
 	}
-	if *scope == "" {
-		return usageError("-scope must not be empty")
+	if *tenantName == "" {
+		return usageError("-tenant must not be empty")
 	}
 	if *dbPath == "" {
 		return usageError("-db must not be empty") // before a token file is made next to it
@@ -378,25 +378,25 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		TracerProvider: tel.tracer,
 		MeterProvider:  tel.meter,
 		// The writes command runs in another process, and replicas
-		// share a PostgreSQL database: read the scope's setting on every
+		// share a PostgreSQL database: read the tenant's setting on every
 		// listing and call (a primary-key lookup), so a change shows at
 		// once on every server and clients get tools/list_changed.
-		ScopeCacheTTL: tenant.NoCache,
-		WritesOffAction: fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -scope %s`, then call the tool again.",
-			selfCommand(), shellQuote(dbName), shellQuote(*scope)),
+		TenantCacheTTL: tenant.NoCache,
+		WritesOffAction: fmt.Sprintf("Ask the user to enable write tools with `%s writes on -db %s -tenant %s`, then call the tool again.",
+			selfCommand(), shellQuote(dbName), shellQuote(*tenantName)),
 	})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	defer reg.Close()
-	writes, err := reg.Tenants().Writes(ctx, *scope)
+	writes, err := reg.Tenants().Writes(ctx, *tenantName)
 	if err != nil {
-		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
+		return fmt.Errorf("read the write setting of tenant %q in %s: %w", *tenantName, dbName, err)
 	}
 	for _, tool := range approvalTools {
-		if err := reg.Tenants().SetApproval(ctx, *scope, tool, *approve); err != nil {
-			return fmt.Errorf("set approval of %s in scope %q in %s: %w", tool, *scope, dbName, err)
+		if err := reg.Tenants().SetApproval(ctx, *tenantName, tool, *approve); err != nil {
+			return fmt.Errorf("set approval of %s in tenant %q in %s: %w", tool, *tenantName, dbName, err)
 		}
 	}
 
@@ -405,7 +405,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Name:         "notes-mcp",
 		Version:      version,
 		Instructions: instructions,
-		Scope:        *scope,
+		Tenant:       *tenantName,
 		Logger:       logger,
 		// llmtool.mcp.sessions, the sessions open (the calls' spans and
 		// metrics are the registry's).
@@ -418,7 +418,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		opts.Principal = owner
 		srv := mcpadapter.New(reg, &opts)
 		defer srv.Close()
-		logger.Info("notes-mcp: serving over stdio", "db", dbName, "scope", *scope, "writes", onOff(writes), "approve", onOff(*approve))
+		logger.Info("notes-mcp: serving over stdio", "db", dbName, "tenant", *tenantName, "writes", onOff(writes), "approve", onOff(*approve))
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("stdio: %w", err)
 		}
@@ -479,8 +479,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		logger.Warn("notes-mcp: listening beyond loopback without TLS; put it behind an HTTPS proxy before exposing it", "addr", ln.Addr().String())
 	}
-	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "scope", *scope, "writes", onOff(writes), "stateless", *stateless, "approve", onOff(*approve))
-	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, scope: *scope, writes: writes,
+	logger.Info("notes-mcp: serving streamable HTTP", "url", url, "db", dbName, "tenant", *tenantName, "writes", onOff(writes), "stateless", *stateless, "approve", onOff(*approve))
+	printBanner(stdout, banner{url: url, token: tok, tokenSource: tokenSource, db: *dbPath, tenant: *tenantName, writes: writes,
 		metricsURL: tel.metricsURL, otlpURL: *otlpURL, oauthIssuer: *oauthIssuer, resourceMetadata: opts.ResourceMetadata})
 
 	errc := make(chan error, 1)
@@ -498,11 +498,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return nil
 }
 
-const writesUsage = `notes-mcp writes shows, enables or disables the write tools of a scope.
+const writesUsage = `notes-mcp writes shows, enables or disables the write tools of a tenant.
 
 Usage:
-  notes-mcp writes [-db PATH|URL] [-scope NAME]        show the setting
-  notes-mcp writes on|off [-db PATH|URL] [-scope NAME] enable or disable write tools
+  notes-mcp writes [-db PATH|URL] [-tenant NAME]        show the setting
+  notes-mcp writes on|off [-db PATH|URL] [-tenant NAME] enable or disable write tools
 
 -db is the SQLite file or the PostgreSQL URL (postgres://user:password@host:port/dbname)
 the servers use. Every running server, each replica included, applies a change
@@ -511,12 +511,12 @@ on its next listing or call.
 Flags:
 `
 
-// writesCmd shows or changes whether write tools are enabled for a scope.
+// writesCmd shows or changes whether write tools are enabled for a tenant.
 // The action may come before or after the flags.
 func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("notes-mcp writes", flag.ContinueOnError)
 	dbPath := fs.String("db", defaultDB, "the note database `file|URL`: a SQLite file or postgres://user:password@host:port/dbname")
-	scope := fs.String("scope", defaultScope, "the `name` of the scope")
+	tenantName := fs.String("tenant", defaultTenant, "the `name` of the tenant")
 	var action string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		action, args = args[0], args[1:]
@@ -536,8 +536,8 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return usageError("unknown writes action %q; use \"on\", \"off\" or nothing to show the setting", action)
 	}
-	if *scope == "" {
-		return usageError("-scope must not be empty")
+	if *tenantName == "" {
+		return usageError("-tenant must not be empty")
 	}
 	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -547,24 +547,24 @@ func writesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	defer reg.Close()
 	switch action {
 	case "on":
-		err = reg.Tenants().SetWrites(ctx, *scope, true)
+		err = reg.Tenants().SetWrites(ctx, *tenantName, true)
 	case "off":
-		err = reg.Tenants().SetWrites(ctx, *scope, false)
+		err = reg.Tenants().SetWrites(ctx, *tenantName, false)
 	}
 	dbName := displayDB(*dbPath)
 	if err != nil {
-		return fmt.Errorf("turn write tools %s for scope %q in %s: %w", action, *scope, dbName, err)
+		return fmt.Errorf("turn write tools %s for tenant %q in %s: %w", action, *tenantName, dbName, err)
 	}
-	on, err := reg.Tenants().Writes(ctx, *scope)
+	on, err := reg.Tenants().Writes(ctx, *tenantName)
 	if err != nil {
-		return fmt.Errorf("read the write setting of scope %q in %s: %w", *scope, dbName, err)
+		return fmt.Errorf("read the write setting of tenant %q in %s: %w", *tenantName, dbName, err)
 	}
-	fmt.Fprintf(stdout, "Write tools are %s for scope %q in %s.\n", onOff(on), *scope, dbName)
+	fmt.Fprintf(stdout, "Write tools are %s for tenant %q in %s.\n", onOff(on), *tenantName, dbName)
 	switch {
 	case action != "":
 		fmt.Fprintln(stdout, "Running servers apply the change on their next listing or call.")
 	case !on:
-		fmt.Fprintf(stdout, "Turn them on with: %s writes on -db %s -scope %s\n", selfCommand(), shellQuote(dbName), shellQuote(*scope))
+		fmt.Fprintf(stdout, "Turn them on with: %s writes on -db %s -tenant %s\n", selfCommand(), shellQuote(dbName), shellQuote(*tenantName))
 	}
 	return nil
 }
@@ -661,7 +661,7 @@ func bearerToken(flagValue, dbPath string) (token, source string, err error) {
 // banner is what the HTTP server prints when it starts.
 type banner struct {
 	url, token, tokenSource string
-	db, scope               string
+	db, tenant              string
 	writes                  bool
 	// metricsURL is the Prometheus endpoint of -metrics, otlpURL the
 	// collector of -otlp; "" when off.
@@ -682,7 +682,7 @@ func printBanner(w io.Writer, b banner) {
 		}
 	}
 	b.db = displayDB(b.db)
-	fmt.Fprintf(w, "notes-mcp serves the notes in %s (scope %q).\n\n", b.db, b.scope)
+	fmt.Fprintf(w, "notes-mcp serves the notes in %s (tenant %q).\n\n", b.db, b.tenant)
 	fmt.Fprintf(w, "  MCP endpoint:  %s\n", b.url)
 	fmt.Fprintf(w, "  Bearer token:  %s  (%s)\n", b.token, b.tokenSource)
 	if b.metricsURL != "" {
@@ -696,9 +696,9 @@ func printBanner(w io.Writer, b banner) {
 	}
 	fmt.Fprintln(w)
 	if b.writes {
-		fmt.Fprintf(w, "Write tools are on. Turn them off with: %s writes off -db %s -scope %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.scope))
+		fmt.Fprintf(w, "Write tools are on. Turn them off with: %s writes off -db %s -tenant %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.tenant))
 	} else {
-		fmt.Fprintf(w, "Write tools are off: clients can search and read. Turn them on with:\n  %s writes on -db %s -scope %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.scope))
+		fmt.Fprintf(w, "Write tools are off: clients can search and read. Turn them on with:\n  %s writes on -db %s -tenant %s\n\n", selfCommand(), shellQuote(b.db), shellQuote(b.tenant))
 	}
 	fmt.Fprintf(w, "Connect an MCP client over streamable HTTP: URL %s, header \"Authorization: Bearer %s\".\n", b.url, b.token)
 	fmt.Fprintf(w, "For example, Claude Code:\n  claude mcp add --transport http notes %s --header \"Authorization: Bearer %s\"\n\n", b.url, b.token)
@@ -719,7 +719,7 @@ func printBanner(w io.Writer, b banner) {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("  ", "  ")
 	_ = enc.Encode(map[string]map[string]stdioServer{
-		"mcpServers": {"notes": {Command: cmd, Args: []string{"-stdio", "-db", abs, "-scope", b.scope}}},
+		"mcpServers": {"notes": {Command: cmd, Args: []string{"-stdio", "-db", abs, "-tenant", b.tenant}}},
 	})
 	fmt.Fprintf(w, "  %s\n\nPress Ctrl+C to stop.\n", strings.TrimSuffix(snippet.String(), "\n"))
 }

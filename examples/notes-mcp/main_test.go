@@ -195,7 +195,7 @@ func (a *approver) questions() []string {
 func cannotAsk(preview, tool string) string {
 	return "This change needs the user's approval: " + preview + ". Nothing was saved. " +
 		"This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: " +
-		"tell the user, who can make this change from an MCP client that asks for approval, or have approval of " + tool + " turned off for this scope."
+		"tell the user, who can make this change from an MCP client that asks for approval, or have approval of " + tool + " turned off for this tenant."
 }
 
 // scenario is what a client does over either transport: list, read, see a
@@ -222,7 +222,7 @@ func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struc
 	// Enable write tools with the command, as a user would.
 	stdout, stderr, code := runBinary(t, bin, "writes", "on", "-db", db)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "Write tools are on for scope \"default\" in "+db+".\nRunning servers apply the change on their next listing or call.\n", stdout)
+	require.Equal(t, "Write tools are on for tenant \"default\" in "+db+".\nRunning servers apply the change on their next listing or call.\n", stdout)
 
 	require.Equal(t, slices.Sorted(slices.Values(append(slices.Clone(readTools), writeTools...))), listTools(t, c))
 	if changed != nil {
@@ -434,18 +434,18 @@ func TestEndToEnd(t *testing.T) {
 				stderr: `notes-mcp: unknown writes action "maybe"; use "on", "off" or nothing to show the setting (run notes-mcp -h for help)`},
 			{name: "writes extra argument", args: []string{"writes", "on", "now"}, code: 2,
 				stderr: `notes-mcp: unexpected argument "now" after "on" (run notes-mcp -h for help)`},
-			{name: "writes empty scope", args: []string{"writes", "-scope", "", "-db", db}, code: 2,
-				stderr: `notes-mcp: -scope must not be empty (run notes-mcp -h for help)`},
-			{name: "writes show", args: []string{"writes", "-db", db, "-scope", "team"},
-				stdout: "Write tools are off for scope \"team\" in " + db + ".\nTurn them on with: " + bin + " writes on -db " + db + " -scope team\n"},
-			{name: "writes on", args: []string{"writes", "on", "-db", db, "-scope", "team"},
-				stdout: "Write tools are on for scope \"team\" in " + db + ".\nRunning servers apply the change on their next listing or call.\n"},
-			{name: "writes shown on", args: []string{"writes", "-scope", "team", "-db", db},
-				stdout: "Write tools are on for scope \"team\" in " + db + ".\n"},
-			{name: "other scope unaffected", args: []string{"writes", "-db", db},
-				stdout: "Write tools are off for scope \"default\" in " + db + ".\nTurn them on with: " + bin + " writes on -db " + db + " -scope default\n"},
-			{name: "writes off, flags first", args: []string{"writes", "-db", db, "-scope", "team", "off"},
-				stdout: "Write tools are off for scope \"team\" in " + db + ".\nRunning servers apply the change on their next listing or call.\n"},
+			{name: "writes empty tenant", args: []string{"writes", "-tenant", "", "-db", db}, code: 2,
+				stderr: `notes-mcp: -tenant must not be empty (run notes-mcp -h for help)`},
+			{name: "writes show", args: []string{"writes", "-db", db, "-tenant", "team"},
+				stdout: "Write tools are off for tenant \"team\" in " + db + ".\nTurn them on with: " + bin + " writes on -db " + db + " -tenant team\n"},
+			{name: "writes on", args: []string{"writes", "on", "-db", db, "-tenant", "team"},
+				stdout: "Write tools are on for tenant \"team\" in " + db + ".\nRunning servers apply the change on their next listing or call.\n"},
+			{name: "writes shown on", args: []string{"writes", "-tenant", "team", "-db", db},
+				stdout: "Write tools are on for tenant \"team\" in " + db + ".\n"},
+			{name: "other tenant unaffected", args: []string{"writes", "-db", db},
+				stdout: "Write tools are off for tenant \"default\" in " + db + ".\nTurn them on with: " + bin + " writes on -db " + db + " -tenant default\n"},
+			{name: "writes off, flags first", args: []string{"writes", "-db", db, "-tenant", "team", "off"},
+				stdout: "Write tools are off for tenant \"team\" in " + db + ".\nRunning servers apply the change on their next listing or call.\n"},
 		}
 		// Sequential: the writes cases build on each other.
 		for _, tt := range tests {

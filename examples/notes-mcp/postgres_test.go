@@ -201,7 +201,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		s := pgServeHTTP(t, bin, pgEnv(), "-db", dsn, "-addr", "127.0.0.1:0", "-token", "pg-secret-token")
 		require.Equal(t, "pg-secret-token", s.token)
-		require.Contains(t, s.banner, "notes-mcp serves the notes in "+dsn+` (scope "default").`)
+		require.Contains(t, s.banner, "notes-mcp serves the notes in "+dsn+` (tenant "default").`)
 		require.Contains(t, s.banner, "Bearer token:  pg-secret-token  (from -token)\n")
 		seeded := pgCountNotes(t, dsn)
 		require.Equal(t, 11, seeded, "the empty database was seeded")
@@ -209,7 +209,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		c := pgClient(t, s)
 		scenario(t, c, bin, dsn, nil, nil)
 		require.Equal(t, seeded+1, pgCountNotes(t, dsn), "the note created (and soft-deleted) by the scenario")
-		require.Contains(t, s.stderr.String(), `msg="notes-mcp: serving streamable HTTP" url=`+s.url+` db=`+dsn+` scope=default writes=off stateless=false`)
+		require.Contains(t, s.stderr.String(), `msg="notes-mcp: serving streamable HTTP" url=`+s.url+` db=`+dsn+` tenant=default writes=off stateless=false`)
 
 		// A second server on the same database neither seeds it again nor
 		// loses anything; the token may come from the environment.
@@ -229,7 +229,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		s := pgServeHTTP(t, bin, pgEnv(), "-db", dsn, "-addr", "127.0.0.1:0", "-stateless", "-token", "SECRET")
 		// The log line may follow the banner the start waited for.
 		require.Eventually(t, func() bool {
-			return strings.Contains(s.stderr.String(), `db=`+dsn+` scope=default writes=off stateless=true`)
+			return strings.Contains(s.stderr.String(), `db=`+dsn+` tenant=default writes=off stateless=true`)
 		}, 5*time.Second, 10*time.Millisecond, s.stderr.String())
 
 		// No session: the server hands out no session ID, and a request
@@ -258,10 +258,10 @@ func TestPostgresEndToEnd(t *testing.T) {
 		c := pgClient(t, s)
 		scenario(t, c, bin, dsn, nil, nil)
 
-		// Writes off again: the very next call is refused (no scope cache).
+		// Writes off again: the very next call is refused (no tenant cache).
 		stdout, stderr, code := pgRunBinary(t, bin, pgEnv(), "writes", "off", "-db", dsn)
 		require.Equal(t, 0, code, stderr)
-		require.Equal(t, "Write tools are off for scope \"default\" in "+dsn+".\nRunning servers apply the change on their next listing or call.\n", stdout)
+		require.Equal(t, "Write tools are off for tenant \"default\" in "+dsn+".\nRunning servers apply the change on their next listing or call.\n", stdout)
 		req2 := mcp.CallToolRequest{}
 		req2.Params.Name = "create_note"
 		req2.Params.Arguments = map[string]any{"parentNoteId": "root", "title": "Refused"}
@@ -277,13 +277,13 @@ func TestPostgresEndToEnd(t *testing.T) {
 		shown := pgRedacted(t, dsn)
 		require.NotContains(t, shown, password)
 		s := pgServeHTTP(t, bin, pgEnv(), "-db", dsn, "-addr", "127.0.0.1:0", "-stateless", "-token", "T")
-		require.Contains(t, s.banner, "notes-mcp serves the notes in "+shown+` (scope "default").`)
-		stdout, stderr, code := pgRunBinary(t, bin, pgEnv(), "writes", "on", "-db", dsn, "-scope", "team")
+		require.Contains(t, s.banner, "notes-mcp serves the notes in "+shown+` (tenant "default").`)
+		stdout, stderr, code := pgRunBinary(t, bin, pgEnv(), "writes", "on", "-db", dsn, "-tenant", "team")
 		require.Equal(t, 0, code, stderr)
-		require.Equal(t, "Write tools are on for scope \"team\" in "+shown+".\nRunning servers apply the change on their next listing or call.\n", stdout)
+		require.Equal(t, "Write tools are on for tenant \"team\" in "+shown+".\nRunning servers apply the change on their next listing or call.\n", stdout)
 		stdout, _, code = pgRunBinary(t, bin, pgEnv(), "writes", "-db", dsn)
 		require.Equal(t, 0, code)
-		require.Equal(t, "Write tools are off for scope \"default\" in "+shown+".\nTurn them on with: "+bin+" writes on -db "+shown+" -scope default\n", stdout)
+		require.Equal(t, "Write tools are off for tenant \"default\" in "+shown+".\nTurn them on with: "+bin+" writes on -db "+shown+" -tenant default\n", stdout)
 
 		// A refused write tells the model nothing of the URL either.
 		c := pgClient(t, s)
@@ -314,27 +314,27 @@ func TestPostgresEndToEnd(t *testing.T) {
 		require.NotContains(t, s.stderr.String(), password)
 		// The log line may follow the banner the start waited for.
 		require.Eventually(t, func() bool {
-			return strings.Contains(s.stderr.String(), `db=`+shown+` scope=default writes=off stateless=true`)
+			return strings.Contains(s.stderr.String(), `db=`+shown+` tenant=default writes=off stateless=true`)
 		}, 5*time.Second, 10*time.Millisecond, s.stderr.String())
 	})
 
 	t.Run("writes", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.DSN(t)
-		shows := func(scope, state, next string) string {
-			return "Write tools are " + state + " for scope \"" + scope + "\" in " + dsn + ".\n" + next
+		shows := func(tenant, state, next string) string {
+			return "Write tools are " + state + " for tenant \"" + tenant + "\" in " + dsn + ".\n" + next
 		}
 		applied := "Running servers apply the change on their next listing or call.\n"
 		for _, tt := range []struct {
 			args   []string
 			stdout string
 		}{
-			{[]string{"writes", "-db", dsn}, shows("default", "off", "Turn them on with: "+bin+" writes on -db "+dsn+" -scope default\n")},
-			{[]string{"writes", "on", "-db", dsn, "-scope", "S"}, shows("S", "on", applied)},
-			{[]string{"writes", "-db", dsn, "-scope", "S"}, shows("S", "on", "")},
-			{[]string{"writes", "-db", dsn}, shows("default", "off", "Turn them on with: "+bin+" writes on -db "+dsn+" -scope default\n")},
-			{[]string{"writes", "off", "-db", dsn, "-scope", "S"}, shows("S", "off", applied)},
-			{[]string{"writes", "-scope", "S", "-db", dsn, "on"}, shows("S", "on", applied)},
+			{[]string{"writes", "-db", dsn}, shows("default", "off", "Turn them on with: "+bin+" writes on -db "+dsn+" -tenant default\n")},
+			{[]string{"writes", "on", "-db", dsn, "-tenant", "S"}, shows("S", "on", applied)},
+			{[]string{"writes", "-db", dsn, "-tenant", "S"}, shows("S", "on", "")},
+			{[]string{"writes", "-db", dsn}, shows("default", "off", "Turn them on with: "+bin+" writes on -db "+dsn+" -tenant default\n")},
+			{[]string{"writes", "off", "-db", dsn, "-tenant", "S"}, shows("S", "off", applied)},
+			{[]string{"writes", "-tenant", "S", "-db", dsn, "on"}, shows("S", "on", applied)},
 		} {
 			stdout, stderr, code := pgRunBinary(t, bin, pgEnv(), tt.args...)
 			require.Equal(t, 0, code, "%v: %s", tt.args, stderr)
@@ -359,7 +359,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		wg.Wait()
 		for i, err := range errs {
 			require.NoError(t, err, "%s", outs[i])
-			require.Equal(t, "Write tools are off for scope \"default\" in "+fresh+".\nTurn them on with: "+bin+" writes on -db "+fresh+" -scope default\n", string(outs[i]))
+			require.Equal(t, "Write tools are off for tenant \"default\" in "+fresh+".\nTurn them on with: "+bin+" writes on -db "+fresh+" -tenant default\n", string(outs[i]))
 		}
 		require.Equal(t, 11, pgCountNotes(t, fresh))
 	})
@@ -384,7 +384,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		require.Equal(t, "pancakes", found["results"].([]any)[0].(map[string]any)["noteId"])
 		require.NoError(t, c.Close())
 		require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
-		require.Contains(t, stderr.String(), `msg="notes-mcp: serving over stdio" db=`+dsn+` scope=default writes=off`)
+		require.Contains(t, stderr.String(), `msg="notes-mcp: serving over stdio" db=`+dsn+` tenant=default writes=off`)
 	})
 }
 
@@ -470,14 +470,14 @@ func TestBannerPostgres(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
 	printBanner(&b, banner{url: "http://127.0.0.1:8080/mcp", token: "tok", tokenSource: "from -token",
-		db: "postgres://notes:hunter2@db.internal:5432/notes?sslmode=require", scope: "team", writes: true})
+		db: "postgres://notes:hunter2@db.internal:5432/notes?sslmode=require", tenant: "team", writes: true})
 	out := b.String()
 	require.NotContains(t, out, "hunter2")
-	require.True(t, strings.HasPrefix(out, "notes-mcp serves the notes in postgres://notes:xxxxx@db.internal:5432/notes?sslmode=require (scope \"team\").\n\n"+
+	require.True(t, strings.HasPrefix(out, "notes-mcp serves the notes in postgres://notes:xxxxx@db.internal:5432/notes?sslmode=require (tenant \"team\").\n\n"+
 		"  MCP endpoint:  http://127.0.0.1:8080/mcp\n"+
 		"  Bearer token:  tok  (from -token)\n\n"+
 		"Write tools are on. Turn them off with: "), out)
-	require.Contains(t, out, " writes off -db 'postgres://notes:xxxxx@db.internal:5432/notes?sslmode=require' -scope team\n")
+	require.Contains(t, out, " writes off -db 'postgres://notes:xxxxx@db.internal:5432/notes?sslmode=require' -tenant team\n")
 	m := regexp.MustCompile(`(?s)\n  (\{.*\n  \})\n`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	var cfg struct {
@@ -486,5 +486,5 @@ func TestBannerPostgres(t *testing.T) {
 		} `json:"mcpServers"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(m[1]), &cfg))
-	require.Equal(t, []string{"-stdio", "-db", "postgres://notes:xxxxx@db.internal:5432/notes?sslmode=require", "-scope", "team"}, cfg.MCPServers["notes"].Args)
+	require.Equal(t, []string{"-stdio", "-db", "postgres://notes:xxxxx@db.internal:5432/notes?sslmode=require", "-tenant", "team"}, cfg.MCPServers["notes"].Args)
 }

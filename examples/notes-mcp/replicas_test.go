@@ -36,7 +36,7 @@ const (
 	// writeShare is the share of writes among the calls.
 	writeShare = 0.30
 	// writesOffBound is how soon after "notes-mcp writes off" exits every
-	// replica must refuse writes. notes-mcp reads the scope's setting on
+	// replica must refuse writes. notes-mcp reads the tenant's setting on
 	// every listing and call (tenant.NoCache), so the bound is
 	// immediate; 3 s leaves room for a loaded machine.
 	writesOffBound = 3 * time.Second
@@ -51,10 +51,10 @@ func busySentence(tool string) string {
 }
 
 // writesOffRefusal starts the result of a call to a write tool while the
-// scope's writes are off: not listed, but callable, and refused with the
+// tenant's writes are off: not listed, but callable, and refused with the
 // registry's sentence, which goes on with the command that enables writes.
 func writesOffRefusal(tool string) string {
-	return `Tool "` + tool + `" changes data, and write tools are off in scope "default". Ask the user to enable write tools with ` + "`"
+	return `Tool "` + tool + `" changes data, and write tools are off in tenant "default". Ask the user to enable write tools with ` + "`"
 }
 
 // refusedText returns the text of a refused call's result.
@@ -391,7 +391,7 @@ func TestReplicas(t *testing.T) {
 
 	stdout, stderr, code := runBinary(t, bin, "writes", "on", "-db", dsn)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "Write tools are on for scope \"default\" in "+dsn+".\nRunning servers apply the change on their next listing or call.\n", stdout)
+	require.Equal(t, "Write tools are on for tenant \"default\" in "+dsn+".\nRunning servers apply the change on their next listing or call.\n", stdout)
 
 	// The replicas start side by side, as behind a load balancer.
 	started := time.Now()
@@ -537,7 +537,7 @@ func TestReplicas(t *testing.T) {
 	// writes off, run once against the database, reaches every replica.
 	stdout, stderr, code = runBinary(t, bin, "writes", "off", "-db", dsn)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "Write tools are off for scope \"default\" in "+dsn+".\nRunning servers apply the change on their next listing or call.\n", stdout)
+	require.Equal(t, "Write tools are off for tenant \"default\" in "+dsn+".\nRunning servers apply the change on their next listing or call.\n", stdout)
 	off := time.Now()
 	var lateAcked []string // writes acknowledged after writes off, within the bound
 	offCalls, offRefused := 0, 0

@@ -231,7 +231,7 @@ func revisionScenario(t *testing.T, c *client.Client, bin, db string, u *user, a
 	// Write tools, once enabled with the command.
 	stdout, stderr, code := runBinary(t, bin, "writes", "on", "-db", db)
 	require.Equal(t, 0, code, stderr)
-	require.True(t, strings.HasPrefix(stdout, "Write tools are on for scope \"default\" in "), stdout)
+	require.True(t, strings.HasPrefix(stdout, "Write tools are on for tenant \"default\" in "), stdout)
 	all := slices.Sorted(slices.Values(append(slices.Clone(readTools), writeTools...)))
 	require.Eventually(t, func() bool { return slices.Equal(all, toolList(t, c)) }, 10*time.Second, 50*time.Millisecond,
 		"the write tools are listed once enabled")

@@ -469,7 +469,7 @@ func TestStartTelemetry(t *testing.T) {
 
 func TestBannerTelemetry(t *testing.T) {
 	t.Parallel()
-	b := banner{url: "http://127.0.0.1:8080/mcp", token: "tok123", tokenSource: "from -token", db: "notes.db", scope: "default"}
+	b := banner{url: "http://127.0.0.1:8080/mcp", token: "tok123", tokenSource: "from -token", db: "notes.db", tenant: "default"}
 	var out bytes.Buffer
 	printBanner(&out, b)
 	require.Contains(t, out.String(), "  Bearer token:  tok123  (from -token)\n\nWrite tools are off", "no telemetry lines without the flags")

@@ -13,7 +13,7 @@ import (
 )
 
 // The notes module is one line to register. Write tools stay off until the
-// scope enables them; the entity guards keep system and protected notes
+// tenant enables them; the entity guards keep system and protected notes
 // safe whatever the tool.
 func Example() {
 	dir, err := os.MkdirTemp("", "notes-example")
@@ -33,7 +33,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	ctx = llmtool.WithScope(ctx, "workspace-1")
+	ctx = llmtool.WithTenant(ctx, "workspace-1")
 
 	call := func(tool, args string) {
 		fmt.Println(reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args)}).Text())
@@ -50,7 +50,7 @@ func Example() {
 	// Output:
 	// {"results":[{"noteId":"pancakes","title":"Pancakes","snippet":"Whisk 250 g **flour**, 2 eggs, 500 ml milk and a pinch of salt. Rest…","isProtected":false}]}
 	// Note "secret" (noteId) is protected; tools may neither read nor change it. Work with another note, or ask the user to remove the protection.
-	// Tool "rename_note" changes data, and write tools are off in scope "workspace-1". Ask the user to enable write tools for this scope, then call rename_note again.
+	// Tool "rename_note" changes data, and write tools are off in tenant "workspace-1". Ask the user to enable write tools for this tenant, then call rename_note again.
 	// Note "root" (noteId) is a system note; rename_note must not change it. Leave system notes as they are and choose another note.
 	// {"noteId":"pancakes","title":"Pancakes","type":"text","parents":[{"noteId":"recipes","title":"Recipes"}],"contentLength":144}
 }

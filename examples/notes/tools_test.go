@@ -631,7 +631,7 @@ func TestDeleteAttribute(t *testing.T) {
 	})
 }
 
-// TestWritesOff: in a scope that never enabled writes, write tools are
+// TestWritesOff: in a tenant that never enabled writes, write tools are
 // refused with a message that says what to do, and read tools work.
 func TestWritesOff(t *testing.T) {
 	t.Parallel()
@@ -639,7 +639,7 @@ func TestWritesOff(t *testing.T) {
 	h.RequireOK(h.Call("get_note", `{"noteId": "roadmap"}`))
 	h.RequireUnchanged(func() {
 		h.RequireError(h.Call("delete_note", `{"noteId": "roadmap"}`),
-			`Tool "delete_note" changes data, and write tools are off in scope "test". Ask the user to enable write tools for this scope, then call delete_note again.`)
+			`Tool "delete_note" changes data, and write tools are off in tenant "test". Ask the user to enable write tools for this tenant, then call delete_note again.`)
 	})
 	specs, err := h.Registry().List(h.Context(), nil)
 	require.NoError(t, err)

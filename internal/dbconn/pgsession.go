@@ -35,7 +35,7 @@ import (
 // both before the connection goes back to the host's pool; if it fails,
 // the connection is closed instead. A read connection runs nothing but
 // read calls' statements (handler, guards), BEGIN and ROLLBACK: llmtool's
-// own reads (the scope settings) take a connection of their own when a
+// own reads (the tenant settings) take a connection of their own when a
 // role is set.
 func (t *Pool) pgReadOn() string {
 	const on = "SET default_transaction_read_only = on"
@@ -54,7 +54,7 @@ func (t *Pool) pgReadOff() string {
 }
 
 // EnterRole makes the rest of a write call's transaction run as the
-// pool's role, if it has one. llmtool's own write transactions (a scope
+// pool's role, if it has one. llmtool's own write transactions (a tenant
 // setting's change) do not enter it.
 func (t *Pool) EnterRole(ctx context.Context, tx *sql.Tx) error {
 	if t.Role == "" {
@@ -165,7 +165,7 @@ func (t *Pool) UseRole(ctx context.Context, role string) error {
 		if len(seqs) > 0 {
 			revoke = append(revoke, "REVOKE ALL ON SEQUENCE "+strings.Join(seqs, ", ")+" FROM "+q)
 		}
-		return fmt.Errorf("llmtool: Options.Role %q holds privileges on llmtool's own tables (%s), so a tool's SQL could change llmtool's settings or read other scopes' records; run %s (and the same FROM PUBLIC, or from the role it has them through)",
+		return fmt.Errorf("llmtool: Options.Role %q holds privileges on llmtool's own tables (%s), so a tool's SQL could change llmtool's settings or read other tenants' records; run %s (and the same FROM PUBLIC, or from the role it has them through)",
 			role, strings.Join(append(tables, seqs...), ", "), strings.Join(revoke, "; "))
 	}
 	t.Role = role

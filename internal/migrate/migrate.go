@@ -1,4 +1,4 @@
-// Package migrate brings llmtool's own tables (the scope settings, the
+// Package migrate brings llmtool's own tables (the tenant settings, the
 // audit table) to their current version, per engine.
 //
 // Each subject (a table or a group of tables) has an ordered list of

@@ -33,7 +33,7 @@ const (
 // protected refuses a text that changes what is not the host's data:
 // one of llmtool's own tables (a tool may read them, a tool that lists
 // the audit table, say, but not write them, or it could turn on write
-// tools for a scope or forget that an approval was used), and on
+// tools for a tenant or forget that an approval was used), and on
 // PostgreSQL the server's settings through pg_settings (whose update rule
 // calls set_config at session level, so the next call on the pooled
 // connection would run with them) and the system catalogs.

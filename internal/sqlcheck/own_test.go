@@ -43,7 +43,7 @@ func TestOwnTables(t *testing.T) {
 		{query: `CREATE VIEW v AS SELECT * FROM llmtool_scope_settings`, d: Postgres, refused: true},
 		// SELECT ... INTO creates a table: one named like llmtool's, in a
 		// schema earlier in the search path, would shadow it.
-		{query: `SELECT 'team' AS scope INTO app.llmtool_scope_settings`, d: Postgres, refused: true},
+		{query: `SELECT 'team' AS tenant INTO app.llmtool_scope_settings`, d: Postgres, refused: true},
 		// A lock held until the call ends stops every other call.
 		{query: `LOCK TABLE llmtool_scope_settings IN ACCESS EXCLUSIVE MODE`, d: Postgres, refused: true},
 		// Read with standard_conforming_strings off, the DELETE is a

@@ -329,7 +329,7 @@ func TestPostgresSpellingsReach(t *testing.T) {
 	ctx := context.Background()
 	for _, q := range []string{
 		"CREATE SCHEMA app",
-		"CREATE TABLE llmtool_scope_settings (scope text PRIMARY KEY, writes boolean NOT NULL)",
+		"CREATE TABLE llmtool_scope_settings (tenant text PRIMARY KEY, writes boolean NOT NULL)",
 		"INSERT INTO llmtool_scope_settings VALUES ('team', false)",
 	} {
 		_, err := db.ExecContext(ctx, q)
@@ -351,7 +351,7 @@ func TestPostgresSpellingsReach(t *testing.T) {
 		{`UPDATE "public".U&"llmtool\005Fscope_settings" SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
 		{`UPDATE Public.LLMTOOL_SCOPE_SETTINGS SET writes = true`, "SELECT writes::text FROM llmtool_scope_settings", "true"},
 		{`DELETE/**/FROM/* x */llmtool_scope_settings`, "SELECT count(*)::text FROM llmtool_scope_settings", "0"},
-		{`SELECT 'team' AS scope, true AS writes INTO app.llmtool_scope_settings`, "SELECT count(*)::text FROM app.llmtool_scope_settings", "1"},
+		{`SELECT 'team' AS tenant, true AS writes INTO app.llmtool_scope_settings`, "SELECT count(*)::text FROM app.llmtool_scope_settings", "1"},
 		{`UPDATE pg_settings SET setting = 'app, public' WHERE name = 'search_path'`, "SHOW search_path", "app, public"},
 		{`UPDATE U&"pg\005Fsettings" SET setting = 'app, public' WHERE name = 'search_path'`, "SHOW search_path", "app, public"},
 		{`UPDATE "pg_catalog"."pg_settings" SET setting = 'app, public' WHERE name = 'search_path'`, "SHOW search_path", "app, public"},

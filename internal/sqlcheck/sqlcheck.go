@@ -31,7 +31,7 @@
 // session level), and writes to the system catalogs.
 //
 // On both engines a text that changes anything and names one of
-// llmtool's own tables (llmtool_*: scope settings, used approvals, the
+// llmtool's own tables (llmtool_*: tenant settings, used approvals, the
 // audit) is refused, however the name is spelled: in any case, quoted,
 // schema-qualified, or (PostgreSQL) as a U&"..." identifier, which the
 // tokenizer decodes, UESCAPE included.

@@ -41,7 +41,7 @@
 //
 //   - a go statement that uses only plain values, such as strings and
 //     numbers copied out of the ctx or out of query results
-//     (go notify(llmtool.ScopeFrom(c), note.ID) evaluates its arguments before the
+//     (go notify(llmtool.TenantFrom(c), note.ID) evaluates its arguments before the
 //     goroutine starts);
 //   - a closure capturing the ctx that is called synchronously, or
 //     deferred: a deferred call runs before the handler returns, inside

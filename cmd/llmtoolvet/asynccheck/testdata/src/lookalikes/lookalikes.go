@@ -38,7 +38,7 @@ func notify(scope, principal string, id int) {}
 // evaluated before it starts.
 var plainGo = llmtool.Write("plain_go", "",
 	func(c *llmtool.WriteCtx, in In) (Out, error) {
-		go notify(llmtool.ScopeFrom(c), llmtool.PrincipalFrom(c).ID, in.ID)
+		go notify(llmtool.TenantFrom(c), llmtool.PrincipalFrom(c).ID, in.ID)
 		return Out{}, nil
 	})
 
@@ -151,7 +151,7 @@ func (j job) run(ctx context.Context) {}
 
 var background = llmtool.Write("background", "",
 	func(c *llmtool.WriteCtx, in In) (Out, error) {
-		j := job{Scope: llmtool.ScopeFrom(c), User: llmtool.PrincipalFrom(c), Log: c.Logger()}
+		j := job{Scope: llmtool.TenantFrom(c), User: llmtool.PrincipalFrom(c), Log: c.Logger()}
 		go j.run(context.Background())
 		return Out{}, nil
 	})
@@ -222,7 +222,7 @@ func serve(ctx context.Context, db *sql.DB) {
 // A handler's value parameter modified locally.
 var localParam = llmtool.Read("local_param", "",
 	func(c *llmtool.ReadCtx, in In) (Out, error) {
-		in.Words = append(in.Words, llmtool.ScopeFrom(c))
+		in.Words = append(in.Words, llmtool.TenantFrom(c))
 		return Out{Words: in.Words}, nil
 	})
 

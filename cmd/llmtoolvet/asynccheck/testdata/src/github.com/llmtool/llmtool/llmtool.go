@@ -56,4 +56,4 @@ func DefineTools(module string, tools ...*Tool) *Module { return &Module{} }
 
 func PrincipalFrom(ctx context.Context) *Principal { return nil }
 
-func ScopeFrom(ctx context.Context) string { return "" }
+func TenantFrom(ctx context.Context) string { return "" }
