@@ -24,8 +24,11 @@ import (
 //
 //   - ModeOwn while llmtool runs its own statements (BEGIN, COMMIT,
 //     ROLLBACK, its own tables): the statement itself may do anything;
-//     what runs inside a view or a trigger it reaches is checked as in a
-//     write call (see below).
+//     what runs inside a view, a trigger or a common table expression it
+//     reaches is checked as in a write call (see below).
+//   - ModeClosed once a stuck write was abandoned (see Pool.Watch):
+//     nothing, and nothing is recorded.
+//   - ModeOff: anything. No connection is in it during a call.
 //   - ModeRead and ModeWrite while guards and the handler run. Denied:
 //     any access to a table whose name starts with llmtool_ (llmtool's
 //     own), sqlite_dbpage (the file's raw pages), anything in the temp
@@ -41,17 +44,22 @@ import (
 // Switching the mode is a store, not a new authorizer: installing one
 // expires the connection's prepared statements, which SQLite then compiles
 // again, under the authorizer of that moment, when they next run. A
-// switch leaves statements compiled under the previous mode alone, which
-// is correct as long as no statement a handler compiled runs in ModeOwn:
-// the registry switches to ModeOwn only after the handler returned and its
-// context refuses new statements, and the results it left open are closed
-// first (reads) or cannot run another step (writes: its *sql.Tx waits for
-// them when it ends). A statement of the handler's that SQLite compiles
-// again in ModeOwn (a prepared *sql.Stmt run by a goroutine the handler
-// left behind, after a schema change) has the text that was authorized in
-// the handler's mode, so it names the same tables; only a view or a
-// trigger could lead it elsewhere, and what runs inside those is checked
-// as in a write call in every mode.
+// switch leaves statements compiled under the previous mode alone. That
+// is safe because nothing of the handler's is compiled in ModeOwn but
+// what was authorized before: the registry switches to ModeOwn only after
+// the handler returned and its context refuses new statements; results it
+// left open are closed first (reads), and rows read on of a statement
+// under way are not compiled again (writes: the *sql.Tx closes them when
+// it ends). What remains is a statement the handler prepared, run again
+// by a goroutine it left behind, which SQLite compiles again after a
+// schema change (TestRecompiledInOwnMode): its text was authorized in the
+// handler's mode, so it names the same tables (ATTACH and the temp schema,
+// which could shadow a name, are refused); only a view, a trigger or a CTE
+// could lead it elsewhere, and what runs inside those is checked as in a
+// write call in every mode. The triggers a write handler created are
+// checked once more before the commit (WriteTx.CheckTriggers), since
+// SQLite checks a trigger's body only when a statement that fires it is
+// compiled.
 
 // Mode is what a connection's Policy allows.
 type Mode int32

@@ -74,8 +74,10 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 	} else if t.Engine == engine.Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
 	}
-	kept := t.writer
-	t.writer = nil
+	var kept *writeConn
+	if t.sqlite { // the token's holder owns t.writer
+		kept, t.writer = t.writer, nil
+	}
 	w, err := t.beginWrite(ctx, opts, kept)
 	if err != nil && w == nil && kept != nil {
 		// The kept write connection is gone (database/sql closes a
