@@ -147,7 +147,7 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 		`DELETE/**/FROM/* x */U&"\006C\006C\006D\0074\006F\006F\006C\005F\0061pprovals"`,
 		`TRUNCATE U&"llmtool\005Fapprovals"`,
 		`CREATE RULE r AS ON INSERT TO U&"llmtool\005Fapprovals" DO INSTEAD NOTHING`,
-		`SELECT 'b' AS tenant, '' AS tool, 1 AS enabled INTO postgres.llmtool_scope_settings`,
+		`SELECT 'b' AS scope, '' AS tool, 1 AS enabled INTO postgres.llmtool_scope_settings`,
 	}
 	for _, q := range attacks {
 		res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: q})})

@@ -30,7 +30,7 @@ func TestAllowed(t *testing.T) {
 		{"read a table", op{sqlite.AuthRead, "items", "name", "main", ""}, true, true, true, true},
 		{"read sqlite_schema", op{sqlite.AuthRead, "sqlite_master", "sql", "main", ""}, true, true, true, true},
 		{"count(*) of an own table", op{sqlite.AuthRead, "llmtool_audit", "", "main", ""}, true, true, false, false},
-		{"read an own table, any case", op{sqlite.AuthRead, "LLMTool_Tenant_Settings", "enabled", "main", ""}, true, true, false, false},
+		{"read an own table, any case", op{sqlite.AuthRead, "LLMTool_Scope_Settings", "enabled", "main", ""}, true, true, false, false},
 		{"read an own table through a view", op{sqlite.AuthRead, "llmtool_approvals", "nonce", "main", "v"}, true, false, false, false},
 		{"read sqlite_dbpage", op{sqlite.AuthRead, "sqlite_dbpage", "data", "main", ""}, true, true, false, false},
 		{"update sqlite_dbpage", op{sqlite.AuthUpdate, "sqlite_dbpage", "data", "main", ""}, true, true, false, false},
