@@ -94,7 +94,6 @@ type callState struct {
 	preview     *previewState   // counts changed rows when the call previews (approval.go)
 	summary     string          // WriteCtx.Describe
 	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
-	argv        map[string]any  // the decoded arguments, when In is flat
 	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
 	policy      *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
