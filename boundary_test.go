@@ -525,7 +525,7 @@ func TestRefusedStatementMessage(t *testing.T) {
 	}{
 		{"sqlite", "PRAGMA query_only = 0", "runs PRAGMA query_only with the value 0, and a tool may run only the pragmas that read whatever their argument (table_info, index_list, foreign_key_check, integrity_check, ...)", "read a table's columns with SELECT * FROM pragma_table_info('t') and the schema from sqlite_schema; set pragmas where the host opens the database (in the DSN's _pragma parameters)."},
 		{"sqlite", "COMMIT", "controls the transaction (COMMIT)", txInstead},
-		{"sqlite", "SELECT * FROM 'llmtool_approvals'", "reads llmtool_approvals, a table llmtool keeps for itself", "llmtool's tables (llmtool_*) are not a tool's to read or change: change llmtool's settings through the Registry (SetWrites, SetApproval, ...)."},
+		{"sqlite", "SELECT * FROM 'llmtool_approvals'", "reads llmtool_approvals, a table llmtool keeps for itself", "llmtool's tables (llmtool_*) are not a tool's to read or change: change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...)."},
 		{"postgres", "COMMIT", "controls the transaction", txInstead},
 		{"postgres", "SET TRANSACTION READ WRITE", "changes the settings of the session or of the call's transaction", pgSetInstead},
 		{"postgres", "SELECT set_config('transaction_read_only', 'off', true)", "calls set_config, which changes the session's settings", pgSetInstead},

@@ -13,7 +13,7 @@ import (
 
 // Principal is the authenticated user a call runs as. Adapters put it in
 // the call's context with WithPrincipal; handlers and guards read it with
-// ReadCtx.Principal.
+// PrincipalFrom(c), since a *ReadCtx is the call's context.
 type Principal struct {
 	// ID identifies the user in the host application.
 	ID string
@@ -94,7 +94,7 @@ func TenantFrom(ctx context.Context) string {
 }
 
 // ErrNoPrincipal is wrapped by the result of a call without a principal to a
-// registry that requires one (Registry.RequirePrincipal).
+// registry that requires one (Options.RequirePrincipal).
 var ErrNoPrincipal = errors.New("llmtool: no principal")
 
 // ErrInsufficientScope is wrapped by the result of a call whose

@@ -160,7 +160,10 @@ type loader struct {
 // kinds are gathered first, so their order does not matter. It refuses an
 // Options.ApprovalKey shorter than 16 bytes before touching db.
 //
-// The core speaks database/sql only. For SQLite, open db with sqlite.Open
+// The core speaks database/sql, and on SQLite installs modernc.org/sqlite's
+// authorizer on the connections it runs calls on (a database opened with
+// another driver, or a wrapper around its connections, is refused). For
+// SQLite, open db with sqlite.Open
 // (package github.com/llmtool/llmtool/sqlite) or with equivalent settings
 // (WAL, busy timeout, _txlock=immediate); for PostgreSQL, with
 // github.com/jackc/pgx/v5/stdlib. NewRegistry learns the

@@ -82,7 +82,7 @@ type Request struct {
 
 // Answer is a person's answer to a Request, sent with the same call (tool
 // and arguments) in llmtool.Call.Approval by the same principal in the
-// same scope. The token is single-use.
+// same tenant. The token is single-use.
 type Answer struct {
 	Token    string
 	Approved bool // false: the person denied the change

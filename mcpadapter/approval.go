@@ -13,7 +13,7 @@ import (
 )
 
 // Approval through the client. A call that needs a person's approval
-// (llmtool.NeedsApproval, Registry.SetApproval) comes back from
+// (llmtool.NeedsApproval, Tenants().SetApproval) comes back from
 // Registry.Invoke with an ApprovalRequest: the registry ran it, previewed
 // it and rolled it back. The adapter asks the person with an elicitation
 // under the key approvalAskKey, through the round machinery of mrtr.go

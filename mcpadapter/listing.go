@@ -26,7 +26,7 @@ import (
 // slice as before (no Authorizer, no per-tool tenant settings, no OAuth
 // scopes: the common case) the lookup is constant-time; otherwise the
 // answer is compared with the cached one tool by tool. The cache is
-// emptied whenever the registry reports a change (Registry.Subscribe).
+// emptied whenever the registry reports a change (tenant.Settings.Subscribe).
 
 // maxListed bounds the tools the listings of a server hold in all (about
 // 40 bytes each): beyond it, the cache starts again empty.

@@ -139,7 +139,7 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) {
 }
 
 // tenantChanged tells the sessions of tenant that their tool list changed.
-// Registry.Subscribe says "" for a change of every tenant (a module added,
+// tenant.Settings.Subscribe says "" for a change of every tenant (a module added,
 // a loader resolved, a kill switch), which may change the prompts and the
 // resources too, and for a change of the default tenant's write switch,
 // which it does not tell apart: for "", every session is told that its

@@ -70,7 +70,7 @@
 // # Approval
 //
 // A call that needs a person's approval (llmtool.NeedsApproval,
-// Registry.SetApproval) comes back from Registry.Invoke previewed and
+// Tenants().SetApproval) comes back from Registry.Invoke previewed and
 // rolled back. The adapter asks the client's user with an elicitation
 // under the key "llmtool-approval": the preview, and one boolean,
 // "approve", unticked by default. The token travels in the sealed
@@ -88,7 +88,7 @@
 //
 // The HTTP handlers check DNS rebinding on loopback listeners, bound
 // request bodies, authenticate (Options.Authenticator: 401 and 403 as an
-// OAuth resource server, auth.go), pick the scope (Options.TenantFunc),
+// OAuth resource server, auth.go), pick the tenant (Options.TenantFunc),
 // bound sessions and keep each to the principal and tenant that opened it,
 // before mcp-go serves the request.
 //

@@ -6,8 +6,10 @@
 //	...
 //	reg, err := llmtool.NewRegistry(db, nil, notes.Tools)
 //
-// The root package speaks database/sql only and does not import it, so a
-// host on PostgreSQL links no SQLite.
+// The root package imports modernc.org/sqlite too, for its authorizer,
+// which enforces on SQLite what a tool's SQL may touch; a host that also
+// imports another driver registered as "sqlite" gets a duplicate
+// registration panic at start-up.
 package sqlite
 
 import (

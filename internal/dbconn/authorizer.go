@@ -178,9 +178,11 @@ func allowed(m Mode, action sqlite.AuthorizerActionCode, arg1, arg2, db, inner s
 const ownPrefix = "llmtool_"
 
 // reserved reports whether name is a table no handler may touch: one of
-// llmtool's own (llmtool_*, in any case) or sqlite_dbpage.
+// llmtool's own (llmtool_*, in any case), sqlite_dbpage (the file's raw
+// pages) or dbstat (their sizes, which tell how many rows llmtool's tables
+// hold).
 func reserved(name string) bool {
-	return own(name) || strings.EqualFold(name, "sqlite_dbpage")
+	return own(name) || strings.EqualFold(name, "sqlite_dbpage") || strings.EqualFold(name, "dbstat")
 }
 
 func own(name string) bool {
@@ -221,7 +223,7 @@ func (d *Denial) Refusal(statement string) *sqlcheck.Refusal {
 		r.Instead = "read a table's columns with SELECT * FROM pragma_table_info('t') and the schema from sqlite_schema; set pragmas where the host opens the database (in the DSN's _pragma parameters)."
 	case own(d.Arg1) || (d.Action != sqlite.AuthRead && own(d.Arg2)):
 		r.Reason = what + ", a table llmtool keeps for itself"
-		r.Instead = "llmtool's tables (" + ownPrefix + "*) are not a tool's to read or change: change llmtool's settings through the Registry (SetWrites, SetApproval, ...)."
+		r.Instead = "llmtool's tables (" + ownPrefix + "*) are not a tool's to read or change: change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...)."
 	case reserved(d.Arg1):
 		r.Reason = what + ", the database file's raw pages"
 		r.Instead = "read and change data through its tables."

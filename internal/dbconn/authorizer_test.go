@@ -97,7 +97,7 @@ func TestDenialRecorded(t *testing.T) {
 	d := w.Policy.Take()
 	require.Equal(t, &Denial{Action: sqlite.AuthUpdate, Arg1: "llmtool_scope_settings", Arg2: "enabled", DB: "main", Mode: ModeWrite}, d)
 	require.Nil(t, w.Policy.Take())
-	require.Equal(t, "statement `UPDATE main.\"LLMTOOL_scope_settings\" SET enabled = 1 WHERE tool = ''` updates llmtool_scope_settings, a table llmtool keeps for itself; llmtool's tables (llmtool_*) are not a tool's to read or change: change llmtool's settings through the Registry (SetWrites, SetApproval, ...).",
+	require.Equal(t, "statement `UPDATE main.\"LLMTOOL_scope_settings\" SET enabled = 1 WHERE tool = ''` updates llmtool_scope_settings, a table llmtool keeps for itself; llmtool's tables (llmtool_*) are not a tool's to read or change: change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...).",
 		d.Refusal(`UPDATE main."LLMTOOL_scope_settings" SET enabled = 1 WHERE tool = ''`).Error())
 	w.Policy.SetMode(ModeOwn)
 	require.NoError(t, w.Tx.Rollback())

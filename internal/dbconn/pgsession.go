@@ -7,12 +7,11 @@ package dbconn
 // check (sqlcheck) makes of the text: llmtool's own tables above all.
 // A write call's transaction switches to it with SET LOCAL ROLE, and,
 // before llmtool runs statements of its own in it (the audit record, the
-// used approval, the commit guard), back with SET LOCAL ROLE NONE; SET
-// LOCAL ends with the transaction, committed or rolled back, so no role
-// outlives a write call on the host's pooled connection. A read call runs
-// on a connection the registry keeps for reads, switched to the role for
-// as long as it keeps it (pgReadOn), which costs a read call nothing and
-// keeps one-statement reads in autocommit.
+// used approval), back with SET LOCAL ROLE NONE; SET LOCAL ends with the
+// transaction, committed or rolled back, so no role outlives a write call
+// on the host's pooled connection. A read call runs on a connection the
+// registry keeps for reads, switched to the role for as long as it keeps
+// it (pgReadOn), which costs a read call nothing.
 //
 // A role is a boundary only together with the check: any session may
 // RESET ROLE, and the check refuses SET, RESET and set_config in every

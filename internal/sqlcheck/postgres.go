@@ -33,7 +33,8 @@ const (
 	securityInstead   = "manage roles and privileges in the host's migrations or as the database administrator; a tool changes data and schema."
 	serverConfInstead = "leave the configuration of the server and its databases to the administrator."
 	discardInstead    = "leave the session to llmtool and the host: llmtool hands each connection back as it found it."
-	schemaInstead     = "create the schema alone, then each of its objects in a statement of its own."
+	schemaReason      = "creates or renames a schema, which can shadow the application's tables for every later call through the search path"
+	schemaInstead     = "create and rename schemas in the application's own migrations, not in a tool's SQL."
 
 	tempReason       = "creates or changes an object that lives with the connection, not the database"
 	tempSchemaReason = "names an object in the temp schema, which lives with the connection, not the database"
@@ -222,8 +223,11 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 			return sc.refuseRest(start, serverReason, serverConfInstead)
 		}
 	case "SCHEMA":
-		if kw == "CREATE" {
-			return sc.createSchema(start)
+		if kw == "CREATE" || kw == "ALTER" {
+			// A schema named like the connecting user comes first in the
+			// default search path ("$user", public), so a table in it
+			// shadows the host's for every later call, in every tenant.
+			return sc.refuseRest(start, schemaReason, schemaInstead)
 		}
 	case "RULE":
 		// A rule's action runs as the rule fires; its statements are
@@ -237,20 +241,6 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 		sc.i = save
 	}
 	return sc.scan(start, true)
-}
-
-// createSchema checks the rest of CREATE SCHEMA, which may carry CREATE
-// and GRANT statements of its own.
-func (sc *scanner) createSchema(start int) *Refusal {
-	for {
-		tok := sc.next()
-		switch {
-		case tok.kind == tEOF || tok.kind == tSemi:
-			return nil
-		case tok.kind == tWord && (strings.EqualFold(tok.text, "CREATE") || strings.EqualFold(tok.text, "GRANT")):
-			return sc.refuseRest(start, "creates objects or grants privileges inside CREATE SCHEMA", schemaInstead)
-		}
-	}
 }
 
 // isTempSchema reports whether tok names PostgreSQL's temporary schema:
