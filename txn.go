@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
@@ -99,6 +100,8 @@ type callState struct {
 	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
 	attempt     int             // the run of a write call: 1, more after retries
 	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
+	changes     *changeset.Set  // what a write run changed in tracked tables (changesets.go)
+	undid       []int64         // the history entries an undo_changes call undoes
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
@@ -294,6 +297,8 @@ type prepared struct {
 	fill     uint64
 	attempts int  // runs of a write call's handler (more than one after retries)
 	traced   bool // the call's span is recording: add child spans (telemetry.go)
+	// conversation is Call.Conversation, recorded with the changeset.
+	conversation string
 }
 
 // decodeIn fills in (a pointer to a zero In) from the call's validated
@@ -483,6 +488,9 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		}
 	}
 	if err == nil {
+		err = cs.captureChanges(ctx) // changesets.go
+	}
+	if err == nil {
 		err = r.tx.LeaveRole(ctx, tx) // role.go: llmtool's own statements run as the connecting user
 	}
 	if err == nil {
@@ -494,7 +502,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		return nil, false, retry, err
 	}
 	if cs.preview != nil {
-		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, tx)
+		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, cs.changes, tx)
 		if !commit {
 			_ = tx.Rollback()
 			if err == nil {
@@ -502,6 +510,10 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			}
 			return out, false, false, err
 		}
+	}
+	if err := r.storeChanges(ctx, cs, tx, pa.conversation); err != nil { // changesets.go
+		_ = tx.Rollback()
+		return nil, false, false, err
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
 	err = tx.Commit()
@@ -515,7 +527,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	for _, f := range cs.afterCommit {
 		r.afterCommit(t.spec.Name, f)
 	}
-	res.Content = cs.content
+	res.Content, res.Changeset = cs.content, cs.changes
 	return out, true, false, nil
 }
 
