@@ -88,6 +88,7 @@ func (r *Registry) initChangesets(ctx context.Context, cfg changeset.Config) err
 	if cfg.Tools {
 		r.addBuiltinLocked(r.newUndoTool())
 		r.addBuiltinLocked(r.newListChangesTool())
+		r.addBuiltinLocked(r.newChangesResource())
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func (cs *callState) captureChanges(ctx context.Context) error {
 // storeChanges records a committing call's changeset in the history, in
 // its transaction, and gives the set its ID. It marks the changes an
 // undo undid.
-func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx, conversation string) error {
+func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx) error {
 	set := cs.changes
 	if set == nil || r.tracked == nil {
 		return nil
@@ -131,7 +132,7 @@ func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx, 
 	now := time.Now()
 	err = tx.QueryRowContext(ctx, `INSERT INTO `+changesetsTable+` (tool, principal, tenant, conversation, created_at, rows, not_undoable, undo_of)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		cs.tool.spec.Name, principalID(ctx), TenantFrom(ctx), conversation, now.UnixMilli(), string(rows), set.NotUndoable, undoOf).Scan(&set.ID)
+		cs.tool.spec.Name, principalID(ctx), TenantFrom(ctx), cs.conversation, now.UnixMilli(), string(rows), set.NotUndoable, undoOf).Scan(&set.ID)
 	if err != nil {
 		return fmt.Errorf("llmtool: record the call's changeset: %w", err)
 	}

@@ -242,6 +242,7 @@ func TestChangesetGeneratedColumnsDoNotBreakApproval(t *testing.T) {
 		return r.Preview.Changeset.Digest(func(tb, c string) bool { return tb == "notes" && c == "updated_at" })
 	}
 	require.Equal(t, d(dry1), d(dry2))
+	require.Contains(t, string(dry1.JSON), `"changeset":{"rows":[{"table":"notes","op":"update"`, "a dry run returns the changeset")
 	require.NotEqual(t, dry1.Preview.Changeset.Digest(nil), "", "a digest")
 }
 
@@ -303,9 +304,55 @@ func TestChangesetUndoConflict(t *testing.T) {
 	// the row is back as the edit left it.
 	_, err = f.db.Exec(`UPDATE notes SET content = 'new' WHERE id = 1`)
 	require.NoError(t, err)
-	all := f.call(t, ctx, "undo_changes", `{"conversation": "conv-1"}`)
+	all := f.call(t, ctx, "undo_changes", `{"since": 0}`)
 	require.False(t, all.IsError, all.Text())
 	var n int
 	require.NoError(t, f.db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
 	require.Zero(t, n)
+}
+
+func TestChangesetToolsAndResource(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	other := func(tool, args string) llmtool.Result {
+		return f.reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), Conversation: "conv-2"})
+	}
+	require.False(t, f.call(t, ctx, "cs_add", `{"title": "A"}`).IsError)
+	require.False(t, other("cs_add", `{"title": "B"}`).IsError)
+
+	list := f.call(t, ctx, "list_changes", `{}`)
+	require.False(t, list.IsError, list.Text())
+	var got struct {
+		Changes []changeset.Entry `json:"changes"`
+	}
+	require.NoError(t, json.Unmarshal(list.JSON, &got))
+	require.Len(t, got.Changes, 1, "this conversation's changes")
+	require.Equal(t, "conv-1", got.Changes[0].Conversation)
+	all := f.call(t, ctx, "list_changes", `{"all": true}`)
+	require.NoError(t, json.Unmarshal(all.JSON, &got))
+	require.Len(t, got.Changes, 2)
+
+	res := f.reg.Invoke(ctx, llmtool.Call{Resource: "changes://recent"})
+	require.False(t, res.IsError, res.Text())
+	require.Len(t, res.Content, 1)
+	require.Contains(t, res.Content[0].Text, `"tool":"cs_add"`)
+
+	// With no arguments, undo takes this conversation's last change: the
+	// other conversation's note stays.
+	u := other("undo_changes", `{}`)
+	require.False(t, u.IsError, u.Text())
+	var titles []string
+	rows, err := f.db.Query(`SELECT title FROM notes ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		titles = append(titles, s)
+	}
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{"A"}, titles)
+	none := f.reg.Invoke(ctx, llmtool.Call{Tool: "undo_changes", Args: []byte(`{}`), Conversation: "conv-3"})
+	require.True(t, none.IsError)
+	require.Equal(t, "This conversation has made no changes to undo. Call list_changes with all set to see the workspace's changes.", none.Text())
 }

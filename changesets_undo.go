@@ -23,9 +23,8 @@ const (
 )
 
 type undoIn struct {
-	ID           int64  `json:"id,omitempty" desc:"The change to undo: the changeset id a write reported."`
-	Conversation string `json:"conversation,omitempty" desc:"Undo every change of this conversation after the change 'since', newest first."`
-	Since        int64  `json:"since,omitempty" desc:"With conversation: undo the changes after this id (0: all of them)."`
+	ID    int64  `json:"id,omitempty" desc:"The change to undo: the changeset id a write reported. Leave out to undo this conversation's last change."`
+	Since *int64 `json:"since,omitempty" desc:"Undo every change of this conversation made after the change with this id, newest first (0: all of them)."`
 }
 
 type undoOut struct {
@@ -33,8 +32,8 @@ type undoOut struct {
 }
 
 type listChangesIn struct {
-	Conversation string `json:"conversation,omitempty" desc:"Only this conversation's changes."`
-	Limit        int    `json:"limit,omitempty" desc:"How many, newest first." default:"20" minimum:"1" maximum:"100"`
+	All   bool `json:"all,omitempty" desc:"List the whole workspace's changes, not only this conversation's."`
+	Limit int  `json:"limit,omitempty" desc:"How many, newest first." default:"20" minimum:"1" maximum:"100"`
 }
 
 type listChangesOut struct {
@@ -42,7 +41,7 @@ type listChangesOut struct {
 }
 
 func (r *Registry) newUndoTool() *Tool {
-	t := Write(undoTool, "Undo changes made earlier: one change by its id, or a conversation's changes since a point. Refused, with nothing undone, if a row changed since.",
+	t := Write(undoTool, "Undo changes made earlier: this conversation's last change, one change by its id, or this conversation's changes since one. Refused, with nothing undone, if a row changed since.",
 		func(c *WriteCtx, in undoIn) (undoOut, error) {
 			return c.call.undo(c, in)
 		}, Summary("Undo earlier changes"))
@@ -51,9 +50,16 @@ func (r *Registry) newUndoTool() *Tool {
 }
 
 func (r *Registry) newListChangesTool() *Tool {
-	t := Read(listChangesTool, "List recent changes in this workspace, newest first, with their ids for undo_changes.",
+	t := Read(listChangesTool, "List the changes made in this conversation (or the whole workspace), newest first, with their ids for undo_changes.",
 		func(c *ReadCtx, in listChangesIn) (listChangesOut, error) {
-			es, err := c.call.reg.listChanges(c, changeset.Filter{Tenant: TenantFrom(c), Conversation: in.Conversation, Limit: in.Limit})
+			f := changeset.Filter{Tenant: TenantFrom(c), Limit: in.Limit}
+			if !in.All {
+				f.Conversation = c.call.conversation
+			}
+			es, err := c.call.reg.listChanges(c, f)
+			if es == nil {
+				es = []changeset.Entry{}
+			}
 			return listChangesOut{Changes: es}, err
 		}, Summary("List recent changes"))
 	t.spec.Module = "changesets"
@@ -80,10 +86,10 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 	switch {
 	case in.ID > 0:
 		f.IDs = []int64{in.ID}
-	case in.Conversation != "":
-		f.Conversation, f.After, f.Limit = in.Conversation, in.Since, 1<<30
+	case in.Since != nil:
+		f.Conversation, f.After, f.Limit = cs.conversation, *in.Since, 1<<30
 	default:
-		return undoOut{}, InvalidArgs("Say what to undo.").Next("Send id (a changeset id), or conversation and since.")
+		f.Conversation, f.Limit = cs.conversation, 1
 	}
 	entries, err := changeset.List(c, ownQueryer{cs}, f)
 	if err != nil {
@@ -93,7 +99,7 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 		if in.ID > 0 {
 			return undoOut{}, NotFound("There is no change %d in this workspace.", in.ID).Next("Call list_changes for the ids of recent changes.")
 		}
-		return undoOut{}, NotFound("This conversation has no changes after %d.", in.Since).Next("Call list_changes to see the changes.")
+		return undoOut{}, NotFound("This conversation has made no changes to undo.").Next("Call list_changes with all set to see the workspace's changes.")
 	}
 	// Pairs within the range cancel out: a change undone by a later one
 	// in the range, and that undo.
@@ -112,7 +118,7 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 	out := undoOut{Undone: []int64{}}
 	u := undoer{c: c, sqlite: cs.reg.tx.Engine == engine.SQLite}
 	for _, e := range entries {
-		if in.Conversation != "" && (e.UndoneBy != 0 || (e.UndoOf != 0 && inRange[e.UndoOf])) {
+		if in.Since != nil && (e.UndoneBy != 0 || (e.UndoOf != 0 && inRange[e.UndoOf])) {
 			continue
 		}
 		switch {
@@ -312,4 +318,26 @@ func sortedCols(v changeset.Values) []string {
 // quoteIdent quotes a table or column name for SQL.
 func quoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// newChangesResource is the history as a resource: the workspace's last
+// changes, as list_changes with all set gives them.
+func (r *Registry) newChangesResource() *Tool {
+	t := Resource("recent_changes", "changes://recent", "The workspace's recent changes, newest first.",
+		func(c *ReadCtx, _ struct{}) (Rich, error) {
+			es, err := c.call.reg.listChanges(c, changeset.Filter{Tenant: TenantFrom(c), Limit: 50})
+			if err != nil {
+				return Rich{}, err
+			}
+			if es == nil {
+				es = []changeset.Entry{}
+			}
+			b, err := marshal(listChangesOut{Changes: es})
+			if err != nil {
+				return Rich{}, err
+			}
+			return Rich{Content: []Content{ResourceContent("changes://recent", "application/json", string(b), nil)}}, nil
+		})
+	t.spec.Module = "changesets"
+	return t
 }

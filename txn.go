@@ -88,20 +88,21 @@ type callState struct {
 	// mu orders queries against the end of the call: queries hold it for
 	// reading, finish takes it for writing, so no query can start on a
 	// connection after it went back to the pool.
-	mu          sync.RWMutex
-	done        atomic.Bool
-	afterCommit []func()
-	content     []Content       // parts of a Rich result
-	preview     *previewState   // counts changed rows when the call previews (approval.go)
-	summary     string          // WriteCtx.Describe
-	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
-	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
-	policy      *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
-	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
-	attempt     int             // the run of a write call: 1, more after retries
-	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
-	changes     *changeset.Set  // what a write run changed in tracked tables (changesets.go)
-	undid       []int64         // the history entries an undo_changes call undoes
+	mu           sync.RWMutex
+	done         atomic.Bool
+	afterCommit  []func()
+	content      []Content       // parts of a Rich result
+	preview      *previewState   // counts changed rows when the call previews (approval.go)
+	summary      string          // WriteCtx.Describe
+	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
+	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
+	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
+	retryable    atomic.Bool     // a statement failed with a serialization failure or deadlock
+	attempt      int             // the run of a write call: 1, more after retries
+	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
+	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
+	undid        []int64         // the history entries an undo_changes call undoes
+	conversation string          // Call.Conversation
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
@@ -388,7 +389,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy()}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy(), conversation: pa.conversation}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -442,7 +443,7 @@ func retryPause(ctx context.Context, attempt int) error {
 // PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
 // handler may run again on a fresh transaction.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: attempt, preview: pa.preview, traced: pa.traced}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: attempt, preview: pa.preview, traced: pa.traced, conversation: pa.conversation}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
 	}
@@ -511,7 +512,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			return out, false, false, err
 		}
 	}
-	if err := r.storeChanges(ctx, cs, tx, pa.conversation); err != nil { // changesets.go
+	if err := r.storeChanges(ctx, cs, tx); err != nil { // changesets.go
 		_ = tx.Rollback()
 		return nil, false, false, err
 	}

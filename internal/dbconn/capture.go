@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ type Capture struct {
 	mu        sync.Mutex
 	on        bool
 	changes   []rawChange
-	untracked string // the first host table changed that is not tracked
+	untracked []string // the host tables changed that are not tracked
 }
 
 // rawChange is one row change as the hook saw it: values by column
@@ -65,17 +66,17 @@ func (c *Capture) Tracked(table string) bool { return c != nil && c.track[string
 // start begins recording a call's changes.
 func (c *Capture) start() {
 	c.mu.Lock()
-	c.on, c.changes, c.untracked = true, nil, ""
+	c.on, c.changes, c.untracked = true, nil, nil
 	c.mu.Unlock()
 }
 
 // stop ends recording and returns what was recorded.
-func (c *Capture) stop() ([]rawChange, string) {
+func (c *Capture) stop() ([]rawChange, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.on = false
 	ch, u := c.changes, c.untracked
-	c.changes, c.untracked = nil, ""
+	c.changes, c.untracked = nil, nil
 	return ch, u
 }
 
@@ -87,8 +88,8 @@ func (c *Capture) hook(d sqlite.SQLitePreUpdateData) {
 		return
 	}
 	if !c.track[strings.ToLower(d.TableName)] {
-		if c.untracked == "" {
-			c.untracked = d.TableName
+		if !slices.Contains(c.untracked, d.TableName) {
+			c.untracked = append(c.untracked, d.TableName)
 		}
 		return
 	}
@@ -136,16 +137,20 @@ func uninstallHook(conn *sql.Conn) {
 }
 
 // Columns is what the registry knows of a tracked table: its columns in
-// order and the positions of its primary key's (none: the rowid is the
-// key).
+// order, the positions of its primary key's (none: the rowid is the
+// key), and whether it has a rowid no column names (a rowid table whose
+// key is not an INTEGER PRIMARY KEY), which changesets record as the
+// column "rowid" so that undo puts a row back where it was.
 type Columns struct {
-	Names []string
-	Key   []int
+	Names       []string
+	Key         []int
+	HiddenRowID bool
 }
 
-// SQLiteColumns reads table's columns with PRAGMA table_info.
+// SQLiteColumns reads table's columns with PRAGMA table_info and
+// table_list.
 func SQLiteColumns(ctx context.Context, q Querier, table string) (Columns, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, pk FROM pragma_table_info(?) ORDER BY cid`, table)
+	rows, err := q.QueryContext(ctx, `SELECT name, pk, upper(type) FROM pragma_table_info(?) ORDER BY cid`, table)
 	if err != nil {
 		return Columns{}, err
 	}
@@ -153,14 +158,16 @@ func SQLiteColumns(ctx context.Context, q Querier, table string) (Columns, error
 	var cols Columns
 	type pk struct{ pos, order int }
 	var pks []pk
+	intKey := false
 	for rows.Next() {
-		var name string
+		var name, typ string
 		var order int
-		if err := rows.Scan(&name, &order); err != nil {
+		if err := rows.Scan(&name, &order, &typ); err != nil {
 			return Columns{}, err
 		}
 		if order > 0 {
 			pks = append(pks, pk{len(cols.Names), order})
+			intKey = typ == "INTEGER"
 		}
 		cols.Names = append(cols.Names, name)
 	}
@@ -174,7 +181,23 @@ func SQLiteColumns(ctx context.Context, q Querier, table string) (Columns, error
 	for _, p := range pks {
 		cols.Key[p.order-1] = p.pos
 	}
+	var withoutRowID bool
+	if err := q.QueryRowContext(ctx, `SELECT wr FROM pragma_table_list(?)`, table).Scan(&withoutRowID); err != nil {
+		return Columns{}, err
+	}
+	cols.HiddenRowID = !withoutRowID && len(pks) > 0 && !(len(pks) == 1 && intKey)
 	return cols, nil
+}
+
+// shadow reports whether table is a virtual table's shadow table (the
+// storage of a full-text index, say), which the host's triggers keep in
+// step with its tables.
+func shadow(ctx context.Context, q Querier, table string) (bool, error) {
+	var typ string
+	if err := q.QueryRowContext(ctx, `SELECT type FROM pragma_table_list(?)`, table).Scan(&typ); err != nil {
+		return false, err
+	}
+	return typ == "shadow", nil
 }
 
 // Changes ends the capture of w's call and returns its changeset: the
@@ -186,8 +209,15 @@ func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
 	}
 	raw, untracked := w.capture.stop()
 	set := &changeset.Set{}
-	if untracked != "" {
-		set.NotUndoable = fmt.Sprintf("it changed table %s, which is not tracked", untracked)
+	for _, t := range untracked {
+		sh, err := shadow(ctx, w.Tx, t)
+		if err != nil {
+			return nil, err
+		}
+		if !sh {
+			set.NotUndoable = fmt.Sprintf("it changed table %s, which is not tracked", t)
+			break
+		}
 	}
 	if d := w.Policy.schemaChange(); d != "" && set.NotUndoable == "" {
 		set.NotUndoable = "it changed the schema (" + d + ")"
@@ -230,6 +260,9 @@ func (c *Capture) values(table string, cols Columns, vals []any, rowID int64, se
 			set.NotUndoable = fmt.Sprintf("%s.%s: %v", table, cols.Names[i], err)
 		}
 		v[cols.Names[i]] = raw
+	}
+	if cols.HiddenRowID {
+		v["rowid"] = json.RawMessage(strconv.FormatInt(rowID, 10))
 	}
 	key := make(changeset.Values, max(len(cols.Key), 1))
 	if len(cols.Key) == 0 {
