@@ -53,7 +53,7 @@ func (r *Registry) newListChangesTool() *Tool {
 	t := Read(listChangesTool, "List the changes made in this conversation (or the whole workspace), newest first, with their ids for undo_changes.",
 		func(c *ReadCtx, in listChangesIn) (listChangesOut, error) {
 			f := changeset.Filter{Tenant: TenantFrom(c), Limit: in.Limit}
-			if !in.All {
+			if !in.All && c.call.conversation != "" {
 				f.Conversation = c.call.conversation
 			}
 			es, err := c.call.reg.listChanges(c, f)
@@ -86,6 +86,8 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 	switch {
 	case in.ID > 0:
 		f.IDs = []int64{in.ID}
+	case cs.conversation == "":
+		return undoOut{}, InvalidArgs("This call belongs to no conversation, so say which change to undo.").Next("Send id: a changeset id from a write's result or from list_changes.")
 	case in.Since != nil:
 		f.Conversation, f.After, f.Limit = cs.conversation, *in.Since, 1<<30
 	default:
