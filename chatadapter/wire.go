@@ -12,7 +12,8 @@ import (
 
 // ParseCalls extracts the tool calls of one model turn, in the model's
 // order. See Dispatch for the forms turn may take. A turn without tool
-// calls gives none and no error.
+// calls gives none and no error; a turn in another format than shape's
+// is a *ShapeError.
 func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
@@ -20,6 +21,9 @@ func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	turn = bytes.TrimSpace(turn)
 	if len(turn) == 0 || (turn[0] != '{' && turn[0] != '[') {
 		return nil, fmt.Errorf("chatadapter: %s turn: expected a JSON object or array", shape.wire())
+	}
+	if seen, sign := sniff(turn); seen != 0 && seen != shape.wire() {
+		return nil, &ShapeError{Want: shape, Seen: seen, Sign: sign}
 	}
 	var calls []ToolCall
 	var err error
