@@ -108,7 +108,7 @@ func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step
 			return nil, err
 		}
 		obs.emit(Event{Kind: ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: err})
-		if err := r.sleep(ctx, wait); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("chatadapter: run: %w", err)
 		}
 	}

@@ -180,7 +180,6 @@ type Runner struct {
 	retryDelay time.Duration
 	url        string
 	client     *http.Client
-	sleep      func(context.Context, time.Duration) error // the pause before a retry; tests shorten it
 }
 
 // NewRunner returns a Runner for a's tools over ep, configured by opts
@@ -191,7 +190,7 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 		opts = &RunOptions{}
 	}
 	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: DefaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
-		retries: DefaultMaxRetries, retryDelay: DefaultRetryDelay, client: ep.HTTPClient, sleep: sleep}
+		retries: DefaultMaxRetries, retryDelay: DefaultRetryDelay, client: ep.HTTPClient}
 	if r.shape == 0 {
 		r.shape = OpenAIChat
 	}

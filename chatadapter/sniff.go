@@ -52,7 +52,7 @@ func sniff(turn []byte) (Shape, string) {
 	}{{"choices", OpenAIChat}, {"tool_calls", OpenAIChat}, {"output", OpenAIResponses}, {"stop_reason", Anthropic},
 		{"candidates", Gemini}, {"parts", Gemini}} {
 		if _, ok := m[k.key]; ok {
-			return k.shape, fmt.Sprintf("a %q member", k.key)
+			return k.shape, fmt.Sprintf("its %q member", k.key)
 		}
 	}
 	if _, ok := m["type"]; ok {
