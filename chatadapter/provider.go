@@ -239,7 +239,7 @@ func readResponses(b []byte) (step, error) {
 			} `json:"input_tokens_details"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(b, &r); err != nil || r.Object != "response" {
+	if err := json.Unmarshal(b, &r); err != nil || (r.Object != "response" && r.Output == nil) {
 		return step{}, fmt.Errorf("response is not a Responses API response (%v): %s", err, excerpt(b, 512))
 	}
 	st := step{usage: Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens}}
@@ -289,7 +289,7 @@ func readAnthropic(b []byte) (step, error) {
 			CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(b, &r); err != nil || r.Type != "message" {
+	if err := json.Unmarshal(b, &r); err != nil || (r.Type != "message" && r.Content == nil) {
 		return step{}, fmt.Errorf("response is not an Anthropic message (%v): %s", err, excerpt(b, 512))
 	}
 	u := r.Usage
