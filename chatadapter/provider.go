@@ -53,9 +53,9 @@ func (u Usage) add(v Usage) Usage {
 // requires one, unless RunOptions.RequestFields has it.
 const anthropicMaxTokens = 4096
 
-// AnthropicVersion is the anthropic-version header Run sends, unless
+// anthropicVersion is the anthropic-version header Run sends, unless
 // Endpoint.Header has one.
-const AnthropicVersion = "2023-06-01"
+const anthropicVersion = "2023-06-01"
 
 // endpointURL is where requests of shape go.
 func endpointURL(ep Endpoint, shape Shape) string {
@@ -87,7 +87,7 @@ func headers(ep Endpoint, shape Shape, set *ToolSet) http.Header {
 	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 	switch shape.wire() {
 	case Anthropic:
-		h.Set("Anthropic-Version", AnthropicVersion)
+		h.Set("Anthropic-Version", anthropicVersion)
 		if ep.APIKey != "" {
 			h.Set("X-Api-Key", ep.APIKey)
 		}
