@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -63,19 +64,33 @@ func newApprovalFixture(t testing.TB) (*fixture, *eventLog) {
 	return &fixture{db: db, reg: reg, a: chatadapter.New(reg, nil), ctx: ctx}, log
 }
 
-// eventLog keeps the lines of finished calls.
+// eventLog keeps the lines of finished and paused calls, and counts the
+// calls started by ID.
 type eventLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	lines   []string
+	started map[string]int
 }
 
 func (l *eventLog) add(e chatadapter.Event) {
-	if e.Kind != chatadapter.CallFinished {
-		return
-	}
 	l.mu.Lock()
-	l.lines = append(l.lines, e.String())
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	switch e.Kind {
+	case chatadapter.CallStarted:
+		if l.started == nil {
+			l.started = map[string]int{}
+		}
+		l.started[e.CallID]++
+	case chatadapter.CallFinished, chatadapter.CallPaused:
+		l.lines = append(l.lines, e.String())
+	}
+}
+
+// starts returns how many times each call ID started.
+func (l *eventLog) starts() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.started)
 }
 
 // take returns the lines since the last take.
@@ -183,6 +198,7 @@ func TestResume(t *testing.T) {
 			require.Equal(t, tt.wantTexts, texts(r.Outcomes))
 			require.Len(t, r.Messages, 4)
 			require.Equal(t, tt.wantRows, f.rows(t))
+			require.Equal(t, map[string]int{"c1": 1, "c2": 1, "c3": 1, "c4": 1}, events.starts(), "one card per call: the pause does not start it again")
 			_, err = r.Resume(f.ctx, true)
 			require.ErrorIs(t, err, chatadapter.ErrNotPending)
 		})
@@ -459,7 +475,9 @@ func TestRunApprovalStepLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, tr.Pending)
 	tr, err = tr.Resume(f.ctx, true)
-	require.ErrorIs(t, err, chatadapter.ErrStepLimit)
+	require.NoError(t, err, "the step limit ends the turn with its history, not an error")
+	require.ErrorIs(t, tr.Stopped, chatadapter.ErrStepLimit)
+	require.Nil(t, tr.Pending)
 	require.Equal(t, 1, tr.Steps)
 	require.Len(t, m.requests(), 1)
 	require.Equal(t, `{"role":"tool","tool_call_id":"call_1","content":"{\"removed\":1,\"name\":\"apple\"}"}`, string(tr.Messages[2]))

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/internal/callinfo"
 )
 
@@ -19,13 +19,13 @@ type ToolCall struct {
 	// ID identifies the call in the conversation: OpenAI's tool_call id or
 	// call_id, Anthropic's tool_use id, Gemini's functionCall id ("" when
 	// the model sent none; Gemini then pairs results by name and order).
-	ID string
+	ID string `json:"id,omitempty"`
 	// Name is the tool's name.
-	Name string
+	Name string `json:"name"`
 	// Args are the arguments as the model sent them: the text of OpenAI's
 	// arguments string, Anthropic's input object, Gemini's args object.
 	// They may be malformed; Invoke reports that to the model.
-	Args json.RawMessage
+	Args json.RawMessage `json:"args,omitempty"`
 }
 
 // Outcome is the result of one call of a turn.
@@ -38,19 +38,20 @@ type Outcome struct {
 // Reply is what Dispatch gives back for one model turn.
 type Reply struct {
 	// Outcomes are the calls' results, in the model's order. While a call
-	// waits for approval (Pending), they are the calls before it.
+	// waits for the person (Pending), they are the calls before it.
 	Outcomes []Outcome
 	// Messages are what to append to the conversation before the next
 	// request, in the turn's format: one tool message per call for OpenAI
 	// Chat Completions, one function_call_output item per call for OpenAI
 	// Responses, one user message of tool_result blocks for Anthropic, one
 	// user content of functionResponse parts for Gemini. Empty when the
-	// turn asked for no calls, and while a call waits for approval: the
+	// turn asked for no calls, and while a call waits for the person: the
 	// providers take the next request only with a result for every call.
 	Messages []json.RawMessage
-	// Pending is the call that waits for a person's approval, nil if none:
-	// show it, then Resume with the person's answer. The calls after it
-	// have not run yet (see the package documentation).
+	// Pending is the call that waits for the person (an approval, or an
+	// answer to the tool's question), nil if none: show it, then Resume
+	// or ResumeWith the person's answer. The calls after it have not run
+	// yet (see the package documentation).
 	Pending *Pending
 
 	paused *paused // set with Pending
@@ -73,19 +74,35 @@ type Reply struct {
 // described in the package documentation (reads of a run of reads
 // concurrently, writes one at a time in order) with the tenant and principal
 // in ctx. An unknown tool, malformed arguments or a failed call become error
-// results for the model; Dispatch returns an error only when turn cannot be
-// parsed at all.
+// results for the model.
 //
-// A write call that needs a person's approval (llmtool.NeedsApproval,
-// Registry.Tenants().SetApproval) pauses the turn there: the reply's Pending shows
-// what it would change, and Reply.Resume goes on with the person's answer.
+// A call that needs the person pauses the turn there: a write that needs
+// approval (llmtool.NeedsApproval, Registry.Tenants().SetApproval), or a
+// tool that asks a question (ask.Elicit). The reply's Pending shows what
+// to ask, and Reply.Resume or Reply.ResumeWith goes on with the answer.
+//
+// Dispatch fails when turn cannot be read: not JSON, or in another shape
+// than shape (a *ShapeError). When ctx ends during the turn, it returns
+// the reply with an error wrapping ctx.Err(): the calls that had not
+// finished report that they were cancelled, those that committed stay
+// committed, and Messages has a result for every call, so the
+// conversation stays whole.
 func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Reply, error) {
 	calls, err := ParseCalls(shape, turn)
 	if err != nil {
 		return nil, err
 	}
 	t := a.newTurn(ctx, shape, calls)
-	return t.reply(ctx, a.execute(ctx, t.calls, t.specs, t.out, 0, nil, true)), nil
+	r := t.reply(t.execute(ctx, a.observer(ctx), 0, true))
+	return r, cancelled(ctx, "dispatch")
+}
+
+// cancelled wraps ctx's error, if it ended, for op.
+func cancelled(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("chatadapter: %s: %w", op, err)
+	}
+	return nil
 }
 
 // Execute runs calls in the order described in the package documentation
@@ -96,62 +113,97 @@ func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Repl
 // for optional parameters it leaves out mean "absent" to Invoke itself,
 // for every adapter.
 //
-// Execute does not wait for approvals: a call that needs one fails, as any
-// failed call, with its approval request in Outcome.Result.Approval, and
-// the calls after it run. Dispatch and Reply.Resume, or Run, let a person
-// approve it first.
+// Execute does not wait for the person: a call that needs approval fails,
+// as any failed call, with its approval request in
+// Outcome.Result.Approval, and the calls after it run; a tool that asks a
+// question gets ask.ErrUnsupported. Dispatch and Reply.Resume, or Run,
+// let the person answer first.
 func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
-	out := make([]Outcome, len(calls))
-	a.execute(ctx, calls, a.specs(ctx, calls), out, 0, nil, false)
-	return out
+	t := a.newTurn(ctx, 0, calls)
+	t.execute(ctx, a.observer(ctx), 0, false)
+	return t.out
 }
 
-func (a *Adapter) specs(ctx context.Context, calls []ToolCall) []*llmtool.Spec {
-	specs := make([]*llmtool.Spec, len(calls))
-	for i, c := range calls {
-		specs[i], _ = a.reg.Tool(ctx, c.Name)
+// turn is a dispatched turn's calls and their outcomes so far.
+type turn struct {
+	a     *Adapter
+	shape Shape
+	calls []ToolCall
+	specs []*llmtool.Spec // nil in a turn restored from JSON until it resumes
+	out   []Outcome       // in the model's order
+	state []callState
+}
+
+// callState is where one call of a turn stands.
+type callState struct {
+	done    bool       // out holds its result
+	pending *Pending   // it waits for the person
+	token   string     // the approval token the registry issued, whatever Pending says
+	digest  string     // the pending question's digest
+	answers []answered // the person's answers to its questions, every round
+}
+
+func (a *Adapter) newTurn(ctx context.Context, shape Shape, calls []ToolCall) *turn {
+	t := &turn{a: a, shape: shape, calls: calls, out: make([]Outcome, len(calls)), state: make([]callState, len(calls))}
+	t.lookup(ctx)
+	return t
+}
+
+// lookup finds the calls' tools for the tenant and principal in ctx.
+func (t *turn) lookup(ctx context.Context) {
+	if t.specs != nil {
+		return
 	}
-	return specs
+	t.specs = make([]*llmtool.Spec, len(t.calls))
+	for i, c := range t.calls {
+		t.specs[i], _ = t.a.reg.Tool(ctx, c.Name)
+	}
 }
 
-// execute runs calls[from:] into out, the call at from with answer (nil
-// for none). With pause, it stops at a call that asks for approval and
-// returns its index; it returns -1 when every call ran.
-func (a *Adapter) execute(ctx context.Context, calls []ToolCall, specs []*llmtool.Spec, out []Outcome, from int, answer *approval.Answer, pause bool) int {
-	obs := newObserver(ctx)
-	locale := a.localeOf(ctx)
+// execute runs the calls from index from on that have not run, and
+// returns the index of the first that waits for the person, or -1 when
+// every call has its result. With pause false, no call waits: approvals
+// fail and questions are refused.
+func (t *turn) execute(ctx context.Context, obs *observer, from int, pause bool) int {
 	// Runs of adjacent reads (unknown tools count as reads: they fail
 	// without touching the database) run concurrently; a write runs alone.
-	// Only a write can ask for approval, so a pause comes between runs.
-	for i := from; i < len(calls); {
+	// A read that asks a question pauses the turn once its run is done.
+	for i := from; i < len(t.calls); {
+		if t.state[i].pending != nil {
+			return i // it asked while other reads of its run ran
+		}
+		if t.state[i].done {
+			i++
+			continue
+		}
 		j := i + 1
-		if isRead(specs[i]) {
-			for j < len(calls) && isRead(specs[j]) {
+		if isRead(t.specs[i]) {
+			for j < len(t.calls) && isRead(t.specs[j]) && !t.state[j].done && t.state[j].pending == nil {
 				j++
 			}
 		}
-		if j-i == 1 || a.maxParallel == 1 {
+		if j-i == 1 || t.a.maxParallel == 1 {
 			for k := i; k < j; k++ {
-				var ans *approval.Answer
-				if k == from {
-					ans = answer
-				}
-				out[k] = a.call(ctx, k, calls[k], specs[k], ans, locale, obs)
-				if pause && out[k].Result.Approval != nil {
+				if t.call(ctx, obs, k, nil, pause); t.state[k].pending != nil {
 					return k
 				}
 			}
 		} else {
-			sem := make(chan struct{}, a.maxParallel)
+			sem := make(chan struct{}, t.a.maxParallel)
 			var wg sync.WaitGroup
 			for k := i; k < j; k++ {
 				sem <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-sem }()
-					out[k] = a.call(ctx, k, calls[k], specs[k], nil, locale, obs)
+					t.call(ctx, obs, k, nil, pause)
 				})
 			}
 			wg.Wait()
+			for k := i; k < j; k++ {
+				if t.state[k].pending != nil {
+					return k
+				}
+			}
 		}
 		i = j
 	}
@@ -167,22 +219,46 @@ func (a *Adapter) localeOf(ctx context.Context) string {
 
 func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 
-func (a *Adapter) call(ctx context.Context, index int, c ToolCall, spec *llmtool.Spec, answer *approval.Answer, locale string, obs *observer) Outcome {
-	ev := Event{Index: index, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
-	if obs != nil {
-		ev.FriendlyName = a.friendlyName(c.Name, spec, locale)
-		ev.Kind = CallStarted
-		obs.emit(ev)
+// call runs call k through Registry.Invoke, with the person's answer to
+// its approval (nil for none) and, with pause, an Asker holding its
+// answers; it records the outcome, or what the call waits for.
+func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.Answer, pause bool) {
+	c, spec, st := t.calls[k], t.specs[k], &t.state[k]
+	resumed := answer != nil || len(st.answers) > 0
+	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
+	if obs != nil { // the friendly name is for the person: events, or a pause
+		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
+		if !resumed { // one card per call: a call that ran before its pause started then
+			ev.Kind = CallStarted
+			obs.emit(ev)
+		}
 		ctx = callinfo.WithReporter(ctx, &reporter{obs: obs, ev: ev})
 	}
-	start := time.Now()
-	res := a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: a.budget})
-	d := time.Since(start)
-	if obs != nil {
-		ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
-		obs.emit(ev)
+	var q *asker
+	if pause {
+		q = &asker{answers: st.answers}
+		ctx = ask.With(ctx, q)
 	}
-	return Outcome{Call: c, Result: res, Duration: d}
+	start := time.Now()
+	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget})
+	d := time.Since(start)
+	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
+	ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
+	asked := pause && q.asked != nil && errors.Is(res.Err, ask.ErrInputRequired)
+	if (asked || pause && res.Approval != nil) && ev.FriendlyName == "" {
+		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
+	}
+	switch {
+	case pause && res.Approval != nil:
+		st.pending, st.token = t.a.approvalPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), res.Approval), res.Approval.Token
+		ev.Kind = CallPaused
+	case asked:
+		st.pending, st.digest = t.a.questionPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), q.asked), q.digest
+		ev.Kind = CallPaused
+	default:
+		st.done = true
+	}
+	obs.emit(ev)
 }
 
 func (a *Adapter) friendlyName(tool string, spec *llmtool.Spec, locale string) string {
@@ -193,126 +269,12 @@ func (a *Adapter) friendlyName(tool string, spec *llmtool.Spec, locale string) s
 	return a.msgs.FriendlyName(tool, defined, locale)
 }
 
-// EventKind says what an Event reports.
-type EventKind uint8
-
-const (
-	// CallStarted: the call is about to run.
-	CallStarted EventKind = iota + 1
-	// CallProgress: the tool reported progress (ReadCtx.Progress).
-	CallProgress
-	// CallFinished: the call returned; Duration, IsError and Err are set.
-	CallFinished
-)
-
-// Event reports one step of one tool call, for a chat UI to show
-// "Create note… done".
-type Event struct {
-	Kind         EventKind // what the event reports
-	Index        int       // the call's position in its turn
-	CallID       string    // the call's ID in the conversation
-	Tool         string    // the tool's name
-	FriendlyName string    // the tool's label in the chosen locale, such as "Create note"
-	Write        bool      // a write tool
-
-	// CallProgress only: progress as the tool reported it (Total 0 if
-	// unknown) and its message.
-	Progress, Total float64
-	Message         string // the progress message, "" if none
-
-	// CallFinished only.
-	Duration time.Duration // how long the call took
-	IsError  bool          // the call failed, or waits for approval (Err wraps approval.ErrRequired)
-	Err      error         // the error behind a failed call (llmtool.Result.Err)
-}
-
-// String renders the event as a progress line: "Create note…",
-// "Create note… 3/10 copying", "Create note… done", "Create note… failed";
-// a call that waits for a person's approval is "Delete note… needs
-// approval", and one whose approval was denied (or expired) is
-// "Delete note… not approved".
-func (e Event) String() string {
-	name := e.FriendlyName
-	if name == "" {
-		name = e.Tool
+// reply is the turn's reply after a run of execute: complete (at < 0),
+// or paused at call at.
+func (t *turn) reply(at int) *Reply {
+	if at < 0 {
+		return &Reply{Outcomes: t.out, Messages: Render(t.shape, t.out)}
 	}
-	switch e.Kind {
-	case CallFinished:
-		switch {
-		case errors.Is(e.Err, approval.ErrRequired):
-			return name + "… needs approval"
-		case errors.Is(e.Err, approval.ErrRefused):
-			return name + "… not approved"
-		case e.IsError:
-			return name + "… failed"
-		}
-		return name + "… done"
-	case CallProgress:
-		s := name + "… "
-		if e.Total > 0 {
-			s += fmt.Sprintf("%g/%g", e.Progress, e.Total)
-		} else {
-			s += fmt.Sprintf("%g", e.Progress)
-		}
-		if e.Message != "" {
-			s += " " + e.Message
-		}
-		return s
-	}
-	return name + "…"
+	p := *t.state[at].pending
+	return &Reply{Outcomes: t.out[:at:at], Pending: &p, paused: &paused{turn: t, at: at}}
 }
-
-type eventsKey struct{}
-type localeKey struct{}
-
-// WithEvents returns a context whose tool calls (through Dispatch,
-// Execute and Run) report their events to f. Calls to f are serialized,
-// in the order the events happen; f should return quickly.
-func WithEvents(ctx context.Context, f func(Event)) context.Context {
-	return context.WithValue(ctx, eventsKey{}, f)
-}
-
-// WithLocale returns a context whose events carry friendly names in
-// locale, such as "de".
-func WithLocale(ctx context.Context, locale string) context.Context {
-	return context.WithValue(ctx, localeKey{}, locale)
-}
-
-// LocaleFrom returns the locale set by WithLocale, or "".
-func LocaleFrom(ctx context.Context) string {
-	s, _ := ctx.Value(localeKey{}).(string)
-	return s
-}
-
-type observer struct {
-	mu sync.Mutex
-	f  func(Event)
-}
-
-func newObserver(ctx context.Context) *observer {
-	f, _ := ctx.Value(eventsKey{}).(func(Event))
-	if f == nil {
-		return nil
-	}
-	return &observer{f: f}
-}
-
-func (o *observer) emit(e Event) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.f(e)
-}
-
-// reporter turns a tool's progress reports into CallProgress events.
-type reporter struct {
-	obs *observer
-	ev  Event
-}
-
-func (r *reporter) Progress(_ context.Context, done, total float64, message string) {
-	e := r.ev
-	e.Kind, e.Progress, e.Total, e.Message = CallProgress, done, total, message
-	r.obs.emit(e)
-}
-
-func (r *reporter) Log(context.Context, slog.Level, string) {}

@@ -6,195 +6,316 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
-	"unicode/utf8"
+	"time"
+
+	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/i18n"
 )
 
-// Endpoint is an OpenAI-compatible chat completions server: OpenAI itself,
-// or a local llama.cpp, Ollama or vLLM server.
-type Endpoint struct {
-	// BaseURL is the API root including its version, such as
-	// "https://api.openai.com/v1" or "http://localhost:11434/v1". Run
-	// posts to BaseURL + "/chat/completions".
-	BaseURL string
-	// APIKey is sent as "Authorization: Bearer <APIKey>"; leave it empty
-	// for servers that need none.
-	APIKey string
-	// Model is the request's model field.
-	Model string
-	// HTTPClient sends the requests; nil means http.DefaultClient. Set its
-	// Timeout, or give Run a context with a deadline, to bound a request.
-	HTTPClient *http.Client
-}
-
-// DefaultMaxSteps is how many requests Run sends at most unless
-// RunOptions.MaxSteps says otherwise.
+// DefaultMaxSteps is how many requests Run sends at most in one turn
+// unless RunOptions.MaxSteps says otherwise.
 const DefaultMaxSteps = 15
 
 // RunOptions configures Run. A nil *RunOptions, like the zero value, gives
 // every field's default.
 type RunOptions struct {
-	// MaxSteps is how many requests Run sends at most. Each request is a
-	// step; the tool calls it answers with run before the next. Default
-	// (0 or less): DefaultMaxSteps.
+	// MaxSteps is how many requests Run sends at most in one turn. Each
+	// request is a step; the tool calls it answers with run before the
+	// next. At the limit the turn stops (Transcript.Stopped). Default (0
+	// or less): DefaultMaxSteps.
 	MaxSteps int
 
-	// Strict sends the strict-mode tool set (OpenAIChatStrict), for models
-	// that support OpenAI's structured outputs. Default: false, the plain
-	// OpenAIChat set.
+	// Strict sends the strict-mode tool set (OpenAIChatStrict,
+	// OpenAIResponsesStrict), for models that support OpenAI's structured
+	// outputs. Anthropic and Gemini have none and ignore it. Default:
+	// false, the plain set.
 	Strict bool
 
-	// RequestFields are added to every request, such as "temperature" or
-	// "parallel_tool_calls", in the order of their names; each value is
-	// encoded with encoding/json (without HTML escaping). Default: none.
+	// System is the system prompt, sent in each API's place for it: a
+	// first system message for OpenAI Chat Completions, "instructions"
+	// for OpenAI Responses, "system" for Anthropic, "systemInstruction"
+	// for Gemini. It is not part of Transcript.Messages. Default: none.
+	System string
+
+	// RequestFields are added to every request, such as "temperature",
+	// "parallel_tool_calls", "max_tokens" or Gemini's "generationConfig",
+	// in the order of their names; each value is encoded with
+	// encoding/json (without HTML escaping), and replaces a member Run
+	// sets itself (Anthropic's max_tokens, 4096 unless given here).
+	// Default: none.
 	RequestFields map[string]any
+
+	// TokenBudget stops a turn once its requests used this many tokens
+	// (Usage.Total, summed): Run sends no further request, and the turn
+	// ends with the results of the calls it ran (Transcript.Stopped).
+	// Default: 0, no budget.
+	TokenBudget int
+
+	// MaxRetries is how many times Run tries a request again after a 429,
+	// a 5xx or a broken connection, waiting as the server asks
+	// (Retry-After) or RetryDelay, doubled each time; ctx bounds the
+	// whole. Default (0): DefaultMaxRetries; less than 0: none.
+	MaxRetries int
+
+	// RetryDelay is the first pause before a retry the server gave no
+	// time for. Default (0 or less): DefaultRetryDelay.
+	RetryDelay time.Duration
 }
 
-// Transcript is what Run did.
+// Transcript is what Run did in one turn, and the conversation after it.
 type Transcript struct {
-	// Messages is the conversation: the messages Run was given, then each
-	// assistant message and the tool messages answering it, in order. Pass
-	// it to Run again, with a new user message appended, to go on. While a
-	// call waits for approval (Pending), it ends with the assistant message
-	// whose calls are not all answered yet: resume, do not send it.
+	// Messages is the conversation in the endpoint's format: the messages
+	// Run was given, then each assistant turn and the tool results
+	// answering it, in order. Pass it to Run again, with a new user
+	// message appended, to go on. It is whole whatever happened: after an
+	// error it ends before the request that failed, so Run can send it
+	// again. While a call waits for the person (Pending), it ends with the
+	// assistant turn whose calls are not all answered yet: resume, do not
+	// send it.
 	Messages []json.RawMessage
-	// Answer is the content of the final assistant message, the one
-	// without tool calls; "" if Run stopped before it.
+	// Answer is the text of the model's final turn, the one without tool
+	// calls; "" if the run stopped before it.
 	Answer string
-	// Steps is how many requests were sent.
+	// Steps is how many requests were answered.
 	Steps int
 	// Outcomes are every tool call's outcome, in order.
 	Outcomes []Outcome
-	// Pending is the call the run paused at, waiting for a person's
-	// approval, nil if none: show it, then call Resume with the answer.
+	// Pending is the call the run paused at, waiting for the person's
+	// approval or answer, nil if none: show it, then call Resume or
+	// ResumeWith with the answer.
 	Pending *Pending
+	// Usage is what the turn's requests used, summed.
+	Usage Usage
+	// StepUsage is each request's usage, in order.
+	StepUsage []Usage
+	// Stopped says why the run ended the turn without the model's answer,
+	// nil when it answered or a call is pending: an error wrapping
+	// ErrStepLimit or ErrBudget that says what to do. Messages ends with
+	// the results of the last calls, which the model has not seen: a new
+	// user message lets it go on. The RunStopped event says it to the
+	// person in their locale.
+	Stopped error
 
-	run   *runner // set with Pending
+	run   *Runner // set with Pending
 	reply *Reply
 }
 
-// ErrStepLimit is wrapped by Run's error when every request up to the step
-// limit was answered with tool calls.
+// ErrStepLimit is wrapped by Transcript.Stopped when every request up to
+// RunOptions.MaxSteps was answered with tool calls.
 var ErrStepLimit = errors.New("chatadapter: step limit reached")
 
-// HTTPError is Run's error for a response whose status is not 2xx.
-type HTTPError struct {
-	URL        string // the URL posted to
-	StatusCode int    // such as 500
-	Status     string // such as "500 Internal Server Error"
-	Body       string // the start of the response body, on one line
+// ErrBudget is wrapped by Transcript.Stopped when the turn's requests
+// used RunOptions.TokenBudget.
+var ErrBudget = errors.New("chatadapter: token budget reached")
+
+// stopError is a Transcript.Stopped: its English for the host's log, and
+// the values of the person's line.
+type stopError struct {
+	reason error // ErrStepLimit or ErrBudget
+	n      int   // the steps, or the tokens used
+	budget int
 }
 
-// Error gives the URL, the status and the start of the body, which is
-// where servers say what was wrong with the request.
-func (e *HTTPError) Error() string {
-	return fmt.Sprintf("chatadapter: POST %s: %s: %s", e.URL, e.Status, e.Body)
+func (e *stopError) Error() string {
+	if e.reason == ErrBudget {
+		return fmt.Sprintf("%v: the turn used %d tokens of its budget of %d; raise TokenBudget or go on in a new turn", ErrBudget, e.n, e.budget)
+	}
+	return fmt.Sprintf("%v: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, e.n)
 }
 
-// UserMessage returns {"role":"user","content":text}.
+func (e *stopError) Unwrap() error { return e.reason }
+
+func (e *stopError) text(msgs *i18n.Catalog, locale string) string {
+	if e.reason == ErrBudget {
+		return msgs.Message(keyStopBudget, locale, "tokens", strconv.Itoa(e.n), "budget", strconv.Itoa(e.budget))
+	}
+	return msgs.Message(keyStopSteps, locale, "steps", strconv.Itoa(e.n))
+}
+
+// UserMessage returns {"role":"user","content":text}: a user message for
+// OpenAI Chat Completions, OpenAI Responses and Anthropic alike (see
+// TextMessage for Gemini).
 func UserMessage(text string) json.RawMessage { return textMessage("user", text) }
 
-// SystemMessage returns {"role":"system","content":text}.
+// SystemMessage returns {"role":"system","content":text}, OpenAI Chat
+// Completions' system message. RunOptions.System sends a system prompt
+// in every API's place for it.
 func SystemMessage(text string) json.RawMessage { return textMessage("system", text) }
+
+// TextMessage returns a message of role ("user" or "assistant") with
+// text in shape's format: {"role","content"} for OpenAI's and Anthropic's
+// APIs, {"role","parts":[{"text"}]} for Gemini, whose assistant role is
+// "model".
+func TextMessage(shape Shape, role, text string) json.RawMessage {
+	if shape.wire() != Gemini {
+		return textMessage(role, text)
+	}
+	if role == "assistant" {
+		role = "model"
+	}
+	return appendOrdered(nil, object{{"role", role}, {"parts", []any{object{{"text", text}}}}})
+}
 
 func textMessage(role, text string) json.RawMessage {
 	return appendOrdered(nil, object{{"role", role}, {"content", text}})
 }
 
-// Run holds a conversation with a model behind an OpenAI-compatible
-// /chat/completions endpoint until it answers without tool calls: it sends
-// messages with the tool set for the tenant and principal in ctx, runs the
-// tool calls of the answer as Dispatch does, appends the results and sends
-// again, at most RunOptions.MaxSteps times (default 15). opts may be nil
-// for the defaults. It uses net/http only.
+// Runner holds a conversation with a model over one endpoint, with the
+// tools of an Adapter: Run and Restore. Its settings are fixed when it is
+// made; it is safe for concurrent use.
+type Runner struct {
+	a          *Adapter
+	ep         Endpoint
+	shape      Shape // the tool set's, a strict one with RunOptions.Strict
+	maxSteps   int
+	system     string
+	fields     object
+	budget     int
+	retries    int
+	retryDelay time.Duration
+	url        string
+	client     *http.Client
+}
+
+// NewRunner returns a Runner for a's tools over ep, configured by opts
+// (nil for the defaults). It fails for an unknown Endpoint.Shape and for
+// a request field that cannot be encoded.
+func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: DefaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
+		retries: DefaultMaxRetries, retryDelay: DefaultRetryDelay, client: ep.HTTPClient}
+	if r.shape == 0 {
+		r.shape = OpenAIChat
+	}
+	if !r.shape.valid() {
+		return nil, fmt.Errorf("%w %d in the Endpoint", ErrShape, r.shape)
+	}
+	if opts.Strict && r.shape == OpenAIChat {
+		r.shape = OpenAIChatStrict
+	} else if opts.Strict && r.shape == OpenAIResponses {
+		r.shape = OpenAIResponsesStrict
+	}
+	if opts.MaxSteps > 0 {
+		r.maxSteps = opts.MaxSteps
+	}
+	if opts.MaxRetries != 0 {
+		r.retries = max(opts.MaxRetries, 0)
+	}
+	if opts.RetryDelay > 0 {
+		r.retryDelay = opts.RetryDelay
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
+		b, err := marshal(opts.RequestFields[name])
+		if err != nil {
+			return nil, fmt.Errorf("chatadapter: run: request field %q: %w", name, err)
+		}
+		r.fields = append(r.fields, member{name, json.RawMessage(b)})
+	}
+	r.url = endpointURL(ep, r.shape)
+	if r.client == nil {
+		r.client = http.DefaultClient
+	}
+	return r, nil
+}
+
+// Run holds a conversation with a model until it answers without tool
+// calls: it is NewRunner(a, ep, opts) and Runner.Run, for one turn. See
+// Runner.Run.
+func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts *RunOptions) (*Transcript, error) {
+	r, err := NewRunner(a, ep, opts)
+	if err != nil {
+		return &Transcript{Messages: slices.Clone(messages)}, err
+	}
+	return r.Run(ctx, messages)
+}
+
+// Run holds one turn of a conversation: it sends messages (in the
+// endpoint's format) with the tool set for the tenant and principal in
+// ctx, runs the tool calls of the answer as Dispatch does, appends the
+// results and sends again, until the model answers without tool calls.
+// It uses net/http only.
 //
-// Tool problems (unknown tool, malformed arguments, a failed call) go back
-// to the model as error results. Run itself fails, returning the transcript
-// so far with the error, when the tool set is incomplete (see
-// Adapter.Tools), on a transport error, on a non-2xx status (*HTTPError),
-// on a response it cannot read, when ctx is done (the error wraps
-// ctx.Err()), at the step limit (ErrStepLimit; the transcript then ends
-// with the results of the last calls, which the model has not seen), and,
-// before sending anything, for a request field that cannot be encoded.
+// The turn ends with a nil error and the model's Answer; or stopped
+// (Transcript.Stopped) at RunOptions.MaxSteps or TokenBudget; or paused
+// (Transcript.Pending) at a call that waits for the person's approval or
+// answer, which Transcript.Resume and ResumeWith give, from a later
+// request of the host's if need be, or another process (see Restore):
 //
-// A call that needs a person's approval pauses the run: Run returns, with
-// a nil error, a transcript whose Pending shows the call, and
-// Transcript.Resume goes on with the person's answer, from a later request
-// of the host's if need be:
-//
-//	tr, err := chatadapter.Run(ctx, a, ep, messages, nil)
+//	tr, err := runner.Run(ctx, messages)
 //	for err == nil && tr.Pending != nil {
 //		tr, err = tr.Resume(ctx, askThePerson(tr.Pending)) // true: approved
 //	}
 //
-// Events of each call (WithEvents) are reported as in Execute.
-func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts *RunOptions) (*Transcript, error) {
-	if opts == nil {
-		opts = &RunOptions{}
-	}
-	r := &runner{a: a, ep: ep, maxSteps: DefaultMaxSteps, shape: OpenAIChat}
-	if opts.MaxSteps > 0 {
-		r.maxSteps = opts.MaxSteps
-	}
-	if opts.Strict {
-		r.shape = OpenAIChatStrict
-	}
-	t := &Transcript{Messages: slices.Clone(messages)}
-	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
-		b, err := marshal(opts.RequestFields[name])
-		if err != nil {
-			return t, fmt.Errorf("chatadapter: run: request field %q: %w", name, err)
-		}
-		r.fields = append(r.fields, member{name, json.RawMessage(b)})
-	}
-	r.url = strings.TrimRight(ep.BaseURL, "/") + "/chat/completions"
-	r.client = ep.HTTPClient
-	if r.client == nil {
-		r.client = http.DefaultClient
-	}
-	return r.loop(ctx, t)
+// Tool problems (unknown tool, malformed arguments, a failed call) go back
+// to the model as error results. Run fails, returning the transcript so
+// far with the error, when the tool set is incomplete (see Adapter.Tools),
+// when a request fails for good (a transport error, or a non-2xx status,
+// *HTTPError, once its retries are spent), on a response it cannot read
+// or one the provider cut short (ErrTruncated), and when ctx is done (the
+// error wraps ctx.Err()). The transcript's Messages stay whole: fix the
+// cause and send them again.
+//
+// Events of the turn (WithEvents) report each request (ModelRequest,
+// ModelRetry, ModelReply) and each call as in Dispatch.
+func (r *Runner) Run(ctx context.Context, messages []json.RawMessage) (*Transcript, error) {
+	return r.loop(ctx, &Transcript{Messages: slices.Clone(messages)})
 }
 
 // Resume answers the call the run paused at (Pending) with the person's
-// decision, as Reply.Resume does, and goes on with the run: it completes
-// the turn's results and sends the next request, with the options Run was
-// given, its steps counted on from this transcript's. ctx carries the same
-// tenant and principal as Run's. It returns the run's transcript from the
-// start, paused again at the next call that waits for approval, or ended
-// as Run ends. On a transcript without a Pending call, or resumed already,
+// yes or no, as Reply.Resume does, and goes on with the run: it completes
+// the turn's results and sends the next request, its steps and usage
+// counted on from this transcript's. ctx carries the same tenant and
+// principal as Run's. It returns the run's transcript from the start,
+// paused again at the next call that waits for the person, or ended as
+// Run ends. On a transcript without a Pending call, or resumed already,
 // it returns ErrNotPending.
-func (t *Transcript) Resume(ctx context.Context, approved bool) (*Transcript, error) {
+func (t *Transcript) Resume(ctx context.Context, yes bool) (*Transcript, error) {
+	return t.ResumeWith(ctx, yesNo(yes))
+}
+
+// ResumeWith answers the call the run paused at with the person's
+// answer, as Reply.ResumeWith does, and goes on with the run as Resume
+// does.
+func (t *Transcript) ResumeWith(ctx context.Context, answer ask.ElicitResult) (*Transcript, error) {
 	if t.reply == nil {
 		return t, ErrNotPending
 	}
-	reply, err := t.reply.Resume(ctx, approved)
-	if err != nil {
+	reply, err := t.reply.ResumeWith(ctx, answer)
+	if reply == nil {
 		return t, err
 	}
-	n := &Transcript{Messages: slices.Clip(t.Messages), Steps: t.Steps,
+	n := &Transcript{Messages: slices.Clip(t.Messages), Steps: t.Steps, Usage: t.Usage, StepUsage: slices.Clip(t.StepUsage),
 		Outcomes: append(slices.Clip(t.Outcomes), reply.Outcomes[len(t.reply.Outcomes):]...)}
-	return t.run.answered(ctx, n, reply)
+	if done, err := t.run.answered(n, reply, err); done {
+		return n, err
+	}
+	return t.run.loop(ctx, n)
 }
 
-// runner is one Run's settings, kept by a paused transcript.
-type runner struct {
-	a        *Adapter
-	ep       Endpoint
-	maxSteps int
-	shape    Shape
-	fields   object
-	url      string
-	client   *http.Client
-}
-
-// loop sends requests and runs their calls until an answer, a pause, an
-// error or the step limit.
-func (r *runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
-	for t.Steps < r.maxSteps {
+// loop sends requests and runs their calls until an answer, a pause, a
+// stop or an error.
+func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
+	obs := r.a.observer(ctx)
+	for {
+		var stop *stopError
+		switch {
+		case t.Steps >= r.maxSteps:
+			stop = &stopError{reason: ErrStepLimit, n: t.Steps}
+		case r.budget > 0 && t.Usage.Total() >= r.budget:
+			stop = &stopError{reason: ErrBudget, n: t.Usage.Total(), budget: r.budget}
+		}
+		if stop != nil {
+			t.Stopped = stop
+			obs.emit(Event{Kind: RunStopped, Err: stop})
+			return t, nil
+		}
 		if err := ctx.Err(); err != nil {
 			return t, fmt.Errorf("chatadapter: run: %w", err)
 		}
@@ -202,45 +323,47 @@ func (r *runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: run: tool set: %w", err)
 		}
-		body := object{{"model", r.ep.Model}, {"messages", rawList(t.Messages)}}
-		if len(set.Tools) > 0 {
-			body = append(body, member{"tools", set.JSON})
-		}
-		body = append(body, r.fields...)
-		msg, err := complete(ctx, r.client, r.url, r.ep.APIKey, appendOrdered(nil, body))
+		n, start := t.Steps+1, time.Now()
+		b, err := r.post(ctx, r.body(t.Messages, set), headers(r.ep, r.shape, set), n, obs)
 		if err != nil {
 			return t, err
 		}
 		t.Steps++
-		msg, content, calls, err := readAssistant(msg)
+		st, err := readStep(r.shape, b)
+		t.Usage = t.Usage.add(st.usage)
+		t.StepUsage = append(t.StepUsage, st.usage)
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 		}
-		t.Messages = append(t.Messages, msg)
-		if len(calls) == 0 {
-			t.Answer = content
+		obs.emit(Event{Kind: ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
+		if st.cut != "" {
+			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
+				r.url, ErrTruncated, st.cut, limitField[r.shape.wire()])
+		}
+		t.Messages = append(t.Messages, st.messages...)
+		if len(st.calls) == 0 {
+			t.Answer = st.text
 			return t, nil
 		}
-		tn := r.a.newTurn(ctx, OpenAIChat, calls)
-		reply := tn.reply(ctx, r.a.execute(ctx, tn.calls, tn.specs, tn.out, 0, nil, true))
+		tn := r.a.newTurn(ctx, r.shape.wire(), st.calls)
+		reply := tn.reply(tn.execute(ctx, obs, 0, true))
 		t.Outcomes = append(t.Outcomes, reply.Outcomes...)
-		if reply.Pending != nil {
-			return r.answered(ctx, t, reply)
+		if done, err := r.answered(t, reply, cancelled(ctx, "run")); done {
+			return t, err
 		}
-		t.Messages = append(t.Messages, reply.Messages...)
 	}
-	return t, fmt.Errorf("%w: the model asked for tool calls in each of %d requests; raise MaxSteps or ask for less in one turn", ErrStepLimit, r.maxSteps)
 }
 
-// answered goes on with t after its last turn's reply: paused again, or
-// complete and sent on.
-func (r *runner) answered(ctx context.Context, t *Transcript, reply *Reply) (*Transcript, error) {
+// answered takes the last turn's reply into t: it reports done when the
+// run pauses there (Pending), or ends (err: ctx ended); otherwise the
+// results join the conversation, and the run goes on.
+func (r *Runner) answered(t *Transcript, reply *Reply, err error) (done bool, _ error) {
 	if reply.Pending != nil {
 		t.Pending, t.run, t.reply = reply.Pending, r, reply
-		return t, nil
+		return true, err
 	}
 	t.Messages = append(t.Messages, reply.Messages...)
-	return r.loop(ctx, t)
+	return err != nil, err
 }
 
 func rawList(ms []json.RawMessage) []any {
@@ -251,53 +374,9 @@ func rawList(ms []json.RawMessage) []any {
 	return a
 }
 
-// complete sends one request and returns the assistant message of its
-// first choice, rebuilt with role, content and tool_calls only.
-func complete(ctx context.Context, client *http.Client, url, key string, body []byte) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("chatadapter: run: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("chatadapter: run: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, &HTTPError{URL: url, StatusCode: resp.StatusCode, Status: resp.Status, Body: excerpt(b, 512)}
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("chatadapter: POST %s: reading the response: %w", url, err)
-	}
-	var r struct {
-		Choices []struct {
-			Message json.RawMessage `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("chatadapter: POST %s: response is not a chat completion (%v): %s", url, err, excerpt(b, 512))
-	}
-	if len(r.Choices) == 0 || len(r.Choices[0].Message) == 0 || r.Choices[0].Message[0] != '{' {
-		return nil, fmt.Errorf("chatadapter: POST %s: response has no message: %s", url, excerpt(b, 512))
-	}
-	return r.Choices[0].Message, nil
-}
-
-// readAssistant rebuilds an assistant message with the fields a request
-// takes back, and returns its text and tool calls.
+// readAssistant rebuilds an OpenAI Chat Completions assistant message
+// with the members a request takes back, and returns its text and tool
+// calls.
 func readAssistant(raw json.RawMessage) (json.RawMessage, string, []ToolCall, error) {
 	var m struct {
 		Content   json.RawMessage `json:"content"`
@@ -353,20 +432,4 @@ func contentText(c json.RawMessage) string {
 		return b.String()
 	}
 	return ""
-}
-
-// excerpt returns the start of b on one line, at most n bytes.
-func excerpt(b []byte, n int) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > n {
-		s = s[:n]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		s += "…"
-	}
-	if s == "" {
-		return "(empty body)"
-	}
-	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -21,14 +22,26 @@ func TestRunOneToolCall(t *testing.T) {
 	f := newFixture(t)
 	call := toolCalls([2]string{"get_item", `{"id":1}`})
 	m := newModel(t, reply(call), reply(answer("Item 1 is an apple; there are 3.")))
-	var events []string
-	ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) { events = append(events, e.String()) })
+	var events, model []string
+	ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) {
+		if e.Tool == "" {
+			model = append(model, fmt.Sprintf("%d %d %q", e.Kind, e.Step, e.String()))
+			return
+		}
+		events = append(events, e.String())
+	})
 
 	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "Item 1 is an apple; there are 3.", tr.Answer)
 	require.Equal(t, 2, tr.Steps)
 	require.Equal(t, []string{"Read item…", "Read item… done"}, events)
+	require.Equal(t, []string{
+		fmt.Sprintf("%d 1 %q", chatadapter.ModelRequest, "Asking the model…"),
+		fmt.Sprintf("%d 1 %q", chatadapter.ModelReply, ""), // the first answer: only tool calls
+		fmt.Sprintf("%d 2 %q", chatadapter.ModelRequest, "Asking the model…"),
+		fmt.Sprintf("%d 2 %q", chatadapter.ModelReply, "Item 1 is an apple; there are 3."),
+	}, model)
 
 	reqs := m.requests()
 	require.Len(t, reqs, 2)
@@ -68,7 +81,11 @@ func TestRunParallelCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
 	defer cancel()
 	ctx = context.WithValue(ctx, partyKey{}, newParty(2))
-	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { events = append(events, e) })
+	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
+		if e.Tool != "" { // the calls' events; the model's are TestRunOneToolCall's
+			events = append(events, e)
+		}
+	})
 
 	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
@@ -160,7 +177,11 @@ func TestRunErrorResults(t *testing.T) {
 			f := newFixture(t)
 			m := newModel(t, reply(toolCalls(tt.call)), reply(answer("Sorry.")))
 			var events []chatadapter.Event
-			ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) { events = append(events, e) })
+			ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) {
+				if e.Tool != "" { // the calls' events
+					events = append(events, e)
+				}
+			})
 			tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
 			require.NoError(t, err)
 			require.Equal(t, "Sorry.", tr.Answer)
@@ -188,8 +209,9 @@ func TestRunStepLimit(t *testing.T) {
 	call := toolCalls([2]string{"add_item", `{"name":"pear"}`})
 	m := newModel(t, reply(call), reply(call), reply(call))
 	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 2})
-	require.ErrorIs(t, err, chatadapter.ErrStepLimit)
-	require.EqualError(t, err, "chatadapter: step limit reached: the model asked for tool calls in each of 2 requests; raise MaxSteps or ask for less in one turn")
+	require.NoError(t, err, "the step limit ends the turn with its history, not an error")
+	require.ErrorIs(t, tr.Stopped, chatadapter.ErrStepLimit)
+	require.EqualError(t, tr.Stopped, "chatadapter: step limit reached: the model asked for tool calls in each of 2 requests; raise MaxSteps or ask for less in one turn")
 	require.Equal(t, 2, tr.Steps)
 	require.Len(t, m.requests(), 2)
 	require.Len(t, tr.Messages, 5)
@@ -227,12 +249,15 @@ func TestRunCancelled(t *testing.T) {
 func TestRunHTTPError(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	m := newModel(t, func(w http.ResponseWriter, _ *http.Request) {
+	overloaded := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "0")
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, "{\"error\": {\"message\": \"model overloaded\",\n \"type\": \"server_error\"}}")
-	})
+	}
+	m := newModel(t, overloaded, overloaded, overloaded, overloaded) // the first try and DefaultMaxRetries
 	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	require.Len(t, m.requests(), 1+chatadapter.DefaultMaxRetries)
 	var he *chatadapter.HTTPError
 	require.True(t, errors.As(err, &he))
 	require.Equal(t, http.StatusInternalServerError, he.StatusCode)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmtool/llmtool"
@@ -12,7 +13,8 @@ import (
 
 // ParseCalls extracts the tool calls of one model turn, in the model's
 // order. See Dispatch for the forms turn may take. A turn without tool
-// calls gives none and no error.
+// calls gives none and no error; a turn in another format than shape's
+// is a *ShapeError.
 func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
@@ -32,6 +34,13 @@ func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 		calls, err = parseAnthropic(turn)
 	case Gemini:
 		calls, err = parseGemini(turn)
+	}
+	// A turn of another format parses into no calls, or calls without a
+	// name: only then is it worth telling the format.
+	if len(calls) == 0 || slices.ContainsFunc(calls, func(c ToolCall) bool { return c.Name == "" }) || err != nil {
+		if seen, sign := sniff(turn); seen != 0 && seen != shape.wire() {
+			return nil, &ShapeError{Want: shape, Seen: seen, Sign: sign}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("chatadapter: %s turn: %w", shape.wire(), err)

@@ -19,13 +19,24 @@
 // the host's English and the embedded English, and the tool's name is the
 // last resort: see [Catalog.FriendlyName].
 //
+// # Messages with values
+//
+// Other messages name the values they show in braces, such as
+// "{tool}… done" or "{n} deleted"; [Catalog.Message] looks one up and puts
+// the values in, so a translation may order them as its language needs.
+// The chat adapter's own messages (keys "llm.chat.…": event lines,
+// approval and question prompts, previews) are embedded in English like
+// the labels of llmtool's tools, and a host translates them in the same
+// files as its tools' names.
+//
 // # Use with llmtool
 //
-// Friendly names are for the people watching a chat, not for the model,
-// so the registry does not hold them: a host builds one Catalog and passes
-// it to the chat adapter (chatadapter.Options.Messages), which labels its
-// events from it in each context's locale. The host may add locales to it
-// later. This package imports nothing of llmtool's.
+// Friendly names and the chat's lines are for the people watching a chat,
+// not for the model, so the registry does not hold them: a host builds
+// one Catalog and passes it to the chat adapter
+// (chatadapter.Options.Messages), which labels its events from it in each
+// context's locale. The host may add locales to it later. This package
+// imports nothing of llmtool's.
 package i18n
 
 import (
@@ -33,7 +44,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -128,6 +141,54 @@ func (c *Catalog) Lookup(key, locale string) (string, bool) {
 		return v, true
 	}
 	return embedded(key)
+}
+
+// Message returns the message key in locale (looked up as Lookup does),
+// with each "{name}" replaced by its value: args are names and values in
+// pairs, such as Message("llm.chat.call.done", "de", "tool", "Notiz
+// anlegen"). A key without an entry gives the key itself, so a missing
+// translation shows where it is missing; a name without a value, or a
+// placeholder without an argument, is left as it is.
+func (c *Catalog) Message(key, locale string, args ...string) string {
+	msg, ok := c.Lookup(key, locale)
+	if !ok {
+		return key
+	}
+	if len(args) < 2 || !strings.Contains(msg, "{") {
+		return msg
+	}
+	pairs := make([]string, 0, len(args)&^1)
+	for i := 0; i+1 < len(args); i += 2 {
+		pairs = append(pairs, "{"+args[i]+"}", args[i+1])
+	}
+	return strings.NewReplacer(pairs...).Replace(msg)
+}
+
+// Locales returns the locales the catalog has messages for, normalized
+// ("pt-br") and sorted, "en" always among them: the embedded English
+// answers every lookup that nothing else does. A host lists them to
+// refuse a locale it has no messages for.
+func (c *Catalog) Locales() []string {
+	set := map[string]bool{"en": true}
+	if c != nil {
+		c.mu.RLock()
+		for l, msgs := range c.locales {
+			if len(msgs) > 0 {
+				set[l] = true
+			}
+		}
+		c.mu.RUnlock()
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// Has reports whether the catalog has messages for locale or its
+// language ("de-AT" counts with messages for "de"); English always
+// counts.
+func (c *Catalog) Has(locale string) bool {
+	loc := normLocale(locale)
+	lang, _, _ := strings.Cut(loc, "-")
+	return loc == "" || lang == "en" || slices.Contains(c.Locales(), loc) || slices.Contains(c.Locales(), lang)
 }
 
 // FriendlyName returns the label a chat UI shows for tool in locale: the

@@ -104,3 +104,45 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, "Notiz anlegen", msgs.FriendlyName("create_note", "Create note", "de"))
 }
+
+// Messages put their values in by name, wherever a translation has them.
+func TestMessage(t *testing.T) {
+	t.Parallel()
+	msgs := new(i18n.Catalog)
+	msgs.Add("de", map[string]string{"llm.chat.call.done": "{tool}… fertig", "order": "{b} vor {a}", "llm.chat.preview.deleted": "{n} gelöscht"})
+	tests := []struct {
+		key, locale string
+		args        []string
+		want        string
+	}{
+		{"llm.chat.call.done", "de", []string{"tool", "Notiz anlegen"}, "Notiz anlegen… fertig"},
+		{"llm.chat.call.done", "en", []string{"tool", "Create note"}, "Create note… done"}, // the embedded English
+		{"llm.chat.call.done", "fr", []string{"tool", "Create note"}, "Create note… done"}, // no French: English
+		{"order", "de-AT", []string{"a", "1", "b", "2"}, "2 vor 1"},                        // a translation orders the values
+		{"llm.chat.preview.deleted", "de", []string{"n", "3"}, "3 gelöscht"},
+		{"llm.chat.call.done", "de", nil, "{tool}… fertig"},                          // no values: placeholders stay
+		{"llm.chat.call.done", "de", []string{"tool"}, "{tool}… fertig"},             // a name without a value
+		{"llm.chat.model.request", "de", []string{"tool", "x"}, "Asking the model…"}, // a value without a placeholder
+		{"no.such.key", "de", []string{"a", "b"}, "no.such.key"},                     // the key shows what is missing
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, msgs.Message(tc.key, tc.locale, tc.args...), "%s in %q", tc.key, tc.locale)
+	}
+	var none *i18n.Catalog
+	require.Equal(t, "Apple… done", none.Message("llm.chat.call.done", "de", "tool", "Apple"))
+}
+
+// Locales lists what a host can offer; Has checks one.
+func TestLocales(t *testing.T) {
+	t.Parallel()
+	var none *i18n.Catalog
+	require.Equal(t, []string{"en"}, none.Locales())
+	msgs := new(i18n.Catalog)
+	msgs.Add("pt_BR", map[string]string{"k": "v"})
+	msgs.Add("de", map[string]string{"k": "v"})
+	msgs.Add("fr", nil) // nothing added: not a locale
+	require.Equal(t, []string{"de", "en", "pt-br"}, msgs.Locales())
+	for locale, want := range map[string]bool{"de": true, "de-AT": true, "DE": true, "pt-BR": true, "pt": false, "fr": false, "en-GB": true, "": true, "xx": false} {
+		require.Equal(t, want, msgs.Has(locale), locale)
+	}
+}

@@ -1,24 +1,38 @@
 // Command chat lets a model work on the notes example's store through its
-// tools (package github.com/llmtool/llmtool/examples/notes), over any
-// OpenAI-compatible chat completions endpoint: OpenAI, or a local
-// llama.cpp, Ollama or vLLM server. It is chatadapter.Run with a few lines
+// tools (package github.com/llmtool/llmtool/examples/notes), over any of
+// the APIs chatadapter.Run speaks: OpenAI Chat Completions (and every
+// compatible server: llama.cpp, Ollama, vLLM), OpenAI Responses,
+// Anthropic Messages or Gemini. It is chatadapter.Run with a few lines
 // around it.
 //
-// The endpoint comes from the usual environment variables:
+// -api picks the API (default chat); the endpoint comes from its
+// environment variables:
 //
-//	OPENAI_BASE_URL  API root including /v1 (default https://api.openai.com/v1)
-//	OPENAI_API_KEY   sent as a bearer token; needed for the default base URL
-//	OPENAI_MODEL     the model, such as gpt-4.1-mini or qwen2.5:7b (required)
+//	-api chat, responses  OPENAI_BASE_URL (default https://api.openai.com/v1), OPENAI_API_KEY, OPENAI_MODEL
+//	-api anthropic        ANTHROPIC_BASE_URL (default https://api.anthropic.com/v1), ANTHROPIC_API_KEY, ANTHROPIC_MODEL
+//	-api gemini           GEMINI_BASE_URL (default https://generativelanguage.googleapis.com/v1beta), GEMINI_API_KEY, GEMINI_MODEL
 //
-// Run it from the root of the repository with a question:
+// The model is required, and the key unless the base URL is changed (a
+// local server needs none; so does the scripted model of
+// examples/chat/scripted, which prints its environment, for trying chat
+// offline with any API). Run it from the root of the repository with a
+// question:
 //
 //	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run ./examples/chat "What is on the roadmap?"
 //	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b go run ./examples/chat -writes "Add a note on pancakes"
+//	ANTHROPIC_MODEL=claude-sonnet-4-5 ANTHROPIC_API_KEY=sk-ant-... go run ./examples/chat -api anthropic -locale de "Was steht an?"
 //
 // Without a question it reads one per line from standard input and keeps
-// the conversation going. While the model works it prints one line per tool
-// call on standard error, such as "Create note… done"; the answers go to
-// standard output.
+// the conversation going; a request that fails (after its retries) is
+// reported and the conversation kept, so the next line goes on with it.
+// While the model works it prints one line per tool call on standard
+// error, such as "Create note… done" (-v adds each request to the model,
+// its retries, and the tokens it used); the answers go to standard
+// output.
+//
+// -locale picks the language of every line chat shows: the tools' names,
+// their progress, previews and questions. It ships English (en) and
+// German (de), in locales/, and refuses another locale with the list.
 //
 // With -prompt the conversation starts from one of the notes module's
 // prompts, rendered by chatadapter.Adapter.Prompt, its arguments given as
@@ -34,8 +48,9 @@
 // delete_attribute) need the person's approval before they commit
 // (Registry.Tenants().SetApproval, persistent too). The run then pauses at such a
 // call, and chat shows what it would change and asks on standard error,
-// reading the answer from standard input; anything but y or yes, or the
-// end of the input, denies, and the model reads that nothing was saved:
+// reading the answer from standard input; anything but y or yes (j or ja
+// in German), or the end of the input, denies, and the model reads that
+// nothing was saved:
 //
 //	$ go run ./examples/chat -writes -approve "Delete the pancakes recipe"
 //	Delete note {"noteId":"pancakes"}: notes: 1 updated; branches: 1 updated; attributes: 1 updated
@@ -43,32 +58,31 @@
 //	Delete note… done
 //	I deleted the note "Pancakes".
 //
+// A tool that asks the person (find_note, when several titles match)
+// pauses the run the same way: chat shows the question and its choices,
+// and reads the answer; an empty line skips it.
+//
 // Usage:
 //
-//	chat [-db PATH] [-tenant NAME] [-writes] [-approve] [-steps N] [-strict] [-locale TAG] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
+//	chat [-api chat|responses|anthropic|gemini] [-db PATH] [-tenant NAME] [-writes] [-approve] [-steps N] [-strict] [-locale TAG] [-v] [-prompt NAME [-arg NAME=VALUE ...]] [QUESTION ...]
 //
 // Errors are one line on standard error, with exit status 1 (2 for a
 // usage error or a missing environment variable).
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
+	"embed"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
-	"github.com/llmtool/llmtool"
-	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/examples/notes"
+	"github.com/llmtool/llmtool/i18n"
 )
 
 // Exit statuses.
@@ -78,12 +92,23 @@ const (
 	exitUsage = 2
 )
 
-const defaultBaseURL = "https://api.openai.com/v1"
+// api is a value of -api: the format and where its endpoint comes from.
+type api struct {
+	name    string
+	shape   chatadapter.Shape
+	env     string // the environment variables' prefix
+	baseURL string // the default BASE_URL
+}
 
-// systemPrompt tells the model what it works on.
-const systemPrompt = `You help the user with their notes, kept in a tree. Use the tools to read and change them. ` +
-	`The top of the tree is the note "root"; find note IDs with search_notes or get_child_notes. ` +
-	`Call man for the list of tools and man with a tool's name for its options. Answer briefly.`
+var apis = []api{
+	{"chat", chatadapter.OpenAIChat, "OPENAI", "https://api.openai.com/v1"},
+	{"responses", chatadapter.OpenAIResponses, "OPENAI", "https://api.openai.com/v1"},
+	{"anthropic", chatadapter.Anthropic, "ANTHROPIC", "https://api.anthropic.com/v1"},
+	{"gemini", chatadapter.Gemini, "GEMINI", "https://generativelanguage.googleapis.com/v1beta"},
+}
+
+//go:embed locales/*.json
+var locales embed.FS
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -96,13 +121,15 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	apiName := fs.String("api", "chat", "the model's `API`: chat (OpenAI Chat Completions and compatible servers), responses (OpenAI Responses), anthropic, gemini")
 	dbPath := fs.String("db", "notes.db", "note store `file`, created and seeded if missing")
 	tenantName := fs.String("tenant", "default", "tenant whose tool settings apply")
 	writes := fs.Bool("writes", false, "enable write tools in the tenant (persistent)")
 	approve := fs.Bool("approve", false, "ask before destructive tools commit in the tenant (persistent)")
 	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
-	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs)")
-	locale := fs.String("locale", "en", "language of the tool progress lines")
+	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs; chat and responses)")
+	locale := fs.String("locale", "en", "language of the lines chat shows: en or de")
+	verbose := fs.Bool("v", false, "also show each request to the model, its retries and the tokens it used")
 	prompt := fs.String("prompt", "", "start the conversation from the prompt `NAME`, such as summarize_note")
 	promptArgs := promptArgs{}
 	fs.Var(promptArgs, "arg", "an argument of -prompt, as `NAME=VALUE` (repeat for more)")
@@ -113,20 +140,42 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintln(stderr, "chat: -arg is for -prompt; name the prompt with -prompt")
 		return exitUsage
 	}
+	msgs := new(i18n.Catalog)
+	if err := msgs.AddFS(locales, "locales"); err != nil {
+		fmt.Fprintf(stderr, "chat: %v\n", err) // a build defect
+		return exitError
+	}
+	if !msgs.Has(*locale) {
+		fmt.Fprintf(stderr, "chat: no messages for locale %q; -locale takes %s\n", *locale, strings.Join(msgs.Locales(), ", "))
+		return exitUsage
+	}
+	var a *api
+	var names []string
+	for i := range apis {
+		names = append(names, apis[i].name)
+		if apis[i].name == *apiName {
+			a = &apis[i]
+		}
+	}
+	if a == nil {
+		fmt.Fprintf(stderr, "chat: -api takes %s, not %q\n", strings.Join(names, ", "), *apiName)
+		return exitUsage
+	}
 
 	ep := chatadapter.Endpoint{
-		BaseURL: strings.TrimSpace(getenv("OPENAI_BASE_URL")),
-		APIKey:  strings.TrimSpace(getenv("OPENAI_API_KEY")),
-		Model:   strings.TrimSpace(getenv("OPENAI_MODEL")),
+		Shape:   a.shape,
+		BaseURL: strings.TrimSpace(getenv(a.env + "_BASE_URL")),
+		APIKey:  strings.TrimSpace(getenv(a.env + "_API_KEY")),
+		Model:   strings.TrimSpace(getenv(a.env + "_MODEL")),
 	}
 	var missing []string
 	if ep.Model == "" {
-		missing = append(missing, "OPENAI_MODEL")
+		missing = append(missing, a.env+"_MODEL")
 	}
 	if ep.BaseURL == "" {
-		ep.BaseURL = defaultBaseURL
+		ep.BaseURL = a.baseURL
 		if ep.APIKey == "" {
-			missing = append(missing, "OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs no key)")
+			missing = append(missing, fmt.Sprintf("%s_API_KEY (or %[1]s_BASE_URL for a server that needs no key)", a.env))
 		}
 	}
 	if len(missing) > 0 {
@@ -134,9 +183,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 
-	start := startPrompt{name: *prompt, args: promptArgs}
-	set := settings{writes: *writes, approve: *approve}
-	if err := chat(ctx, ep, *dbPath, *tenantName, set, *steps, *strict, *locale, start, fs.Args(), stdin, stdout, stderr); err != nil {
+	c := &config{
+		ep: ep, dbPath: *dbPath, tenant: *tenantName, writes: *writes, approve: *approve, verbose: *verbose,
+		run:   &chatadapter.RunOptions{MaxSteps: *steps, Strict: *strict, System: systemPrompt},
+		msgs:  msgs,
+		local: *locale,
+		start: startPrompt{name: *prompt, args: promptArgs},
+	}
+	if err := chat(ctx, c, fs.Args(), stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "chat: %v\n", oneLine(err))
 		return exitError
 	}
@@ -155,134 +209,6 @@ func (p promptArgs) Set(s string) error {
 	}
 	p[name] = value
 	return nil
-}
-
-// settings are the tenant's settings to turn on (-writes, -approve).
-type settings struct {
-	writes, approve bool
-}
-
-// startPrompt is the prompt the conversation starts from (-prompt, -arg);
-// name is "" for none.
-type startPrompt struct {
-	name string
-	args promptArgs
-}
-
-func chat(ctx context.Context, ep chatadapter.Endpoint, dbPath, tenant string, set settings, steps int, strict bool, locale string,
-	start startPrompt, question []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	db, err := notes.Open(ctx, dbPath)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	// The log is discarded: audit lines would drown the chat.
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, notes.Tools)
-	if err != nil {
-		return err
-	}
-	ctx = llmtool.WithTenant(ctx, tenant)
-	if set.writes {
-		if err := reg.Tenants().SetWrites(ctx, tenant, true); err != nil {
-			return err
-		}
-	}
-	if set.approve { // tool "": every destructive tool of the tenant
-		if err := reg.Tenants().SetApproval(ctx, tenant, "", true); err != nil {
-			return err
-		}
-	}
-	a := chatadapter.New(reg, nil)
-	ctx = chatadapter.WithLocale(ctx, locale)
-	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
-		// A call that needs approval is asked about next (askApproval).
-		if e.Kind == chatadapter.CallFinished && !errors.Is(e.Err, approval.ErrRequired) {
-			fmt.Fprintln(stderr, e)
-		}
-	})
-	opts := &chatadapter.RunOptions{MaxSteps: steps, Strict: strict}
-
-	// Questions and approvals are lines of standard input.
-	in := bufio.NewScanner(stdin)
-	messages := []json.RawMessage{chatadapter.SystemMessage(systemPrompt)}
-	send := func(add ...json.RawMessage) error {
-		tr, err := chatadapter.Run(ctx, a, ep, append(messages, add...), opts)
-		for err == nil && tr.Pending != nil {
-			tr, err = tr.Resume(ctx, askApproval(tr.Pending, in, stderr))
-		}
-		if err != nil {
-			return err
-		}
-		messages = tr.Messages
-		fmt.Fprintln(stdout, tr.Answer)
-		return nil
-	}
-	ask := func(q string) error { return send(chatadapter.UserMessage(q)) }
-	if start.name != "" {
-		msgs, err := startMessages(ctx, a, start)
-		if err != nil {
-			return err
-		}
-		if len(question) > 0 {
-			return send(append(msgs, chatadapter.UserMessage(strings.Join(question, " ")))...)
-		}
-		if err := send(msgs...); err != nil {
-			return err
-		}
-	} else if len(question) > 0 {
-		return ask(strings.Join(question, " "))
-	}
-	for in.Scan() {
-		q := strings.TrimSpace(in.Text())
-		if q == "" {
-			continue
-		}
-		if err := ask(q); err != nil {
-			return err
-		}
-	}
-	if err := in.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
-}
-
-// askApproval shows what a pending call would change and asks the person
-// whether to save it: y or yes approves; anything else, or the end of the
-// input, denies.
-func askApproval(p *chatadapter.Pending, in *bufio.Scanner, stderr io.Writer) bool {
-	fmt.Fprintf(stderr, "%s %s: %s\nApprove? [y/N] ", p.FriendlyName, p.Call.Args, p.Summary)
-	if !in.Scan() {
-		fmt.Fprintln(stderr)
-		return false
-	}
-	switch strings.ToLower(strings.TrimSpace(in.Text())) {
-	case "y", "yes":
-		return true
-	}
-	return false
-}
-
-// startMessages renders the prompt the conversation starts from, in the
-// shape chatadapter.Run sends. An unknown name gets the list of prompts.
-func startMessages(ctx context.Context, a *chatadapter.Adapter, start startPrompt) ([]json.RawMessage, error) {
-	args, err := json.Marshal(start.args)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := a.Prompt(ctx, chatadapter.OpenAIChat, start.name, args)
-	if errors.Is(err, llmtool.ErrUnknownTool) {
-		prompts, _ := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
-		names := make([]string, len(prompts))
-		for i, p := range prompts {
-			names[i] = p.Name
-		}
-		return nil, fmt.Errorf("no prompt is named %q; -prompt takes %s", start.name, strings.Join(names, ", "))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("prompt %s: %w", start.name, err)
-	}
-	return msgs, nil
 }
 
 // oneLine keeps an error message on one line.

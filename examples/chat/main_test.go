@@ -40,6 +40,7 @@ func newFakeModel(t *testing.T, messages ...string) *fakeModel {
 		m.requests = append(m.requests, body.Messages)
 		m.mu.Unlock()
 		if n >= len(messages) {
+			w.Header().Set("Retry-After", "0") // chat tries again at once, and gives up after its retries
 			http.Error(w, `{"error":{"message":"no more replies"}}`, http.StatusInternalServerError)
 			return
 		}

@@ -1,0 +1,261 @@
+// Package chattest serves scripted models over HTTP, each speaking one
+// provider's wire format, as net/http/httptest serves handlers: a host
+// tests its chat, built on chatadapter, against OpenAI Chat Completions,
+// OpenAI Responses, Anthropic Messages or Gemini without calling them.
+//
+// A Server answers the n-th request with its n-th Reply: the model's text,
+// its tool calls, the usage it reports, a response cut at the output
+// limit, or an error status with the provider's error body (a 429 with
+// Retry-After, a 529, a 500). Before answering it checks the request as
+// the provider would, with the provider's status and error body when the
+// request is wrong: the path and method, the API key in the provider's
+// header, the members the API requires, and that every tool call in the
+// conversation is answered by exactly one result, right after it. It
+// records every request for the test to look at.
+//
+//	srv := chattest.NewServer(chatadapter.Anthropic,
+//		chattest.Reply{Calls: []chattest.Call{{Name: "get_note", Args: `{"noteId":"roadmap"}`}}},
+//		chattest.Reply{Text: "The roadmap has three items."})
+//	defer srv.Close()
+//	tr, err := chatadapter.Run(ctx, adapter, srv.Endpoint(), messages, nil)
+package chattest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/llmtool/llmtool/chatadapter"
+)
+
+// Reply is one scripted answer of the model.
+type Reply struct {
+	// Text is what the model says: its answer, or what it says along with
+	// Calls. With Status, the error's message.
+	Text string
+	// Calls are the tool calls the model asks for, in order.
+	Calls []Call
+	// Usage is what the response reports, in each provider's own members
+	// (see chatadapter.Usage for the mapping).
+	Usage chatadapter.Usage
+	// Truncated answers with the provider's sign of a response cut at its
+	// output limit: finish_reason "length", status "incomplete",
+	// stop_reason "max_tokens", finishReason "MAX_TOKENS".
+	Truncated bool
+	// Status, if not 0, answers with this HTTP status and the provider's
+	// error body, Text its message, instead of a response.
+	Status int
+	// RetryAfter is an error's Retry-After header, in seconds, such as
+	// "0"; for Gemini, which says it in the body, google.rpc.RetryInfo's
+	// retryDelay.
+	RetryAfter string
+}
+
+// Call is a tool call the model asks for.
+type Call struct {
+	// ID is the call's ID; "" numbers it in the provider's way
+	// ("call_1_1", "toolu_1_1"; Gemini sends none).
+	ID string
+	// Name is the tool's name.
+	Name string
+	// Args is the arguments' JSON object; "" means {}.
+	Args string
+}
+
+// Request is a request the server received.
+type Request struct {
+	Path   string
+	Header http.Header
+	Query  url.Values
+	// Body is the request's JSON object by member.
+	Body map[string]json.RawMessage
+	// Messages is the conversation: the messages, input or contents.
+	Messages []json.RawMessage
+}
+
+// Key and Model are what Endpoint gives, and what the server expects.
+const (
+	Key   = "test-key"
+	Model = "scripted-model"
+)
+
+// Server is a scripted model of one provider's API.
+type Server struct {
+	// URL is the server's root, such as http://127.0.0.1:41213.
+	URL string
+
+	shape chatadapter.Shape
+	srv   *httptest.Server
+
+	mu      sync.Mutex
+	replies []Reply
+	reqs    []Request
+}
+
+// NewServer starts a server speaking shape's API (a strict shape speaks
+// its plain one) that answers with replies in order. Close it when done.
+func NewServer(shape chatadapter.Shape, replies ...Reply) *Server {
+	s := &Server{shape: wire(shape), replies: replies}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close shuts the server down.
+func (s *Server) Close() { s.srv.Close() }
+
+// Add scripts more replies, after those not used yet.
+func (s *Server) Add(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replies = append(s.replies, replies...)
+}
+
+// Endpoint returns the endpoint to reach the server: its shape, the API
+// root under URL ("/v1", or "/v1beta" for Gemini), Key and Model.
+func (s *Server) Endpoint() chatadapter.Endpoint {
+	root := "/v1"
+	if s.shape == chatadapter.Gemini {
+		root = "/v1beta"
+	}
+	return chatadapter.Endpoint{Shape: s.shape, BaseURL: s.URL + root, APIKey: Key, Model: Model}
+}
+
+// Requests returns the requests received so far, in order, those refused
+// included.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// wire is the API a shape's requests go to.
+func wire(s chatadapter.Shape) chatadapter.Shape {
+	switch s {
+	case chatadapter.OpenAIChatStrict:
+		return chatadapter.OpenAIChat
+	case chatadapter.OpenAIResponsesStrict:
+		return chatadapter.OpenAIResponses
+	}
+	return s
+}
+
+// api is what differs between the providers' APIs.
+var api = map[chatadapter.Shape]struct {
+	path     string   // the endpoint's path
+	required []string // the body's required members
+	history  string   // the member holding the conversation
+}{
+	chatadapter.OpenAIChat:      {"/v1/chat/completions", []string{"model", "messages"}, "messages"},
+	chatadapter.OpenAIResponses: {"/v1/responses", []string{"model", "input"}, "input"},
+	chatadapter.Anthropic:       {"/v1/messages", []string{"model", "max_tokens", "messages"}, "messages"},
+	chatadapter.Gemini:          {"/v1beta/models/" + Model + ":generateContent", []string{"contents"}, "contents"},
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Query: r.URL.Query()}
+	bodyErr := json.NewDecoder(r.Body).Decode(&req.Body)
+	a := api[s.shape]
+	_ = json.Unmarshal(req.Body[a.history], &req.Messages) // checkHistory refuses what does not read
+	s.mu.Lock()
+	n := len(s.reqs)
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+
+	switch {
+	case r.Method != http.MethodPost:
+		s.fail(w, Reply{Status: http.StatusMethodNotAllowed, Text: r.Method + " is not allowed; POST the request"})
+		return
+	case r.URL.Path != a.path:
+		s.fail(w, Reply{Status: http.StatusNotFound, Text: fmt.Sprintf("no such endpoint %s; this API answers POST %s", r.URL.Path, a.path)})
+		return
+	case !s.authorized(r):
+		s.fail(w, Reply{Status: http.StatusUnauthorized, Text: "invalid API key"})
+		return
+	case bodyErr != nil:
+		s.fail(w, Reply{Status: http.StatusBadRequest, Text: "the body is not a JSON object: " + bodyErr.Error()})
+		return
+	}
+	for _, m := range a.required {
+		if _, ok := req.Body[m]; !ok {
+			s.fail(w, Reply{Status: http.StatusBadRequest, Text: m + ": field required"})
+			return
+		}
+	}
+	if err := checkHistory(s.shape, req.Messages); err != nil {
+		s.fail(w, Reply{Status: http.StatusBadRequest, Text: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	var rep Reply
+	ok := n < len(s.replies)
+	if ok {
+		rep = s.replies[n]
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		s.fail(w, Reply{Status: http.StatusBadRequest, Text: fmt.Sprintf("chattest: request %d has no scripted reply", n+1)})
+	case rep.Status != 0:
+		s.fail(w, rep)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(render(s.shape, n+1, rep)) // an error: the client went away
+	}
+}
+
+// authorized checks the key where the provider takes it.
+func (s *Server) authorized(r *http.Request) bool {
+	switch s.shape {
+	case chatadapter.Anthropic: // x-api-key, as the API reference has it; newer SDKs send a bearer token
+		return (r.Header.Get("X-Api-Key") == Key || r.Header.Get("Authorization") == "Bearer "+Key) && r.Header.Get("Anthropic-Version") != ""
+	case chatadapter.Gemini:
+		return r.Header.Get("X-Goog-Api-Key") == Key || r.URL.Query().Get("key") == Key
+	}
+	return r.Header.Get("Authorization") == "Bearer "+Key
+}
+
+// fail answers with rep's status and the provider's error body.
+func (s *Server) fail(w http.ResponseWriter, rep Reply) {
+	w.Header().Set("Content-Type", "application/json")
+	if rep.RetryAfter != "" && s.shape != chatadapter.Gemini {
+		w.Header().Set("Retry-After", rep.RetryAfter)
+	}
+	w.WriteHeader(rep.Status)
+	_, _ = w.Write(errorBody(s.shape, rep)) // an error: the client went away
+}
+
+// checkHistory refuses a conversation in which a tool call is not
+// answered by exactly one result right after it, as the providers do.
+func checkHistory(shape chatadapter.Shape, msgs []json.RawMessage) error {
+	var open []string // the calls of the last assistant turn without a result
+	answer := func(id string) error {
+		for i, o := range open {
+			if o == id {
+				open = append(open[:i], open[i+1:]...)
+				return nil
+			}
+		}
+		return fmt.Errorf("a tool result for %q answers no call of the assistant turn before it", id)
+	}
+	for i, raw := range msgs {
+		calls, results, opens := turnOf(shape, raw)
+		if len(open) > 0 && opens {
+			return fmt.Errorf("messages[%d]: the tool calls %s have no result; every call needs one right after its turn", i, strings.Join(open, ", "))
+		}
+		for _, id := range results {
+			if err := answer(id); err != nil {
+				return fmt.Errorf("messages[%d]: %w", i, err)
+			}
+		}
+		open = append(open, calls...)
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("the tool calls %s have no result; every call needs one right after its turn", strings.Join(open, ", "))
+	}
+	return nil
+}

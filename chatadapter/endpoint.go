@@ -1,0 +1,250 @@
+package chatadapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Endpoint is a model's API: where Run sends its requests, in which
+// format, and with which credentials.
+type Endpoint struct {
+	// Shape is the API's format: OpenAIChat (the zero value's), for
+	// OpenAI Chat Completions and every compatible server (llama.cpp,
+	// Ollama, vLLM), OpenAIResponses, Anthropic or Gemini. A strict shape
+	// sends strict tool schemas, as RunOptions.Strict does.
+	Shape Shape
+	// BaseURL is the API root including its version. Run posts to
+	//
+	//   - OpenAI Chat Completions: BaseURL + "/chat/completions", such as
+	//     "https://api.openai.com/v1" or "http://localhost:11434/v1";
+	//   - OpenAI Responses: BaseURL + "/responses";
+	//   - Anthropic: BaseURL + "/messages", "https://api.anthropic.com/v1";
+	//   - Gemini: BaseURL + "/models/" + Model + ":generateContent",
+	//     "https://generativelanguage.googleapis.com/v1beta".
+	//
+	// Azure OpenAI's deployments are BaseURL
+	// "https://NAME.openai.azure.com/openai/deployments/DEPLOYMENT", with
+	// Query's api-version and Header's api-key.
+	BaseURL string
+	// APIKey is sent as the API expects it: "Authorization: Bearer" for
+	// OpenAI's, "x-api-key" for Anthropic, "x-goog-api-key" for Gemini.
+	// Leave it empty for a server that needs none, or to send a key of
+	// another kind in Header.
+	APIKey string
+	// Model is the request's model (for Gemini, part of the URL).
+	Model string
+	// Header is added to every request after Run's own headers, which a
+	// value here replaces: Azure's "api-key", "OpenAI-Organization", a
+	// newer "anthropic-version" than Run's 2023-06-01.
+	Header http.Header
+	// Query is added to every request's URL, such as Azure's
+	// "api-version".
+	Query url.Values
+	// HTTPClient sends the requests; nil means http.DefaultClient. Set its
+	// Timeout, or give Run a context with a deadline, to bound a request.
+	HTTPClient *http.Client
+}
+
+// HTTPError is Run's error for a response whose status is not 2xx, once
+// its retries (RunOptions.MaxRetries) are spent or when a retry cannot
+// help.
+type HTTPError struct {
+	URL        string // the URL posted to
+	StatusCode int    // such as 500
+	Status     string // such as "500 Internal Server Error"
+	Body       string // the start of the response body, on one line
+	// RetryAfter is how long the server asked to wait before trying
+	// again (Retry-After, retry-after-ms, or Gemini's RetryInfo), 0 if it
+	// did not say.
+	RetryAfter time.Duration
+
+	saidWhen bool // the server said when to retry (RetryAfter may be 0)
+}
+
+// Error gives the URL, the status and the start of the body, which is
+// where servers say what was wrong with the request.
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("chatadapter: POST %s: %s: %s", e.URL, e.Status, e.Body)
+}
+
+// Retries: what they cure and how long they wait.
+const (
+	// DefaultMaxRetries is how many times Run tries a request again unless
+	// RunOptions.MaxRetries says otherwise.
+	DefaultMaxRetries = 3
+	// DefaultRetryDelay is the first pause before a retry unless
+	// RunOptions.RetryDelay says otherwise; each retry doubles it, up to
+	// maxBackoff.
+	DefaultRetryDelay = 500 * time.Millisecond
+
+	maxBackoff = 8 * time.Second
+	// maxRetryAfter is the longest wait a server may ask for: a longer
+	// one is an outage, better told to the host than slept through.
+	maxRetryAfter = time.Minute
+)
+
+// post sends body and returns the response body, retrying a 429, a 5xx
+// or a broken connection as RunOptions says, within ctx.
+func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int, obs *observer) ([]byte, error) {
+	for attempt := 1; ; attempt++ {
+		obs.emit(Event{Kind: ModelRequest, Step: step, Attempt: attempt})
+		b, err := r.postOnce(ctx, body, header)
+		if err == nil {
+			return b, nil
+		}
+		wait, ok := r.retryWait(ctx, err, attempt)
+		if !ok {
+			return nil, err
+		}
+		obs.emit(Event{Kind: ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: err})
+		if err := sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", err)
+		}
+	}
+}
+
+// retryWait says whether err may be cured by trying again after the
+// returned wait: a 429 or a 5xx (after the wait the server asked for, if
+// any), or a connection that failed; not once ctx is done, nor when the
+// wait would outlast its deadline.
+func (r *Runner) retryWait(ctx context.Context, err error, attempt int) (time.Duration, bool) {
+	if attempt > r.retries || ctx.Err() != nil {
+		return 0, false
+	}
+	backoff := min(r.retryDelay<<(attempt-1), maxBackoff)
+	wait := backoff/2 + rand.N(backoff/2+1) // jitter, so clients do not come back together
+	var he *HTTPError
+	var te *transportError
+	switch {
+	case errors.As(err, &he):
+		if he.StatusCode != http.StatusTooManyRequests && he.StatusCode < 500 {
+			return 0, false
+		}
+		if he.saidWhen {
+			wait = he.RetryAfter
+		}
+	case !errors.As(err, &te):
+		return 0, false
+	}
+	if wait > maxRetryAfter {
+		return 0, false
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		return 0, false
+	}
+	return wait, true
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// transportError is a request that got no response.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// postOnce sends one request and returns the body of its 2xx response.
+func (r *Runner) postOnce(ctx context.Context, body []byte, header http.Header) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("chatadapter: run: %w", err)
+	}
+	req.Header = header.Clone()
+	resp, err := r.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("chatadapter: run: %w", &transportError{err})
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
+		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: excerpt(b, 512)}
+		he.RetryAfter, he.saidWhen = retryAfter(resp.Header, b, time.Now())
+		return nil, he
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("chatadapter: POST %s: reading the response: %w", r.url, &transportError{err})
+	}
+	return b, nil
+}
+
+// retryAfter reads when the server asked to be tried again: the
+// retry-after-ms header (OpenAI's, Anthropic's), Retry-After in seconds
+// or as an HTTP date, or Gemini's google.rpc.RetryInfo in the body.
+func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool) {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
+		return time.Duration(ms * float64(time.Millisecond)), true
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+			return time.Duration(s * float64(time.Second)), true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), 0), true
+		}
+	}
+	var g struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &g) == nil {
+		for _, d := range g.Error.Details {
+			if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+				if w, err := time.ParseDuration(d.RetryDelay); err == nil && w >= 0 {
+					return w, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// excerpt returns the start of b on one line, at most n bytes.
+func excerpt(b []byte, n int) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > n {
+		s = s[:n]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
+}

@@ -1,0 +1,214 @@
+package chatadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/i18n"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// CallStarted: the call is about to run. A call reports it once, even
+	// when it pauses and runs again after the person's answer.
+	CallStarted EventKind = iota + 1
+	// CallProgress: the tool reported progress (ReadCtx.Progress).
+	CallProgress
+	// CallFinished: the call has its result; Duration, IsError and Err are
+	// set. A call reports it once, after any pause.
+	CallFinished
+	// CallPaused: the call waits for the person: its approval (Err wraps
+	// approval.ErrRequired) or its answer to the tool's question (Err
+	// wraps ask.ErrInputRequired). Pending has what to show; the call's
+	// CallFinished follows the answer.
+	CallPaused
+	// ModelRequest: Run sends request Step to the model (attempt Attempt).
+	ModelRequest
+	// ModelRetry: the attempt failed with Err (a 429, a 5xx or a broken
+	// connection) and Run tries again after Wait.
+	ModelRetry
+	// ModelReply: the model answered request Step; Text is what it said
+	// (its answer, or what it said along with tool calls), Usage what the
+	// request cost, Duration how long it took.
+	ModelReply
+	// RunStopped: Run ended the turn without the model's answer; Err
+	// wraps ErrStepLimit or ErrBudget, and Label says so to the person.
+	RunStopped
+)
+
+// Event reports one step of a turn, for a chat UI to show "Create note…
+// done" on one card per call. Label is the line to show, in the
+// context's locale.
+type Event struct {
+	Kind EventKind // what the event reports
+	// Label is the event's line for the person, in the locale of the
+	// context (WithLocale, else Options.Locale) from Options.Messages:
+	// "Create note…", "Create note… done", "Asking the model…". For
+	// ModelReply it is the model's text. String returns it.
+	Label string
+
+	// Calls (CallStarted, CallProgress, CallPaused, CallFinished).
+	Index        int    // the call's position in its turn
+	CallID       string // the call's ID in the conversation
+	Tool         string // the tool's name
+	FriendlyName string // the tool's label in the chosen locale, such as "Create note"
+	Write        bool   // a write tool
+
+	// CallProgress only: progress as the tool reported it (Total 0 if
+	// unknown) and its message.
+	Progress, Total float64
+	Message         string // the progress message, "" if none
+
+	// CallFinished, and ModelReply for Duration.
+	Duration time.Duration // how long the call (or the request) took
+	IsError  bool          // the call failed, or waits for approval (Err wraps approval.ErrRequired)
+	Err      error         // the error behind a failed call (llmtool.Result.Err), a failed attempt, or a stop
+
+	// Requests to the model (ModelRequest, ModelRetry, ModelReply), in Run.
+	Step    int           // the request's number in the run, from 1
+	Attempt int           // ModelRequest and ModelRetry: the attempt, from 1
+	Wait    time.Duration // ModelRetry: the pause before the next attempt
+	Text    string        // ModelReply: what the model said
+	Usage   Usage         // ModelReply: the request's tokens
+}
+
+// String returns Label; for an Event made by hand, without one, the line
+// in llmtool's English: "Create note…", "Create note… 3/10 copying",
+// "Create note… done", "Create note… failed"; a call that waits for a
+// person's approval is "Delete note… needs approval", one whose approval
+// was denied (or expired) "Delete note… not approved".
+func (e Event) String() string {
+	if e.Label != "" {
+		return e.Label
+	}
+	return e.render(nil, "")
+}
+
+// render is the event's line in locale from msgs (nil: the embedded
+// English).
+func (e Event) render(msgs *i18n.Catalog, locale string) string {
+	name := e.FriendlyName
+	if name == "" {
+		name = e.Tool
+	}
+	call := func(key string, args ...string) string {
+		return msgs.Message(key, locale, append([]string{"tool", name}, args...)...)
+	}
+	switch e.Kind {
+	case CallFinished, CallPaused:
+		switch {
+		case errors.Is(e.Err, approval.ErrRequired):
+			return call(keyNeedsApproval)
+		case e.Kind == CallPaused:
+			return call(keyAsks)
+		case errors.Is(e.Err, approval.ErrRefused):
+			return call(keyNotApproved)
+		case e.IsError:
+			return call(keyFailed)
+		}
+		return call(keyDone)
+	case CallProgress:
+		p := strconv.FormatFloat(e.Progress, 'g', -1, 64)
+		if e.Total > 0 {
+			p += "/" + strconv.FormatFloat(e.Total, 'g', -1, 64)
+		}
+		if e.Message != "" {
+			p += " " + e.Message
+		}
+		return call(keyProgress, "progress", p)
+	case ModelRequest:
+		if e.Attempt > 1 {
+			return msgs.Message(keyModelAgain, locale, "attempt", strconv.Itoa(e.Attempt))
+		}
+		return msgs.Message(keyModelRequest, locale)
+	case ModelRetry:
+		status := "no answer"
+		var he *HTTPError
+		if errors.As(e.Err, &he) {
+			status = strconv.Itoa(he.StatusCode) + " " + http.StatusText(he.StatusCode)
+		}
+		return msgs.Message(keyModelRetry, locale, "status", status, "wait", e.Wait.Round(time.Millisecond).String())
+	case ModelReply:
+		return e.Text
+	case RunStopped:
+		var s *stopError
+		if errors.As(e.Err, &s) {
+			return s.text(msgs, locale)
+		}
+		return fmt.Sprint(e.Err)
+	}
+	return call(keyStarted)
+}
+
+type eventsKey struct{}
+type localeKey struct{}
+
+// WithEvents returns a context whose turns (Dispatch, Execute, Run and
+// their resumptions) report their events to f. Calls to f are
+// serialized, in the order the events happen; f should return quickly.
+func WithEvents(ctx context.Context, f func(Event)) context.Context {
+	return context.WithValue(ctx, eventsKey{}, f)
+}
+
+// WithLocale returns a context whose events, pending calls and stops
+// speak locale, such as "de" (see Options.Messages). A tool that words
+// its own questions per language can read it with LocaleFrom.
+func WithLocale(ctx context.Context, locale string) context.Context {
+	return context.WithValue(ctx, localeKey{}, locale)
+}
+
+// LocaleFrom returns the locale set by WithLocale, or "".
+func LocaleFrom(ctx context.Context) string {
+	s, _ := ctx.Value(localeKey{}).(string)
+	return s
+}
+
+// observer serializes a context's events and labels them.
+type observer struct {
+	mu     sync.Mutex
+	f      func(Event)
+	msgs   *i18n.Catalog
+	locale string
+}
+
+// observer returns ctx's observer, nil when ctx has no WithEvents.
+func (a *Adapter) observer(ctx context.Context) *observer {
+	f, _ := ctx.Value(eventsKey{}).(func(Event))
+	if f == nil {
+		return nil
+	}
+	return &observer{f: f, msgs: a.msgs, locale: a.localeOf(ctx)}
+}
+
+func (o *observer) emit(e Event) {
+	if o == nil {
+		return
+	}
+	e.Label = e.render(o.msgs, o.locale)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.f(e)
+}
+
+// reporter turns a tool's progress reports into CallProgress events.
+type reporter struct {
+	obs *observer
+	ev  Event
+}
+
+func (r *reporter) Progress(_ context.Context, done, total float64, message string) {
+	e := r.ev
+	e.Kind, e.Progress, e.Total, e.Message = CallProgress, done, total, message
+	r.obs.emit(e)
+}
+
+func (r *reporter) Log(context.Context, slog.Level, string) {}

@@ -1,0 +1,69 @@
+package chatadapter
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/i18n"
+)
+
+// The lines a host shows the person come from the catalog
+// (Options.Messages), in the context's locale; package i18n embeds them
+// in English. Their keys, which a host's translations use:
+const (
+	keyStarted       = "llm.chat.call.started"       // {tool}
+	keyProgress      = "llm.chat.call.progress"      // {tool}, {progress}: "3/10 copying"
+	keyDone          = "llm.chat.call.done"          // {tool}
+	keyFailed        = "llm.chat.call.failed"        // {tool}
+	keyNeedsApproval = "llm.chat.call.needsApproval" // {tool}
+	keyNotApproved   = "llm.chat.call.notApproved"   // {tool}
+	keyAsks          = "llm.chat.call.asks"          // {tool}
+	keyModelRequest  = "llm.chat.model.request"      //
+	keyModelAgain    = "llm.chat.model.again"        // {attempt}
+	keyModelRetry    = "llm.chat.model.retry"        // {status}, {wait}
+	keyStopSteps     = "llm.chat.stop.steps"         // {steps}
+	keyStopBudget    = "llm.chat.stop.budget"        // {tokens}, {budget}
+	keyApproval      = "llm.chat.approval.prompt"    // {tool}, {summary}
+	keyQuestion      = "llm.chat.question.prompt"    // {tool}, {question}
+	keyPreview       = "llm.chat.preview"            // {summary}, {changes}
+	keyPreviewTable  = "llm.chat.preview.table"      // {table}, {counts}
+	keyInserted      = "llm.chat.preview.inserted"   // {n}
+	keyUpdated       = "llm.chat.preview.updated"    // {n}
+	keyDeleted       = "llm.chat.preview.deleted"    // {n}
+	keyNoChanges     = "llm.chat.preview.none"       //
+)
+
+// previewLine is p in one line in locale: in English exactly
+// p.String(), "Delete note "Plans". (notes: 3 deleted)".
+func previewLine(msgs *i18n.Catalog, locale string, p approval.Preview) string {
+	var tables []string
+	for _, c := range p.Changes {
+		var counts []string
+		for _, x := range []struct {
+			n   int64
+			key string
+		}{{c.Inserted, keyInserted}, {c.Updated, keyUpdated}, {c.Deleted, keyDeleted}} {
+			if x.n > 0 {
+				counts = append(counts, msgs.Message(x.key, locale, "n", strconv.FormatInt(x.n, 10)))
+			}
+		}
+		if len(counts) > 0 {
+			tables = append(tables, msgs.Message(keyPreviewTable, locale, "table", c.Table, "counts", strings.Join(counts, ", ")))
+		}
+	}
+	changes := msgs.Message(keyNoChanges, locale)
+	if len(tables) > 0 {
+		changes = strings.Join(tables, "; ")
+	}
+	if p.Summary == "" {
+		return changes
+	}
+	return msgs.Message(keyPreview, locale, "summary", p.Summary, "changes", changes)
+}
+
+// questionKey is the catalog key of a tool's question in the person's
+// language: "llm.tools.<tool>.ask.<key>". A host that translates it
+// replaces the tool's own words, which may carry values the translation
+// cannot (such as a count).
+func questionKey(tool, key string) string { return i18n.ToolKey(tool) + ".ask." + key }
