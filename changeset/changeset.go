@@ -231,9 +231,9 @@ type Config struct {
 	// run, such as updated_at or a random id: an approval binds that they
 	// change, not to what, so the approved run may set them anew.
 	Generated map[string][]string
-	// MaxValue bounds a recorded value, in bytes (text or blob); a larger
-	// one is recorded as omitted and makes the call not undoable. Zero
-	// means 64 KiB.
+	// MaxValue bounds a recorded value, in bytes (on SQLite a text or a
+	// blob, on PostgreSQL any value's JSON); a larger one is recorded as
+	// omitted and makes the call not undoable. Zero means 64 KiB.
 	MaxValue int
 	// Retention is how long the history keeps a call's changes; zero
 	// keeps them until the host deletes them.

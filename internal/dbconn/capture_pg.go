@@ -331,7 +331,11 @@ func (w *WriteTx) pgChanges(ctx context.Context) (*changeset.Set, error) {
 		set.NotUndoable = fmt.Sprintf("it changed table %s, which is not tracked", p.untracked)
 	}
 	if p.schema != "" && set.NotUndoable == "" {
-		set.NotUndoable = "it changed the schema (" + p.schema + ")"
+		what := "changed the schema"
+		if len(p.schema) >= 8 && strings.EqualFold(p.schema[:8], "TRUNCATE") {
+			what = "emptied tables"
+		}
+		set.NotUndoable = "it " + what + " (" + p.schema + ")"
 	}
 	rows, err := w.Tx.QueryContext(ctx, pgTake)
 	if err != nil {
