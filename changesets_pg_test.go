@@ -163,28 +163,35 @@ func TestChangesetPGValues(t *testing.T) {
 
 // TestChangesetPGConcurrent: calls that run side by side each get their
 // own rows, and leave nothing behind; a registry that tracks nothing
-// records nothing.
+// records nothing. Under SERIALIZABLE some of them run again (reading
+// llmtool_capture and writing the history can complete a cycle), so
+// this also holds that a serialization failure anywhere in the capture
+// or the history is retried, not reported.
 func TestChangesetPGConcurrent(t *testing.T) {
 	t.Parallel()
 	f := newCSFixtureOn(t, true, "")
 	ctx := context.Background()
-	const n = 6
-	for i := range n {
+	const clients, calls = 8, 20
+	for i := range clients {
 		require.False(t, f.call(t, ctx, "cs_add", fmt.Sprintf(`{"title": "note %d"}`, i)).IsError)
 	}
 	var wg sync.WaitGroup
-	results := make([]llmtool.Result, n)
-	for i := range n {
+	results := make([][]llmtool.Result, clients)
+	for i := range clients {
 		wg.Go(func() {
-			results[i] = f.call(t, ctx, "cs_edit", fmt.Sprintf(`{"id": %d, "content": "by call %d"}`, i+1, i))
+			for k := range calls {
+				results[i] = append(results[i], f.call(t, ctx, "cs_edit", fmt.Sprintf(`{"id": %d, "content": "by client %d, call %d"}`, i+1, i, k)))
+			}
 		})
 	}
 	wg.Wait()
-	for i, res := range results {
-		require.False(t, res.IsError, res.Text())
-		require.Len(t, res.Changeset.Rows, 1)
-		require.JSONEq(t, fmt.Sprint(i+1), string(res.Changeset.Rows[0].Key["id"]))
-		require.JSONEq(t, fmt.Sprintf(`"by call %d"`, i), string(res.Changeset.Rows[0].After["content"]))
+	for i, rs := range results {
+		for k, res := range rs {
+			require.False(t, res.IsError, res.Text())
+			require.Len(t, res.Changeset.Rows, 1)
+			require.JSONEq(t, fmt.Sprint(i+1), string(res.Changeset.Rows[0].Key["id"]))
+			require.JSONEq(t, fmt.Sprintf(`"by client %d, call %d"`, i, k), string(res.Changeset.Rows[0].After["content"]))
+		}
 	}
 	require.Zero(t, f.count(t, "llmtool_capture"))
 

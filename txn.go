@@ -519,7 +519,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	if err := r.storeChanges(ctx, cs, tx, pa.conversation); err != nil { // changesets.go
 		_ = tx.Rollback()
-		return nil, false, false, err
+		return nil, false, ctx.Err() == nil && engine.Retryable(err), err
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
 	err = tx.Commit()
