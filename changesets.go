@@ -69,11 +69,16 @@ func (r *Registry) initChangesets(ctx context.Context, cfg changeset.Config) err
 	if r.tx.DB == nil {
 		return errNoDB
 	}
-	if r.tx.Engine == engine.Postgres {
-		return errPGChangesets // changesets_pg.go
-	}
 	if err := migrate.Apply(ctx, r.tx.DB, r.tx.Engine, "llmtool_changes", changesetMigrations); err != nil {
 		return err
+	}
+	if r.tx.Engine == engine.Postgres {
+		// Row triggers on the tables (internal/dbconn/capture_pg.go).
+		if err := r.tx.TrackPG(ctx, cfg.Tables, cfg.MaxValue); err != nil {
+			return err
+		}
+	} else {
+		r.tx.Track, r.tx.MaxValue = cfg.Tables, cfg.MaxValue // the pre-update hook
 	}
 	tr := &tracking{cfg: cfg, generated: make(map[string]map[string]bool)}
 	for t, cols := range cfg.Generated {
@@ -84,7 +89,6 @@ func (r *Registry) initChangesets(ctx context.Context, cfg changeset.Config) err
 		tr.generated[strings.ToLower(t)] = m
 	}
 	r.tracked = tr
-	r.tx.Track, r.tx.MaxValue = cfg.Tables, cfg.MaxValue
 	if cfg.Tools {
 		r.addBuiltinLocked(r.newUndoTool())
 		r.addBuiltinLocked(r.newListChangesTool())
@@ -100,10 +104,17 @@ func (t *tracking) isGenerated(table, column string) bool {
 }
 
 // captureChanges ends the capture of a write run, after its handler, in
-// llmtool's own mode.
+// llmtool's own mode, as the connecting user.
 func (cs *callState) captureChanges(ctx context.Context) error {
 	if cs.wtx == nil {
 		return nil
+	}
+	refusal, err := cs.wtx.CheckCapture(ctx) // PostgreSQL: its triggers outlived the call's schema change
+	if refusal != nil {
+		return cs.refuseStatement(refusal)
+	}
+	if err != nil {
+		return err
 	}
 	set, err := cs.wtx.Changes(ctx)
 	if err != nil {
@@ -164,17 +175,26 @@ func (r *Registry) pruneChanges(ctx context.Context, tx *sql.Tx, now time.Time) 
 	return err
 }
 
-// ownQuery runs one of llmtool's own queries in the call's write
-// transaction, past the authorizer and the statement check that keep
-// handlers from llmtool's tables. Only llmtool's built-in tools use it.
-func (cs *callState) ownQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// ownList reads the history in the call's write transaction, past the
+// authorizer and the statement check that keep handlers from llmtool's
+// tables, and, with Options.Role, as the connecting user (the role may
+// not read them). Only llmtool's built-in tools use it.
+func (cs *callState) ownList(ctx context.Context, f changeset.Filter) ([]changeset.Entry, error) {
+	if err := cs.reg.tx.LeaveRole(ctx, cs.wtx.Tx); err != nil {
+		return nil, err
+	}
 	cs.policy.SetMode(dbconn.ModeOwn)
-	defer cs.policy.SetMode(dbconn.ModeWrite)
-	return cs.wtx.Tx.QueryContext(ctx, query, args...)
+	entries, err := changeset.List(ctx, cs.wtx.Tx, f)
+	cs.policy.SetMode(dbconn.ModeWrite)
+	if err != nil {
+		return nil, err
+	}
+	return entries, cs.reg.tx.EnterRole(ctx, cs.wtx.Tx)
 }
 
 // ownExec runs one of llmtool's own statements in the call's write
-// transaction, as ownQuery does.
+// transaction, past the authorizer and the statement check: SQLite's
+// PRAGMA defer_foreign_keys, PostgreSQL's savepoints.
 func (cs *callState) ownExec(ctx context.Context, query string, args ...any) error {
 	cs.policy.SetMode(dbconn.ModeOwn)
 	defer cs.policy.SetMode(dbconn.ModeWrite)

@@ -14,11 +14,15 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/internal/pgtest"
 	"github.com/llmtool/llmtool/sqlite"
 )
 
-// The changeset tests run on SQLite: a notes table, its children by a
+// The changeset tests run on SQLite, or on PostgreSQL with
+// LLMTOOL_TEST_ENGINE=postgres: a notes table, its children by a
 // cascading foreign key, and a trigger of the host's that counts notes.
+// Where the engines record the same change differently (a blob, a real,
+// the order of a cascade's rows), the test says both.
 
 type noteIDIn struct {
 	ID int64 `json:"id" minimum:"1"`
@@ -36,6 +40,10 @@ type addNoteIn struct {
 	Blob    string `json:"blob,omitempty"`
 }
 
+type csSQLIn struct {
+	SQL []string `json:"sql"`
+}
+
 type okOut struct {
 	OK bool `json:"ok"`
 }
@@ -46,16 +54,19 @@ var changesetTools = llmtool.DefineTools("cs_notes",
 		if in.Blob != "" {
 			blob = []byte(in.Blob)
 		}
-		res, err := c.Exec(`INSERT INTO notes (title, content, data, score) VALUES (?, ?, ?, 1.0)`, in.Title+" (draft)", in.Content, blob)
-		if err != nil {
+		var id int64
+		if err := c.QueryRow(`INSERT INTO notes (title, content, data, score) VALUES (?, ?, ?, 1.0) RETURNING id`, in.Title+" (draft)", in.Content, blob).Scan(&id); err != nil {
 			return okOut{}, err
 		}
-		id, _ := res.LastInsertId()
-		_, err = c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, id)
+		_, err := c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, id)
 		return okOut{OK: true}, err
 	}),
 	llmtool.Write("cs_edit", "Edit a note.", func(c *llmtool.WriteCtx, in editIn) (okOut, error) {
-		_, err := c.Exec(`UPDATE notes SET title = coalesce(nullif(?, ''), title), content = coalesce(nullif(?, ''), content), updated_at = strftime('%f', 'now') WHERE id = ?`, in.Title, in.Content, in.ID)
+		now := `strftime('%f', 'now')`
+		if c.Engine() == "postgres" {
+			now = `clock_timestamp()::text`
+		}
+		_, err := c.Exec(`UPDATE notes SET title = coalesce(nullif(?, ''), title), content = coalesce(nullif(?, ''), content), updated_at = `+now+` WHERE id = ?`, in.Title, in.Content, in.ID)
 		return okOut{OK: true}, err
 	}),
 	llmtool.Write("cs_delete", "Delete a note and its children.", func(c *llmtool.WriteCtx, in noteIDIn) (okOut, error) {
@@ -67,6 +78,10 @@ var changesetTools = llmtool.DefineTools("cs_notes",
 		_, err := c.Exec(`DELETE FROM notes WHERE id = ?`, in.ID)
 		return okOut{OK: true}, err
 	}, llmtool.NeedsApproval()),
+	llmtool.Write("cs_delete_child", "Delete a child.", func(c *llmtool.WriteCtx, in noteIDIn) (okOut, error) {
+		_, err := c.Exec(`DELETE FROM children WHERE id = ?`, in.ID)
+		return okOut{OK: true}, err
+	}),
 	llmtool.Write("cs_fail", "Change a note, then fail.", func(c *llmtool.WriteCtx, in noteIDIn) (okOut, error) {
 		if _, err := c.Exec(`UPDATE notes SET title = 'x' WHERE id = ?`, in.ID); err != nil {
 			return okOut{}, err
@@ -77,19 +92,34 @@ var changesetTools = llmtool.DefineTools("cs_notes",
 		_, err := c.Exec(`INSERT INTO scratch (v) VALUES (?)`, in.ID)
 		return okOut{OK: true}, err
 	}),
+	llmtool.Write("cs_sql", "Run statements.", func(c *llmtool.WriteCtx, in csSQLIn) (okOut, error) {
+		for _, q := range in.SQL {
+			if _, err := c.Exec(q); err != nil {
+				return okOut{}, err
+			}
+		}
+		return okOut{OK: true}, nil
+	}),
 )
 
-type csFixture struct {
-	db  *sql.DB
-	reg *llmtool.Registry
-}
-
-func newCSFixture(t *testing.T) *csFixture {
-	t.Helper()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "cs.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	for _, q := range []string{
+// csSchema is the host's schema on each engine.
+func csSchema(pg bool) []string {
+	if pg {
+		return []string{
+			`CREATE TABLE notes (id BIGSERIAL PRIMARY KEY, title TEXT NOT NULL, content TEXT NOT NULL DEFAULT '', data BYTEA, score DOUBLE PRECISION, updated_at TEXT)`,
+			`CREATE TABLE children (id BIGSERIAL PRIMARY KEY, note_id BIGINT NOT NULL REFERENCES notes(id) ON DELETE CASCADE, body TEXT)`,
+			`CREATE TABLE stats (k TEXT PRIMARY KEY, n INTEGER NOT NULL)`,
+			`CREATE TABLE scratch (v INTEGER)`,
+			`INSERT INTO stats VALUES ('notes', 0)`,
+			`CREATE FUNCTION notes_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE stats SET n = n + CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END WHERE k = 'notes';
+	RETURN NULL;
+END $$`,
+			`CREATE TRIGGER notes_count AFTER INSERT OR DELETE ON notes FOR EACH ROW EXECUTE FUNCTION notes_count()`,
+		}
+	}
+	return []string{
 		`PRAGMA foreign_keys = ON`,
 		`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, content TEXT NOT NULL DEFAULT '', data BLOB, score REAL, updated_at TEXT)`,
 		`CREATE TABLE children (id INTEGER PRIMARY KEY, note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE, body TEXT)`,
@@ -98,37 +128,100 @@ func newCSFixture(t *testing.T) *csFixture {
 		`INSERT INTO stats VALUES ('notes', 0)`,
 		`CREATE TRIGGER notes_count_ins AFTER INSERT ON notes BEGIN UPDATE stats SET n = n + 1 WHERE k = 'notes'; END`,
 		`CREATE TRIGGER notes_count_del AFTER DELETE ON notes BEGIN UPDATE stats SET n = n - 1 WHERE k = 'notes'; END`,
-	} {
-		_, err := db.Exec(q)
+	}
+}
+
+type csFixture struct {
+	db    *sql.DB
+	reg   *llmtool.Registry
+	pg    bool
+	where string // the SQLite file or the PostgreSQL DSN
+	opts  llmtool.Options
+}
+
+// newCSFixture opens the fixture on the engine under test.
+func newCSFixture(t *testing.T) *csFixture {
+	t.Helper()
+	return newCSFixtureOn(t, pgtest.FromEnv(), "")
+}
+
+// newCSFixtureOn opens the fixture on PostgreSQL (pg) or SQLite, its
+// tools run as role (PostgreSQL's Options.Role) unless it is "".
+func newCSFixtureOn(t *testing.T, pg bool, role string) *csFixture {
+	t.Helper()
+	f := &csFixture{pg: pg, where: filepath.Join(t.TempDir(), "cs.db")}
+	if pg {
+		f.where = pgtest.DSN(t)
+	}
+	f.db = f.open(t)
+	for _, q := range csSchema(pg) {
+		_, err := f.db.Exec(q)
 		require.NoError(t, err, q)
 	}
-	reg := newRegistryOpts(t, db, &llmtool.Options{ValidateOutput: true, Changesets: changeset.Config{
+	if role != "" {
+		for _, q := range []string{
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON notes, children, stats, scratch TO ` + role,
+			`GRANT USAGE ON SEQUENCE notes_id_seq, children_id_seq TO ` + role,
+		} {
+			_, err := f.db.Exec(q)
+			require.NoError(t, err, q)
+		}
+	}
+	f.opts = llmtool.Options{ValidateOutput: true, Role: role, Changesets: changeset.Config{
 		Tables:    []string{"notes", "children", "stats"},
 		Generated: map[string][]string{"notes": {"updated_at"}},
 		Tools:     true,
-	}}, changesetTools)
-	return &csFixture{db: db, reg: reg}
+	}}
+	f.reg = f.registry(t, f.db)
+	return f
+}
+
+// open opens another handle on the fixture's database, as another
+// process or replica would.
+func (f *csFixture) open(t *testing.T) *sql.DB {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	if f.pg {
+		db, err = sql.Open("pgx", f.where)
+	} else {
+		db, err = sqlite.Open(f.where)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// registry is a registry on db with the fixture's options and tools.
+func (f *csFixture) registry(t *testing.T, db *sql.DB) *llmtool.Registry {
+	t.Helper()
+	opts := f.opts
+	return newRegistryOpts(t, db, &opts, changesetTools)
 }
 
 // dump is every tracked table's rows, as text, for comparing states.
 func (f *csFixture) dump(t *testing.T) string {
 	t.Helper()
+	qs := []string{
+		`SELECT json_array(id, title, content, quote(data), quote(score), quote(updated_at)) FROM notes ORDER BY id`,
+		`SELECT json_array(id, note_id, body) FROM children ORDER BY id`,
+		`SELECT json_array(k, n) FROM stats ORDER BY k`,
+	}
+	if f.pg {
+		qs = []string{
+			`SELECT to_jsonb(t.*)::text FROM notes t ORDER BY id`,
+			`SELECT to_jsonb(t.*)::text FROM children t ORDER BY id`,
+			`SELECT to_jsonb(t.*)::text FROM stats t ORDER BY k`,
+		}
+	}
 	var b strings.Builder
-	for _, q := range []string{
-		`SELECT id, title, content, quote(data), quote(score), quote(updated_at) FROM notes ORDER BY id`,
-		`SELECT id, note_id, body, '', '', '' FROM children ORDER BY id`,
-		`SELECT k, n, '', '', '', '' FROM stats ORDER BY k`,
-	} {
+	for _, q := range qs {
 		rows, err := f.db.Query(q)
 		require.NoError(t, err)
 		for rows.Next() {
-			v := make([]any, 6)
-			p := make([]any, 6)
-			for i := range v {
-				p[i] = &v[i]
-			}
-			require.NoError(t, rows.Scan(p...))
-			fmt.Fprintln(&b, v...)
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			fmt.Fprintln(&b, s)
 		}
 		require.NoError(t, rows.Close())
 	}
@@ -138,6 +231,22 @@ func (f *csFixture) dump(t *testing.T) string {
 func (f *csFixture) call(t *testing.T, ctx context.Context, tool, args string) llmtool.Result {
 	t.Helper()
 	return f.reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), Conversation: "conv-1"})
+}
+
+func (f *csFixture) count(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.db.QueryRow(`SELECT count(*) FROM `+table).Scan(&n))
+	return n
+}
+
+// either is the SQLite form of what a test expects, or the PostgreSQL
+// form on PostgreSQL.
+func (f *csFixture) either(sqlite, postgres string) string {
+	if f.pg {
+		return postgres
+	}
+	return sqlite
 }
 
 func rowsJSON(t *testing.T, set *changeset.Set) string {
@@ -157,8 +266,10 @@ func TestChangesetCapture(t *testing.T) {
 	require.False(t, res.IsError, res.Text())
 	// The insert and the update of one row merge into an insert of the
 	// final values; the host's trigger's update of stats is captured too.
+	// A blob is base64 on SQLite, to_jsonb's hex on PostgreSQL; a real
+	// keeps its fraction on SQLite, to_jsonb drops it.
 	require.JSONEq(t, `[
-		{"table":"notes","op":"insert","key":{"id":1},"after":{"id":1,"title":"Plans","content":"the original words","data":{"$bytes":"aGk="},"score":1.0,"updated_at":null}},
+		{"table":"notes","op":"insert","key":{"id":1},"after":{"id":1,"title":"Plans","content":"the original words","data":`+f.either(`{"$bytes":"aGk="}`, `"\\x6869"`)+`,"score":`+f.either("1.0", "1")+`,"updated_at":null}},
 		{"table":"stats","op":"update","key":{"k":"notes"},"before":{"k":"notes","n":0},"after":{"k":"notes","n":1}}
 	]`, rowsJSON(t, res.Changeset))
 	require.Positive(t, res.Changeset.ID)
@@ -167,11 +278,6 @@ func TestChangesetCapture(t *testing.T) {
 	_, err := f.db.Exec(`INSERT INTO children (note_id, body) VALUES (1, 'a'), (1, 'b')`)
 	require.NoError(t, err)
 
-	// A failed call rolls back: no changeset, no history.
-	res = f.call(t, ctx, "cs_fail", `{"id": 1}`)
-	require.True(t, res.IsError)
-	require.Nil(t, res.Changeset)
-
 	// An untracked table makes the call not undoable, with the reason.
 	res = f.call(t, ctx, "cs_untracked", `{"id": 5}`)
 	require.False(t, res.IsError, res.Text())
@@ -179,7 +285,7 @@ func TestChangesetCapture(t *testing.T) {
 
 	entries, err := changeset.List(ctx, f.db, changeset.Filter{Conversation: "conv-1"})
 	require.NoError(t, err)
-	require.Len(t, entries, 2, "the failed call left no history")
+	require.Len(t, entries, 2)
 	require.Equal(t, "cs_untracked", entries[0].Tool)
 	require.Equal(t, "cs_add", entries[1].Tool)
 
@@ -187,6 +293,39 @@ func TestChangesetCapture(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, byNote, 1)
 	require.Equal(t, "cs_add", byNote[0].Tool)
+}
+
+// TestChangesetRolledBack: a call that fails rolls back, and so does its
+// changeset: no history, and nothing of the capture left behind.
+func TestChangesetRolledBack(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	require.False(t, f.call(t, ctx, "cs_add", `{"title": "A"}`).IsError)
+	before := f.dump(t)
+
+	res := f.call(t, ctx, "cs_fail", `{"id": 1}`)
+	require.True(t, res.IsError)
+	require.Equal(t, "no", res.Text())
+	require.Nil(t, res.Changeset)
+	require.Equal(t, before, f.dump(t))
+	entries, err := changeset.List(ctx, f.db, changeset.Filter{})
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the failed call left no history")
+	require.Equal(t, "cs_add", entries[0].Tool)
+	if f.pg {
+		require.Zero(t, f.count(t, "llmtool_capture"), "each call takes the rows its triggers recorded")
+	}
+
+	// The host's own writes record nothing.
+	_, err = f.db.Exec(`UPDATE notes SET title = 'by the host'`)
+	require.NoError(t, err)
+	if f.pg {
+		require.Zero(t, f.count(t, "llmtool_capture"))
+	}
+	entries, err = changeset.List(ctx, f.db, changeset.Filter{})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
 }
 
 func TestChangesetExactApproval(t *testing.T) {
@@ -203,10 +342,14 @@ func TestChangesetExactApproval(t *testing.T) {
 	pv := ask.Approval.Preview
 	require.NotNil(t, pv.Changeset)
 	// The person sees which rows go, and what they say: the cascade of
-	// the child and the host's trigger included.
-	require.Equal(t, `delete notes (id=1): content="the original words", data=null, id=1, score=1.0, title="Exact Me", updated_at=null
+	// the child and the host's trigger included. SQLite's hook sees the
+	// cascade as it happens; PostgreSQL's triggers see it after the
+	// note's own triggers (the host's count among them).
+	require.Equal(t, f.either(`delete notes (id=1): content="the original words", data=null, id=1, score=1.0, title="Exact Me", updated_at=null
 delete children (id=1): body="child", id=1, note_id=1
-update stats (k="notes"): n 1 → 0`, pv.Changeset.String())
+update stats (k="notes"): n 1 → 0`, `delete notes (id=1): content="the original words", data=null, id=1, score=1, title="Exact Me", updated_at=null
+update stats (k="notes"): n 1 → 0
+delete children (id=1): body="child", id=1, note_id=1`), pv.Changeset.String())
 	require.Contains(t, ask.Text(), `content="the original words"`)
 
 	// Another client replaces the content: same counts, same title.
@@ -217,9 +360,7 @@ update stats (k="notes"): n 1 → 0`, pv.Changeset.String())
 	require.ErrorIs(t, again.Err, approval.ErrRequired)
 	require.Contains(t, again.Text(), "The data changed since the user approved this change, so nothing was saved.")
 	require.Contains(t, again.Approval.Preview.Changeset.String(), `content="words never seen"`)
-	var n int
-	require.NoError(t, f.db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
-	require.Equal(t, 1, n, "nothing was deleted")
+	require.Equal(t, 1, f.count(t, "notes"), "nothing was deleted")
 
 	// Approving what is there now commits.
 	ok := f.reg.Invoke(ctx, llmtool.Call{Tool: "cs_delete", Args: []byte(`{"id": 1}`), Approval: &approval.Answer{Token: again.Approval.Token, Approved: true}})
@@ -246,9 +387,9 @@ func TestChangesetGeneratedColumnsDoNotBreakApproval(t *testing.T) {
 	require.NotEqual(t, dry1.Preview.Changeset.Digest(nil), "", "a digest")
 }
 
-func TestChangesetUndo(t *testing.T) {
-	t.Parallel()
-	f := newCSFixture(t)
+// testUndo deletes a note with its children, checks who may undo it,
+// undoes it and redoes it, comparing the tables' dumps.
+func testUndo(t *testing.T, f *csFixture) {
 	alice := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice"})
 	bob := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "bob"})
 
@@ -267,6 +408,9 @@ func TestChangesetUndo(t *testing.T) {
 	require.True(t, res.IsError)
 	require.Equal(t, fmt.Sprintf("Change %d was made by someone else; only they can undo it.", del.Changeset.ID), res.Text())
 
+	// The children come back after their note: on SQLite the undo checks
+	// foreign keys at commit; on PostgreSQL, where the cascade recorded
+	// them after the note, a child refused first is tried again after it.
 	undo := f.call(t, alice, "undo_changes", fmt.Sprintf(`{"id": %d}`, del.Changeset.ID))
 	require.False(t, undo.IsError, undo.Text())
 	require.Equal(t, before, f.dump(t), "undo restores every row, the cascade's and the trigger's")
@@ -274,14 +418,52 @@ func TestChangesetUndo(t *testing.T) {
 
 	again := f.call(t, alice, "undo_changes", fmt.Sprintf(`{"id": %d}`, del.Changeset.ID))
 	require.True(t, again.IsError)
-	require.Contains(t, again.Text(), fmt.Sprintf("Change %d was already undone by change %d.", del.Changeset.ID, undo.Changeset.ID))
+	require.Equal(t, fmt.Sprintf("Change %d was already undone by change %d. Undo change %d to redo it.", del.Changeset.ID, undo.Changeset.ID, undo.Changeset.ID), again.Text())
 
 	// The undo is a change of its own: undoing it deletes again.
 	redo := f.call(t, alice, "undo_changes", fmt.Sprintf(`{"id": %d}`, undo.Changeset.ID))
 	require.False(t, redo.IsError, redo.Text())
-	var n int
-	require.NoError(t, f.db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
-	require.Zero(t, n)
+	require.Zero(t, f.count(t, "notes"))
+	require.Zero(t, f.count(t, "children"))
+}
+
+func TestChangesetUndo(t *testing.T) {
+	t.Parallel()
+	testUndo(t, newCSFixture(t))
+}
+
+// TestChangesetUndoAsRole: with Options.Role the handler's SQL runs as a
+// role without privileges on llmtool's tables; the capture triggers
+// still record (their function runs as its owner), and the undo reads
+// the history as the connecting user and writes the rows back as the
+// role.
+func TestChangesetUndoAsRole(t *testing.T) {
+	t.Parallel()
+	role := pgRoles(t, "NOLOGIN")[0]
+	f := newCSFixtureOn(t, true, role)
+	t.Cleanup(func() { _, _ = f.db.Exec(`DROP OWNED BY ` + role) })
+	testUndo(t, f)
+}
+
+// TestChangesetUndoElsewhere: the history is in the database, so a
+// registry on another handle to it (after a restart, or on another
+// replica) undoes a change the first one made.
+func TestChangesetUndoElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	before := f.dump(t)
+	add := f.call(t, ctx, "cs_add", `{"title": "A", "content": "c"}`)
+	require.False(t, add.IsError, add.Text())
+	require.NoError(t, f.reg.Close())
+
+	other := f.registry(t, f.open(t))
+	undo := other.Invoke(ctx, llmtool.Call{Tool: "undo_changes", Args: fmt.Appendf(nil, `{"id": %d}`, add.Changeset.ID)})
+	require.False(t, undo.IsError, undo.Text())
+	require.Equal(t, before, f.dump(t))
+	entries, err := changeset.List(ctx, f.db, changeset.Filter{IDs: []int64{add.Changeset.ID}})
+	require.NoError(t, err)
+	require.Equal(t, undo.Changeset.ID, entries[0].UndoneBy)
 }
 
 func TestChangesetUndoConflict(t *testing.T) {
@@ -306,9 +488,44 @@ func TestChangesetUndoConflict(t *testing.T) {
 	require.NoError(t, err)
 	all := f.call(t, ctx, "undo_changes", `{"since": 0}`)
 	require.False(t, all.IsError, all.Text())
-	var n int
-	require.NoError(t, f.db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n))
-	require.Zero(t, n)
+	require.Zero(t, f.count(t, "notes"))
+}
+
+// TestChangesetUndoParentGone: a child whose parent was deleted since
+// cannot come back; the undo fails and changes nothing.
+func TestChangesetUndoParentGone(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	require.False(t, f.call(t, ctx, "cs_add", `{"title": "A"}`).IsError)
+	_, err := f.db.Exec(`INSERT INTO children (note_id, body) VALUES (1, 'x')`)
+	require.NoError(t, err)
+	del := f.call(t, ctx, "cs_delete_child", `{"id": 1}`)
+	require.False(t, del.IsError, del.Text())
+	_, err = f.db.Exec(`DELETE FROM notes WHERE id = 1`)
+	require.NoError(t, err)
+	before := f.dump(t)
+
+	res := f.call(t, ctx, "undo_changes", fmt.Sprintf(`{"id": %d}`, del.Changeset.ID))
+	require.True(t, res.IsError)
+	require.EqualError(t, res.Err, f.either("llmtool: commit: constraint failed: FOREIGN KEY constraint failed (787)",
+		fmt.Sprintf(`llmtool: undo change %d, children (id=1): ERROR: insert or update on table "children" violates foreign key constraint "children_note_id_fkey" (SQLSTATE 23503)`, del.Changeset.ID)))
+	require.Equal(t, before, f.dump(t))
+}
+
+// TestChangesetSchemaChange: a call that changes the schema cannot be
+// undone, and says why.
+func TestChangesetSchemaChange(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	require.False(t, f.call(t, ctx, "cs_add", `{"title": "A"}`).IsError)
+	res := f.call(t, ctx, "cs_sql", `{"sql": ["CREATE TABLE extra (v INTEGER)", "UPDATE notes SET title = 'B'"]}`)
+	require.False(t, res.IsError, res.Text())
+	require.Equal(t, f.either("it changed the schema (create extra)", "it changed the schema (CREATE TABLE extra (v INTEGER))"), res.Changeset.NotUndoable)
+	undo := f.call(t, ctx, "undo_changes", fmt.Sprintf(`{"id": %d}`, res.Changeset.ID))
+	require.True(t, undo.IsError)
+	require.Equal(t, fmt.Sprintf("Change %d cannot be undone: %s.", res.Changeset.ID, res.Changeset.NotUndoable), undo.Text())
 }
 
 func TestChangesetToolsAndResource(t *testing.T) {

@@ -2,7 +2,7 @@ package llmtool
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,13 +72,6 @@ func (r *Registry) listChanges(ctx context.Context, f changeset.Filter) ([]chang
 	return changeset.List(ctx, r.tx.DB, f)
 }
 
-// ownQueryer runs llmtool's own queries in a write call's transaction.
-type ownQueryer struct{ cs *callState }
-
-func (o ownQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return o.cs.ownQuery(ctx, query, args...)
-}
-
 // undo undoes the entries in selects, newest first, or fails with nothing
 // undone.
 func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
@@ -93,7 +86,7 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 	default:
 		f.Conversation, f.Limit = cs.conversation, 1
 	}
-	entries, err := changeset.List(c, ownQueryer{cs}, f)
+	entries, err := cs.ownList(c, f)
 	if err != nil {
 		return undoOut{}, err
 	}
@@ -163,6 +156,7 @@ type undoer struct {
 	c         *WriteCtx
 	sqlite    bool
 	conflicts []string
+	pgCols    map[string]*pgColumns // PostgreSQL: the tables' columns (changesets_pg.go)
 }
 
 // maxRestorePasses bounds the passes that set rows back while the host's
@@ -193,7 +187,7 @@ func (u *undoer) entry(e changeset.Entry) error {
 		return nil
 	}
 	for pass := 0; ; pass++ {
-		wrong := 0
+		var wrong []changeset.Row // in the reverse order of the change
 		for i := len(e.Rows) - 1; i >= 0; i-- {
 			r := e.Rows[i]
 			if pass > 0 {
@@ -205,18 +199,61 @@ func (u *undoer) entry(e changeset.Entry) error {
 					continue
 				}
 			}
-			wrong++
-			if err := u.restore(r.Table, r.Key, r.Before); err != nil {
-				return fmt.Errorf("llmtool: undo change %d, %s %s: %w", e.ID, r.Table, describeKey(r.Key), err)
-			}
+			wrong = append(wrong, r)
 		}
-		if wrong == 0 {
+		if len(wrong) == 0 {
 			return nil
+		}
+		if err := u.restoreRows(e.ID, wrong); err != nil {
+			return err
 		}
 		if pass == maxRestorePasses {
 			return fmt.Errorf("llmtool: undo change %d: the database's triggers changed its rows again after %d passes", e.ID, pass)
 		}
 	}
+}
+
+// heldError is a row's restore that a foreign key refused for now
+// (PostgreSQL), rolled back: its parent may come back later in the undo,
+// or its child go first.
+type heldError struct{ err error }
+
+func (h *heldError) Error() string { return h.err.Error() }
+func (h *heldError) Unwrap() error { return h.err }
+
+// restoreRows sets rows back, in order. On SQLite the undo checks
+// foreign keys at commit (PRAGMA defer_foreign_keys). PostgreSQL's are
+// usually NOT DEFERRABLE, checked at the end of each statement, and the
+// reverse of the order in which the triggers recorded rows does not
+// always suit them: a cascade's children are recorded after their
+// parent, so they come back first. So a restore that a foreign key
+// refuses is rolled back to its savepoint and held, and the held rows are
+// tried again after the others, until all are back or a round sets none
+// back (a row whose parent is truly gone: that restore's error).
+func (u *undoer) restoreRows(id int64, rows []changeset.Row) error {
+	for len(rows) > 0 {
+		var held []changeset.Row
+		var heldErr error
+		for _, r := range rows {
+			err := u.restore(r.Table, r.Key, r.Before)
+			var h *heldError
+			if errors.As(err, &h) {
+				held = append(held, r)
+				if heldErr == nil {
+					heldErr = fmt.Errorf("llmtool: undo change %d, %s %s: %w", id, r.Table, describeKey(r.Key), h.err)
+				}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("llmtool: undo change %d, %s %s: %w", id, r.Table, describeKey(r.Key), err)
+			}
+		}
+		if len(held) == len(rows) {
+			return heldErr
+		}
+		rows = held
+	}
+	return nil
 }
 
 // is reports whether the row of table with key holds values (every

@@ -237,7 +237,10 @@ type Options struct {
 	// exactly, before and after (package changeset): the Result's
 	// Changeset, the rows an approval binds, and the history in the table
 	// llmtool_changes, written in the call's own transaction, which the
-	// built-in tool undo_changes undoes (Changesets.Tools). Default: no
-	// table is tracked, and approvals bind row counts per table.
+	// built-in tool undo_changes undoes (Changesets.Tools). SQLite
+	// captures through modernc.org/sqlite's pre-update hook; PostgreSQL
+	// through row triggers that NewRegistry installs on the tables
+	// (changeset.Config.Tables says what they see). Default: no table is
+	// tracked, and approvals bind row counts per table.
 	Changesets changeset.Config
 }

@@ -197,9 +197,6 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		}
 	}
 	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
-	if err := r.useRole(opts); err != nil { // role.go
-		return nil, err
-	}
 	r.invoke = r.call
 	r.tenants = r.newTenants(opts)
 	if err := r.setup(opts); err != nil {
@@ -216,6 +213,9 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := r.useRole(opts); err != nil { // role.go: after llmtool's tables exist
+		return nil, err
 	}
 	for _, m := range modules {
 		if m == nil {

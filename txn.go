@@ -141,6 +141,7 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 	if err != nil {
 		return nil, err
 	}
+	c.call.wtx.NoteStatement(query, -1) // a write call's capture on PostgreSQL (changesets.go)
 	rows, err := c.q.QueryContext(ctx, query, args...)
 	if rerr := c.call.denied(query); rerr != nil {
 		if rows != nil {
@@ -182,6 +183,7 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	if err != nil {
 		return c.call.reg.tx.ErrRow.Row(err)
 	}
+	c.call.wtx.NoteStatement(query, -1) // a write call's capture on PostgreSQL (changesets.go)
 	row := c.q.QueryRowContext(ctx, query, args...)
 	if rerr := c.call.denied(query); rerr != nil {
 		return c.call.reg.tx.ErrRow.Row(rerr)
@@ -209,6 +211,7 @@ func (c *ReadCtx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, 
 	if err != nil {
 		return nil, err
 	}
+	c.call.wtx.NoteStatement(query, -1) // a write call's capture on PostgreSQL (changesets.go)
 	st, err := c.q.PrepareContext(ctx, query)
 	if rerr := c.call.denied(query); rerr != nil {
 		if st != nil {
@@ -271,9 +274,12 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 	if err != nil && engine.Retryable(err) {
 		c.call.retryable.Store(true)
 	}
-	if err == nil && c.call.preview != nil {
+	if err == nil && (c.call.preview != nil || c.call.wtx.Noting()) {
 		if n, nerr := res.RowsAffected(); nerr == nil {
-			c.call.preview.record(c.call.reg.tx.Dialect, query, n)
+			c.call.wtx.NoteStatement(query, n) // PostgreSQL's capture (changesets.go)
+			if c.call.preview != nil {
+				c.call.preview.record(c.call.reg.tx.Dialect, query, n)
+			}
 		}
 	}
 	return res, err
@@ -454,7 +460,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	cs.wtx, cs.policy = wt, wt.Policy
 	tx := wt.Tx
 	defer func() { r.tx.EndWrite(wt, cs.refusal() != nil) }()
-	if err := r.tx.EnterRole(ctx, tx); err != nil { // role.go: guards and handler run as Options.Role
+	if err := r.tx.StartCall(ctx, wt); err != nil { // capture on (changesets.go), guards and handler run as Options.Role (role.go)
 		_ = tx.Rollback()
 		return nil, false, false, beginErr(ctx, err)
 	}
@@ -489,10 +495,10 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		}
 	}
 	if err == nil {
-		err = cs.captureChanges(ctx) // changesets.go
+		err = r.tx.LeaveRole(ctx, tx) // role.go: llmtool's own statements run as the connecting user
 	}
 	if err == nil {
-		err = r.tx.LeaveRole(ctx, tx) // role.go: llmtool's own statements run as the connecting user
+		err = cs.captureChanges(ctx) // changesets.go
 	}
 	if err == nil {
 		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
@@ -514,7 +520,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	if err := r.storeChanges(ctx, cs, tx); err != nil { // changesets.go
 		_ = tx.Rollback()
-		return nil, false, false, err
+		return nil, false, ctx.Err() == nil && engine.Retryable(err), err
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
 	err = tx.Commit()

@@ -224,16 +224,21 @@ func Excerpt(v json.RawMessage) string {
 // history.
 type Config struct {
 	// Tables are the host's tables whose rows each write call captures
-	// exactly. On PostgreSQL the registry installs a row trigger on each
-	// (llmtool_capture), and each must have a primary key.
+	// exactly. On PostgreSQL each must be an ordinary table with a
+	// primary key, and the registry installs two triggers on each
+	// (llmtool_capture and llmtool_capture_truncate), which record only
+	// the changes of llmtool's write calls. There the triggers see the
+	// tracked tables only: a call's change to another table is known from
+	// its statements' text (an INSERT, UPDATE or DELETE aimed at it), not
+	// when the host's triggers, cascades or functions make it.
 	Tables []string
 	// Generated lists, per table, the columns a tool sets afresh on each
 	// run, such as updated_at or a random id: an approval binds that they
 	// change, not to what, so the approved run may set them anew.
 	Generated map[string][]string
-	// MaxValue bounds a recorded value, in bytes (text or blob); a larger
-	// one is recorded as omitted and makes the call not undoable. Zero
-	// means 64 KiB.
+	// MaxValue bounds a recorded value, in bytes (on SQLite a text or a
+	// blob, on PostgreSQL any value's JSON); a larger one is recorded as
+	// omitted and makes the call not undoable. Zero means 64 KiB.
 	MaxValue int
 	// Retention is how long the history keeps a call's changes; zero
 	// keeps them until the host deletes them.

@@ -202,8 +202,12 @@ func shadow(ctx context.Context, q Querier, table string) (bool, error) {
 
 // Changes ends the capture of w's call and returns its changeset: the
 // recorded changes with their columns named and merged per row. Call it
-// after the handler, in ModeOwn (SQLite reads the tables' columns).
+// after the handler, in ModeOwn (SQLite reads the tables' columns), as
+// the connecting user (PostgreSQL reads llmtool_capture).
 func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
+	if w.pg != nil {
+		return w.pgChanges(ctx) // capture_pg.go
+	}
 	if w.capture == nil {
 		return nil, nil
 	}

@@ -41,11 +41,12 @@ type Pool struct {
 	sqlite  bool             // enforce read-only with PRAGMA query_only
 	Role    string           // PostgreSQL: the role handler SQL runs as (Options.Role, pgsession.go)
 
-	// Track names the tables whose changes write calls capture (see
-	// Capture), MaxValue the largest value recorded. Set them before the
-	// first call.
+	// Track names the tables whose changes write calls capture on SQLite
+	// (see Capture), MaxValue the largest value recorded. Set them before
+	// the first call. On PostgreSQL, TrackPG sets pg instead.
 	Track    []string
 	MaxValue int
+	pg       *pgTracking // PostgreSQL's tracked tables (TrackPG)
 
 	writes chan struct{} // one token: writes are serialized per registry (SQLite)
 	// writer is SQLite's write connection between writes, owned by the

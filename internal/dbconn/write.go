@@ -33,6 +33,7 @@ type WriteTx struct {
 
 	wc      *writeConn         // SQLite's write connection
 	capture *Capture           // records the call's changes to tracked tables; nil if none are
+	pg      *pgCall            // PostgreSQL's capture, once StartCall turned it on
 	cancel  context.CancelFunc // ends the transaction's context
 	state   atomic.Int32       // writeRunning, writeEnding or writeAbandoned
 

@@ -167,6 +167,10 @@ func Unavailable(err error) bool {
 // said (a pool that only reports "driver: bad connection", say).
 var ErrNoAnswer = errors.New("the database does not answer")
 
+// ForeignKeyViolation reports whether err is PostgreSQL refusing a
+// statement that would break a foreign key (23503).
+func ForeignKeyViolation(err error) bool { return sqlState(err) == "23503" }
+
 // UniqueViolation reports whether err is a unique or primary-key
 // constraint failing: PostgreSQL's 23505, or SQLite's
 // SQLITE_CONSTRAINT_UNIQUE (2067) or SQLITE_CONSTRAINT_PRIMARYKEY (1555)

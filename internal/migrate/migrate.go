@@ -49,12 +49,7 @@ func Apply(ctx context.Context, db *sql.DB, e engine.Engine, subject string, ste
 	if e == engine.Postgres {
 		// CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL (a
 		// unique violation on pg_type): take the lock first.
-		return inTx(ctx, db, func(tx *sql.Tx) error {
-			h := fnv.New64a()
-			h.Write([]byte("llmtool migrations"))
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(h.Sum64()>>1)); err != nil {
-				return err
-			}
+		return Locked(ctx, db, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, create); err != nil {
 				return err
 			}
@@ -71,6 +66,21 @@ func Apply(ctx context.Context, db *sql.DB, e engine.Engine, subject string, ste
 			return err
 		}
 		return apply(ctx, tx, e, subject, steps)
+	})
+}
+
+// Locked runs fn in a transaction on PostgreSQL under the advisory lock
+// that migrations take, so that what fn installs (beyond a subject's
+// steps: the capture triggers of the tables a host tracks, say) is
+// installed once when replicas start together.
+func Locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	return inTx(ctx, db, func(tx *sql.Tx) error {
+		h := fnv.New64a()
+		h.Write([]byte("llmtool migrations"))
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(h.Sum64()>>1)); err != nil {
+			return err
+		}
+		return fn(tx)
 	})
 }
 

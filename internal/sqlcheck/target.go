@@ -90,3 +90,32 @@ func isVerb(w string) bool {
 	}
 	return false
 }
+
+// schemaWords begin the statements SchemaChange reports.
+var schemaWords = map[string]bool{"CREATE": true, "ALTER": true, "DROP": true, "TRUNCATE": true}
+
+// SchemaChange returns the first statement of query that changes the
+// schema (CREATE, ALTER, DROP) or empties tables (TRUNCATE, which row
+// triggers do not see), shortened as a Refusal's statement, or "". Like
+// Target it reads the text only: what a function the text calls does is
+// not seen.
+func SchemaChange(d Dialect, query string) string {
+	if !containsFold(query, "create") && !containsFold(query, "alter") && !containsFold(query, "drop") && !containsFold(query, "truncate") {
+		return ""
+	}
+	sc := scanner{s: query, d: d}
+	for {
+		start := sc.skip()
+		tok := sc.next()
+		switch {
+		case tok.kind == tEOF:
+			return ""
+		case tok.kind == tSemi:
+			continue
+		}
+		sc.rest()
+		if tok.kind == tWord && schemaWords[strings.ToUpper(tok.text)] {
+			return short(sc.s[start:sc.i])
+		}
+	}
+}

@@ -33,3 +33,20 @@ func TestTarget(t *testing.T) {
 		require.Equal(t, tt.table, table, tt.query)
 	}
 }
+
+func TestSchemaChange(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ query, want string }{
+		{query: `UPDATE notes SET title = 'create table'`},
+		{query: `SELECT 1; /* drop */ create table t2 (v int); DROP TABLE t3`, want: `create table t2 (v int)`},
+		{query: `ALTER TABLE notes
+   DISABLE TRIGGER USER;`, want: `ALTER TABLE notes DISABLE TRIGGER USER`},
+		{query: `truncate notes, children`, want: `truncate notes, children`},
+		{query: `INSERT INTO alterations (v) VALUES ('drop')`},
+		{query: `SELECT $x$; DROP TABLE t; $x$`},
+		{query: ``},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, SchemaChange(Postgres, tt.query), tt.query)
+	}
+}
