@@ -55,6 +55,37 @@ type tracking struct {
 	generated map[string]map[string]bool // lower-case table → column
 	mu        sync.Mutex
 	pruned    time.Time // when old history was last deleted
+	insert    *sql.Stmt // the history's INSERT, prepared once
+}
+
+// insertStmt returns the history's INSERT, prepared on first use; a
+// transaction uses it through Tx.StmtContext, which database/sql keeps
+// prepared on each connection.
+func (t *tracking) insertStmt(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.insert == nil {
+		st, err := db.PrepareContext(ctx, `INSERT INTO `+changesetsTable+` (tool, principal, tenant, conversation, created_at, rows, not_undoable, undo_of)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`)
+		if err != nil {
+			return nil, err
+		}
+		t.insert = st
+	}
+	return t.insert, nil
+}
+
+// close closes the prepared INSERT, with the registry.
+func (t *tracking) close() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.insert != nil {
+		_ = t.insert.Close()
+		t.insert = nil
+	}
 }
 
 // initChangesets applies Options.Changesets: the history table, the
@@ -129,7 +160,9 @@ func (cs *callState) captureChanges(ctx context.Context) error {
 // undo undid.
 func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx) error {
 	set := cs.changes
-	if set == nil || r.tracked == nil {
+	if set == nil || len(set.Rows) == 0 || r.tracked == nil {
+		// Nothing tracked changed: no entry (the Result still says why
+		// the call could not be undone, if it changed other tables).
 		return nil
 	}
 	rows, err := json.Marshal(set.Rows)
@@ -141,8 +174,11 @@ func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx) 
 		undoOf = cs.undid[0]
 	}
 	now := time.Now()
-	err = tx.QueryRowContext(ctx, `INSERT INTO `+changesetsTable+` (tool, principal, tenant, conversation, created_at, rows, not_undoable, undo_of)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+	insert, err := r.tracked.insertStmt(ctx, r.tx.DB)
+	if err != nil {
+		return fmt.Errorf("llmtool: record the call's changeset: %w", err)
+	}
+	err = tx.StmtContext(ctx, insert).QueryRowContext(ctx,
 		cs.tool.spec.Name, principalID(ctx), TenantFrom(ctx), cs.conversation, now.UnixMilli(), string(rows), set.NotUndoable, undoOf).Scan(&set.ID)
 	if err != nil {
 		return fmt.Errorf("llmtool: record the call's changeset: %w", err)

@@ -282,12 +282,12 @@ func TestChangesetCapture(t *testing.T) {
 	res = f.call(t, ctx, "cs_untracked", `{"id": 5}`)
 	require.False(t, res.IsError, res.Text())
 	require.Equal(t, "it changed table scratch, which is not tracked", res.Changeset.NotUndoable)
+	require.Zero(t, res.Changeset.ID, "a call that changed no tracked row has no history entry")
 
 	entries, err := changeset.List(ctx, f.db, changeset.Filter{Conversation: "conv-1"})
 	require.NoError(t, err)
-	require.Len(t, entries, 2)
-	require.Equal(t, "cs_untracked", entries[0].Tool)
-	require.Equal(t, "cs_add", entries[1].Tool)
+	require.Len(t, entries, 1, "neither the failed call nor the untracked one is in the history")
+	require.Equal(t, "cs_add", entries[0].Tool)
 
 	byNote, err := changeset.List(ctx, f.db, changeset.Filter{Table: "notes", Key: changeset.Values{"id": json.RawMessage("1")}})
 	require.NoError(t, err)

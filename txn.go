@@ -328,6 +328,7 @@ func (cs *callState) decodeIn(args []byte, in any) error {
 func (r *Registry) Close() error {
 	r.tenants.Close()
 	r.approve.close()
+	r.tracked.close()
 	r.tx.Close()
 	return nil
 }

@@ -29,6 +29,13 @@ type Capture struct {
 	track    map[string]bool // lower-case names of the tracked tables
 	maxValue int
 
+	// What the connection knows of the tables: their columns at schema
+	// version schema, and whether an untracked table is a virtual
+	// table's shadow (which a table keeps for its life).
+	schema  int64
+	cols    map[string]Columns
+	shadows map[string]bool
+
 	mu        sync.Mutex
 	on        bool
 	changes   []rawChange
@@ -78,6 +85,19 @@ func (c *Capture) stop() ([]rawChange, []string) {
 	ch, u := c.changes, c.untracked
 	c.changes, c.untracked = nil, nil
 	return ch, u
+}
+
+// fresh empties what c knows of the tables if the schema changed since:
+// the handler's DDL, or another connection's.
+func (c *Capture) fresh(ctx context.Context, q Querier) error {
+	var v int64
+	if err := q.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+		return err
+	}
+	if c.cols == nil || v != c.schema {
+		c.schema, c.cols = v, make(map[string]Columns)
+	}
+	return nil
 }
 
 // hook is the connection's pre-update hook.
@@ -213,10 +233,25 @@ func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
 	}
 	raw, untracked := w.capture.stop()
 	set := &changeset.Set{}
-	for _, t := range untracked {
-		sh, err := shadow(ctx, w.Tx, t)
-		if err != nil {
+	if len(raw) == 0 && len(untracked) == 0 && w.Policy.schemaChange() == "" {
+		return nil, nil
+	}
+	if len(raw) > 0 {
+		if err := w.capture.fresh(ctx, w.Tx); err != nil {
 			return nil, err
+		}
+	}
+	if w.capture.shadows == nil {
+		w.capture.shadows = make(map[string]bool)
+	}
+	for _, t := range untracked {
+		sh, ok := w.capture.shadows[t]
+		if !ok {
+			var err error
+			if sh, err = shadow(ctx, w.Tx, t); err != nil {
+				return nil, err
+			}
+			w.capture.shadows[t] = sh
 		}
 		if !sh {
 			set.NotUndoable = fmt.Sprintf("it changed table %s, which is not tracked", t)
@@ -226,7 +261,7 @@ func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
 	if d := w.Policy.schemaChange(); d != "" && set.NotUndoable == "" {
 		set.NotUndoable = "it changed the schema (" + d + ")"
 	}
-	cols := make(map[string]Columns)
+	cols := w.capture.cols
 	m := merger{set: set, at: make(map[string]int)}
 	for _, ch := range raw {
 		c, ok := cols[ch.table]
