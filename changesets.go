@@ -39,8 +39,7 @@ func changesetTable(integer, serial string) []string {
 	not_undoable TEXT NOT NULL,
 	undo_of ` + integer + `,
 	undone_by ` + integer + `
-)`, `CREATE INDEX ` + changesetsTable + `_tenant ON ` + changesetsTable + ` (tenant, id)`,
-		`CREATE INDEX ` + changesetsTable + `_created ON ` + changesetsTable + ` (created_at)`}
+)`, `CREATE INDEX ` + changesetsTable + `_tenant ON ` + changesetsTable + ` (tenant, id)`}
 }
 
 // changesetMigrations create the history table.
@@ -207,7 +206,10 @@ func (r *Registry) pruneChanges(ctx context.Context, tx *sql.Tx, now time.Time) 
 	if !due {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM `+changesetsTable+` WHERE created_at < $1`, now.Add(-t.cfg.Retention).UnixMilli())
+	// Entries are numbered in time order, so the old ones are those
+	// numbered below the first recent one: found by reading the old ones
+	// only, with no index on the time.
+	_, err := tx.ExecContext(ctx, `DELETE FROM `+changesetsTable+` WHERE id < coalesce((SELECT id FROM `+changesetsTable+` WHERE created_at >= $1 ORDER BY id LIMIT 1), 1 + (SELECT max(id) FROM `+changesetsTable+`))`, now.Add(-t.cfg.Retention).UnixMilli())
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -572,4 +573,31 @@ func TestChangesetToolsAndResource(t *testing.T) {
 	none := f.reg.Invoke(ctx, llmtool.Call{Tool: "undo_changes", Args: []byte(`{}`), Conversation: "conv-3"})
 	require.True(t, none.IsError)
 	require.Equal(t, "This conversation has made no changes to undo. Call list_changes with all set to see the workspace's changes.", none.Text())
+}
+
+// TestChangesetRetention: a registry with a retention deletes the entries
+// older than it on its first tracked write (then at most once a minute),
+// and keeps the newer ones.
+func TestChangesetRetention(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	for _, title := range []string{"old 1", "old 2", "new"} {
+		res := f.call(t, ctx, "cs_add", fmt.Sprintf(`{"title": %q}`, title))
+		require.False(t, res.IsError, res.Text())
+	}
+	_, err := f.db.Exec(`UPDATE llmtool_changes SET created_at = 0 WHERE id IN (SELECT id FROM llmtool_changes ORDER BY id LIMIT 2)`)
+	require.NoError(t, err)
+
+	f.opts.Changesets.Retention = time.Hour
+	kept := f.registry(t, f.db)
+	res := kept.Invoke(ctx, llmtool.Call{Tool: "cs_add", Args: []byte(`{"title": "newest"}`)})
+	require.False(t, res.IsError, res.Text())
+	entries, err := changeset.List(ctx, f.db, changeset.Filter{})
+	require.NoError(t, err)
+	var tools []string
+	for _, e := range entries {
+		tools = append(tools, string(e.Rows[0].After["title"]))
+	}
+	require.Equal(t, []string{`"newest"`, `"new"`}, tools)
 }
