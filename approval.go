@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
@@ -108,10 +109,10 @@ func (p *previewState) record(d sqlcheck.Dialect, query string, rows int64) {
 
 // build returns the run's preview: out, the changes in the order the
 // tables were first changed, summary.
-func (p *previewState) build(out []byte, summary string) *approval.Preview {
+func (p *previewState) build(out []byte, summary string, set *changeset.Set) *approval.Preview {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(p.order)), Summary: summary}
+	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(p.order)), Summary: summary, Changeset: set}
 	for _, t := range p.order {
 		pv.Changes = append(pv.Changes, *p.changes[t])
 	}
@@ -126,7 +127,9 @@ func (p *previewState) reset() {
 }
 
 // previewDigest is the preview's fingerprint: what an approval approves.
-func previewDigest(pv *approval.Preview) string {
+// With tracked tables it binds the changeset too (changeset.Set.Digest):
+// the rows' keys and values before, and what their columns change to.
+func (r *Registry) previewDigest(pv *approval.Preview) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(b []byte) {
@@ -143,6 +146,9 @@ func previewDigest(pv *approval.Preview) string {
 		}
 	}
 	field([]byte(pv.Summary))
+	if pv.Changeset != nil {
+		field([]byte(pv.Changeset.Digest(r.tracked.isGenerated)))
+	}
 	var sum [sha256.Size]byte
 	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
 }
@@ -242,13 +248,13 @@ func (r *Registry) spendApproval(ctx context.Context, c *approvalClaims) error {
 // returns commit true when the run may commit (an approved preview that
 // matches, its token recorded as used: in tx when replicas share the key,
 // else in this process's memory), or the error that ends it.
-func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byte, summary string, tx *sql.Tx) (commit bool, err error) {
-	pv := p.build(out, summary)
+func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byte, summary string, set *changeset.Set, tx *sql.Tx) (commit bool, err error) {
+	pv := p.build(out, summary, set)
 	p.preview = pv
 	if p.mode == previewDryRun {
 		return false, nil
 	}
-	p.sum = previewDigest(pv)
+	p.sum = r.previewDigest(pv)
 	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
 	}

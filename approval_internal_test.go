@@ -18,7 +18,7 @@ func TestApprovalExpiry(t *testing.T) {
 	a.now = func() time.Time { return now }
 	ctx := WithPrincipal(context.Background(), &Principal{ID: "alice"})
 	pv := &approval.Preview{Result: []byte(`{}`)}
-	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), previewDigest(pv))
+	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), (&Registry{}).previewDigest(pv))
 	require.Equal(t, now.Add(time.Minute), exp)
 
 	now = now.Add(59 * time.Second)

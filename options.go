@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/changeset"
 )
 
 // Options configures a Registry. A nil *Options, like the zero value,
@@ -231,4 +232,12 @@ type Options struct {
 	// SQL runs as the connecting user, checked by the statement check
 	// alone. Setting it on SQLite is an error.
 	Role string
+
+	// Changesets names the tables whose rows each write call captures
+	// exactly, before and after (package changeset): the Result's
+	// Changeset, the rows an approval binds, and the history in the table
+	// llmtool_changes, written in the call's own transaction, which the
+	// built-in tool undo_changes undoes (Changesets.Tools). Default: no
+	// table is tracked, and approvals bind row counts per table.
+	Changesets changeset.Config
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
@@ -57,6 +58,12 @@ type Call struct {
 	// It lowers the tool's budget (OutputBudget, Options.OutputBudget),
 	// never raises it; 0 means none.
 	OutputBudget int
+	// Conversation names the conversation or session the call belongs
+	// to, recorded with its changeset (Options.Changesets) so that a
+	// conversation's changes can be listed and undone together. Adapters
+	// set it: chatadapter from the conversation, mcpadapter from the MCP
+	// session.
+	Conversation string
 }
 
 // target returns the name and the kind of definition the call is for.
@@ -95,6 +102,11 @@ type Result struct {
 	// the approval): the call failed with approval.ErrRequired and nothing
 	// was saved. Send Approval.Token back in Call.Approval.
 	Approval *approval.Request
+	// Changeset is what a committed write call changed in the tables the
+	// host tracks (Options.Changesets), with its ID in the history, which
+	// the tool undo_changes takes; nil for a read, a call that changed no
+	// tracked row, or one that did not commit.
+	Changeset *changeset.Set
 
 	msg string // the rendered error message
 }
@@ -135,6 +147,7 @@ type Registry struct {
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
+	tracked  *tracking                             // Options.Changesets; nil when no table is tracked (changesets.go)
 }
 
 type entry struct {
@@ -196,6 +209,14 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 		r.configure(opts)
 	}
 	r.approve.init(opts)
+	if opts != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := r.initChangesets(ctx, opts.Changesets) // changesets.go
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range modules {
 		if m == nil {
 			continue // Add reports it
@@ -510,7 +531,7 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		req.preview = preview
 	}
 	if err == nil {
-		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx)}
+		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx), conversation: call.Conversation}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
 		req.attempts = pa.attempts
 		if preview != nil && preview.held && !req.committed {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
@@ -87,18 +88,21 @@ type callState struct {
 	// mu orders queries against the end of the call: queries hold it for
 	// reading, finish takes it for writing, so no query can start on a
 	// connection after it went back to the pool.
-	mu          sync.RWMutex
-	done        atomic.Bool
-	afterCommit []func()
-	content     []Content       // parts of a Rich result
-	preview     *previewState   // counts changed rows when the call previews (approval.go)
-	summary     string          // WriteCtx.Describe
-	fill        uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
-	wtx         *dbconn.WriteTx // the write transaction, nil for read tools
-	policy      *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
-	retryable   atomic.Bool     // a statement failed with a serialization failure or deadlock
-	attempt     int             // the run of a write call: 1, more after retries
-	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
+	mu           sync.RWMutex
+	done         atomic.Bool
+	afterCommit  []func()
+	content      []Content       // parts of a Rich result
+	preview      *previewState   // counts changed rows when the call previews (approval.go)
+	summary      string          // WriteCtx.Describe
+	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
+	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
+	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
+	retryable    atomic.Bool     // a statement failed with a serialization failure or deadlock
+	attempt      int             // the run of a write call: 1, more after retries
+	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
+	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
+	undid        []int64         // the history entries an undo_changes call undoes
+	conversation string          // Call.Conversation
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
@@ -294,6 +298,8 @@ type prepared struct {
 	fill     uint64
 	attempts int  // runs of a write call's handler (more than one after retries)
 	traced   bool // the call's span is recording: add child spans (telemetry.go)
+	// conversation is Call.Conversation, recorded with the changeset.
+	conversation string
 }
 
 // decodeIn fills in (a pointer to a zero In) from the call's validated
@@ -383,7 +389,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy()}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy(), conversation: pa.conversation}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -437,7 +443,7 @@ func retryPause(ctx context.Context, attempt int) error {
 // PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
 // handler may run again on a fresh transaction.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: attempt, preview: pa.preview, traced: pa.traced}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: attempt, preview: pa.preview, traced: pa.traced, conversation: pa.conversation}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
 	}
@@ -483,6 +489,9 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		}
 	}
 	if err == nil {
+		err = cs.captureChanges(ctx) // changesets.go
+	}
+	if err == nil {
 		err = r.tx.LeaveRole(ctx, tx) // role.go: llmtool's own statements run as the connecting user
 	}
 	if err == nil {
@@ -494,7 +503,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		return nil, false, retry, err
 	}
 	if cs.preview != nil {
-		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, tx)
+		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, cs.changes, tx)
 		if !commit {
 			_ = tx.Rollback()
 			if err == nil {
@@ -502,6 +511,10 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			}
 			return out, false, false, err
 		}
+	}
+	if err := r.storeChanges(ctx, cs, tx); err != nil { // changesets.go
+		_ = tx.Rollback()
+		return nil, false, false, err
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
 	err = tx.Commit()
@@ -515,7 +528,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	for _, f := range cs.afterCommit {
 		r.afterCommit(t.spec.Name, f)
 	}
-	res.Content = cs.content
+	res.Content, res.Changeset = cs.content, cs.changes
 	return out, true, false, nil
 }
 

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/llmtool/llmtool/changeset"
 )
 
 // Preview is what a write call would change: its result, the rows it
@@ -32,6 +34,12 @@ type Preview struct {
 	Result  json.RawMessage `json:"result"`
 	Changes []TableChange   `json:"changes"`
 	Summary string          `json:"summary,omitempty"`
+	// Changeset is the exact change, row by row, to the tables the host
+	// tracks (llmtool.Options.Changesets); nil when none are tracked or
+	// none changed. An approval binds it: the approved run commits only
+	// if it changes the same rows, from the same values, to the same
+	// values.
+	Changeset *changeset.Set `json:"changeset,omitempty"`
 }
 
 // TableChange counts the rows a write changed in one table.
@@ -65,7 +73,10 @@ func (p *Preview) String() string {
 		changes = strings.Join(parts, "; ")
 	}
 	if p.Summary != "" {
-		return p.Summary + " (" + changes + ")"
+		changes = p.Summary + " (" + changes + ")"
+	}
+	if p.Changeset != nil && len(p.Changeset.Rows) > 0 {
+		changes += ":\n" + p.Changeset.String()
 	}
 	return changes
 }

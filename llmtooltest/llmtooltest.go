@@ -109,9 +109,6 @@ const (
 	// DefaultPrincipalID is the ID of the principal calls run as unless
 	// Options.Principal or Options.NoPrincipal says otherwise.
 	DefaultPrincipalID = "test-user"
-	// DefaultDriver is the database/sql driver name of modernc.org/sqlite,
-	// which the harness imports.
-	DefaultDriver = "sqlite"
 	// DefaultLeakGrace is how long the harness waits for goroutines started
 	// during a call to finish, when some are still running as the call
 	// returns, before it reports them.
@@ -167,13 +164,6 @@ type Options struct {
 	// tenant that never enabled them, to test the refusal. Default: false,
 	// the harness enables writes in its tenant.
 	WritesOff bool
-
-	// Driver is the database/sql driver name that opens the SQLite file;
-	// the host imports the driver. It applies to SQLite only: setting
-	// both Driver and Postgres fails the test, and when the environment
-	// selects PostgreSQL, Driver is ignored (the harness uses pgx).
-	// Default (""): DefaultDriver.
-	Driver string
 
 	// Postgres runs the harness on PostgreSQL rather than SQLite: it is
 	// the DSN of a server, as a URL (postgres://user:pass@host:5432/db)
@@ -291,7 +281,7 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	} else {
 		path := filepath.Join(t.TempDir(), "llmtooltest.db")
 		var err error
-		if db, err = openSQLite(cmp.Or(opts.Driver, DefaultDriver), path); err != nil {
+		if db, err = sqlite.Open(path); err != nil {
 			t.Fatalf("llmtooltest.New: %v", err)
 			return nil
 		}
@@ -524,18 +514,4 @@ func (h *Harness) RequireUnchanged(f func()) {
 	if diff := diffDumps(before, after); diff != "" {
 		h.t.Fatalf("llmtooltest: RequireUnchanged: the database changed:\n%s", diff)
 	}
-}
-
-// openSQLite opens the SQLite file at path with the settings of
-// sqlite.Open, through the driver registered as driverName.
-func openSQLite(driverName, path string) (*sql.DB, error) {
-	db, err := sql.Open(driverName, sqlite.DSN(path))
-	if err != nil {
-		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
-	}
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("llmtool: open %s: %w", path, err)
-	}
-	return db, nil
 }

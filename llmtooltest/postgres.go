@@ -39,10 +39,6 @@ const pgTimeout = 30 * time.Second
 func chooseEngine(t TB, opts *Options) (dsn, source string, ok bool) {
 	t.Helper()
 	if opts.Postgres != "" {
-		if opts.Driver != "" {
-			t.Fatalf("llmtooltest.New: Options.Driver %q (the SQLite driver) is set along with Options.Postgres; set one of them", opts.Driver)
-			return "", "", false
-		}
 		return opts.Postgres, "Options.Postgres", true
 	}
 	switch e := os.Getenv(envEngine); e {

@@ -164,7 +164,7 @@ func TestEngineFromEnvironment(t *testing.T) {
 		dsn := pgtest.AdminDSN(t)
 		t.Setenv(pgtest.Engine, "postgres")
 		t.Setenv(pgtest.Env, dsn)
-		h := llmtooltest.New(t, &llmtooltest.Options{Driver: "ignored on PostgreSQL", Schema: createItems, SQL: []string{seed}}, inventory)
+		h := llmtooltest.New(t, &llmtooltest.Options{Schema: createItems, SQL: []string{seed}}, inventory)
 		require.Equal(t, "postgres", h.Engine())
 		h.RequireOK(h.Call("get_item", `{"id": 1}`))
 	})
@@ -179,11 +179,6 @@ func TestOptionsPostgresErrors(t *testing.T) {
 		opts      llmtooltest.Options
 		wantFatal string
 	}{
-		{
-			name:      "with a SQLite driver",
-			opts:      llmtooltest.Options{Postgres: "postgres://u@127.0.0.1:1/postgres", Driver: "sqlite"},
-			wantFatal: `llmtooltest.New: Options.Driver "sqlite" (the SQLite driver) is set along with Options.Postgres; set one of them`,
-		},
 		{
 			name:      "not a DSN",
 			opts:      llmtooltest.Options{Postgres: "postgres://u:s3cret@127.0.0.1:notaport/postgres"},

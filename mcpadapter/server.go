@@ -302,7 +302,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	// A retry that answers the approval question commits, or is denied,
 	// at once (approval.go).
 	answer := p.round.approvalAnswer()
-	res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: answer, OutputBudget: s.cfg.budget})
+	res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: answer, OutputBudget: s.cfg.budget, Conversation: conversation(ctx)})
 	p.ex.awaitEvents(ctx)
 	switch {
 	case res.IsError && errors.Is(res.Err, llmtool.ErrUnknownTool):
@@ -417,4 +417,15 @@ func (s *Server) requestHooks(hooks *server.Hooks) {
 		}
 		end(ctx, err)
 	})
+}
+
+// conversation is the MCP session a call belongs to, as llmtool records
+// it with the call's changeset (llmtool.Call.Conversation), so that a
+// client can undo its own session's changes; "" without a session (the
+// stateless 2026-07-28 revision).
+func conversation(ctx context.Context) string {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		return "mcp:" + cs.SessionID()
+	}
+	return ""
 }

@@ -87,6 +87,7 @@ type Policy struct {
 
 	mu       sync.Mutex
 	triggers []string // tables the handler created triggers on, in ModeWrite
+	schema   string   // the first schema change the handler made, in ModeWrite
 }
 
 // SetMode switches the policy to m. A nil Policy (PostgreSQL) ignores it.
@@ -102,8 +103,19 @@ func (p *Policy) reset() {
 	p.SetMode(ModeOwn)
 	p.denied.Store(nil)
 	p.mu.Lock()
-	p.triggers = nil
+	p.triggers, p.schema = nil, ""
 	p.mu.Unlock()
+}
+
+// schemaChange describes the first schema change the call's handler
+// made ("create table x"), or returns "". A nil Policy returns "".
+func (p *Policy) schemaChange() string {
+	if p == nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.schema
 }
 
 // Take returns the operation the policy denied since the last Take, or
@@ -122,15 +134,38 @@ func (p *Policy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db, i
 		return sqlite.AuthorizerDeny
 	}
 	if allowed(m, action, arg1, arg2, db, inner) {
-		if action == sqlite.AuthCreateTrigger && m == ModeWrite {
-			p.mu.Lock()
-			p.triggers = append(p.triggers, arg2)
-			p.mu.Unlock()
+		if m == ModeWrite {
+			p.noteSchema(action, arg1, arg2)
 		}
 		return sqlite.AuthorizerOK
 	}
 	p.denied.Store(&Denial{Action: action, Arg1: arg1, Arg2: arg2, DB: db, Inner: inner, Mode: m})
 	return sqlite.AuthorizerDeny
+}
+
+// noteSchema records a schema change a handler makes: the tables it
+// creates triggers on (see WriteTx.CheckTriggers), and the first change,
+// which makes its changeset not undoable.
+func (p *Policy) noteSchema(action sqlite.AuthorizerActionCode, arg1, arg2 string) {
+	var what string
+	switch action {
+	case sqlite.AuthCreateTable, sqlite.AuthCreateIndex, sqlite.AuthCreateTrigger, sqlite.AuthCreateView, sqlite.AuthCreateVTable:
+		what = "create " + arg1
+	case sqlite.AuthDropTable, sqlite.AuthDropIndex, sqlite.AuthDropTrigger, sqlite.AuthDropView, sqlite.AuthDropVTable:
+		what = "drop " + arg1
+	case sqlite.AuthAlterTable:
+		what = "alter table " + arg2
+	default:
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if action == sqlite.AuthCreateTrigger {
+		p.triggers = append(p.triggers, arg2)
+	}
+	if p.schema == "" {
+		p.schema = what
+	}
 }
 
 // allowed decides an operation in mode m; see the package's authorizer

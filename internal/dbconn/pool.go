@@ -41,6 +41,12 @@ type Pool struct {
 	sqlite  bool             // enforce read-only with PRAGMA query_only
 	Role    string           // PostgreSQL: the role handler SQL runs as (Options.Role, pgsession.go)
 
+	// Track names the tables whose changes write calls capture (see
+	// Capture), MaxValue the largest value recorded. Set them before the
+	// first call.
+	Track    []string
+	MaxValue int
+
 	writes chan struct{} // one token: writes are serialized per registry (SQLite)
 	// writer is SQLite's write connection between writes, owned by the
 	// token's holder; kept when the host's pool leaves room for it

@@ -31,9 +31,10 @@ type WriteTx struct {
 	Tx     *sql.Tx
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
 
-	wc     *writeConn         // SQLite's write connection
-	cancel context.CancelFunc // ends the transaction's context
-	state  atomic.Int32       // writeRunning, writeEnding or writeAbandoned
+	wc      *writeConn         // SQLite's write connection
+	capture *Capture           // records the call's changes to tracked tables; nil if none are
+	cancel  context.CancelFunc // ends the transaction's context
+	state   atomic.Int32       // writeRunning, writeEnding or writeAbandoned
 
 	// The watch of Watch: stopWatch unregisters it; ended, closed by
 	// Claim, tells its goroutine that the call no longer needs watching.
@@ -52,8 +53,9 @@ const (
 // writeConn is SQLite's write connection, with its authorizer's policy.
 // The holder of the write token owns Pool.writer.
 type writeConn struct {
-	conn   *sql.Conn
-	policy Policy
+	conn    *sql.Conn
+	policy  Policy
+	capture *Capture // its pre-update hook's, when tables are tracked
 }
 
 // BeginWrite starts a write transaction, with the connection's authorizer
@@ -113,7 +115,17 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 				discard(conn)
 				return w, err
 			}
+			if c := NewCapture(t.Track, t.MaxValue); c != nil {
+				if err := installHook(conn, c); err != nil {
+					discard(conn)
+					return w, err
+				}
+				w.wc.capture = c
+			}
 		}
+	}
+	if w.wc != nil {
+		w.capture = w.wc.capture
 	}
 	// BEGIN waits for a lock under ctx; the transaction then lives on a
 	// context only EndWrite ends. A context that cannot end serves as it
@@ -141,6 +153,9 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 		return w, err
 	}
 	w.cancel = cancel
+	if w.capture != nil {
+		w.capture.start()
+	}
 	return w, nil
 }
 
@@ -241,6 +256,9 @@ func (t *Pool) endConn(w *WriteTx, suspect bool) {
 func (t *Pool) releaseWriteConn(conn *sql.Conn, authorizer, suspect bool) {
 	if !suspect && authorizer && uninstall(conn) != nil {
 		suspect = true
+	}
+	if !suspect && authorizer {
+		uninstallHook(conn)
 	}
 	if suspect {
 		discard(conn)

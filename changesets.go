@@ -1,0 +1,183 @@
+package llmtool
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/migrate"
+)
+
+// Changesets: each write call's exact changes to the tables the host
+// tracks (Options.Changesets), captured in its transaction (package
+// dbconn), bound by approvals (approval.go), stored in the history in the
+// same transaction, and undone by the built-in tool undo_changes
+// (changesets_undo.go).
+
+// changesetsTable is the history: one row per committed write call that
+// changed tracked rows.
+const changesetsTable = "llmtool_changes"
+
+// changesetTable creates the history table; integer is the engine's
+// 64-bit integer type, serial its auto-increasing key.
+func changesetTable(integer, serial string) []string {
+	return []string{`CREATE TABLE ` + changesetsTable + ` (
+	id ` + serial + ` PRIMARY KEY,
+	tool TEXT NOT NULL,
+	principal TEXT NOT NULL,
+	tenant TEXT NOT NULL,
+	conversation TEXT NOT NULL,
+	created_at ` + integer + ` NOT NULL,
+	rows TEXT NOT NULL,
+	not_undoable TEXT NOT NULL,
+	undo_of ` + integer + `,
+	undone_by ` + integer + `
+)`, `CREATE INDEX ` + changesetsTable + `_tenant ON ` + changesetsTable + ` (tenant, id)`,
+		`CREATE INDEX ` + changesetsTable + `_created ON ` + changesetsTable + ` (created_at)`}
+}
+
+// changesetMigrations create the history table.
+var changesetMigrations = []migrate.Step{{
+	SQLite:   changesetTable("INTEGER", "INTEGER"),
+	Postgres: changesetTable("BIGINT", "BIGSERIAL"),
+}}
+
+// tracking is a registry's Options.Changesets.
+type tracking struct {
+	cfg       changeset.Config
+	generated map[string]map[string]bool // lower-case table → column
+	mu        sync.Mutex
+	pruned    time.Time // when old history was last deleted
+}
+
+// initChangesets applies Options.Changesets: the history table, the
+// capture on write connections, the built-in tools.
+func (r *Registry) initChangesets(ctx context.Context, cfg changeset.Config) error {
+	if len(cfg.Tables) == 0 {
+		if cfg.Tools {
+			return fmt.Errorf("llmtool: Options.Changesets.Tools needs Tables: name the tables whose changes can be undone")
+		}
+		return nil
+	}
+	if r.tx.DB == nil {
+		return errNoDB
+	}
+	if r.tx.Engine == engine.Postgres {
+		return errPGChangesets // changesets_pg.go
+	}
+	if err := migrate.Apply(ctx, r.tx.DB, r.tx.Engine, "llmtool_changes", changesetMigrations); err != nil {
+		return err
+	}
+	tr := &tracking{cfg: cfg, generated: make(map[string]map[string]bool)}
+	for t, cols := range cfg.Generated {
+		m := make(map[string]bool)
+		for _, c := range cols {
+			m[c] = true
+		}
+		tr.generated[strings.ToLower(t)] = m
+	}
+	r.tracked = tr
+	r.tx.Track, r.tx.MaxValue = cfg.Tables, cfg.MaxValue
+	if cfg.Tools {
+		r.addBuiltinLocked(r.newUndoTool())
+		r.addBuiltinLocked(r.newListChangesTool())
+		r.addBuiltinLocked(r.newChangesResource())
+	}
+	return nil
+}
+
+// isGenerated reports whether the host declared table.column generated
+// (changeset.Config.Generated).
+func (t *tracking) isGenerated(table, column string) bool {
+	return t != nil && t.generated[strings.ToLower(table)][column]
+}
+
+// captureChanges ends the capture of a write run, after its handler, in
+// llmtool's own mode.
+func (cs *callState) captureChanges(ctx context.Context) error {
+	if cs.wtx == nil {
+		return nil
+	}
+	set, err := cs.wtx.Changes(ctx)
+	if err != nil {
+		return fmt.Errorf("llmtool: the call's changeset: %w", err)
+	}
+	cs.changes = set
+	return nil
+}
+
+// storeChanges records a committing call's changeset in the history, in
+// its transaction, and gives the set its ID. It marks the changes an
+// undo undid.
+func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx) error {
+	set := cs.changes
+	if set == nil || r.tracked == nil {
+		return nil
+	}
+	rows, err := json.Marshal(set.Rows)
+	if err != nil {
+		return err
+	}
+	var undoOf any
+	if len(cs.undid) > 0 {
+		undoOf = cs.undid[0]
+	}
+	now := time.Now()
+	err = tx.QueryRowContext(ctx, `INSERT INTO `+changesetsTable+` (tool, principal, tenant, conversation, created_at, rows, not_undoable, undo_of)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+		cs.tool.spec.Name, principalID(ctx), TenantFrom(ctx), cs.conversation, now.UnixMilli(), string(rows), set.NotUndoable, undoOf).Scan(&set.ID)
+	if err != nil {
+		return fmt.Errorf("llmtool: record the call's changeset: %w", err)
+	}
+	for _, id := range cs.undid {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+changesetsTable+` SET undone_by = $1 WHERE id = $2`, set.ID, id); err != nil {
+			return fmt.Errorf("llmtool: mark change %d undone: %w", id, err)
+		}
+	}
+	return r.pruneChanges(ctx, tx, now)
+}
+
+// pruneChanges deletes history older than the retention, at most once a
+// minute.
+func (r *Registry) pruneChanges(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	t := r.tracked
+	if t.cfg.Retention <= 0 {
+		return nil
+	}
+	t.mu.Lock()
+	due := now.Sub(t.pruned) >= time.Minute
+	if due {
+		t.pruned = now
+	}
+	t.mu.Unlock()
+	if !due {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM `+changesetsTable+` WHERE created_at < $1`, now.Add(-t.cfg.Retention).UnixMilli())
+	return err
+}
+
+// ownQuery runs one of llmtool's own queries in the call's write
+// transaction, past the authorizer and the statement check that keep
+// handlers from llmtool's tables. Only llmtool's built-in tools use it.
+func (cs *callState) ownQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	cs.policy.SetMode(dbconn.ModeOwn)
+	defer cs.policy.SetMode(dbconn.ModeWrite)
+	return cs.wtx.Tx.QueryContext(ctx, query, args...)
+}
+
+// ownExec runs one of llmtool's own statements in the call's write
+// transaction, as ownQuery does.
+func (cs *callState) ownExec(ctx context.Context, query string, args ...any) error {
+	cs.policy.SetMode(dbconn.ModeOwn)
+	defer cs.policy.SetMode(dbconn.ModeWrite)
+	_, err := cs.wtx.Tx.ExecContext(ctx, query, args...)
+	return err
+}

@@ -1,0 +1,345 @@
+package llmtool
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/internal/dbconn"
+	"github.com/llmtool/llmtool/internal/engine"
+)
+
+// The built-in tools of Options.Changesets.Tools: undo_changes applies the
+// inverse of recorded changesets in one write call, so it runs as any
+// write does (principal, tenant, writes switch, approval, audit) and is
+// itself recorded (undoing it redoes); list_changes shows the history.
+
+const (
+	undoTool        = "undo_changes"
+	listChangesTool = "list_changes"
+)
+
+type undoIn struct {
+	ID    int64  `json:"id,omitempty" desc:"The change to undo: the changeset id a write reported. Leave out to undo this conversation's last change."`
+	Since *int64 `json:"since,omitempty" desc:"Undo every change of this conversation made after the change with this id, newest first (0: all of them)."`
+}
+
+type undoOut struct {
+	Undone []int64 `json:"undone"`
+}
+
+type listChangesIn struct {
+	All   bool `json:"all,omitempty" desc:"List the whole workspace's changes, not only this conversation's."`
+	Limit int  `json:"limit,omitempty" desc:"How many, newest first." default:"20" minimum:"1" maximum:"100"`
+}
+
+type listChangesOut struct {
+	Changes []changeset.Entry `json:"changes"`
+}
+
+func (r *Registry) newUndoTool() *Tool {
+	t := Write(undoTool, "Undo changes made earlier: this conversation's last change, one change by its id, or this conversation's changes since one. Refused, with nothing undone, if a row changed since.",
+		func(c *WriteCtx, in undoIn) (undoOut, error) {
+			return c.call.undo(c, in)
+		}, Summary("Undo earlier changes"))
+	t.spec.Module = "changesets"
+	return t
+}
+
+func (r *Registry) newListChangesTool() *Tool {
+	t := Read(listChangesTool, "List the changes made in this conversation (or the whole workspace), newest first, with their ids for undo_changes.",
+		func(c *ReadCtx, in listChangesIn) (listChangesOut, error) {
+			f := changeset.Filter{Tenant: TenantFrom(c), Limit: in.Limit}
+			if !in.All && c.call.conversation != "" {
+				f.Conversation = c.call.conversation
+			}
+			es, err := c.call.reg.listChanges(c, f)
+			if es == nil {
+				es = []changeset.Entry{}
+			}
+			return listChangesOut{Changes: es}, err
+		}, Summary("List recent changes"))
+	t.spec.Module = "changesets"
+	return t
+}
+
+// listChanges reads the history on a connection of llmtool's own, since
+// a read call's connection refuses llmtool's tables.
+func (r *Registry) listChanges(ctx context.Context, f changeset.Filter) ([]changeset.Entry, error) {
+	return changeset.List(ctx, r.tx.DB, f)
+}
+
+// ownQueryer runs llmtool's own queries in a write call's transaction.
+type ownQueryer struct{ cs *callState }
+
+func (o ownQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return o.cs.ownQuery(ctx, query, args...)
+}
+
+// undo undoes the entries in selects, newest first, or fails with nothing
+// undone.
+func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
+	f := changeset.Filter{Tenant: TenantFrom(c)}
+	switch {
+	case in.ID > 0:
+		f.IDs = []int64{in.ID}
+	case cs.conversation == "":
+		return undoOut{}, InvalidArgs("This call belongs to no conversation, so say which change to undo.").Next("Send id: a changeset id from a write's result or from list_changes.")
+	case in.Since != nil:
+		f.Conversation, f.After, f.Limit = cs.conversation, *in.Since, 1<<30
+	default:
+		f.Conversation, f.Limit = cs.conversation, 1
+	}
+	entries, err := changeset.List(c, ownQueryer{cs}, f)
+	if err != nil {
+		return undoOut{}, err
+	}
+	if len(entries) == 0 {
+		if in.ID > 0 {
+			return undoOut{}, NotFound("There is no change %d in this workspace.", in.ID).Next("Call list_changes for the ids of recent changes.")
+		}
+		return undoOut{}, NotFound("This conversation has made no changes to undo.").Next("Call list_changes with all set to see the workspace's changes.")
+	}
+	// Pairs within the range cancel out: a change undone by a later one
+	// in the range, and that undo.
+	inRange := make(map[int64]bool, len(entries))
+	for _, e := range entries {
+		inRange[e.ID] = true
+	}
+	if cs.reg.tx.Engine == engine.SQLite {
+		// Rows come back in the inverse order they went, so a child may
+		// return before its parent: check foreign keys at commit.
+		if err := cs.ownExec(c, `PRAGMA defer_foreign_keys = ON`); err != nil {
+			return undoOut{}, err
+		}
+	}
+	me := principalID(c)
+	out := undoOut{Undone: []int64{}}
+	u := undoer{c: c, sqlite: cs.reg.tx.Engine == engine.SQLite}
+	for _, e := range entries {
+		if in.Since != nil && (e.UndoneBy != 0 || (e.UndoOf != 0 && inRange[e.UndoOf])) {
+			continue
+		}
+		switch {
+		case e.UndoneBy != 0:
+			return undoOut{}, Conflict("Change %d was already undone by change %d.", e.ID, e.UndoneBy).Next(fmt.Sprintf("Undo change %d to redo it.", e.UndoneBy))
+		case e.Principal != me:
+			return undoOut{}, Denied("Change %d was made by someone else; only they can undo it.", e.ID)
+		case e.NotUndoable != "":
+			return undoOut{}, Conflict("Change %d cannot be undone: %s.", e.ID, e.NotUndoable)
+		}
+		if err := u.entry(e); err != nil {
+			return undoOut{}, err
+		}
+		if len(u.conflicts) > 0 {
+			break
+		}
+		out.Undone = append(out.Undone, e.ID)
+		cs.undid = append(cs.undid, e.ID)
+	}
+	if len(u.conflicts) > 0 {
+		cs.undid = nil
+		return undoOut{}, Conflict("Nothing was undone, because %d row(s) changed since: %s.", len(u.conflicts), strings.Join(u.conflicts, "; ")).
+			Next("Tell the user which rows changed, and ask what to do.")
+	}
+	c.Describe("Undo changes %s", joinIDs(out.Undone))
+	return out, nil
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ", ")
+}
+
+// undoer restores the rows of changesets to their values before, and
+// collects the rows that changed since.
+type undoer struct {
+	c         *WriteCtx
+	sqlite    bool
+	conflicts []string
+}
+
+// maxRestorePasses bounds the passes that set rows back while the host's
+// triggers, which fire on the undo's own statements, change them again.
+const maxRestorePasses = 3
+
+// entry undoes one changeset. Every row must be as the change left it,
+// or nothing is restored and the rows that differ are conflicts. Each row
+// is then set to its values before the change (inserted again, set back,
+// or deleted), in the reverse order of the change; since the host's
+// triggers fire on these statements too, the rows are checked again and
+// set back again where a trigger changed them.
+func (u *undoer) entry(e changeset.Entry) error {
+	for _, r := range e.Rows {
+		ok, err := u.is(r.Table, r.Key, r.After)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			what := "is not as change %d left it"
+			if r.Op == changeset.Delete {
+				what = "exists again since change %d deleted it"
+			}
+			u.conflicts = append(u.conflicts, fmt.Sprintf("%s %s "+what, r.Table, describeKey(r.Key), e.ID))
+		}
+	}
+	if len(u.conflicts) > 0 {
+		return nil
+	}
+	for pass := 0; ; pass++ {
+		wrong := 0
+		for i := len(e.Rows) - 1; i >= 0; i-- {
+			r := e.Rows[i]
+			if pass > 0 {
+				ok, err := u.is(r.Table, r.Key, r.Before)
+				if err != nil {
+					return err
+				}
+				if ok {
+					continue
+				}
+			}
+			wrong++
+			if err := u.restore(r.Table, r.Key, r.Before); err != nil {
+				return fmt.Errorf("llmtool: undo change %d, %s %s: %w", e.ID, r.Table, describeKey(r.Key), err)
+			}
+		}
+		if wrong == 0 {
+			return nil
+		}
+		if pass == maxRestorePasses {
+			return fmt.Errorf("llmtool: undo change %d: the database's triggers changed its rows again after %d passes", e.ID, pass)
+		}
+	}
+}
+
+// is reports whether the row of table with key holds values (every
+// column in values), or does not exist when values is nil.
+func (u *undoer) is(table string, key, values changeset.Values) (bool, error) {
+	if !u.sqlite {
+		return u.pgIs(table, key, values) // changesets_pg.go
+	}
+	conds, args, err := sqliteConds(key, nil, nil)
+	if err == nil && values != nil {
+		conds, args, err = sqliteConds(values, conds, args)
+	}
+	if err != nil {
+		return false, err
+	}
+	var n int
+	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+quoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(&n); err != nil {
+		return false, err
+	}
+	return (n > 0) == (values != nil), nil
+}
+
+// restore sets the row of table with key to values: an update of the
+// row, or an insert if there is none; a delete when values is nil.
+func (u *undoer) restore(table string, key, values changeset.Values) error {
+	if !u.sqlite {
+		return u.pgRestore(table, key, values) // changesets_pg.go
+	}
+	t := quoteIdent(table)
+	where, args, err := sqliteConds(key, nil, nil)
+	if err != nil {
+		return err
+	}
+	if values == nil {
+		_, err = u.c.ExecContext(u.c, `DELETE FROM `+t+` WHERE `+strings.Join(where, " AND "), args...)
+		return err
+	}
+	cols := sortedCols(values)
+	if _, ok := key["rowid"]; ok && values["rowid"] == nil {
+		cols = append(cols, "rowid")
+	}
+	vals := make([]any, len(cols))
+	quoted := make([]string, len(cols))
+	for i, col := range cols {
+		v, ok := values[col]
+		if !ok {
+			v = key[col]
+		}
+		if vals[i], err = dbconn.DecodeSQLite(v); err != nil {
+			return fmt.Errorf("%s: %w", col, err)
+		}
+		quoted[i] = quoteIdent(col)
+	}
+	var n int
+	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+t+` WHERE `+strings.Join(where, " AND "), args...).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")
+		_, err = u.c.ExecContext(u.c, `INSERT INTO `+t+` (`+strings.Join(quoted, ", ")+`) VALUES (`+marks+`)`, vals...)
+		return err
+	}
+	sets := make([]string, len(quoted))
+	for i, q := range quoted {
+		sets[i] = q + " = ?"
+	}
+	_, err = u.c.ExecContext(u.c, `UPDATE `+t+` SET `+strings.Join(sets, ", ")+` WHERE `+strings.Join(where, " AND "), append(vals, args...)...)
+	return err
+}
+
+// sqliteConds appends "column IS ?" for each of values' columns.
+func sqliteConds(values changeset.Values, conds []string, args []any) ([]string, []any, error) {
+	for _, col := range sortedCols(values) {
+		v, err := dbconn.DecodeSQLite(values[col])
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", col, err)
+		}
+		conds = append(conds, quoteIdent(col)+" IS ?")
+		args = append(args, v)
+	}
+	return conds, args, nil
+}
+
+func describeKey(key changeset.Values) string {
+	var parts []string
+	for _, col := range sortedCols(key) {
+		parts = append(parts, col+"="+changeset.Excerpt(key[col]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func sortedCols(v changeset.Values) []string {
+	cols := make([]string, 0, len(v))
+	for c := range v {
+		cols = append(cols, c)
+	}
+	slices.Sort(cols)
+	return cols
+}
+
+// quoteIdent quotes a table or column name for SQL.
+func quoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// newChangesResource is the history as a resource: the workspace's last
+// changes, as list_changes with all set gives them.
+func (r *Registry) newChangesResource() *Tool {
+	t := Resource("recent_changes", "changes://recent", "The workspace's recent changes, newest first.",
+		func(c *ReadCtx, _ struct{}) (Rich, error) {
+			es, err := c.call.reg.listChanges(c, changeset.Filter{Tenant: TenantFrom(c), Limit: 50})
+			if err != nil {
+				return Rich{}, err
+			}
+			if es == nil {
+				es = []changeset.Entry{}
+			}
+			b, err := marshal(listChangesOut{Changes: es})
+			if err != nil {
+				return Rich{}, err
+			}
+			return Rich{Content: []Content{ResourceContent("changes://recent", "application/json", string(b), nil)}}, nil
+		})
+	t.spec.Module = "changesets"
+	return t
+}

@@ -1,0 +1,112 @@
+package notes_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/examples/notes"
+)
+
+// dumpNotes is the store's rows, for comparing states byte for byte.
+func dumpNotes(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT rowid, noteId, title, type, mime, content, isProtected, isDeleted, dateCreated, dateModified FROM notes ORDER BY noteId`,
+		`SELECT rowid, branchId, noteId, parentNoteId, position, isDeleted, '', '', '', '' FROM branches ORDER BY branchId`,
+		`SELECT rowid, attributeId, noteId, type, name, value, position, isDeleted, '', '' FROM attributes ORDER BY attributeId`,
+		`SELECT rowid, revisionId, noteId, title, content, source, dateCreated, '', '', '' FROM revisions ORDER BY revisionId`,
+	} {
+		rows, err := db.Query(q)
+		require.NoError(t, err)
+		for rows.Next() {
+			v := make([]any, 10)
+			p := make([]any, 10)
+			for i := range v {
+				p[i] = &v[i]
+			}
+			require.NoError(t, rows.Scan(p...))
+			fmt.Fprintln(&b, v...)
+		}
+		require.NoError(t, rows.Close())
+	}
+	return b.String()
+}
+
+// TestChangesets edits, renames and deletes notes through the notes tools
+// with changesets on, and undoes: each undo brings the store back byte
+// for byte, and an undo of a note someone changed since changes nothing.
+func TestChangesets(t *testing.T) {
+	t.Parallel()
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
+	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Changesets: notes.Changesets}, notes.Tools)
+	require.NoError(t, err)
+	t.Cleanup(func() { reg.Close() })
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	call := func(tool, args string) llmtool.Result {
+		t.Helper()
+		return reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), Conversation: "c1"})
+	}
+	undo := func(id int64) llmtool.Result {
+		t.Helper()
+		return call("undo_changes", fmt.Sprintf(`{"id": %d}`, id))
+	}
+
+	steps := []struct{ tool, args string }{
+		{"rename_note", `{"noteId": "pancakes", "title": "Crêpes"}`},
+		{"edit_note_content", `{"noteId": "pancakes", "oldText": "2 eggs", "newText": "3 eggs"}`},
+		{"create_note", `{"parentNoteId": "recipes", "title": "Waffles", "content": "batter"}`},
+		{"set_attribute", `{"noteId": "pancakes", "type": "label", "name": "tried", "value": "yes"}`},
+	}
+	for _, s := range steps {
+		t.Run(s.tool, func(t *testing.T) {
+			before := dumpNotes(t, db)
+			res := call(s.tool, s.args)
+			require.False(t, res.IsError, res.Text())
+			require.NotNil(t, res.Changeset)
+			require.Empty(t, res.Changeset.NotUndoable)
+			require.NotEqual(t, before, dumpNotes(t, db))
+			u := undo(res.Changeset.ID)
+			require.False(t, u.IsError, u.Text())
+			require.Equal(t, before, dumpNotes(t, db), "undo restores the store byte for byte")
+		})
+	}
+
+	t.Run("delete with children, approved", func(t *testing.T) {
+		before := dumpNotes(t, db)
+		ask := call("delete_note", `{"noteId": "recipes"}`)
+		if ask.Approval != nil { // the tenant may require approval of destructive tools
+			ask = reg.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(`{"noteId": "recipes"}`), Conversation: "c1",
+				Approval: &approval.Answer{Token: ask.Approval.Token, Approved: true}})
+		}
+		require.False(t, ask.IsError, ask.Text())
+		require.Greater(t, len(ask.Changeset.Rows), 2, "the note, its children and their branches")
+		u := undo(ask.Changeset.ID)
+		require.False(t, u.IsError, u.Text())
+		require.Equal(t, before, dumpNotes(t, db))
+	})
+
+	t.Run("conflicting undo", func(t *testing.T) {
+		res := call("rename_note", `{"noteId": "pancakes", "title": "Crêpes"}`)
+		require.False(t, res.IsError, res.Text())
+		other := call("rename_note", `{"noteId": "pancakes", "title": "Galettes"}`)
+		require.False(t, other.IsError, other.Text())
+		before := dumpNotes(t, db)
+		u := undo(res.Changeset.ID)
+		require.True(t, u.IsError)
+		require.Equal(t, fmt.Sprintf(`Nothing was undone, because 1 row(s) changed since: notes (noteId="pancakes") is not as change %d left it. Tell the user which rows changed, and ask what to do.`, res.Changeset.ID), u.Text())
+		require.Equal(t, before, dumpNotes(t, db))
+	})
+}

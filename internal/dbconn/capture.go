@@ -1,0 +1,416 @@
+package dbconn
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/llmtool/llmtool/changeset"
+)
+
+// Capture records the rows a write call changes in the tracked tables:
+// on SQLite through modernc's public pre-update hook (sqlite.HookRegisterer),
+// which sees every row change, those of triggers and foreign-key cascades
+// included, with the values before and after; on PostgreSQL through the
+// row triggers the registry installs (capture_pg.go).
+type Capture struct {
+	track    map[string]bool // lower-case names of the tracked tables
+	maxValue int
+
+	mu        sync.Mutex
+	on        bool
+	changes   []rawChange
+	untracked []string // the host tables changed that are not tracked
+}
+
+// rawChange is one row change as the hook saw it: values by column
+// position, names resolved after the handler returned.
+type rawChange struct {
+	table            string
+	op               changeset.Op
+	oldRowID, rowID  int64
+	oldVals, newVals []any
+}
+
+// NewCapture returns a capture of the given tables, or nil if there are
+// none.
+func NewCapture(tables []string, maxValue int) *Capture {
+	if len(tables) == 0 {
+		return nil
+	}
+	c := &Capture{track: make(map[string]bool), maxValue: maxValue}
+	if c.maxValue <= 0 {
+		c.maxValue = 64 << 10
+	}
+	for _, t := range tables {
+		c.track[strings.ToLower(t)] = true
+	}
+	return c
+}
+
+// Tracked reports whether table is tracked.
+func (c *Capture) Tracked(table string) bool { return c != nil && c.track[strings.ToLower(table)] }
+
+// start begins recording a call's changes.
+func (c *Capture) start() {
+	c.mu.Lock()
+	c.on, c.changes, c.untracked = true, nil, nil
+	c.mu.Unlock()
+}
+
+// stop ends recording and returns what was recorded.
+func (c *Capture) stop() ([]rawChange, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on = false
+	ch, u := c.changes, c.untracked
+	c.changes, c.untracked = nil, nil
+	return ch, u
+}
+
+// hook is the connection's pre-update hook.
+func (c *Capture) hook(d sqlite.SQLitePreUpdateData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.on || own(d.TableName) || strings.HasPrefix(strings.ToLower(d.TableName), "sqlite_") {
+		return
+	}
+	if !c.track[strings.ToLower(d.TableName)] {
+		if !slices.Contains(c.untracked, d.TableName) {
+			c.untracked = append(c.untracked, d.TableName)
+		}
+		return
+	}
+	ch := rawChange{table: d.TableName, oldRowID: d.OldRowID, rowID: d.NewRowID}
+	n := d.Count()
+	switch d.Op {
+	case sqlite3.SQLITE_INSERT:
+		ch.op = changeset.Insert
+	case sqlite3.SQLITE_DELETE:
+		ch.op, ch.rowID = changeset.Delete, d.OldRowID
+	default:
+		ch.op = changeset.Update
+	}
+	if ch.op != changeset.Insert {
+		ch.oldVals = make([]any, n)
+		_ = d.Old(ch.oldVals...)
+	}
+	if ch.op != changeset.Delete {
+		ch.newVals = make([]any, n)
+		_ = d.New(ch.newVals...)
+	}
+	c.changes = append(c.changes, ch)
+}
+
+// installHook puts c's pre-update hook on conn (SQLite).
+func installHook(conn *sql.Conn, c *Capture) error {
+	return conn.Raw(func(dc any) error {
+		h, ok := dc.(sqlite.HookRegisterer)
+		if !ok {
+			return fmt.Errorf("llmtool: this SQLite connection (%T) offers no pre-update hook (sqlite.HookRegisterer) to capture changesets with; open it with modernc.org/sqlite", dc)
+		}
+		h.RegisterPreUpdateHook(c.hook)
+		return nil
+	})
+}
+
+// uninstallHook removes the pre-update hook from conn.
+func uninstallHook(conn *sql.Conn) {
+	_ = conn.Raw(func(dc any) error {
+		if h, ok := dc.(sqlite.HookRegisterer); ok {
+			h.RegisterPreUpdateHook(nil)
+		}
+		return nil
+	})
+}
+
+// Columns is what the registry knows of a tracked table: its columns in
+// order, the positions of its primary key's (none: the rowid is the
+// key), and whether it has a rowid no column names (a rowid table whose
+// key is not an INTEGER PRIMARY KEY), which changesets record as the
+// column "rowid" so that undo puts a row back where it was.
+type Columns struct {
+	Names       []string
+	Key         []int
+	HiddenRowID bool
+}
+
+// SQLiteColumns reads table's columns with PRAGMA table_info and
+// table_list.
+func SQLiteColumns(ctx context.Context, q Querier, table string) (Columns, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, pk, upper(type) FROM pragma_table_info(?) ORDER BY cid`, table)
+	if err != nil {
+		return Columns{}, err
+	}
+	defer rows.Close()
+	var cols Columns
+	type pk struct{ pos, order int }
+	var pks []pk
+	intKey := false
+	for rows.Next() {
+		var name, typ string
+		var order int
+		if err := rows.Scan(&name, &order, &typ); err != nil {
+			return Columns{}, err
+		}
+		if order > 0 {
+			pks = append(pks, pk{len(cols.Names), order})
+			intKey = typ == "INTEGER"
+		}
+		cols.Names = append(cols.Names, name)
+	}
+	if err := rows.Err(); err != nil {
+		return Columns{}, err
+	}
+	if len(cols.Names) == 0 {
+		return Columns{}, fmt.Errorf("llmtool: tracked table %s does not exist", table)
+	}
+	cols.Key = make([]int, len(pks))
+	for _, p := range pks {
+		cols.Key[p.order-1] = p.pos
+	}
+	var withoutRowID bool
+	if err := q.QueryRowContext(ctx, `SELECT wr FROM pragma_table_list(?)`, table).Scan(&withoutRowID); err != nil {
+		return Columns{}, err
+	}
+	cols.HiddenRowID = !withoutRowID && len(pks) > 0 && !(len(pks) == 1 && intKey)
+	return cols, nil
+}
+
+// shadow reports whether table is a virtual table's shadow table (the
+// storage of a full-text index, say), which the host's triggers keep in
+// step with its tables.
+func shadow(ctx context.Context, q Querier, table string) (bool, error) {
+	var typ string
+	if err := q.QueryRowContext(ctx, `SELECT type FROM pragma_table_list(?)`, table).Scan(&typ); err != nil {
+		return false, err
+	}
+	return typ == "shadow", nil
+}
+
+// Changes ends the capture of w's call and returns its changeset: the
+// recorded changes with their columns named and merged per row. Call it
+// after the handler, in ModeOwn (SQLite reads the tables' columns).
+func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
+	if w.capture == nil {
+		return nil, nil
+	}
+	raw, untracked := w.capture.stop()
+	set := &changeset.Set{}
+	for _, t := range untracked {
+		sh, err := shadow(ctx, w.Tx, t)
+		if err != nil {
+			return nil, err
+		}
+		if !sh {
+			set.NotUndoable = fmt.Sprintf("it changed table %s, which is not tracked", t)
+			break
+		}
+	}
+	if d := w.Policy.schemaChange(); d != "" && set.NotUndoable == "" {
+		set.NotUndoable = "it changed the schema (" + d + ")"
+	}
+	cols := make(map[string]Columns)
+	m := merger{set: set, at: make(map[string]int)}
+	for _, ch := range raw {
+		c, ok := cols[ch.table]
+		if !ok {
+			var err error
+			if c, err = SQLiteColumns(ctx, w.Tx, ch.table); err != nil {
+				return nil, err
+			}
+			cols[ch.table] = c
+		}
+		if n := max(len(ch.oldVals), len(ch.newVals)); n != len(c.Names) {
+			return nil, fmt.Errorf("llmtool: table %s has %d columns but its rows %d (generated columns are not supported in tracked tables)", ch.table, len(c.Names), n)
+		}
+		before, bk := w.capture.values(ch.table, c, ch.oldVals, ch.oldRowID, set)
+		after, ak := w.capture.values(ch.table, c, ch.newVals, ch.rowID, set)
+		m.add(ch.table, ch.op, before, after, bk, ak)
+	}
+	m.finish()
+	if len(set.Rows) == 0 && set.NotUndoable == "" {
+		return nil, nil
+	}
+	return set, nil
+}
+
+// values names a row's values and returns them with its key; nil for a
+// row that does not exist (vals nil).
+func (c *Capture) values(table string, cols Columns, vals []any, rowID int64, set *changeset.Set) (changeset.Values, changeset.Values) {
+	if vals == nil {
+		return nil, nil
+	}
+	v := make(changeset.Values, len(vals))
+	for i, x := range vals {
+		raw, err := EncodeSQLite(x, c.maxValue)
+		if err != nil && set.NotUndoable == "" {
+			set.NotUndoable = fmt.Sprintf("%s.%s: %v", table, cols.Names[i], err)
+		}
+		v[cols.Names[i]] = raw
+	}
+	if cols.HiddenRowID {
+		v["rowid"] = json.RawMessage(strconv.FormatInt(rowID, 10))
+	}
+	key := make(changeset.Values, max(len(cols.Key), 1))
+	if len(cols.Key) == 0 {
+		key["rowid"] = json.RawMessage(strconv.FormatInt(rowID, 10))
+	}
+	for _, p := range cols.Key {
+		key[cols.Names[p]] = v[cols.Names[p]]
+	}
+	return v, key
+}
+
+// merger merges a call's changes per row.
+type merger struct {
+	set *changeset.Set
+	at  map[string]int // table and key → index in set.Rows
+}
+
+func rowKey(table string, key changeset.Values) string {
+	b, _ := json.Marshal(key) // sorted keys
+	return table + "\x00" + string(b)
+}
+
+// add merges one change. An update that changed the row's key is a
+// delete of the old key and an insert of the new.
+func (m *merger) add(table string, op changeset.Op, before, after, bk, ak changeset.Values) {
+	if op == changeset.Update && rowKey(table, bk) != rowKey(table, ak) {
+		m.add(table, changeset.Delete, before, nil, bk, nil)
+		m.add(table, changeset.Insert, nil, after, nil, ak)
+		return
+	}
+	key := ak
+	if key == nil {
+		key = bk
+	}
+	k := rowKey(table, key)
+	i, seen := m.at[k]
+	if !seen {
+		m.at[k] = len(m.set.Rows)
+		m.set.Rows = append(m.set.Rows, changeset.Row{Table: table, Op: op, Key: key, Before: before, After: after})
+		return
+	}
+	r := &m.set.Rows[i]
+	switch {
+	case op == changeset.Delete && r.Op == changeset.Insert:
+		r.Op = "" // inserted and deleted: nothing
+	case op == changeset.Delete:
+		r.Op, r.After = changeset.Delete, nil
+	case op == changeset.Insert && r.Op == changeset.Delete:
+		r.Op, r.After = changeset.Update, after
+	case op == changeset.Insert && r.Op == "":
+		r.Op, r.After = changeset.Insert, after
+	default:
+		r.After = after
+	}
+}
+
+// finish drops rows that end as they began.
+func (m *merger) finish() {
+	m.set.Rows = slicesDelete(m.set.Rows, func(r changeset.Row) bool {
+		return r.Op == "" || (r.Op == changeset.Update && len(r.Changed()) == 0)
+	})
+}
+
+func slicesDelete(rows []changeset.Row, drop func(changeset.Row) bool) []changeset.Row {
+	out := rows[:0]
+	for _, r := range rows {
+		if !drop(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// errTooLarge marks a value not recorded because of its size.
+var errTooLarge = errors.New("value larger than the limit, not recorded")
+
+// EncodeSQLite encodes a SQLite value as a changeset value: an integer as
+// a JSON integer, a real with a fraction or exponent, text as a string,
+// a blob as {"$bytes": base64}. A text or blob over maxValue bytes is
+// {"$omitted": size}, with an error; so is a real JSON cannot hold
+// (NaN, ±Inf).
+func EncodeSQLite(v any, maxValue int) (json.RawMessage, error) {
+	switch x := v.(type) {
+	case nil:
+		return json.RawMessage("null"), nil
+	case int64:
+		return json.RawMessage(strconv.FormatInt(x, 10)), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return json.RawMessage(`{"$omitted":8}`), fmt.Errorf("real %v cannot be recorded", x)
+		}
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		return json.RawMessage(s), nil
+	case string:
+		if len(x) > maxValue {
+			return omitted(len(x)), errTooLarge
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(x)
+		return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n")), nil
+	case []byte:
+		if len(x) > maxValue {
+			return omitted(len(x)), errTooLarge
+		}
+		return json.RawMessage(`{"$bytes":"` + base64.StdEncoding.EncodeToString(x) + `"}`), nil
+	case bool: // not from SQLite, but from a driver that converts
+		if x {
+			return json.RawMessage("1"), nil
+		}
+		return json.RawMessage("0"), nil
+	}
+	return nil, fmt.Errorf("llmtool: a SQLite value of type %T", v)
+}
+
+func omitted(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"$omitted":%d}`, n))
+}
+
+// DecodeSQLite is EncodeSQLite's inverse: the value to bind to write raw
+// back.
+func DecodeSQLite(raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case raw[0] == '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case raw[0] == '{':
+		var special struct {
+			Bytes   *string `json:"$bytes"`
+			Omitted *int64  `json:"$omitted"`
+		}
+		if err := json.Unmarshal(raw, &special); err != nil {
+			return nil, err
+		}
+		if special.Bytes == nil {
+			return nil, errors.New("a value that was not recorded")
+		}
+		return base64.StdEncoding.DecodeString(*special.Bytes)
+	case bytes.ContainsAny(raw, ".eE"):
+		return strconv.ParseFloat(string(raw), 64)
+	}
+	return strconv.ParseInt(string(raw), 10, 64)
+}
