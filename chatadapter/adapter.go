@@ -98,6 +98,22 @@
 // marked "defer_loading": true, and the provider's own search tool (see
 // ToolSearchTool and ToolSet.Deferred).
 //
+// # A chat page
+//
+// A host's chat page shows a turn as it happens and keeps the
+// conversation in the host's database. RunOptions.Stream has Run ask the
+// endpoint to stream; WithEvents then reports the model's text as it is
+// written (TextDelta), each call as it starts, waits for approval (with
+// its preview) and finishes (with the rows it changed, and the changeset
+// ID the tool undo_changes takes), and the turn's end (TurnEnded).
+// WithConversation names the conversation, so that every call's changes
+// are recorded with it. Cancelling the context (the person pressed Stop,
+// or closed the page) ends the turn with nothing half-written. A turn
+// paused for approval is saved with json.Marshal next to the
+// conversation, and resumed by Runner.Restore in the request that brings
+// the answer. Runner.Run shows the events in use; examples/notes-web is a
+// whole page.
+//
 // # Errors
 //
 // An unknown tool, malformed arguments, a refused or failing call: each is

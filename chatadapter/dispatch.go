@@ -226,7 +226,7 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 	c, spec, st := t.calls[k], t.specs[k], &t.state[k]
 	resumed := answer != nil || len(st.answers) > 0
 	locale := t.a.localeOf(ctx)
-	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec), FriendlyName: t.a.friendlyName(c.Name, spec, locale)}
+	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec), FriendlyName: t.a.friendlyName(c.Name, spec, locale), Args: c.Args}
 	if obs != nil {
 		if !resumed { // one card per call: a call that ran before its pause started then
 			ev.Kind = CallStarted
@@ -240,10 +240,10 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 		ctx = ask.With(ctx, q)
 	}
 	start := time.Now()
-	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget})
+	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget, Conversation: conversationOf(ctx)})
 	d := time.Since(start)
 	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
-	ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
+	ev.Kind, ev.Duration, ev.IsError, ev.Err, ev.Result = CallFinished, d, res.IsError, res.Err, &res
 	switch {
 	case pause && res.Approval != nil:
 		st.pending, st.token = t.a.approvalPending(k, c, ev.FriendlyName, locale, res.Approval), res.Approval.Token
@@ -253,6 +253,10 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 		ev.Kind = CallPaused
 	default:
 		st.done = true
+	}
+	if st.pending != nil {
+		p := *st.pending
+		ev.Pending = &p
 	}
 	obs.emit(ev)
 }
