@@ -56,6 +56,10 @@ type app struct {
 
 	mu      sync.Mutex
 	running map[int64]bool // conversations with a turn running
+
+	// turnSaved, if set, is called when a turn's conversation is saved
+	// (tests wait on it).
+	turnSaved func(conversation int64)
 }
 
 func newApp(ctx context.Context, cfg *config) (*app, error) {

@@ -167,6 +167,9 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 	if err := a.store.save(context.WithoutCancel(r.Context()), c); err != nil {
 		t.sse.send("item", item{"type": "end", "error": err.Error()})
 	}
+	if a.turnSaved != nil {
+		a.turnSaved(c.ID)
+	}
 }
 
 // claimed loads the conversation the path names and runs f with it,
@@ -228,8 +231,8 @@ func (a *app) sendIn(w http.ResponseWriter, r *http.Request, ws *workspace, c *c
 }
 
 func title(text string) string {
-	if r := []rune(text); len(r) > 40 {
-		return string(r[:40]) + "…"
+	if r := []rune(text); len(r) > 60 {
+		return string(r[:60]) + "…"
 	}
 	return text
 }

@@ -2,7 +2,10 @@ module github.com/llmtool/llmtool/examples/notes-web
 
 go 1.26.0
 
-require github.com/llmtool/llmtool v0.0.0
+require (
+	github.com/llmtool/llmtool v0.0.0
+	github.com/stretchr/testify v1.12.1
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -23,6 +26,7 @@ require (
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect

@@ -21,7 +21,7 @@ import (
 //	rename X to Y                    find_note X, then rename_note
 //	delete X                         find_note X, then delete_note (asks for approval)
 //	show X                           find_note X
-//	list notes                       get_subtree of root
+//	list notes                       get_child_notes of root
 //	undo                             undo_changes (this conversation's last change)
 //
 // "slowly create a note called X under Y" stops in the middle of writing
@@ -337,7 +337,7 @@ func reply(msgs []wireMessage) answer {
 	}
 	if reList.MatchString(text) {
 		if last == nil {
-			return answer{calls: []modelCall{{name: "get_subtree", args: map[string]any{"noteId": "root", "depth": 2}}}}
+			return answer{calls: []modelCall{{name: "get_child_notes", args: map[string]any{"noteId": "root"}}}}
 		}
 		var tree struct {
 			Children []struct {
