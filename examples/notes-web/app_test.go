@@ -84,6 +84,7 @@ func TestTurnOverHTTP(t *testing.T) {
 	created := got[8]
 	require.Equal(t, true, created["ok"])
 	require.Equal(t, "Create note… done", created["label"])
+	require.Equal(t, "notes: 1 inserted; branches: 1 inserted", created["summary"])
 	cs := int64(created["changeset"].(float64))
 	require.Positive(t, cs)
 	require.Equal(t, `Created "Ideas" under "Projects".`, got[13]["answer"])

@@ -13,6 +13,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/chatadapter"
 )
 
@@ -77,6 +78,7 @@ func (t *turn) event(e chatadapter.Event) {
 		}
 		if cs := e.Result.Changeset; cs != nil && cs.ID != 0 {
 			it["changeset"] = cs.ID
+			it["summary"] = countRows(cs)
 			it["rows"] = strings.Split(cs.String(), "\n")
 			it["undoable"] = cs.NotUndoable == ""
 		}
@@ -122,6 +124,34 @@ func choices(schema json.RawMessage) []item {
 		}
 	}
 	return out
+}
+
+// countRows says what a change did per table, as a person reads it:
+// "notes: 1 inserted; branches: 1 inserted".
+func countRows(cs *changeset.Set) string {
+	var tables []string
+	counts := map[string]map[changeset.Op]int{}
+	for _, r := range cs.Rows {
+		if counts[r.Table] == nil {
+			counts[r.Table] = map[changeset.Op]int{}
+			tables = append(tables, r.Table)
+		}
+		counts[r.Table][r.Op]++
+	}
+	var parts []string
+	for _, t := range tables {
+		var ops []string
+		for _, op := range []struct {
+			op   changeset.Op
+			verb string
+		}{{changeset.Insert, "inserted"}, {changeset.Update, "updated"}, {changeset.Delete, "deleted"}} {
+			if n := counts[t][op.op]; n > 0 {
+				ops = append(ops, fmt.Sprintf("%d %s", n, op.verb))
+			}
+		}
+		parts = append(parts, t+": "+strings.Join(ops, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func validJSON(b []byte) []byte {

@@ -40,10 +40,11 @@ async function loadTree() {
 }
 
 function treeItem(n) {
-  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: (n.isProtected ? "🔒 " : "") + n.title });
+  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: n.title });
   if (n.noteId === state.note) a.classList.add("open");
   a.addEventListener("click", (e) => { e.preventDefault(); openNote(n.noteId); });
   const li = el("li", {}, a);
+  if (n.isProtected) li.append(el("span", { class: "lock", text: "protected" }));
   if (n.children && n.children.length) li.append(el("ul", {}, ...n.children.map(treeItem)));
   return li;
 }
@@ -192,13 +193,18 @@ function doneCard(it) {
   c.classList.remove("running", "waiting");
   c.classList.add(it.ok ? "ok" : "failed");
   $(".status", c).textContent = it.ok ? "done" : (it.denied ? "not approved" : "failed");
-  for (const b of c.querySelectorAll(".pending button")) b.disabled = true;
   const p = $(".pending", c);
-  if (p) p.classList.add("answered");
+  if (p) {
+    // The person answered: the buttons give way to the answer.
+    for (const b of p.querySelectorAll("button")) b.remove();
+    p.classList.add("answered");
+    p.append(el("p", { class: "answer", text: it.denied ? "You denied this change." : (it.ok ? "You approved this change." : "") }));
+  }
   if (it.error) c.append(el("p", { class: "error", text: it.error }));
   if (it.changeset) {
     c.dataset.changeset = String(it.changeset);
-    c.append(el("pre", { class: "changes", text: it.rows.join("\n") }));
+    c.append(el("p", { class: "summary", text: "Changed: " + it.summary }));
+    if (!p) c.append(el("details", { class: "changes" }, el("summary", { text: "rows" }), el("pre", { text: it.rows.join("\n") })));
     if (it.undoable) {
       const b = button("Undo", "undo", () => undo(it.changeset, c, b));
       b.dataset.changeset = String(it.changeset);
