@@ -1,126 +1,3 @@
-// Package chatadapter projects an llmtool registry into what an
-// application's own chat feature needs to let a model call its tools: the
-// tool definitions in each provider's wire format, a dispatcher for the
-// model's tool calls, and each result in the provider's message format.
-//
-// It translates only. Every call goes through llmtool.Registry.Invoke, so a
-// tool behaves in chat exactly as it does over MCP: same validation, same
-// transaction, same error text, same result bytes.
-//
-// The three pieces work with whatever provider SDK the application already
-// uses:
-//
-//	a := chatadapter.New(reg, nil) // nil: the default Options
-//	ctx = llmtool.WithTenant(llmtool.WithPrincipal(ctx, user), workspaceID)
-//
-//	set, err := a.Tools(ctx, chatadapter.Anthropic) // the "tools" field of the request
-//	// ... send the request with set.JSON, receive the model's message ...
-//	reply, err := a.Dispatch(ctx, chatadapter.Anthropic, assistantMessage)
-//	// ... append reply.Messages to the conversation and send it again ...
-//
-// Run is a small loop over any OpenAI-compatible /v1/chat/completions
-// endpoint (OpenAI, llama.cpp, Ollama, vLLM) that does all of this with
-// net/http.
-//
-// # Formats
-//
-// A Shape names a provider format. Tool sets exist for OpenAI Chat
-// Completions (with a strict-mode variant), OpenAI Responses (also with a
-// strict variant), Anthropic Messages and Gemini. Each tool's definition is
-// built once per registry and format and reused for every request; a tool
-// whose schema a format cannot express (a map for Gemini, say) is left out
-// of that format's set and reported by Tools as an *UnsupportedError.
-//
-// # Order of calls in one turn
-//
-// A model may ask for several calls in one turn. Dispatch runs them as if
-// one after another in the model's order, except that adjacent read tools
-// run concurrently (at most Options.MaxParallel at once): a write tool starts only
-// after every call before it has finished, and calls after it start only
-// once it has committed. So each read sees exactly the writes the model
-// asked for before it, writes commit in the model's order, and the results,
-// returned in the model's order, are the same on every run.
-//
-// # Approval
-//
-// A write tool that needs a person's approval (llmtool.NeedsApproval, or
-// Registry.Tenants().SetApproval for the tenant) does not commit when the model
-// calls it: the registry runs it, records what it would change (a
-// Preview), rolls back and asks. Dispatch then pauses the turn at that
-// call: the reply's Pending carries the call, its friendly name, the
-// preview and its one-line summary for the host's UI, and its Messages
-// stay empty, because the providers take the next request only once every
-// call of the turn has its result. The host shows the preview and calls
-// Reply.Resume with the person's answer:
-//
-//	reply, err := a.Dispatch(ctx, shape, assistantMessage)
-//	for err == nil && reply.Pending != nil {
-//		reply, err = reply.Resume(ctx, askThePerson(reply.Pending)) // true: approved
-//	}
-//	// ... append reply.Messages to the conversation and send it again ...
-//
-// The turn keeps the model's order across the pause: the calls before
-// the pending one have run, and none after it runs before the person has
-// answered, since a later call may read or build on what the pending one
-// changes. An approved call commits if its preview is unchanged; if the
-// data changed meanwhile, nothing is saved and the same call is pending
-// again with its new preview. A denied call saves nothing, and the model
-// reads "The user denied this change. Nothing was saved. Ask the user
-// what to do instead."; like any failed call, it does not stop the calls
-// after it, and each of those that needs approval is asked about in turn.
-// So two calls that need approval in one turn are asked one after the
-// other, the second previewed on the data the first left.
-//
-// Run pauses the same way and returns its transcript with Pending set;
-// Transcript.Resume answers and goes on with the run. A paused reply or
-// transcript holds the turn in memory: keep it with the conversation until
-// the person answers (Pending.Expires bounds the wait), and resume with
-// false when they leave without answering, so that every call gets its
-// result.
-//
-// # Prompts
-//
-// The prompts a module defines (llmtool.Prompt) are for the person, not
-// the model: a host's chat lists those the tenant may use with
-// Registry.List (ListOptions.Prompts), and Prompt renders the one picked
-// into the provider's message shape, to start the conversation with:
-//
-//	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true}) // name, friendly name, arguments
-//	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
-//
-// # Large catalogs
-//
-// A registry whose tools load on demand (llmtool.Options.OnDemand) lists
-// a tenant's loaded tools and find_tools, and so does Tools: after the
-// model calls find_tools (Dispatch runs it like any tool), the tenant's
-// next set has the tools it found. With Options.ToolSearch, Anthropic
-// Messages and OpenAI Responses get every tool instead, the unloaded ones
-// marked "defer_loading": true, and the provider's own search tool (see
-// ToolSearchTool and ToolSet.Deferred).
-//
-// # A chat page
-//
-// A host's chat page shows a turn as it happens and keeps the
-// conversation in the host's database. RunOptions.Stream has Run ask the
-// endpoint to stream; WithEvents then reports the model's text as it is
-// written (TextDelta), each call as it starts, waits for approval (with
-// its preview) and finishes (with the rows it changed, and the changeset
-// ID the tool undo_changes takes), and the turn's end (TurnEnded).
-// WithConversation names the conversation, so that every call's changes
-// are recorded with it. Cancelling the context (the person pressed Stop,
-// or closed the page) ends the turn with nothing half-written. A turn
-// paused for approval is saved with json.Marshal next to the
-// conversation, and resumed by Runner.Restore in the request that brings
-// the answer. Runner.Run shows the events in use; examples/notes-web is a
-// whole page.
-//
-// # Errors
-//
-// An unknown tool, malformed arguments, a refused or failing call: each is
-// a result with {"error": "..."} for the model to correct, never a Go error.
-// Dispatch returns an error only when the turn itself cannot be read.
-// Prompt, whose caller is the person who picked the prompt rather than a
-// model, returns the registry's refusal as its error.
 package chatadapter
 
 import (
@@ -243,14 +120,19 @@ type Options struct {
 	// DefaultMaxParallel.
 	MaxParallel int
 
-	// Locale is the locale of friendly names in events when the context
-	// names none with WithLocale. Default: "en".
+	// Locale is the locale of the lines a host shows (events, pending
+	// calls, stops) when the context names none with WithLocale.
+	// Default: "en".
 	Locale string
 
-	// Messages holds the friendly names in events per locale, over each
-	// tool's own FriendlyName (see i18n.Catalog.FriendlyName); the host
-	// may add locales to it later. Nil: each tool's FriendlyName (for
-	// llmtool's own tools, its embedded English), else its name.
+	// Messages holds, per locale, the lines a host shows: the tools'
+	// friendly names, over each tool's own FriendlyName (see
+	// i18n.Catalog.FriendlyName), the chat's own lines under their
+	// "llm.chat.…" keys (Event.Label, Pending.Prompt and Summary), and
+	// translations of the tools' questions (see Question). The host may
+	// add locales to it later. Nil: each tool's FriendlyName (for
+	// llmtool's own tools, its embedded English), else its name, and the
+	// embedded English lines.
 	Messages *i18n.Catalog
 
 	// ToolSearch hands the registry's on-demand tools

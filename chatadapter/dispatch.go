@@ -225,9 +225,9 @@ func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.Answer, pause bool) {
 	c, spec, st := t.calls[k], t.specs[k], &t.state[k]
 	resumed := answer != nil || len(st.answers) > 0
-	locale := t.a.localeOf(ctx)
-	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec), FriendlyName: t.a.friendlyName(c.Name, spec, locale), Args: c.Args}
-	if obs != nil {
+	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec), Args: c.Args}
+	if obs != nil { // the friendly name is for the person: events, or a pause
+		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
 		if !resumed { // one card per call: a call that ran before its pause started then
 			ev.Kind = CallStarted
 			obs.emit(ev)
@@ -244,12 +244,16 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 	d := time.Since(start)
 	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
 	ev.Kind, ev.Duration, ev.IsError, ev.Err, ev.Result = CallFinished, d, res.IsError, res.Err, &res
+	asked := pause && q.asked != nil && errors.Is(res.Err, ask.ErrInputRequired)
+	if (asked || pause && res.Approval != nil) && ev.FriendlyName == "" {
+		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
+	}
 	switch {
 	case pause && res.Approval != nil:
-		st.pending, st.token = t.a.approvalPending(k, c, ev.FriendlyName, locale, res.Approval), res.Approval.Token
+		st.pending, st.token = t.a.approvalPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), res.Approval), res.Approval.Token
 		ev.Kind = CallPaused
-	case pause && q.asked != nil && errors.Is(res.Err, ask.ErrInputRequired):
-		st.pending, st.digest = t.a.questionPending(k, c, ev.FriendlyName, locale, q.asked), q.digest
+	case asked:
+		st.pending, st.digest = t.a.questionPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), q.asked), q.digest
 		ev.Kind = CallPaused
 	default:
 		st.done = true

@@ -63,7 +63,10 @@ type Question struct {
 	// Key names the question among the call's (ask.ElicitRequest.Key, or
 	// "elicit-1", "elicit-2"... in the order the call asked).
 	Key string `json:"key"`
-	// Message is what the tool asks, in its own words.
+	// Message is what the tool asks, in its own words. Pending.Prompt
+	// shows it in the person's locale when the catalog has the key
+	// "llm.tools.<tool>.ask.<Key>" there, a host's translation of the
+	// question (without the values the tool put in its words).
 	Message string `json:"message"`
 	// Schema is the JSON Schema of the answer, as the tool gave it: an
 	// object of strings, numbers, integers, booleans and enums (a choice

@@ -53,9 +53,9 @@ func (u Usage) add(v Usage) Usage {
 // requires one, unless RunOptions.RequestFields has it.
 const anthropicMaxTokens = 4096
 
-// AnthropicVersion is the anthropic-version header Run sends, unless
+// anthropicVersion is the anthropic-version header Run sends, unless
 // Endpoint.Header has one.
-const AnthropicVersion = "2023-06-01"
+const anthropicVersion = "2023-06-01"
 
 // endpointURL is where requests of shape go.
 func endpointURL(ep Endpoint, shape Shape) string {
@@ -87,7 +87,7 @@ func headers(ep Endpoint, shape Shape, set *ToolSet) http.Header {
 	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 	switch shape.wire() {
 	case Anthropic:
-		h.Set("Anthropic-Version", AnthropicVersion)
+		h.Set("Anthropic-Version", anthropicVersion)
 		if ep.APIKey != "" {
 			h.Set("X-Api-Key", ep.APIKey)
 		}
@@ -239,7 +239,7 @@ func readResponses(b []byte) (step, error) {
 			} `json:"input_tokens_details"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(b, &r); err != nil || r.Object != "response" {
+	if err := json.Unmarshal(b, &r); err != nil || (r.Object != "response" && r.Output == nil) {
 		return step{}, fmt.Errorf("response is not a Responses API response (%v): %s", err, excerpt(b, 512))
 	}
 	st := step{usage: Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens}}
@@ -289,7 +289,7 @@ func readAnthropic(b []byte) (step, error) {
 			CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(b, &r); err != nil || r.Type != "message" {
+	if err := json.Unmarshal(b, &r); err != nil || (r.Type != "message" && r.Content == nil) {
 		return step{}, fmt.Errorf("response is not an Anthropic message (%v): %s", err, excerpt(b, 512))
 	}
 	u := r.Usage

@@ -374,11 +374,11 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 		}
+		obs.emit(Event{Kind: ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
 		if st.cut != "" {
 			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
 				r.url, ErrTruncated, st.cut, limitField[r.shape.wire()])
 		}
-		obs.emit(Event{Kind: ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
 		t.Messages = append(t.Messages, st.messages...)
 		if len(st.calls) == 0 {
 			t.Answer = st.text

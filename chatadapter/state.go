@@ -15,17 +15,8 @@ import (
 // json.Marshal writes it; Adapter.Restore and Runner.Restore read it
 // back, in this process or another, over a registry with the same tools,
 // so a web host can keep a paused turn with the conversation and resume
-// it from the request that brings the person's answer.
-//
-// The saved turn is the host's, as the conversation is: it holds what the
-// tools answered, and is not signed, so keep it where the conversation is
-// kept, not in the client. An approval's token is bound to the principal
-// and tenant and signed by the registry: to resume one in another
-// process, give its registry the same llmtool.Options.ApprovalKey.
-//
-// A restored Outcome's Result has the JSON, IsError and Content it had;
-// its Err is nil, and its Text is empty for a failed call (the message is
-// in its JSON).
+// it from the request that brings the person's answer. Restore's
+// documentation says what a host must know of it.
 
 // savedVersion tells a saved turn's format.
 const savedVersion = 1
@@ -124,6 +115,17 @@ func (r *Reply) UnmarshalJSON([]byte) error {
 // ResumeWith as if it had never left memory, its pause answered once per
 // copy restored (an approval's token is single-use, whichever copy spends
 // it).
+//
+// A saved turn holds its calls, the results of those that ran, and for
+// the pending call its approval token or the person's answers so far. It
+// is the host's, as the conversation is: it holds what the tools
+// answered, and it is not signed, so keep it where the conversation is
+// kept, not in the client. An approval's token is signed by the registry
+// and bound to the principal and tenant: to resume one in another
+// process, give its registry the same llmtool.Options.ApprovalKey. A
+// restored Outcome's Result has the JSON, IsError and Content it had; its
+// Err is nil, and its Text is empty for a failed call (the message is in
+// its JSON).
 func (a *Adapter) Restore(data []byte) (*Reply, error) {
 	var s savedReply
 	if err := json.Unmarshal(data, &s); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmtool/llmtool"
@@ -22,9 +23,6 @@ func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	if len(turn) == 0 || (turn[0] != '{' && turn[0] != '[') {
 		return nil, fmt.Errorf("chatadapter: %s turn: expected a JSON object or array", shape.wire())
 	}
-	if seen, sign := sniff(turn); seen != 0 && seen != shape.wire() {
-		return nil, &ShapeError{Want: shape, Seen: seen, Sign: sign}
-	}
 	var calls []ToolCall
 	var err error
 	switch shape.wire() {
@@ -36,6 +34,13 @@ func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 		calls, err = parseAnthropic(turn)
 	case Gemini:
 		calls, err = parseGemini(turn)
+	}
+	// A turn of another format parses into no calls, or calls without a
+	// name: only then is it worth telling the format.
+	if len(calls) == 0 || slices.ContainsFunc(calls, func(c ToolCall) bool { return c.Name == "" }) || err != nil {
+		if seen, sign := sniff(turn); seen != 0 && seen != shape.wire() {
+			return nil, &ShapeError{Want: shape, Seen: seen, Sign: sign}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("chatadapter: %s turn: %w", shape.wire(), err)

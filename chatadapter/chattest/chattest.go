@@ -219,8 +219,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // authorized checks the key where the provider takes it.
 func (s *Server) authorized(r *http.Request) bool {
 	switch s.shape {
-	case chatadapter.Anthropic:
-		return r.Header.Get("X-Api-Key") == Key && r.Header.Get("Anthropic-Version") != ""
+	case chatadapter.Anthropic: // x-api-key, as the API reference has it; newer SDKs send a bearer token
+		return (r.Header.Get("X-Api-Key") == Key || r.Header.Get("Authorization") == "Bearer "+Key) && r.Header.Get("Anthropic-Version") != ""
 	case chatadapter.Gemini:
 		return r.Header.Get("X-Goog-Api-Key") == Key || r.URL.Query().Get("key") == Key
 	}

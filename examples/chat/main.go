@@ -13,7 +13,9 @@
 //	-api gemini           GEMINI_BASE_URL (default https://generativelanguage.googleapis.com/v1beta), GEMINI_API_KEY, GEMINI_MODEL
 //
 // The model is required, and the key unless the base URL is changed (a
-// local server needs none). Run it from the root of the repository with a
+// local server needs none; so does the scripted model of
+// examples/chat/scripted, which prints its environment, for trying chat
+// offline with any API). Run it from the root of the repository with a
 // question:
 //
 //	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run ./examples/chat "What is on the roadmap?"

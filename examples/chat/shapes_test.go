@@ -123,3 +123,20 @@ func TestChatLocaleAndAPIErrors(t *testing.T) {
 	require.Equal(t, "Q3.\n", stdout.String())
 	require.Equal(t, "Frage das Modell…\n[1: 0+0 tokens, 0 cached]\nNotiz lesen… erledigt\nFrage das Modell…\n[2: 0+0 tokens, 0 cached]\n", stderr.String())
 }
+
+// When the last question of standard input fails, chat says so and
+// exits with status 1, after going on with the questions before.
+func TestChatLastQuestionFails(t *testing.T) {
+	t.Parallel()
+	srv := chattest.NewServer(chatadapter.OpenAIChat, chattest.Reply{Text: "Hello."},
+		chattest.Reply{Status: 400, Text: "Too long."})
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-db", filepath.Join(t.TempDir(), "notes.db")}, envFor("chat", srv),
+		strings.NewReader("Hi.\nTell me everything.\n"), &stdout, &stderr)
+	require.Equal(t, exitError, code)
+	require.Equal(t, "Hello.\n", stdout.String())
+	require.Equal(t, "chat: chatadapter: POST "+srv.URL+`/v1/chat/completions: 400 Bad Request: {"error":{"code":null,"message":"Too long.","param":null,"type":"invalid_request_error"}}`+"\n"+
+		"The conversation is kept: ask again, or go on.\n"+
+		"chat: the last question failed\n", stderr.String())
+}
