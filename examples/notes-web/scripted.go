@@ -192,7 +192,10 @@ func (s *scripted) stream(ctx context.Context, w http.ResponseWriter, a answer, 
 	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
 	}
-	for _, word := range words(a.text) {
+	for _, word := range strings.SplitAfter(a.text, " ") { // a word and the space after it
+		if word == "" {
+			continue
+		}
 		if !send(chunk(map[string]any{"content": word}, nil)) {
 			return
 		}
@@ -231,22 +234,6 @@ func (s *scripted) stream(ctx context.Context, w http.ResponseWriter, a answer, 
 	if flusher != nil {
 		flusher.Flush()
 	}
-}
-
-// words splits text into pieces that join back into it, each word with
-// the spaces before it.
-func words(text string) []string {
-	var out []string
-	for len(text) > 0 {
-		i := len(text) - len(strings.TrimLeft(text, " \n"))
-		j := strings.IndexAny(text[i:], " \n")
-		if j < 0 {
-			return append(out, text)
-		}
-		out = append(out, text[:i+j])
-		text = text[i+j:]
-	}
-	return out
 }
 
 // The phrasings, as regular expressions over the person's message
