@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -272,4 +273,64 @@ func TestEndpointFromEnv(t *testing.T) {
 		require.Equal(t, tt.ok, ok)
 		require.Equal(t, tt.base, ep.BaseURL)
 	}
+}
+
+// A tool that asks the person (find_note, when two notes have the title)
+// pauses the turn with the question and its choices; the chosen value
+// resumes it.
+func TestQuestion(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	ana := s.client("ana")
+	conv := fmt.Sprintf("/api/conversations/%d", s.newConversation(ana))
+	s.call(ana, http.MethodPost, conv+"/send", `{"text":"create a note called Roadmap under Recipes"}`)
+	require.Equal(t, 2, s.noteCount("ana", "Roadmap"))
+
+	_, stream := s.call(ana, http.MethodPost, conv+"/send", `{"text":"show Roadmap"}`)
+	got := items(t, stream)
+	q := got[len(got)-2]
+	require.Equal(t, "question", q["type"])
+	require.Equal(t, `Find note asks: 2 notes have a title matching "Roadmap". Which one do you mean?`, q["prompt"])
+	choices := q["choices"].([]any)
+	require.Len(t, choices, 2)
+	require.Contains(t, choices, map[string]any{"property": "noteId", "value": "roadmap", "label": "Roadmap (in Projects)"})
+	require.Equal(t, q["id"], got[len(got)-1]["pending"])
+
+	_, stream = s.call(ana, http.MethodPost, conv+"/answer", `{"property":"noteId","value":"roadmap"}`)
+	got = items(t, stream)
+	require.Equal(t, "Find note… done", got[0]["label"])
+	require.Regexp(t, `^Roadmap \(0 children\): Q3 roadmap`, got[len(got)-1]["answer"])
+}
+
+// Closing the tab in the middle of a turn is Stop: the request's context
+// ends, nothing half-written remains, the conversation is saved with what
+// finished and goes on.
+func TestClosedTab(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	ana := s.client("ana")
+	id := s.newConversation(ana)
+	conv := fmt.Sprintf("/api/conversations/%d", id)
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.srv.URL+conv+"/send", strings.NewReader(`{"text":"slowly create a note called Draft under Projects"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := ana.Do(req)
+	require.NoError(t, err)
+	s.waitHold()
+	cancel() // the tab is gone
+	res.Body.Close()
+	s.waitSaved(id)
+	require.Zero(t, s.noteCount("ana", "Draft"))
+	c, err := s.app.store.get(t.Context(), "ana", id)
+	require.NoError(t, err)
+	var last item
+	require.NoError(t, json.Unmarshal(c.Log[len(c.Log)-1], &last))
+	require.Equal(t, item{"type": "end", "answer": "", "error": "Stopped. What finished before stays; nothing else was saved.", "stopped": true}, last)
+	require.Len(t, c.Messages, 3, "the question, find_note's call and its result")
+	require.Nil(t, c.Paused)
+
+	_, stream := s.call(ana, http.MethodPost, conv+"/send", `{"text":"create a note called Final under Projects"}`)
+	got := items(t, stream)
+	require.Equal(t, `Created "Final" under "Projects".`, got[len(got)-1]["answer"])
 }
