@@ -66,7 +66,8 @@ type Event struct {
 	// Label is the event's line for the person, in the locale of the
 	// context (WithLocale, else Options.Locale) from Options.Messages:
 	// "Create note…", "Create note… done", "Asking the model…". For
-	// ModelReply it is the model's text. String returns it.
+	// ModelReply, TextDelta and TurnEnded it is Text, the model's words.
+	// String returns it.
 	Label string
 
 	// Calls (CallStarted, CallProgress, CallPaused, CallFinished).
