@@ -12,7 +12,7 @@ fuzztime="${FUZZTIME:-5s}"
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
 	# The packages of this module with a fuzz target in a test file.
-	mapfile -t pkgs < <(git ls-files '*_test.go' | grep -v '^examples/notes-mcp/\|^chatadapter/interop/' |
+	mapfile -t pkgs < <(git ls-files '*_test.go' | grep -v '^examples/notes-mcp/\|^examples/notes-web/\|^chatadapter/interop/' |
 		xargs grep -l '^func Fuzz' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 fi
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run staticcheck, at the pinned version, over every module (the root and
-# the nested chatadapter/interop and examples/notes-mcp), failing on any
-# finding.
+# the nested chatadapter/interop, examples/notes-mcp and examples/notes-web),
+# failing on any finding.
 #
 # Usage: bash .ci/staticcheck.sh
 #
@@ -33,7 +33,7 @@ fi
 "$BIN" -version
 
 status=0
-for mod in . chatadapter/interop examples/notes-mcp; do
+for mod in . chatadapter/interop examples/notes-mcp examples/notes-web; do
   echo "staticcheck: module $mod"
   if ! (cd "$ROOT/$mod" && "$BIN" ./...); then
     status=1

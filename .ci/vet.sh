@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build cmd/llmtoolvet and run it with go vet over the whole module
-# (examples included) and the nested module examples/notes-mcp, failing on
-# any finding.
+# (examples included) and the nested modules examples/notes-mcp and
+# examples/notes-web, failing on any finding.
 #
-# Usage: bash .ci/vet.sh [PACKAGES...]   (default: ./... and examples/notes-mcp)
+# Usage: bash .ci/vet.sh [PACKAGES...]   (default: ./... and the two examples)
 #
 # Prints the findings, then "llmtoolvet: clean" or "llmtoolvet: findings";
 # exits 0 when clean, 1 on findings or build errors.
@@ -21,8 +21,10 @@ go build -o "$BIN" ./cmd/llmtoolvet
 status=0
 if [ "$#" -eq 0 ]; then
   go vet -vettool="$BIN" ./... || status=1
-  # A module of its own (go vet ./... at the root does not reach it).
-  (cd examples/notes-mcp && go vet -vettool="$BIN" ./...) || status=1
+  # Modules of their own (go vet ./... at the root does not reach them).
+  for mod in examples/notes-mcp examples/notes-web; do
+    (cd "$mod" && go vet -vettool="$BIN" ./...) || status=1
+  done
 else
   go vet -vettool="$BIN" "$@" || status=1
 fi

@@ -225,7 +225,7 @@ func isRead(s *llmtool.Spec) bool { return s == nil || s.ReadOnly }
 func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.Answer, pause bool) {
 	c, spec, st := t.calls[k], t.specs[k], &t.state[k]
 	resumed := answer != nil || len(st.answers) > 0
-	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec)}
+	ev := Event{Index: k, CallID: c.ID, Tool: c.Name, Write: !isRead(spec), Args: c.Args}
 	if obs != nil { // the friendly name is for the person: events, or a pause
 		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
 		if !resumed { // one card per call: a call that ran before its pause started then
@@ -240,10 +240,10 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 		ctx = ask.With(ctx, q)
 	}
 	start := time.Now()
-	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget})
+	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget, Conversation: conversationOf(ctx)})
 	d := time.Since(start)
 	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
-	ev.Kind, ev.Duration, ev.IsError, ev.Err = CallFinished, d, res.IsError, res.Err
+	ev.Kind, ev.Duration, ev.IsError, ev.Err, ev.Result = CallFinished, d, res.IsError, res.Err, &res
 	asked := pause && q.asked != nil && errors.Is(res.Err, ask.ErrInputRequired)
 	if (asked || pause && res.Approval != nil) && ev.FriendlyName == "" {
 		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
@@ -257,6 +257,10 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 		ev.Kind = CallPaused
 	default:
 		st.done = true
+	}
+	if st.pending != nil {
+		p := *st.pending
+		ev.Pending = &p
 	}
 	obs.emit(ev)
 }

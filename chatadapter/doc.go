@@ -109,14 +109,34 @@
 // # Events and locales
 //
 // WithEvents reports a turn as it happens: each request to the model
-// (ModelRequest, ModelRetry, ModelReply with its text and usage), each
-// call once (CallStarted, CallProgress, CallPaused while it waits for the
-// person, CallFinished), and RunStopped. Every line a host shows comes
+// (ModelRequest, ModelRetry, ModelReply with its text and usage), the
+// text as the model writes it (TextDelta, with RunOptions.Stream), each
+// call once (CallStarted with its arguments, CallProgress, CallPaused
+// with what it waits for, CallFinished with its Result), RunStopped, and
+// the turn's end (TurnEnded). Every line a host shows comes
 // from the catalog (Options.Messages, package i18n) in the context's
 // locale (WithLocale, else Options.Locale): Event.Label, Pending.Prompt
 // and Summary, the tools' friendly names, and a tool's question by its key
 // (see Question). The English is embedded in package i18n; a host adds
 // its locales under the same keys ("llm.chat.…").
+//
+// # A chat page
+//
+// A host's chat page shows a turn as it happens and keeps the
+// conversation in the host's database. RunOptions.Stream has Run ask an
+// OpenAI-compatible endpoint to stream its answers, so the page shows
+// the words as they come (TextDelta); each call is a card, started with
+// its friendly name and arguments, paused with the preview of the rows
+// it would change (Event.Pending), finished with what the model reads
+// (Event.Result.Text()) and, for a write, the rows it changed with the
+// changeset ID the tool undo_changes takes to undo them
+// (Event.Result.Changeset). WithConversation names the conversation, so
+// every call's changes are recorded with it and undo_changes without an
+// id undoes its last one. Cancelling the context (the person pressed
+// Stop, or closed the page, and the request's context ended) ends the
+// turn with nothing half-written: a write in progress rolls back, and the
+// transcript stays whole. Runner.Run shows the events in use;
+// examples/notes-web is a whole page, tested in a browser.
 //
 // # Prompts
 //

@@ -99,7 +99,13 @@ const (
 func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int, obs *observer) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
 		obs.emit(Event{Kind: ModelRequest, Step: step, Attempt: attempt})
-		b, err := r.postOnce(ctx, body, header)
+		var b []byte
+		var err error
+		if r.stream {
+			b, err = r.postStream(ctx, body, header, step, obs) // stream.go
+		} else {
+			b, err = r.postOnce(ctx, body, header)
+		}
 		if err == nil {
 			return b, nil
 		}
@@ -167,8 +173,22 @@ type transportError struct{ err error }
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
 
+// maxResponse bounds a response body Run reads.
+const maxResponse = 64 << 20
+
 // postOnce sends one request and returns the body of its 2xx response.
 func (r *Runner) postOnce(ctx context.Context, body []byte, header http.Header) ([]byte, error) {
+	resp, err := r.do(ctx, body, header)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return r.readBody(ctx, io.LimitReader(resp.Body, maxResponse))
+}
+
+// do sends one request and returns its 2xx response, whose body the
+// caller closes; a response of another status is an *HTTPError.
+func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("chatadapter: run: %w", err)
@@ -181,21 +201,14 @@ func (r *Runner) postOnce(ctx context.Context, body []byte, header http.Header) 
 		}
 		return nil, fmt.Errorf("chatadapter: run: %w", &transportError{err})
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
 		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: excerpt(b, 512)}
 		he.RetryAfter, he.saidWhen = retryAfter(resp.Header, b, time.Now())
 		return nil, he
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("chatadapter: POST %s: reading the response: %w", r.url, &transportError{err})
-	}
-	return b, nil
+	return resp, nil
 }
 
 // retryAfter reads when the server asked to be tried again: the

@@ -2,6 +2,7 @@ package chatadapter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/i18n"
 )
@@ -43,6 +45,17 @@ const (
 	// RunStopped: Run ended the turn without the model's answer; Err
 	// wraps ErrStepLimit or ErrBudget, and Label says so to the person.
 	RunStopped
+	// TextDelta: a piece of the model's text in request Step, as the
+	// endpoint streams it (RunOptions.Stream); Text is the piece. The
+	// pieces of a step, joined, are its ModelReply's Text.
+	TextDelta
+	// TurnEnded: Run (or a Transcript's Resume) ended the turn: with the
+	// model's answer (Text), stopped (Err wraps ErrStepLimit or
+	// ErrBudget), or failed (Err is the error Run returns). Usage is the
+	// turn's, Step its requests. A turn that pauses for the person has
+	// not ended: its last event is CallPaused, and TurnEnded follows the
+	// resumed run's end.
+	TurnEnded
 )
 
 // Event reports one step of a turn, for a chat UI to show "Create note…
@@ -53,7 +66,8 @@ type Event struct {
 	// Label is the event's line for the person, in the locale of the
 	// context (WithLocale, else Options.Locale) from Options.Messages:
 	// "Create note…", "Create note… done", "Asking the model…". For
-	// ModelReply it is the model's text. String returns it.
+	// ModelReply, TextDelta and TurnEnded it is Text, the model's words.
+	// String returns it.
 	Label string
 
 	// Calls (CallStarted, CallProgress, CallPaused, CallFinished).
@@ -62,6 +76,9 @@ type Event struct {
 	Tool         string // the tool's name
 	FriendlyName string // the tool's label in the chosen locale, such as "Create note"
 	Write        bool   // a write tool
+	// Args are the call's arguments as the model sent them, JSON (they
+	// may be malformed: Invoke tells the model so).
+	Args json.RawMessage
 
 	// CallProgress only: progress as the tool reported it (Total 0 if
 	// unknown) and its message.
@@ -72,13 +89,22 @@ type Event struct {
 	Duration time.Duration // how long the call (or the request) took
 	IsError  bool          // the call failed, or waits for approval (Err wraps approval.ErrRequired)
 	Err      error         // the error behind a failed call (llmtool.Result.Err), a failed attempt, or a stop
+	// Result is what Registry.Invoke returned (CallFinished, CallPaused;
+	// nil otherwise): Result.Text() is what the model reads, the error
+	// included; for a write that committed, Result.Changeset is what it
+	// changed in the tables the host tracks, with the ID the tool
+	// undo_changes takes ({"id": N}) to undo it.
+	Result *llmtool.Result
+	// Pending is what the call waits for (CallPaused; nil otherwise): the
+	// approval's Preview, Summary and Prompt, or the tool's Question.
+	Pending *Pending
 
 	// Requests to the model (ModelRequest, ModelRetry, ModelReply), in Run.
 	Step    int           // the request's number in the run, from 1
 	Attempt int           // ModelRequest and ModelRetry: the attempt, from 1
 	Wait    time.Duration // ModelRetry: the pause before the next attempt
-	Text    string        // ModelReply: what the model said
-	Usage   Usage         // ModelReply: the request's tokens
+	Text    string        // ModelReply: what the model said; TextDelta: a piece of it; TurnEnded: the answer
+	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
 }
 
 // String returns Label; for an Event made by hand, without one, the line
@@ -137,7 +163,7 @@ func (e Event) render(msgs *i18n.Catalog, locale string) string {
 			status = strconv.Itoa(he.StatusCode) + " " + http.StatusText(he.StatusCode)
 		}
 		return msgs.Message(keyModelRetry, locale, "status", status, "wait", e.Wait.Round(time.Millisecond).String())
-	case ModelReply:
+	case ModelReply, TextDelta, TurnEnded:
 		return e.Text
 	case RunStopped:
 		var s *stopError

@@ -53,7 +53,7 @@ func TestLocaleEndToEnd(t *testing.T) {
 	var model []string
 	ctx := chatadapter.WithEvents(p.ctx, func(e chatadapter.Event) {
 		log.add(e)
-		if e.Tool == "" && e.Kind != chatadapter.ModelReply {
+		if e.Tool == "" && e.Kind != chatadapter.ModelReply && e.Kind != chatadapter.TurnEnded {
 			model = append(model, e.String())
 		}
 	})

@@ -65,6 +65,16 @@ type RunOptions struct {
 	// RetryDelay is the first pause before a retry the server gave no
 	// time for. Default (0 or less): DefaultRetryDelay.
 	RetryDelay time.Duration
+
+	// Stream asks the endpoint to stream each answer ("stream": true),
+	// so that the context's events (WithEvents) report the model's text
+	// as it is written (TextDelta), for a chat that shows it word by
+	// word. The transcript is the same as without it. OpenAI Chat
+	// Completions only, and every compatible server (llama.cpp, Ollama,
+	// vLLM): NewRunner refuses it for another Endpoint.Shape. A server
+	// that answers in one response all the same is read as such.
+	// Default: false, each answer in one response.
+	Stream bool
 }
 
 // Transcript is what Run did in one turn, and the conversation after it.
@@ -180,6 +190,7 @@ type Runner struct {
 	retryDelay time.Duration
 	url        string
 	client     *http.Client
+	stream     bool // RunOptions.Stream
 }
 
 // NewRunner returns a Runner for a's tools over ep, configured by opts
@@ -210,6 +221,11 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 	}
 	if opts.RetryDelay > 0 {
 		r.retryDelay = opts.RetryDelay
+	}
+	if opts.Stream {
+		if err := r.streams(); err != nil { // stream.go
+			return nil, err
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
 		b, err := marshal(opts.RequestFields[name])
@@ -263,9 +279,31 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 // cause and send them again.
 //
 // Events of the turn (WithEvents) report each request (ModelRequest,
-// ModelRetry, ModelReply) and each call as in Dispatch.
+// ModelRetry, ModelReply), its text as it streams (TextDelta, with
+// RunOptions.Stream), each call as in Dispatch, and the turn's end
+// (TurnEnded), so a chat page can draw itself from them alone:
+//
+//	ctx = chatadapter.WithConversation(ctx, conversationID) // undo_changes works on it
+//	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
+//		switch e.Kind {
+//		case chatadapter.TextDelta: // append e.Text to the answer
+//		case chatadapter.CallStarted: // a card: e.FriendlyName, e.Args
+//		case chatadapter.CallPaused: // e.Pending.Preview, with Approve and Deny
+//		case chatadapter.CallFinished: // e.Result.Text() if e.IsError, else e.Result.Changeset.ID for Undo
+//		case chatadapter.TurnEnded: // e.Err says why, if the turn failed
+//		}
+//	})
+//	tr, err := runner.Run(ctx, messages)
+//
+// Cancelling ctx ends the turn: the person pressed Stop, or closed the
+// page and the host's request context ended. A request to the model is
+// abandoned; a write call in progress rolls back, a committed one stays;
+// the calls of the turn that had not run get results saying they were
+// cancelled; and Run returns the transcript, whole, with an error
+// wrapping ctx.Err().
 func (r *Runner) Run(ctx context.Context, messages []json.RawMessage) (*Transcript, error) {
-	return r.loop(ctx, &Transcript{Messages: slices.Clone(messages)})
+	t, err := r.loop(ctx, &Transcript{Messages: slices.Clone(messages)})
+	return r.ended(ctx, t, err)
 }
 
 // Resume answers the call the run paused at (Pending) with the person's
@@ -294,9 +332,10 @@ func (t *Transcript) ResumeWith(ctx context.Context, answer ask.ElicitResult) (*
 	n := &Transcript{Messages: slices.Clip(t.Messages), Steps: t.Steps, Usage: t.Usage, StepUsage: slices.Clip(t.StepUsage),
 		Outcomes: append(slices.Clip(t.Outcomes), reply.Outcomes[len(t.reply.Outcomes):]...)}
 	if done, err := t.run.answered(n, reply, err); done {
-		return n, err
+		return t.run.ended(ctx, n, err)
 	}
-	return t.run.loop(ctx, n)
+	n, err = t.run.loop(ctx, n)
+	return t.run.ended(ctx, n, err)
 }
 
 // loop sends requests and runs their calls until an answer, a pause, a

@@ -41,6 +41,7 @@ func TestRunOneToolCall(t *testing.T) {
 		fmt.Sprintf("%d 1 %q", chatadapter.ModelReply, ""), // the first answer: only tool calls
 		fmt.Sprintf("%d 2 %q", chatadapter.ModelRequest, "Asking the model…"),
 		fmt.Sprintf("%d 2 %q", chatadapter.ModelReply, "Item 1 is an apple; there are 3."),
+		fmt.Sprintf("%d 2 %q", chatadapter.TurnEnded, "Item 1 is an apple; there are 3."),
 	}, model)
 
 	reqs := m.requests()

@@ -13,6 +13,12 @@
 // conversation is answered by exactly one result, right after it. It
 // records every request for the test to look at.
 //
+// A request to OpenAI Chat Completions with "stream": true gets its
+// answer as OpenAI streams it: server-sent chat.completion.chunk events,
+// the text a word at a time, each tool call's name then its arguments in
+// pieces, the usage in a last chunk when stream_options.include_usage is
+// set, and data: [DONE].
+//
 //	srv := chattest.NewServer(chatadapter.Anthropic,
 //		chattest.Reply{Calls: []chattest.Call{{Name: "get_note", Args: `{"noteId":"roadmap"}`}}},
 //		chattest.Reply{Text: "The roadmap has three items."})
@@ -202,6 +208,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, Reply{Status: http.StatusBadRequest, Text: fmt.Sprintf("chattest: request %d has no scripted reply", n+1)})
 	case rep.Status != 0:
 		s.fail(w, rep)
+	case s.shape == chatadapter.OpenAIChat && string(req.Body["stream"]) == "true":
+		stream(w, n+1, rep, req.Body["stream_options"]) // stream.go
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(render(s.shape, n+1, rep)) // an error: the client went away

@@ -1,0 +1,285 @@
+package chatadapter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Streaming (RunOptions.Stream). An OpenAI Chat Completions endpoint
+// asked for "stream": true answers with server-sent events: each event's
+// data is a chunk, {"choices":[{"delta":{...},"finish_reason":...}]}, and
+// the last one is [DONE]. A delta carries a piece of the model's text
+// (content), or pieces of its tool calls (tool_calls, each piece with the
+// index of the call it belongs to: the call's id and name come first, its
+// arguments in fragments after). With stream_options.include_usage, a
+// last chunk without choices carries the usage.
+//
+// postStream reports each piece of text as a TextDelta event as it
+// arrives, and reassembles the whole into the chat completion the
+// endpoint would have sent without streaming, which Run reads as it reads
+// any. So a streamed turn's transcript is the same as an unstreamed one's,
+// a response cut at its output limit fails the same way, and the tool
+// calls run only once their arguments are complete.
+//
+// A request that fails before the model's first words is tried again as
+// any (RunOptions.MaxRetries). Once a piece of text was reported, a stream
+// that breaks fails the turn instead: the person has read those words,
+// and a second answer would not repeat them. The transcript ends before
+// the request, as after any failed request.
+
+// maxStreamCalls bounds the tool calls one streamed answer may hold, so
+// that a wrong index cannot make Run allocate without end.
+const maxStreamCalls = 1024
+
+// streams sets r up to stream: the endpoint must speak OpenAI Chat
+// Completions, and every request asks for a stream with its usage (a
+// RequestFields member of the same name replaces either).
+func (r *Runner) streams() error {
+	if r.shape.wire() != OpenAIChat {
+		return fmt.Errorf("chatadapter: RunOptions.Stream streams OpenAI Chat Completions and compatible servers only, not %s: leave it off for this endpoint", r.shape.wire())
+	}
+	r.stream = true
+	r.fields = append(r.fields,
+		member{"stream", json.RawMessage("true")},
+		member{"stream_options", json.RawMessage(`{"include_usage":true}`)})
+	return nil
+}
+
+// postStream sends one request asking for a stream, reports its text as
+// it comes, and returns the answer as one chat completion.
+func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header, step int, obs *observer) ([]byte, error) {
+	h := header.Clone()
+	h.Set("Accept", "text/event-stream")
+	resp, err := r.do(ctx, body, h)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	in := io.LimitReader(resp.Body, maxResponse)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return r.readBody(ctx, in) // a server that answers in one response all the same
+	}
+	var a assembly
+	err = readEvents(in, func(data []byte) (bool, error) {
+		if string(bytes.TrimSpace(data)) == "[DONE]" {
+			a.ended = true
+			return true, nil
+		}
+		text, err := a.add(data)
+		if err != nil {
+			return false, &streamError{err}
+		}
+		if text != "" {
+			a.told = true
+			obs.emit(Event{Kind: TextDelta, Step: step, Text: text})
+		}
+		return false, nil
+	})
+	if err == nil && !a.done() {
+		err = errors.New("the stream ended before the answer did (no finish_reason, no [DONE])")
+	}
+	switch {
+	case err == nil:
+		return a.completion(), nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+	case a.told || errors.As(err, new(*streamError)):
+		return nil, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
+	}
+	return nil, fmt.Errorf("chatadapter: POST %s: reading the stream: %w", r.url, &transportError{err})
+}
+
+// readBody reads a 2xx response's whole body.
+func (r *Runner) readBody(ctx context.Context, in io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("chatadapter: POST %s: reading the response: %w", r.url, &transportError{err})
+	}
+	return b, nil
+}
+
+// readEvents reads server-sent events from in and calls event with each
+// event's data (its data lines joined by newlines) until event says it
+// was the last or returns an error. Comments, other fields and events
+// without data are skipped.
+func readEvents(in io.Reader, event func(data []byte) (last bool, err error)) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), maxResponse)
+	var data []byte
+	has := false
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			if has {
+				if last, err := event(data); last || err != nil {
+					return err
+				}
+			}
+			data, has = data[:0], false
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		if string(field) != "data" {
+			continue // a comment (": keep-alive"), an event name, an id, a retry
+		}
+		if has {
+			data = append(data, '\n')
+		}
+		data, has = append(data, bytes.TrimPrefix(value, []byte(" "))...), true
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if has { // the last event, without the blank line that ends it
+		_, err := event(data)
+		return err
+	}
+	return nil
+}
+
+// streamError is a stream the endpoint sent wrong, or an error it sent
+// in the stream, which trying again would not cure.
+type streamError struct{ err error }
+
+func (e *streamError) Error() string { return e.err.Error() }
+func (e *streamError) Unwrap() error { return e.err }
+
+// assembly is a streamed answer put together chunk by chunk.
+type assembly struct {
+	text   strings.Builder
+	calls  []*streamCall
+	finish string          // the last finish_reason
+	usage  json.RawMessage // the usage chunk's, if any
+	told   bool            // a TextDelta was reported
+	ended  bool            // [DONE] came
+}
+
+type streamCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+// chunk is what Run reads of a chat.completion.chunk.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// add takes one chunk into the answer and returns its text.
+func (a *assembly) add(data []byte) (string, error) {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, excerpt(data, 512))
+	}
+	if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
+		return "", fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(e, 512))
+	}
+	if u := bytes.TrimSpace(c.Usage); len(u) > 0 && u[0] == '{' {
+		a.usage = append(json.RawMessage(nil), u...)
+	}
+	if len(c.Choices) == 0 {
+		return "", nil
+	}
+	ch := c.Choices[0]
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		a.finish = *ch.FinishReason
+	}
+	for _, tc := range ch.Delta.ToolCalls {
+		k := len(a.calls) - 1 // a piece without an index continues the last call...
+		switch {
+		case tc.Index != nil:
+			k = *tc.Index
+		case tc.ID != "" && (k < 0 || a.calls[k].id != tc.ID):
+			k++ // ...unless it starts a call of its own
+		}
+		if k < 0 || k >= maxStreamCalls {
+			return "", fmt.Errorf("a stream chunk's tool call has index %d; at most %d calls are read", k, maxStreamCalls)
+		}
+		for len(a.calls) <= k {
+			a.calls = append(a.calls, new(streamCall))
+		}
+		sc := a.calls[k]
+		if tc.ID != "" {
+			sc.id = tc.ID
+		}
+		sc.name += tc.Function.Name
+		if s, ok := stringValue(tc.Function.Arguments); ok {
+			sc.args.WriteString(s)
+		} else if args := bytes.TrimSpace(tc.Function.Arguments); len(args) > 0 && string(args) != "null" {
+			sc.args.Write(args) // a server that sends the arguments as an object
+		}
+	}
+	if ch.Delta.Content == nil {
+		return "", nil
+	}
+	a.text.WriteString(*ch.Delta.Content)
+	return *ch.Delta.Content, nil
+}
+
+// done reports whether the stream said the answer is complete: a
+// finish_reason, or [DONE].
+func (a *assembly) done() bool { return a.finish != "" || a.ended }
+
+// completion is the answer as the chat completion a request without
+// streaming gets.
+func (a *assembly) completion() []byte {
+	msg := object{{"role", "assistant"}}
+	switch {
+	case a.text.Len() > 0:
+		msg = append(msg, member{"content", a.text.String()})
+	case len(a.calls) > 0:
+		msg = append(msg, member{"content", nil})
+	default:
+		msg = append(msg, member{"content", ""})
+	}
+	if len(a.calls) > 0 {
+		calls := make([]any, len(a.calls))
+		for i, c := range a.calls {
+			calls[i] = object{{"id", c.id}, {"type", "function"}, {"function", object{{"name", c.name}, {"arguments", c.args.String()}}}}
+		}
+		msg = append(msg, member{"tool_calls", calls})
+	}
+	out := object{{"object", "chat.completion"}, {"choices", []any{object{{"index", json.RawMessage("0")}, {"message", msg}, {"finish_reason", a.finish}}}}}
+	if a.usage != nil {
+		out = append(out, member{"usage", a.usage})
+	}
+	return appendOrdered(nil, out)
+}
+
+// ended emits TurnEnded for a turn that Run or a resumption ended, and
+// passes its results on.
+func (r *Runner) ended(ctx context.Context, t *Transcript, err error) (*Transcript, error) {
+	if t.Pending == nil {
+		e := Event{Kind: TurnEnded, Text: t.Answer, Step: t.Steps, Usage: t.Usage, Err: err}
+		if err == nil {
+			e.Err = t.Stopped
+		}
+		r.a.observer(ctx).emit(e)
+	}
+	return t, err
+}

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// The page in a real headless Chromium (Debian's chromium package),
+// driven by chromedp, against the app served on a loopback port. Each
+// step waits on a condition of the page (chromedp's polls), never on
+// time. Screenshots of the main states are taken on the way and checked;
+// UPDATE_SCREENSHOTS=1 writes them to testdata/, where the README shows
+// them.
+
+const chromium = "/usr/bin/chromium"
+
+// newBrowser starts Chromium for the test, or skips it where there is
+// none (CI, which installs it, fails instead).
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the browser tests need Chromium at %s; .ci/run installs it (apt-get install -y chromium): %v", chromium, err)
+		}
+		t.Skipf("the browser tests need Chromium at %s (apt-get install chromium); skipped", chromium)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1400, 860))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	_, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")) // starts the browser, for the contexts below
+	require.NoError(t, err)
+	return bctx
+}
+
+// page is one person's tab, in a browser context of its own (its own
+// cookies), signed in.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+	s   *site
+}
+
+func (s *site) open(t *testing.T, browser context.Context, user string) *page {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	p := &page{t: t, ctx: ctx, s: s}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1400, 860), chromedp.Navigate(s.srv.URL+"/")))
+	p.do(chromedp.Click(chromedp.CSS("#login-"+user)), chromedp.WaitVisible(chromedp.CSS("#chat-form")))
+	p.ready()
+	return p
+}
+
+// do runs steps, each wait bounded by a deadline that only ends a hung
+// test.
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(p.t, chromedp.Do(ctx, steps...))
+}
+
+// until waits until the JavaScript expression is true.
+func (p *page) until(expr string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+expr+")", chromedp.WithPollingTimeout(25*time.Second)))
+		if err != nil && (strings.Contains(err.Error(), "navigated") || strings.Contains(err.Error(), "Cannot find context")) && ctx.Err() == nil {
+			continue // a poll does not survive the page's navigation: start again on the new page
+		}
+		require.NoError(p.t, err, "waiting for %s", expr)
+		return
+	}
+}
+
+func eval[T any](p *page, expr string) T {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	require.NoError(p.t, err, expr)
+	return v
+}
+
+// ready waits until the page has drawn its conversation and listens for
+// changes.
+func (p *page) ready() {
+	p.t.Helper()
+	p.until(`document.body.dataset.ready === "1" && document.body.dataset.live === "1" && !!document.querySelector(".tree-item")`)
+}
+
+func (p *page) reload() {
+	p.t.Helper()
+	p.do(chromedp.Reload())
+	p.ready()
+}
+
+// say sends a message and waits until its turn ends.
+func (p *page) say(text string) {
+	p.t.Helper()
+	p.send(text)
+	p.idle()
+}
+
+func (p *page) send(text string) {
+	p.t.Helper()
+	p.do(chromedp.SendKeys(chromedp.CSS("#chat-input"), text), chromedp.Click(chromedp.CSS("#send")))
+	p.until(`document.body.dataset.busy === "1" || [...document.querySelectorAll(".msg.user")].some(m => m.textContent === ` + js(text) + `)`)
+}
+
+// idle waits until no turn runs.
+func (p *page) idle() {
+	p.t.Helper()
+	p.until(`document.body.dataset.busy !== "1"`)
+}
+
+// js is s as a JavaScript string.
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func inTree(title string) string {
+	return `[...document.querySelectorAll(".tree-item")].some(a => a.textContent === ` + js(title) + `)`
+}
+
+// lastCard is the expression of the last card of tool.
+func lastCard(tool string) string {
+	return `[...document.querySelectorAll('.card[data-tool="` + tool + `"]')].at(-1)`
+}
+
+// text is the text of the last element sel matches, "" if none.
+func (p *page) text(sel string) string {
+	p.t.Helper()
+	return eval[string](p, `([...document.querySelectorAll(`+js(sel)+`)].at(-1) || {textContent: ""}).textContent`)
+}
+
+// screenshot takes the page as a PNG and checks it; with
+// UPDATE_SCREENSHOTS=1 it writes it to testdata/name.
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	b, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	require.NoError(p.t, err)
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	require.NoError(p.t, err, "a screenshot is a PNG")
+	require.Equal(p.t, [2]int{1400, 860}, [2]int{cfg.Width, cfg.Height})
+	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
+		require.NoError(p.t, os.WriteFile(filepath.Join("testdata", name), b, 0o644))
+	}
+}
+
+// Ask for a note: its card, then the tree. Delete it: the approval shows
+// the rows; Deny leaves the note, Approve removes it, also after a
+// reload; Undo brings it back; the conversation survives reloads.
+func TestBrowserCreateApproveUndo(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	require.Equal(t, "Model: the scripted model (no OPENAI_MODEL set)", p.text("#model-label"))
+
+	p.say("create a note called Ideas under Projects")
+	p.until(lastCard("create_note") + `.classList.contains("ok")`)
+	require.Equal(t, "Create note", p.text(`.card[data-tool="create_note"] .name`))
+	require.Equal(t, "done", p.text(`.card[data-tool="create_note"] .status`))
+	require.Equal(t, "Changed: notes: 1 inserted; branches: 1 inserted", p.text(`.card[data-tool="create_note"] .summary`))
+	require.Equal(t, `Created "Ideas" under "Projects".`, p.text(".msg.assistant"))
+	p.until(inTree("Ideas"))
+	p.do(chromedp.Click(chromedp.CSS(`.tree-item[data-id="projects"]`)))
+	p.until(`document.querySelector("#note-title").textContent === "Projects"`)
+	p.screenshot("created.png")
+
+	// Delete asks; the page shows the exact rows; a reload keeps the
+	// question open; Deny leaves the note.
+	p.say("delete Ideas")
+	p.until(lastCard("delete_note") + `.querySelector(".approve:not([disabled])")`)
+	require.Equal(t, "needs your approval", p.text(`.card[data-tool="delete_note"] .status`))
+	require.Equal(t, `Delete note "Ideas". (notes: 1 updated; branches: 1 updated)`, p.text(`.card[data-tool="delete_note"] .prompt`))
+	require.Regexp(t, `^update notes \(noteId="\w+"\): isDeleted 0 → 1\nupdate branches \(branchId="\w+"\): isDeleted 0 → 1$`, p.text(`.card[data-tool="delete_note"] .preview`))
+	require.True(t, eval[bool](p, `document.querySelector("#chat-input").disabled`), "the chat waits for the answer")
+	p.screenshot("approval.png")
+	p.reload()
+	p.until(lastCard("delete_note") + `.querySelector(".deny:not([disabled])")`)
+	p.do(chromedp.Click(chromedp.CSS(`.deny:not([disabled])`)))
+	p.until(lastCard("delete_note") + `.classList.contains("failed")`)
+	p.idle()
+	require.Equal(t, "not approved", p.text(`.card[data-tool="delete_note"] .status`))
+	require.Equal(t, "The user denied this change. Nothing was saved. Ask the user what to do instead.", p.text(`.card[data-tool="delete_note"] .error`))
+	require.Equal(t, `All right, I left "Ideas" as it was.`, p.text(".msg.assistant"))
+	require.Equal(t, "You denied this change.", p.text(`.card[data-tool="delete_note"] .answer`))
+	require.True(t, eval[bool](p, inTree("Ideas")))
+	require.Equal(t, 1, s.noteCount("ana", "Ideas"))
+
+	// Approve removes it.
+	p.say("delete Ideas")
+	p.until(lastCard("delete_note") + `.querySelector(".approve:not([disabled])")`)
+	p.do(chromedp.Click(chromedp.CSS(`.approve:not([disabled])`)))
+	p.until(lastCard("delete_note") + `.classList.contains("ok")`)
+	p.idle()
+	p.until("!" + inTree("Ideas"))
+	require.Zero(t, s.noteCount("ana", "Ideas"))
+	require.Equal(t, `Deleted "Ideas".`, p.text(".msg.assistant"))
+	require.Equal(t, "You approved this change.", p.text(`.card[data-tool="delete_note"] .answer`))
+
+	// Undo brings it back, and says so on the card.
+	p.do(chromedp.Click(chromedp.CSS(`.card.ok[data-tool="delete_note"] .undo`)))
+	p.until(lastCard("delete_note") + `.querySelector(".undo").textContent === "Undone"`)
+	p.until(inTree("Ideas"))
+	require.Equal(t, 1, s.noteCount("ana", "Ideas"))
+	p.screenshot("undone.png")
+
+	// A reload draws the same conversation.
+	before := eval[string](p, `document.querySelector("#chat-log").innerText`)
+	p.reload()
+	require.Equal(t, before, eval[string](p, `document.querySelector("#chat-log").innerText`))
+	require.True(t, eval[bool](p, `document.querySelector(".card.undone .undo").disabled`))
+	require.Equal(t, 3, eval[int](p, `document.querySelectorAll(".msg.user").length`))
+}
+
+// A write a guard refuses shows the sentence the model reads.
+func TestBrowserGuardRefusal(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	p.say("delete Shared Notes")
+	p.until(lastCard("delete_note") + `.classList.contains("failed")`)
+	require.Equal(t, "failed", p.text(`.card[data-tool="delete_note"] .status`))
+	require.Equal(t, `Note "_share" (noteId) is a system note; delete_note must not change it. Leave system notes as they are and choose another note.`,
+		p.text(`.card[data-tool="delete_note"] .error`))
+	require.True(t, eval[bool](p, inTree("Shared Notes")))
+	p.screenshot("refused.png")
+}
+
+// Stop while the model writes its call: the turn ends, nothing is
+// written, the conversation keeps what finished and goes on.
+func TestBrowserStop(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	conv := eval[int64](p, `Number(document.body.dataset.conversation)`)
+	p.send("slowly create a note called Draft under Projects")
+	s.waitHold() // the model is halfway through writing create_note's arguments
+	p.until(`[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent === 'Creating "Draft" under "Projects".')`)
+	p.screenshot("writing.png")
+	p.do(chromedp.Click(chromedp.CSS("#stop")))
+	p.until(`!!document.querySelector(".msg.stopped")`)
+	p.idle()
+	s.waitSaved(conv)
+	require.Zero(t, eval[int](p, `document.querySelectorAll('.card[data-tool="create_note"]').length`), "the call never started")
+	require.Zero(t, s.noteCount("ana", "Draft"))
+	require.False(t, eval[bool](p, inTree("Draft")))
+	p.screenshot("stopped.png")
+
+	p.reload()
+	require.Equal(t, "Stopped. What finished before stays; nothing else was saved.", p.text(".msg.stopped"))
+	require.Equal(t, "done", p.text(`.card[data-tool="find_note"] .status`))
+	p.say("create a note called Final under Projects")
+	p.until(lastCard("create_note") + `.classList.contains("ok")`)
+	p.until(inTree("Final"))
+	require.Zero(t, s.noteCount("ana", "Draft"))
+}
+
+// Two people at once, each in a browser context of their own: each sees
+// their own notes and conversations only.
+func TestBrowserTwoUsers(t *testing.T) {
+	s := newSite(t)
+	browser := newBrowser(t)
+	ana, ben := s.open(t, browser, "ana"), s.open(t, browser, "ben")
+	require.Equal(t, "Ana", ana.text("#user"))
+	require.Equal(t, "Ben", ben.text("#user"))
+
+	ana.send("create a note called Ana's plan under Projects")
+	ben.send("create a note called Ben's list under Recipes")
+	ana.idle()
+	ben.idle()
+	ana.until(inTree("Ana's plan"))
+	ben.until(inTree("Ben's list"))
+	require.False(t, eval[bool](ana, inTree("Ben's list")))
+	require.False(t, eval[bool](ben, inTree("Ana's plan")))
+
+	// Ben's model cannot find Ana's note, nor can Ben read her conversation.
+	ben.say("show Ana's plan")
+	ben.until(lastCard("find_note") + `.classList.contains("failed")`)
+	require.Equal(t, `No note has a title matching "Ana's plan". Try other words of the title, or call search_notes to search titles and content.`, ben.text(`.card[data-tool="find_note"] .error`))
+	anaConv := eval[int64](ana, `Number(document.body.dataset.conversation)`)
+	require.Equal(t, 404, eval[int](ben, fmt.Sprintf(`fetch("/api/conversations/%d").then(r => r.status)`, anaConv)))
+	require.Equal(t, []string{"create a note called Ben's list under Recipes"}, eval[[]string](ben, `[...document.querySelectorAll("#conversations option")].map(o => o.textContent)`))
+	ben.screenshot("ben.png")
+}
+
+// A change made over MCP, by a real MCP client on /mcp with the user's
+// token, shows in the page.
+func TestBrowserMCPChange(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	c, err := client.NewStreamableHttpClient(s.srv.URL+"/mcp",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.app.mcpToken("ana")}))
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	t.Cleanup(func() { _ = c.Close() })
+	hello := mcp.InitializeRequest{}
+	hello.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	hello.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	_, err = c.Initialize(t.Context(), hello)
+	require.NoError(t, err)
+
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "create_note", map[string]any{"parentNoteId": "projects", "title": "From MCP"}
+	res, err := c.CallTool(t.Context(), req)
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	p.until(inTree("From MCP"))
+	p.until(`!document.querySelector("#toast").hidden`)
+	require.Equal(t, "An MCP client changed the notes (create_note)", p.text("#toast"))
+	require.Zero(t, s.noteCount("ben", "From MCP"))
+	p.screenshot("mcp.png")
+
+	// Ben's token reaches Ben's notes; no token reaches none.
+	status, _ := s.call(http.DefaultClient, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	require.Equal(t, http.StatusUnauthorized, status)
+}

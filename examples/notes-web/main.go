@@ -1,0 +1,157 @@
+// Command notes-web is a small notes app with an in-app chat: the note
+// tree, the open note, and a chat panel whose model works on the notes
+// through the notes example's tools (package
+// github.com/llmtool/llmtool/examples/notes), served by llmtool's
+// registry. Run it from the root of the repository:
+//
+//	go run -C examples/notes-web .
+//
+// and open the URL it prints. Two demo users, ana and ben, sign in by
+// picking their name; each has notes of their own (notes-ana.db,
+// notes-ben.db) and conversations of their own (app.db), all in the
+// current directory (-data changes it).
+//
+// The chat streams: the model's words as it writes them, and a card per
+// tool call with its friendly name and outcome. A write that needs
+// approval (deleting a note) shows the exact rows it would change, with
+// Approve and Deny; a committed write has Undo. Stop ends the turn, and a
+// write in progress rolls back. The tree and the open note follow every
+// change, the chat's and those of MCP clients: the same registry is
+// served over MCP at /mcp, each user with the bearer token the command
+// prints.
+//
+// The model is configured as examples/chat's is: OPENAI_MODEL, with
+// OPENAI_API_KEY, and OPENAI_BASE_URL for another OpenAI-compatible server
+// (llama.cpp, Ollama, vLLM: the key may then be left out):
+//
+//	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run -C examples/notes-web .
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b go run -C examples/notes-web .
+//
+// Without OPENAI_MODEL it runs a scripted model, labelled so on the page,
+// which understands a few phrasings ("create a note called Ideas under
+// Projects", "rename Ideas to Plans", "delete Plans", "undo"; see
+// scripted.go). It speaks the same OpenAI-compatible protocol over HTTP on
+// a loopback port, so the chat goes the same way as with a real model.
+//
+// Usage:
+//
+//	notes-web [-addr HOST:PORT] [-data DIR]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llmtool/llmtool/chatadapter"
+)
+
+// logOutput is where the registries' warnings go.
+var logOutput io.Writer = os.Stderr
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "notes-web: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run is the command, its environment passed in for tests.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("notes-web", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8090", "the address to serve the page and /mcp on")
+	dir := fs.String("data", ".", "the `folder` of the databases (app.db, notes-ana.db, notes-ben.db), created if missing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	cfg := &config{dir: *dir, logger: quietLogger()}
+	if ep, ok, err := endpointFromEnv(getenv); err != nil {
+		return err
+	} else if ok {
+		cfg.endpoint, cfg.label = ep, fmt.Sprintf("%s at %s", ep.Model, ep.BaseURL)
+	} else {
+		ep, stopModel, err := startScripted(&scripted{delay: 25 * time.Millisecond, hold: holdFor(5 * time.Second)})
+		if err != nil {
+			return err
+		}
+		defer stopModel()
+		cfg.endpoint, cfg.label, cfg.scripted = ep, "the scripted model (no OPENAI_MODEL set)", true
+	}
+	a, err := newApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "notes-web: http://%s/ (model: %s)\n", ln.Addr(), cfg.label)
+	fmt.Fprintf(stdout, "MCP: http://%s/mcp with Authorization: Bearer %s (ana) or %s (ben)\n", ln.Addr(), a.mcpToken("ana"), a.mcpToken("ben"))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// endpointFromEnv reads the model's endpoint from OPENAI_BASE_URL,
+// OPENAI_API_KEY and OPENAI_MODEL; ok is false when OPENAI_MODEL is unset.
+func endpointFromEnv(getenv func(string) string) (ep chatadapter.Endpoint, ok bool, err error) {
+	ep = chatadapter.Endpoint{
+		BaseURL: strings.TrimSpace(getenv("OPENAI_BASE_URL")),
+		APIKey:  strings.TrimSpace(getenv("OPENAI_API_KEY")),
+		Model:   strings.TrimSpace(getenv("OPENAI_MODEL")),
+	}
+	if ep.Model == "" {
+		if ep.BaseURL != "" || ep.APIKey != "" {
+			return ep, false, errors.New("set OPENAI_MODEL too, or unset OPENAI_BASE_URL and OPENAI_API_KEY for the scripted model")
+		}
+		return ep, false, nil
+	}
+	if ep.BaseURL == "" {
+		ep.BaseURL = "https://api.openai.com/v1"
+		if ep.APIKey == "" {
+			return ep, false, errors.New("set OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs no key)")
+		}
+	}
+	return ep, true, nil
+}
+
+// startScripted serves the scripted model on a loopback port and returns
+// its endpoint and the function that stops it.
+func startScripted(s *scripted) (chatadapter.Endpoint, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return chatadapter.Endpoint{}, nil, err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	ep := chatadapter.Endpoint{BaseURL: "http://" + ln.Addr().String() + "/v1", Model: "scripted"}
+	return ep, func() { _ = srv.Close() }, nil
+}

@@ -1,0 +1,330 @@
+// The page: the tree, the open note, and the chat panel. Plain JavaScript,
+// no build step. A turn streams as server-sent events over the response of
+// a POST (fetch); the tree and the note follow /api/events.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const state = { conv: null, note: null, pending: null, turn: null };
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, opts);
+  const data = await res.json();
+  if (!res.ok) throw new Error(data.error || res.statusText);
+  return data;
+}
+
+// ---- The tree and the note
+
+async function loadTree() {
+  const root = await api("GET", "/api/tree");
+  const ul = $("#tree");
+  ul.replaceChildren(...(root.children || []).map(treeItem));
+  document.body.dataset.treeLoaded = String(Number(document.body.dataset.treeLoaded || 0) + 1);
+}
+
+function treeItem(n) {
+  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: n.title });
+  if (n.noteId === state.note) a.classList.add("open");
+  a.addEventListener("click", (e) => { e.preventDefault(); openNote(n.noteId); });
+  const li = el("li", {}, a);
+  if (n.isProtected) li.append(el("span", { class: "lock", text: "protected" }));
+  if (n.children && n.children.length) li.append(el("ul", {}, ...n.children.map(treeItem)));
+  return li;
+}
+
+async function openNote(id) {
+  state.note = id;
+  for (const a of document.querySelectorAll(".tree-item")) a.classList.toggle("open", a.dataset.id === id);
+  try {
+    const n = await api("GET", "/api/notes/" + encodeURIComponent(id));
+    $("#note-title").textContent = n.title;
+    $("#note-meta").textContent = (n.parents.length ? "in " + n.parents.join(", ") + " · " : "") + n.type + " · changed " + n.modified;
+    $("#note-content").textContent = n.isProtected ? "This note is protected: its content is not shown, and the chat cannot read or change it." : n.text;
+    $("#note").dataset.noteId = id;
+  } catch (err) {
+    $("#note-title").textContent = "This note is gone";
+    $("#note-meta").textContent = "";
+    $("#note-content").textContent = err.message;
+    $("#note").dataset.noteId = "";
+  }
+}
+
+function toast(text) {
+  const t = $("#toast");
+  t.textContent = text;
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { t.hidden = true; }, 6000);
+}
+
+function listen() {
+  const es = new EventSource("/api/events");
+  es.addEventListener("ready", () => { document.body.dataset.live = "1"; });
+  es.addEventListener("changed", (e) => {
+    const c = JSON.parse(e.data);
+    if (c.via === "mcp") toast("An MCP client changed the notes (" + c.tool + ")");
+    loadTree();
+    if (state.note) openNote(state.note);
+  });
+}
+
+// ---- Conversations
+
+async function loadConversations(select) {
+  let list = await api("GET", "/api/conversations");
+  if (!list.length) list = [await api("POST", "/api/conversations", {})];
+  const sel = $("#conversations");
+  sel.replaceChildren(...list.map((c) => el("option", { value: c.id, text: c.title })));
+  const id = select || Number(localStorage.getItem("conv:" + document.body.dataset.user)) || list[0].id;
+  sel.value = String(list.some((c) => c.id === id) ? id : list[0].id);
+  await loadConversation(Number(sel.value));
+}
+
+async function loadConversation(id) {
+  state.conv = id;
+  localStorage.setItem("conv:" + document.body.dataset.user, String(id));
+  const c = await api("GET", "/api/conversations/" + id);
+  $("#chat-log").replaceChildren();
+  for (const it of c.log) render(it);
+  setPending(c.pending);
+  document.body.dataset.conversation = String(id);
+}
+
+// ---- Drawing the log
+
+const log = () => $("#chat-log");
+
+function scroll() { log().scrollTop = log().scrollHeight; }
+
+function card(id) {
+  const all = log().querySelectorAll(".card");
+  for (let i = all.length - 1; i >= 0; i--) if (all[i].dataset.call === id) return all[i];
+  return null;
+}
+
+function render(it) {
+  switch (it.type) {
+    case "user":
+      log().append(el("div", { class: "msg user", text: it.text }));
+      break;
+    case "text": {
+      const last = log().lastElementChild;
+      if (last && last.classList.contains("assistant") && last.dataset.step === String(it.step)) last.textContent += it.text;
+      else log().append(el("div", { class: "msg assistant", "data-step": String(it.step), text: it.text }));
+      break;
+    }
+    case "call": {
+      const args = el("details", { class: "args" }, el("summary", { text: "arguments" }), el("pre", { text: JSON.stringify(it.args, null, 1) }));
+      log().append(el("div", { class: "card running" + (it.write ? " write" : ""), "data-call": it.id, "data-tool": it.tool },
+        el("div", { class: "card-head" }, el("span", { class: "name", text: it.name }), el("span", { class: "status", text: "running…" })), args));
+      break;
+    }
+    case "approval":
+    case "question":
+      pendingCard(it);
+      break;
+    case "done":
+      doneCard(it);
+      break;
+    case "undone": {
+      const b = log().querySelector('.undo[data-changeset="' + it.changeset + '"]');
+      if (b) {
+        b.disabled = true;
+        b.textContent = "Undone";
+        b.closest(".card").classList.add("undone");
+      }
+      break;
+    }
+    case "status":
+      log().append(el("div", { class: "msg status", text: it.text }));
+      break;
+    case "end":
+      if (it.error) log().append(el("div", { class: "msg " + (it.stopped ? "stopped" : "error"), text: it.error }));
+      if (it.pending) setPending(it.pending);
+      break;
+  }
+  scroll();
+}
+
+function pendingCard(it) {
+  const c = card(it.id);
+  if (!c) return;
+  c.classList.remove("running");
+  c.classList.add("waiting");
+  $(".status", c).textContent = it.type === "approval" ? "needs your approval" : "asks you";
+  const box = el("div", { class: "pending" }, el("p", { class: "prompt", text: it.type === "approval" ? it.summary : it.prompt }));
+  if (it.type === "approval") {
+    box.append(el("pre", { class: "preview", text: (it.rows || []).join("\n") }));
+    box.append(button("Approve", "approve", () => answer({ approve: true })), button("Deny", "deny", () => answer({ approve: false })));
+  } else {
+    for (const ch of it.choices || []) box.append(button(ch.label, "choice", () => answer({ property: ch.property, value: ch.value })));
+    box.append(button("Skip", "skip", () => answer({})));
+  }
+  for (const b of box.querySelectorAll("button")) b.disabled = true;
+  c.append(box);
+}
+
+function button(text, cls, onclick) {
+  const b = el("button", { type: "button", class: cls, text });
+  b.addEventListener("click", onclick);
+  return b;
+}
+
+function doneCard(it) {
+  const c = card(it.id);
+  if (!c) return;
+  c.classList.remove("running", "waiting");
+  c.classList.add(it.ok ? "ok" : "failed");
+  $(".status", c).textContent = it.ok ? "done" : (it.denied ? "not approved" : "failed");
+  const p = $(".pending", c);
+  if (p) {
+    // The person answered: the buttons give way to the answer.
+    for (const b of p.querySelectorAll("button")) b.remove();
+    p.classList.add("answered");
+    p.append(el("p", { class: "answer", text: it.denied ? "You denied this change." : (it.ok ? "You approved this change." : "") }));
+  }
+  if (it.error) c.append(el("p", { class: "error", text: it.error }));
+  if (it.changeset) {
+    c.dataset.changeset = String(it.changeset);
+    c.append(el("p", { class: "summary", text: "Changed: " + it.summary }));
+    if (!p) c.append(el("details", { class: "changes" }, el("summary", { text: "rows" }), el("pre", { text: it.rows.join("\n") })));
+    if (it.undoable) {
+      const b = button("Undo", "undo", () => undo(it.changeset, c, b));
+      b.dataset.changeset = String(it.changeset);
+      c.append(b);
+    }
+  }
+}
+
+function setPending(id) {
+  state.pending = id || null;
+  for (const b of log().querySelectorAll(".pending:not(.answered) button")) b.disabled = !id || b.closest(".card").dataset.call !== id;
+  $("#chat-input").disabled = !!id;
+  $("#send").disabled = !!id || !!state.turn;
+}
+
+// ---- Turns
+
+function busy(on) {
+  document.body.dataset.busy = on ? "1" : "";
+  $("#send").disabled = on || !!state.pending;
+  $("#stop").disabled = !on;
+}
+
+// stream posts body to the conversation's path and draws the items the
+// response streams, until it ends or the person presses Stop.
+async function stream(path, body) {
+  const ctl = new AbortController();
+  state.turn = ctl;
+  busy(true);
+  try {
+    const res = await fetch("/api/conversations/" + state.conv + path, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: ctl.signal,
+    });
+    if (!res.ok) {
+      const data = await res.json();
+      render({ type: "end", error: data.error });
+      return;
+    }
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const ev = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = ev.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+        if (data) render(JSON.parse(data));
+      }
+    }
+  } catch (err) {
+    if (err.name === "AbortError") render({ type: "end", stopped: true, error: "Stopped. What finished before stays; nothing else was saved." });
+    else render({ type: "end", error: err.message });
+  } finally {
+    state.turn = null;
+    busy(false);
+    setPending(state.pending);
+    refreshTitle();
+  }
+}
+
+async function refreshTitle() {
+  const list = await api("GET", "/api/conversations");
+  const sel = $("#conversations");
+  for (const o of sel.options) {
+    const c = list.find((x) => String(x.id) === o.value);
+    if (c) o.textContent = c.title;
+  }
+}
+
+function send(text) {
+  setPending(null);
+  return stream("/send", { text });
+}
+
+function answer(body) {
+  for (const b of log().querySelectorAll(".pending button")) b.disabled = true;
+  state.pending = null;
+  return stream("/answer", body);
+}
+
+async function undo(changeset, c, b) {
+  b.disabled = true;
+  try {
+    const res = await api("POST", "/api/conversations/" + state.conv + "/undo", { changeset });
+    if (res.ok) render(res.item);
+    else {
+      b.disabled = false;
+      c.append(el("p", { class: "error undo-error", text: res.error }));
+    }
+  } catch (err) {
+    b.disabled = false;
+    c.append(el("p", { class: "error undo-error", text: err.message }));
+  }
+}
+
+// ---- Wiring
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("#chat-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const input = $("#chat-input");
+    const text = input.value.trim();
+    if (!text || state.turn) return;
+    input.value = "";
+    send(text);
+  });
+  $("#stop").addEventListener("click", () => { if (state.turn) state.turn.abort(); });
+  $("#new-conversation").addEventListener("click", async () => {
+    const c = await api("POST", "/api/conversations", {});
+    await loadConversations(c.id);
+  });
+  $("#conversations").addEventListener("change", (e) => loadConversation(Number(e.target.value)));
+  for (const p of document.querySelectorAll(".phrase")) {
+    p.addEventListener("click", () => { $("#chat-input").value = p.textContent; $("#chat-input").focus(); });
+  }
+  listen();
+  loadTree();
+  loadConversations().then(() => { document.body.dataset.ready = "1"; });
+});
