@@ -44,7 +44,7 @@ func (r *Registry) newUndoTool() *Tool {
 	t := Write(undoTool, "Undo changes made earlier: this conversation's last change, one change by its id, or this conversation's changes since one. Refused, with nothing undone, if a row changed since.",
 		func(c *WriteCtx, in undoIn) (undoOut, error) {
 			return c.call.undo(c, in)
-		}, Summary("Undo earlier changes"))
+		}, Summary("Undo earlier changes"), FriendlyName("Undo changes"), Scopes(r.tracked.cfg.Scopes...))
 	t.spec.Module = "changesets"
 	return t
 }
@@ -61,7 +61,7 @@ func (r *Registry) newListChangesTool() *Tool {
 				es = []changeset.Entry{}
 			}
 			return listChangesOut{Changes: es}, err
-		}, Summary("List recent changes"))
+		}, Summary("List recent changes"), FriendlyName("List changes"))
 	t.spec.Module = "changesets"
 	return t
 }
@@ -376,7 +376,7 @@ func (r *Registry) newChangesResource() *Tool {
 				return Rich{}, err
 			}
 			return Rich{Content: []Content{ResourceContent("changes://recent", "application/json", string(b), nil)}}, nil
-		})
+		}, FriendlyName("Recent changes"))
 	t.spec.Module = "changesets"
 	return t
 }

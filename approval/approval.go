@@ -75,9 +75,6 @@ func (p *Preview) String() string {
 	if p.Summary != "" {
 		changes = p.Summary + " (" + changes + ")"
 	}
-	if p.Changeset != nil && len(p.Changeset.Rows) > 0 {
-		changes += ":\n" + p.Changeset.String()
-	}
 	return changes
 }
 

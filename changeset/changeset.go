@@ -246,4 +246,8 @@ type Config struct {
 	// Tools adds the module "changesets" with the tools list_changes
 	// (read) and undo_changes (write), served like any other tool.
 	Tools bool
+	// Scopes are the OAuth scopes a caller needs to see and call
+	// undo_changes, as llmtool.Scopes declares them for a tool: those of
+	// the host's other write tools, usually.
+	Scopes []string
 }

@@ -49,12 +49,16 @@ func canElicit(ctx context.Context) bool {
 }
 
 // approvalQuestion is the elicitation that asks the person to approve the
-// change a call previewed: the tool, the preview's line, the result if it
-// is short. changed says the data changed since an earlier approval.
+// change a call previewed: the tool, the preview's line, the rows it
+// changes in tracked tables (llmtool.Options.Changesets), the result if
+// it is short. changed says the data changed since an earlier approval.
 func approvalQuestion(tool string, req *approval.Request, changed bool) mcp.InputRequest {
 	msg := fmt.Sprintf("Tool %s asks to make this change: %s. Approve it?", tool, req.Preview.String())
 	if changed {
 		msg = fmt.Sprintf("The data changed since you approved, so nothing was saved. Tool %s now asks to make this change: %s. Approve it?", tool, req.Preview.String())
+	}
+	if cs := req.Preview.Changeset; cs != nil && len(cs.Rows) > 0 {
+		msg += "\n\nThe rows it changes:\n" + cs.String()
 	}
 	if r := req.Preview.Result; len(r) > 0 && len(r) <= maxResultInQuestion && string(r) != "{}" && string(r) != "null" {
 		msg += "\n\nIts result would be: " + string(r)

@@ -58,7 +58,7 @@ func chat(ctx context.Context, c *config, question []string, stdin io.Reader, st
 	}
 	defer db.Close()
 	// The log is discarded: audit lines would drown the chat.
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, notes.Tools)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Changesets: notes.Changesets}, notes.Tools)
 	if err != nil {
 		return err
 	}

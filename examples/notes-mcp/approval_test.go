@@ -40,6 +40,16 @@ func TestApproval(t *testing.T) {
 	bin := buildBinary(t)
 	const (
 		question = "Tool delete_note asks to make this change: Delete note \"Projects\" and the 2 notes below it. (notes: 3 updated; branches: 3 updated; attributes: 3 updated). Approve it?\n\n" +
+			"The rows it changes:\n" +
+			"update notes (noteId=\"projects\"): isDeleted 0 → 1\n" +
+			"update branches (branchId=\"root_projects\"): isDeleted 0 → 1\n" +
+			"update branches (branchId=\"projects_roadmap\"): isDeleted 0 → 1\n" +
+			"update branches (branchId=\"projects_meetings\"): isDeleted 0 → 1\n" +
+			"update notes (noteId=\"roadmap\"): isDeleted 0 → 1\n" +
+			"update attributes (attributeId=\"attrTodo\"): isDeleted 0 → 1\n" +
+			"update attributes (attributeId=\"attrPriority\"): isDeleted 0 → 1\n" +
+			"update attributes (attributeId=\"attrRelated\"): isDeleted 0 → 1\n" +
+			"update notes (noteId=\"meetings\"): isDeleted 0 → 1\n\n" +
 			"Its result would be: {\"deletedNoteIds\":[\"projects\",\"roadmap\",\"meetings\"]}"
 		deniedText = "The user denied this change. Nothing was saved. Ask the user what to do instead."
 	)
@@ -83,6 +93,16 @@ func TestApproval(t *testing.T) {
 					require.Equal(t, []any{"projects", "roadmap", "meetings"}, callOK(t, c, "delete_note", map[string]any{"noteId": "projects"})["deletedNoteIds"])
 					require.Equal(t, `Note "roadmap" (noteId) does not exist. Call search_notes or get_child_notes to find the note's ID.`,
 						callError(t, c, "get_note", map[string]any{"noteId": "roadmap"}))
+					// Undo: a session undoes its own last change; without
+					// sessions (2026-07-28) the client finds the change's
+					// id in list_changes. The notes are back.
+					undo := map[string]any{}
+					if version == mcp.ProtocolVersion20260728 {
+						changes := callOK(t, c, "list_changes", map[string]any{"all": true})["changes"].([]any)
+						undo["id"] = changes[0].(map[string]any)["id"]
+					}
+					require.Len(t, callOK(t, c, "undo_changes", undo)["undone"], 1)
+					require.Equal(t, "Roadmap", callOK(t, c, "get_note", map[string]any{"noteId": "roadmap"})["title"])
 				}
 				u.mu.Lock()
 				require.Equal(t, tc.wantAsked, u.asked)

@@ -373,6 +373,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer tel.stop(ctx, logger)
 
 	db, reg, err := openRegistry(ctx, *dbPath, &llmtool.Options{
+		// Each write's exact changes: shown in approval questions, kept
+		// in the history, undone by undo_changes (a client undoes its own
+		// session's changes).
+		Changesets:     notes.Changesets,
 		ApprovalKey:    approvalKey,
 		Logger:         logger,
 		TracerProvider: tel.tracer,

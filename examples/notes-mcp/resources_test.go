@@ -125,7 +125,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 func resourceScenario(t *testing.T, c *client.Client) {
 	ctx := t.Context()
 
-	// One template, no fixed resources.
+	// One template, and one fixed resource: the history of changes.
 	tmpls, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
 	require.NoError(t, err)
 	require.Len(t, tmpls.ResourceTemplates, 1)
@@ -134,7 +134,8 @@ func resourceScenario(t *testing.T, c *client.Client) {
 	require.Equal(t, []string{"note", "Note", "A note's content, with its MIME type."}, []string{tmpl.Name, tmpl.Title, tmpl.Description})
 	fixed, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
 	require.NoError(t, err)
-	require.Empty(t, fixed.Resources)
+	require.Len(t, fixed.Resources, 1)
+	require.Equal(t, "changes://recent", fixed.Resources[0].URI)
 
 	// Reading notes: the content with the note's MIME type; the protected
 	// note refused with the guard's sentence.

@@ -17,5 +17,6 @@ var Changesets = changeset.Config{
 		"attributes": {"attributeId", "rowid"},
 		"revisions":  {"revisionId", "dateCreated", "rowid"},
 	},
-	Tools: true,
+	Tools:  true,
+	Scopes: []string{ScopeWrite},
 }
