@@ -135,6 +135,7 @@ type Registry struct {
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
+	retryFor time.Duration                         // Options.RetryFor (retry.go)
 }
 
 type entry struct {
@@ -183,7 +184,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 			return nil, err
 		}
 	}
-	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
+	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry), retryFor: defaultRetryFor}
 	if err := r.useRole(opts); err != nil { // role.go
 		return nil, err
 	}
@@ -380,6 +381,9 @@ func (r *Registry) configure(o *Options) {
 	r.validateOutput.Store(o.ValidateOutput)
 	r.budget = max(o.OutputBudget, 0)
 	r.tx.WriteGrace = o.WriteGrace
+	if o.RetryFor > 0 {
+		r.retryFor = o.RetryFor
+	}
 	r.invoke = r.chain(o.Middleware)
 	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {
@@ -414,14 +418,16 @@ func (r *Registry) lateUse(tool, op string) {
 // gen_ai.tool.name, llmtool.module, llmtool.tenant, enduser.id (the
 // principal's ID, when there is one), llmtool.outcome (the audit
 // record's), llmtool.write, llmtool.committed, llmtool.attempts (write
-// calls) and llmtool.result.bytes; a failed call's span has status Error
-// with the model's message, and error.type the Kind's name. The
-// middleware and the call path run under it; while it is recording, the
-// call path adds the child spans llmtool.lock_wait (a write's wait for its
-// transaction: SQLite's write lock, a connection, BEGIN), llmtool.guards
-// (entity checks and guards), llmtool.handler and llmtool.commit, again
-// for each run of a write PostgreSQL made run again, which a "retry" event
-// on the call's span marks.
+// calls), llmtool.retry_wait_ms (a write run again: the audit record's
+// RetryWait, in milliseconds) and llmtool.result.bytes; a failed call's
+// span has status Error with the model's message, and error.type the
+// Kind's name. The middleware and the call path run under it; while it is
+// recording, the call path adds the child spans llmtool.lock_wait (a
+// write's wait for its transaction: SQLite's write lock, a connection,
+// BEGIN), llmtool.guards (entity checks and guards), llmtool.handler and
+// llmtool.commit, again for each run of a write that lost to other writes
+// and ran again (see Options.RetryFor), which a "retry" event on the
+// call's span marks.
 func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	start := time.Now()
 	name, kind := call.target()
@@ -453,7 +459,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	rec := audit.Record{
 		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
 		Outcome: outcome(res.Err, req.refused), Duration: time.Since(start), Write: write, Committed: req.committed,
-		Attempts: req.attempts, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
+		Attempts: req.attempts, RetryWait: req.retryWait, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
 	}
 	r.audit(ctx, rec)
 	if span != nil || r.tel.m != nil {
@@ -486,7 +492,7 @@ func (r *Registry) invokeChain(ctx context.Context, req *Request) (res Result) {
 // arguments, approval, transaction, and the Result.
 func (r *Registry) call(ctx context.Context, req *Request) Result {
 	var res Result
-	req.refused, req.committed, req.attempts, req.preview = false, false, 0, nil
+	req.refused, req.committed, req.attempts, req.retryWait, req.preview = false, false, 0, 0, nil
 	call, e := req.Call, req.entry
 	if call.Resource != "" {
 		call.Args = req.args
@@ -512,7 +518,7 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 	if err == nil {
 		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx)}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
-		req.attempts = pa.attempts
+		req.attempts, req.retryWait = pa.attempts, pa.retryWait
 		if preview != nil && preview.held && !req.committed {
 			r.approve.release(preview.nonce) // the approval was not used
 		}

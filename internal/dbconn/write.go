@@ -137,12 +137,45 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 			discard(w.Conn)
 			return nil, err
 		}
+		if w.wc != nil && ctx.Err() == nil && engine.Locked(err) && t.keepWriter && !t.closed.Load() {
+			// BEGIN IMMEDIATE found the write lock taken by another
+			// process: no transaction began, so the connection is as it
+			// was, kept for the run again.
+			t.writer = w.wc
+			return w, err
+		}
 		t.releaseWriteConn(w.Conn, w.wc != nil, true)
 		return w, err
 	}
 	w.cancel = cancel
 	return w, nil
 }
+
+// LockWait reports whether the server shows a session of this database
+// and user, other than the asking one, running query and waiting for a
+// lock (PostgreSQL; false on SQLite and when the server does not answer
+// within a second). The registry asks it about a write whose deadline cut
+// query, to tell a statement that waited behind another transaction's
+// lock, which is contention, from one that ran long: pgx closes the
+// connection of a statement its context ends, and the server's session
+// goes on waiting until the lock is free, then finds its client gone and
+// rolls back.
+func (t *Pool) LockWait(ctx context.Context, query string) bool {
+	if t.Engine != engine.Postgres || query == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	var waits bool
+	err := t.DB.QueryRowContext(ctx, pgLockWait, query).Scan(&waits)
+	return err == nil && waits
+}
+
+// pgLockWait asks pg_stat_activity whether a session runs $1 (its text as
+// shown there, cut to track_activity_query_size) and waits for a lock.
+const pgLockWait = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE datname = current_database() AND usename = session_user AND pid <> pg_backend_pid()
+AND state = 'active' AND wait_event_type = 'Lock' AND query <> '' AND starts_with($1, query))`
 
 // releaseToken gives the write token back (SQLite).
 func (t *Pool) releaseToken() {

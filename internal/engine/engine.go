@@ -85,15 +85,45 @@ func sqlState(err error) string {
 	return ""
 }
 
-// Retryable reports whether err is PostgreSQL giving up a transaction that
-// would succeed if run again: a serialization failure (40001) or a
-// deadlock (40P01).
+// Retryable reports whether err is the database giving up a write
+// transaction that would succeed if run again once other transactions
+// ended: PostgreSQL's serialization failure (40001) or deadlock (40P01),
+// or SQLite's lock held by another connection (Locked).
 func Retryable(err error) bool {
 	switch sqlState(err) {
 	case "40001", "40P01":
 		return true
 	}
-	return false
+	return Locked(err)
+}
+
+// SQLite's primary result codes for a lock another connection holds: the
+// low byte of an extended code such as SQLITE_BUSY_SNAPSHOT (517).
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// Locked reports whether err is SQLite refusing a lock another connection
+// holds: SQLITE_BUSY (the write lock, past the busy timeout, or a BEGIN
+// IMMEDIATE refused at once) or SQLITE_LOCKED (a table lock), from a
+// driver that reports SQLite's result code (a Code() int method, as
+// modernc.org/sqlite's errors have) or, from one that does not, SQLite's
+// message for them.
+func Locked(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff {
+		case sqliteBusy, sqliteLocked:
+			return true
+		}
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "database table is locked")
 }
 
 // StalePlan reports whether err is PostgreSQL refusing a statement the
@@ -105,9 +135,10 @@ func StalePlan(err error) bool {
 }
 
 // Busy reports whether err is PostgreSQL giving up on contention: a write
-// still failing a serialization check or deadlocking after the registry's
-// retries (40001, 40P01), a lock or statement timeout (55P03, 57014 with a
-// timeout), or no connection slot free (53300 is Unavailable).
+// still failing a serialization check or deadlocking when the registry
+// stopped running it again (40001, 40P01), or a lock timeout (55P03). (No
+// connection slot free, 53300, is Unavailable; SQLite's busy and locked
+// codes are Locked.)
 func Busy(err error) bool {
 	switch sqlState(err) {
 	case "40001", "40P01", "55P03":
