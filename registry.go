@@ -136,6 +136,7 @@ type Registry struct {
 	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
 	retryFor time.Duration                         // Options.RetryFor (retry.go)
+	turns    turns                                 // a starving write's turn to run alone (retry.go)
 }
 
 type entry struct {
@@ -184,7 +185,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 			return nil, err
 		}
 	}
-	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry), retryFor: defaultRetryFor}
+	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry), retryFor: defaultRetryFor, turns: newTurns()}
 	if err := r.useRole(opts); err != nil { // role.go
 		return nil, err
 	}

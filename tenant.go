@@ -29,14 +29,11 @@ func (r *Registry) newTenants(opts *Options) *tenant.Settings {
 // as a write call runs again when it loses to other writes (retry.go):
 // until it commits or the deadline passes.
 func (r *Registry) writeSettings(ctx context.Context, f func(tx *sql.Tx) error) error {
-	p := r.newRetry(ctx)
-	for {
-		p.begin()
+	p := newRetry(ctx, r.retryFor)
+	return p.do(ctx, nil, "tenant settings", func() (bool, error) {
 		err := r.writeSettingsOnce(ctx, f)
-		if err == nil || !engine.Retryable(err) || !p.pause(ctx) {
-			return err
-		}
-	}
+		return err != nil && engine.Retryable(err), err
+	})
 }
 
 func (r *Registry) writeSettingsOnce(ctx context.Context, f func(tx *sql.Tx) error) error {

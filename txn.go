@@ -100,6 +100,8 @@ type callState struct {
 	retryable   atomic.Bool     // a statement lost to another write (engine.Retryable): run again
 	attempt     int             // the run of a write call: 1, more after retries
 	retryWait   time.Duration   // the time earlier runs and pauses took (retry.wait)
+	cut         atomic.Bool     // the call's deadline cut a statement of a write (retry.go)
+	lockWait    bool            // PostgreSQL: a session waited for a lock near the deadline (dbconn.LockWatch)
 	traced      bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
 
 	// ctxMu guards the call's Done channel, its first refusal and its
@@ -109,8 +111,7 @@ type callState struct {
 	closed     bool
 	stopParent func() bool
 	refused    error
-	failed     error  // set through callinfo.Info.Fail: the call fails whatever the handler returns
-	cut        string // a write's statement the call's deadline cut (retry.go)
+	failed     error // set through callinfo.Info.Fail: the call fails whatever the handler returns
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -148,7 +149,7 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 		return nil, rerr
 	}
 	if err != nil && c.tx != nil {
-		c.call.stmtFailed(query, err) // retry.go
+		c.call.stmtFailed(err) // retry.go
 	}
 	return rows, err
 }
@@ -190,7 +191,7 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	}
 	if c.tx != nil {
 		if err := row.Err(); err != nil {
-			c.call.stmtFailed(query, err) // retry.go
+			c.call.stmtFailed(err) // retry.go
 		}
 	}
 	return row
@@ -276,7 +277,7 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 		return nil, rerr
 	}
 	if err != nil {
-		c.call.stmtFailed(query, err) // retry.go
+		c.call.stmtFailed(err) // retry.go
 	}
 	if err == nil && c.call.preview != nil {
 		if n, nerr := res.RowsAffected(); nerr == nil {
@@ -418,7 +419,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		cs.preview.reset() // a run again starts counting afresh
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, false, p.ended(err) // retry.go
+		return nil, false, false, p.ended(err, nil) // retry.go
 	}
 	wt, err := r.beginWrite(ctx, t, pa.traced) // the write lock and BEGIN (telemetry.go)
 	if err != nil {
@@ -439,7 +440,9 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			"tool", t.spec.Name, "grace", r.tx.Grace(), "err", context.Cause(ctx))
 	})
 	wt.Policy.SetMode(dbconn.ModeWrite)
+	locks := r.tx.WatchLocks(ctx) // PostgreSQL: a lock wait near the deadline (retry.go)
 	out, err = r.run(t, &w.ReadCtx, args)
+	cs.lockWait = locks.Stop()
 	if !wt.Claim() {
 		cs.finish()
 		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
@@ -470,8 +473,13 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	if err != nil {
 		_ = tx.Rollback()
-		retry = ctx.Err() == nil && cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
-		if !retry && r.contended(ctx, cs, p, err) { // retry.go
+		lost := cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
+		switch { // retry.go
+		case lost && ctx.Err() == nil:
+			retry = true
+		case lost:
+			err = p.ended(ctx.Err(), err)
+		case r.contended(ctx, cs, p, err):
 			err = fmt.Errorf("%w: %w", errContended, err)
 		}
 		return nil, false, retry, err

@@ -151,31 +151,60 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 	return w, nil
 }
 
-// LockWait reports whether the server shows a session of this database
-// and user, other than the asking one, running query and waiting for a
-// lock (PostgreSQL; false on SQLite and when the server does not answer
-// within a second). The registry asks it about a write whose deadline cut
-// query, to tell a statement that waited behind another transaction's
-// lock, which is contention, from one that ran long: pgx closes the
-// connection of a statement its context ends, and the server's session
-// goes on waiting until the lock is free, then finds its client gone and
-// rolls back.
-func (t *Pool) LockWait(ctx context.Context, query string) bool {
-	if t.Engine != engine.Postgres || query == "" {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	var waits bool
-	err := t.DB.QueryRowContext(ctx, pgLockWait, query).Scan(&waits)
-	return err == nil && waits
+// LockWatch asks PostgreSQL, shortly before a write's deadline, whether a
+// session waits for a lock: how the registry tells a write whose deadline
+// cut a statement that waited behind another transaction's lock, which is
+// contention, from one that ran long. It asks before the deadline because
+// after it there is nothing left to see: pgx cancels a statement whose
+// context ends (its CancelRequest ends the session's wait) and closes the
+// connection.
+type LockWatch struct {
+	timer *time.Timer
+	done  chan struct{}
+	seen  bool
 }
 
-// pgLockWait asks pg_stat_activity whether a session runs $1 (its text as
-// shown there, cut to track_activity_query_size) and waits for a lock.
+// WatchLocks starts the watch of a write whose handler runs under ctx:
+// when a quarter of the time left, at most 100 ms, remains before ctx's
+// deadline, it asks whether a session of this database and user, other
+// than the asking one, waits for a lock. It returns nil, which watches
+// nothing, on SQLite and for a ctx without a deadline.
+func (t *Pool) WatchLocks(ctx context.Context) *LockWatch {
+	if t.Engine != engine.Postgres {
+		return nil
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(d)
+	lead := min(left/4, 100*time.Millisecond)
+	w := &LockWatch{done: make(chan struct{})}
+	w.timer = time.AfterFunc(left-lead, func() {
+		defer close(w.done)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		err := t.DB.QueryRowContext(pctx, pgLockWait).Scan(&w.seen)
+		w.seen = err == nil && w.seen
+	})
+	return w
+}
+
+// pgLockWait asks whether a session of this database and user, other
+// than the asking one, waits for a lock.
 const pgLockWait = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-WHERE datname = current_database() AND usename = session_user AND pid <> pg_backend_pid()
-AND state = 'active' AND wait_event_type = 'Lock' AND query <> '' AND starts_with($1, query))`
+WHERE datname = current_database() AND usename = session_user AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')`
+
+// Stop ends the watch, once the handler returned, and reports whether it
+// saw a session wait for a lock: false if it did not ask. A question in
+// flight is waited for (at most a second).
+func (w *LockWatch) Stop() bool {
+	if w == nil || w.timer.Stop() {
+		return false
+	}
+	<-w.done
+	return w.seen
+}
 
 // releaseToken gives the write token back (SQLite).
 func (t *Pool) releaseToken() {
