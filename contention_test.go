@@ -86,7 +86,19 @@ var (
 		_, err := c.Exec(`SELECT pg_sleep(10)`)
 		return struct{}{}, err
 	})
-	counterTools = llmtool.DefineTools("counter", bump, alwaysLoses, slowBump, sleepBump)
+	// dropUnderRows drops the counter under its own open rows: SQLite's
+	// SQLITE_LOCKED, a conflict within the connection, not another's lock.
+	dropUnderRows = llmtool.Write("drop_under_rows", "Drop the counter while reading it.", func(c *llmtool.WriteCtx, in BumpIn) (struct{}, error) {
+		rows, err := c.Query(`SELECT n FROM counter`)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer rows.Close()
+		rows.Next()
+		_, err = c.Exec(`DROP TABLE counter`)
+		return struct{}{}, err
+	})
+	counterTools = llmtool.DefineTools("counter", bump, alwaysLoses, slowBump, sleepBump, dropUnderRows)
 )
 
 // onMessage is a log handler that closes seen when a record with message
@@ -318,6 +330,27 @@ func TestContentionSQLiteOtherProcess(t *testing.T) {
 	require.True(t, rs[0].Committed)
 	require.Greater(t, rs[0].Attempts, 1, "the call ran again")
 	require.Positive(t, rs[0].RetryWait)
+}
+
+// TestContentionLockedWithinTheCall: SQLITE_LOCKED from the call's own
+// connection comes back however often the call runs, so it fails at once,
+// as an internal error, not as a busy database.
+func TestContentionLockedWithinTheCall(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "locked.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	recs := &recorder{}
+	reg := counterRegistry(t, counterDB(t, db), recs, llmtool.Options{})
+	res := invoke(reg, "drop_under_rows", `{"call": "x"}`)
+	require.True(t, res.IsError)
+	require.Equal(t, "Internal error in drop_under_rows; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
+	require.ErrorContains(t, res.Err, "database table is locked (6)")
+	rs := recs.all()
+	require.Len(t, rs, 1)
+	require.Equal(t, 1, rs[0].Attempts, "run once")
+	n, _ := counter(t, db)
+	require.Zero(t, n, "the counter is still there")
 }
 
 // TestContentionDeadline: a call whose deadline is shorter than the

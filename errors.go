@@ -222,7 +222,7 @@ type dbCondition uint8
 
 const (
 	dbNone        dbCondition = iota
-	dbBusy                    // a write that ran out of time to other writes (retry.go), SQLITE_BUSY or SQLITE_LOCKED
+	dbBusy                    // a write that ran out of time to other writes (retry.go), or SQLite's lock another connection holds (engine.Locked)
 	dbFull                    // SQLITE_FULL: disk or max_page_count reached
 	dbReadOnly                // SQLITE_READONLY: the file cannot be written
 	dbIOErr                   // SQLITE_IOERR: the OS reported an I/O error

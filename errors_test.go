@@ -339,7 +339,7 @@ func TestDatabaseTroubleDetection(t *testing.T) {
 	}{
 		{"code busy", "fail_with", `{"code":5,"msg":"lock wait"}`, busy},
 		{"code busy snapshot", "fail_with", `{"code":517,"msg":"lock wait"}`, busy},
-		{"code locked", "fail_with", `{"code":6,"msg":"table lock"}`, busy},
+		{"code locked within the connection", "fail_with", `{"code":6,"msg":"database table is locked"}`, generic},
 		{"code locked shared cache", "fail_with", `{"code":262,"msg":"table lock"}`, busy},
 		{"code full", "fail_with", `{"code":13,"msg":"no room"}`, full},
 		{"code read-only", "fail_with", `{"code":8,"msg":"no write"}`, ro},
@@ -350,7 +350,7 @@ func TestDatabaseTroubleDetection(t *testing.T) {
 		{"code other", "fail_with", `{"code":1,"msg":"database is locked"}`, generic},
 		{"code constraint", "fail_with", `{"code":2067,"msg":"UNIQUE constraint failed: items.name"}`, generic},
 		{"text busy", "fail_with", `{"msg":"database is locked"}`, busy},
-		{"text locked", "fail_with", `{"msg":"database table is locked: items"}`, busy},
+		{"text locked", "fail_with", `{"msg":"database table is locked: items"}`, generic},
 		{"text full", "fail_with", `{"msg":"database or disk is full"}`, full},
 		{"text read-only", "fail_with", `{"msg":"attempt to write a readonly database"}`, ro},
 		{"text I/O", "fail_with", `{"msg":"disk I/O error"}`, ioerr},

@@ -18,7 +18,7 @@ import (
 // A run of a write that loses to other writes rolls back, saving nothing:
 // on PostgreSQL a serialization failure (40001) or a deadlock (40P01); on
 // SQLite the write lock another process holds past the busy timeout
-// (SQLITE_BUSY, at BEGIN IMMEDIATE) or a table lock (SQLITE_LOCKED). The
+// (SQLITE_BUSY, at BEGIN IMMEDIATE; engine.Locked). The
 // registry runs it again, handler and all, on a fresh transaction, after
 // a pause that doubles from run to run, up to maxPause, with jitter, so
 // that writers that collided do not collide again in step. It goes on

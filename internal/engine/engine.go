@@ -97,33 +97,35 @@ func Retryable(err error) bool {
 	return Locked(err)
 }
 
-// SQLite's primary result codes for a lock another connection holds: the
-// low byte of an extended code such as SQLITE_BUSY_SNAPSHOT (517).
+// SQLite's result codes for a lock another connection holds: SQLITE_BUSY
+// is the low byte of its extended codes (SQLITE_BUSY_SNAPSHOT, 517, ...);
+// of SQLITE_LOCKED's, only SQLITE_LOCKED_SHAREDCACHE is another
+// connection's.
 const (
-	sqliteBusy   = 5
-	sqliteLocked = 6
+	sqliteBusy              = 5
+	sqliteLockedSharedCache = 262
 )
 
 // Locked reports whether err is SQLite refusing a lock another connection
-// holds: SQLITE_BUSY (the write lock, past the busy timeout, or a BEGIN
-// IMMEDIATE refused at once) or SQLITE_LOCKED (a table lock), from a
-// driver that reports SQLite's result code (a Code() int method, as
-// modernc.org/sqlite's errors have) or, from one that does not, SQLite's
-// message for them.
+// holds, which it may get once that connection's transaction ends:
+// SQLITE_BUSY (the write lock, past the busy timeout, or at a BEGIN
+// IMMEDIATE refused at once) and SQLITE_LOCKED_SHAREDCACHE (a table lock
+// in shared-cache mode), from a driver that reports SQLite's extended
+// result code (a Code() int method, as modernc.org/sqlite's errors have)
+// or, from one that does not, SQLite's message for SQLITE_BUSY. A plain
+// SQLITE_LOCKED is not: it is a conflict within the connection (a DROP
+// TABLE under the statement's own open rows), which comes back however
+// often the transaction runs.
 func Locked(err error) bool {
 	if err == nil {
 		return false
 	}
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
-		switch coded.Code() & 0xff {
-		case sqliteBusy, sqliteLocked:
-			return true
-		}
-		return false
+		c := coded.Code()
+		return c&0xff == sqliteBusy || c == sqliteLockedSharedCache
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "database table is locked")
+	return strings.Contains(err.Error(), "database is locked")
 }
 
 // StalePlan reports whether err is PostgreSQL refusing a statement the

@@ -94,12 +94,12 @@ func TestErrorClasses(t *testing.T) {
 		{name: "plain", err: errors.New("something else")},
 		{name: "SQLITE_BUSY", err: fmt.Errorf("begin: %w", sqliteErr(5)), retryable: true, locked: true},
 		{name: "SQLITE_BUSY_SNAPSHOT", err: sqliteErr(517), retryable: true, locked: true},
-		{name: "SQLITE_LOCKED", err: sqliteErr(6), retryable: true, locked: true},
+		{name: "SQLITE_LOCKED, within the connection", err: sqliteErr(6)},
 		{name: "SQLITE_LOCKED_SHAREDCACHE", err: sqliteErr(262), retryable: true, locked: true},
 		{name: "SQLITE_CONSTRAINT_UNIQUE", err: sqliteErr(2067)},
 		{name: "a coded error's text is not read", err: codedText{"database is locked"}},
 		{name: "busy, said as text", err: errors.New("database is locked"), retryable: true, locked: true},
-		{name: "locked, said as text", err: errors.New("database table is locked: items"), retryable: true, locked: true},
+		{name: "locked, said as text", err: errors.New("database table is locked: items")},
 	} {
 		require.Equal(t, tc.locked, engine.Locked(tc.err), tc.name)
 		require.Equal(t, tc.retryable, engine.Retryable(tc.err), tc.name)
