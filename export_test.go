@@ -22,7 +22,7 @@ func NewBareRetry() *BareRetry { return &BareRetry{turns: newTurns()} }
 // time lost (audit.Record's Attempts and RetryWait).
 func (b *BareRetry) Run(ctx context.Context, f func() error) (runs int, wait time.Duration, err error) {
 	p := newRetry(ctx, defaultRetryFor)
-	err = p.do(ctx, &b.turns, "bare write", func() (bool, error) {
+	err = p.do(ctx, &b.turns, "bare_write", func() (bool, error) {
 		err := f()
 		return err != nil && engine.Retryable(err), err
 	})

@@ -131,8 +131,13 @@ func (p *retry) pause(ctx context.Context) bool {
 // is the error of its latest run that lost (nil if none did), last the
 // error that ended it, lost itself or a run the deadline ended. It wraps
 // errBusy and lost, never the deadline (which would make it a timeout,
-// KindCancelled). what names the write, as "tool bump".
-func (p *retry) busy(what string, lost, last error) error {
+// KindCancelled). tool names the write call's tool; "" is a change of the
+// tenant settings.
+func (p *retry) busy(tool string, lost, last error) error {
+	what := "tenant settings"
+	if tool != "" {
+		what = "tool " + tool
+	}
 	head := fmt.Sprintf("llmtool: %s: %d runs over %s", what, p.runs, p.wait().Round(time.Millisecond))
 	switch {
 	case lost == nil:
@@ -148,8 +153,9 @@ func (p *retry) busy(what string, lost, last error) error {
 // other writes: then the error wraps errBusy. again reports a run that
 // lost: nothing was saved, and it may run again on a fresh transaction.
 // A run whose error wraps errContended ended with the deadline while it
-// waited for other transactions. tu is the registry's turns, or nil.
-func (p *retry) do(ctx context.Context, tu *turns, what string, run func() (again bool, err error)) error {
+// waited for other transactions. tu is the registry's turns, or nil; tool
+// names the write for busy.
+func (p *retry) do(ctx context.Context, tu *turns, tool string, run func() (again bool, err error)) error {
 	defer func() {
 		if p.alone {
 			tu.leave()
@@ -161,13 +167,13 @@ func (p *retry) do(ctx context.Context, tu *turns, what string, run func() (agai
 			if errors.Is(err, context.Canceled) {
 				return err
 			}
-			return p.busy(what, lost, fmt.Errorf("%w: %w", errContended, err))
+			return p.busy(tool, lost, fmt.Errorf("%w: %w", errContended, err))
 		}
 		p.begin()
 		again, err := run()
 		switch {
 		case errors.Is(err, errContended):
-			return p.busy(what, lost, err)
+			return p.busy(tool, lost, err)
 		case !again:
 			return err
 		}
@@ -176,7 +182,7 @@ func (p *retry) do(ctx context.Context, tu *turns, what string, run func() (agai
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()
 			}
-			return p.busy(what, lost, lost)
+			return p.busy(tool, lost, lost)
 		}
 	}
 }
@@ -184,7 +190,7 @@ func (p *retry) do(ctx context.Context, tu *turns, what string, run func() (agai
 // runWrites runs a write call's runs (see do).
 func (r *Registry) runWrites(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result) (out []byte, committed bool, err error) {
 	p := newRetry(ctx, r.retryFor)
-	err = p.do(ctx, &r.turns, "tool "+t.spec.Name, func() (again bool, err error) {
+	err = p.do(ctx, &r.turns, t.spec.Name, func() (again bool, err error) {
 		if p.runs > 1 {
 			retried(ctx, pa.traced, p.runs) // telemetry.go
 		}

@@ -95,7 +95,7 @@ func TestRetryBusyError(t *testing.T) {
 			head + ": write qty: ERROR: could not serialize access due to concurrent update (SQLSTATE 40001) (then: waited for other transactions until the call's deadline: context deadline exceeded)"},
 		{"the deadline ended the first run's wait", nil, cut, head + " (waited for other transactions until the call's deadline: context deadline exceeded)"},
 	} {
-		err := p.busy("tool bump", tc.lost, tc.last)
+		err := p.busy("bump", tc.lost, tc.last)
 		require.EqualError(t, err, tc.text, tc.name)
 		require.ErrorIs(t, err, errBusy, tc.name)
 		require.Equal(t, tc.lost != nil, errors.Is(err, lost), tc.name)

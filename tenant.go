@@ -30,7 +30,7 @@ func (r *Registry) newTenants(opts *Options) *tenant.Settings {
 // until it commits or the deadline passes.
 func (r *Registry) writeSettings(ctx context.Context, f func(tx *sql.Tx) error) error {
 	p := newRetry(ctx, r.retryFor)
-	return p.do(ctx, nil, "tenant settings", func() (bool, error) {
+	return p.do(ctx, nil, "", func() (bool, error) {
 		err := r.writeSettingsOnce(ctx, f)
 		return err != nil && engine.Retryable(err), err
 	})

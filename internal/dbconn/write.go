@@ -167,8 +167,11 @@ type LockWatch struct {
 // WatchLocks starts the watch of a write whose handler runs under ctx:
 // when a quarter of the time left, at most 100 ms, remains before ctx's
 // deadline, it asks whether a session of this database and user, other
-// than the asking one, waits for a lock. It returns nil, which watches
-// nothing, on SQLite and for a ctx without a deadline.
+// than the asking one, waits for a lock. It asks on a connection of the
+// pool: when none is idle and opening one takes longer than that, the
+// answer comes after pgx's cancellation and says no. It returns nil,
+// which watches nothing (at no cost), on SQLite and for a ctx without a
+// deadline.
 func (t *Pool) WatchLocks(ctx context.Context) *LockWatch {
 	if t.Engine != engine.Postgres {
 		return nil
