@@ -603,7 +603,11 @@ func TestReplicas(t *testing.T) {
 		stats.calls, stats.outcomes, stats.committedWrites, stats.retried, stats.extraRuns, stats.attempts)
 	t.Logf("busy answers: %d of %d writes (%.1f%%)", nBusy, len(writes), 100*float64(nBusy)/float64(len(writes)))
 	require.Equal(t, hotNoteCount+total+offCalls, stats.calls, "one audit line per call")
-	require.Equal(t, map[string]int{"ok": hotNoteCount + total - nBusy + offCalls - offRefused, "internal": nBusy, "refused": offRefused}, stats.outcomes)
+	outcomes := map[string]int{"ok": hotNoteCount + total - nBusy + offCalls - offRefused, "refused": offRefused}
+	if nBusy > 0 { // writes run again until their deadline: busy answers are rare
+		outcomes["internal"] = nBusy
+	}
+	require.Equal(t, outcomes, stats.outcomes)
 	require.Equal(t, hotNoteCount+nAcked+len(lateAcked), stats.committedWrites, "committed writes: the hot notes, the acknowledged writes")
 	busyByTool := map[string]int{}
 	for tool, c := range byTool {
