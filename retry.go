@@ -251,9 +251,9 @@ func (p *retry) ended(cerr, lost error) error {
 
 // beginFailed classifies the failure of a write's BEGIN (with the write
 // token and the connection before it): SQLite refusing the write lock
-// another process holds runs again (retry), and a deadline that passed
+// another process holds runs again (again), and a deadline that passed
 // while the run waited is contention.
-func beginFailed(ctx context.Context, err error) (retry bool, _ error) {
+func beginFailed(ctx context.Context, err error) (again bool, _ error) {
 	switch cerr := ctx.Err(); {
 	case errors.Is(cerr, context.DeadlineExceeded):
 		return false, fmt.Errorf("llmtool: begin transaction: %w: %w", errContended, cerr)

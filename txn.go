@@ -408,12 +408,12 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	return out, nil
 }
 
-// execWrite is one run of a write call, p its retry policy. retry reports
+// execWrite is one run of a write call, p its retry policy. again reports
 // a run that lost to other writes (engine.Retryable, and PostgreSQL's
 // stale plan): nothing was saved, and the handler may run again on a
 // fresh transaction. An error wrapping errContended is a run that the
 // call's deadline ended while it waited for other transactions.
-func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, retry bool, err error) {
+func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
 	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
@@ -423,8 +423,8 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	wt, err := r.beginWrite(ctx, t, pa.traced) // the write lock and BEGIN (telemetry.go)
 	if err != nil {
-		retry, err = beginFailed(ctx, err) // retry.go
-		return nil, false, retry, err
+		again, err = beginFailed(ctx, err) // retry.go
+		return nil, false, again, err
 	}
 	cs.wtx, cs.policy = wt, wt.Policy
 	tx := wt.Tx
@@ -476,13 +476,13 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		lost := cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
 		switch { // retry.go
 		case lost && ctx.Err() == nil:
-			retry = true
+			again = true
 		case lost:
 			err = p.ended(ctx.Err(), err)
 		case r.contended(ctx, cs, p, err):
 			err = fmt.Errorf("%w: %w", errContended, err)
 		}
-		return nil, false, retry, err
+		return nil, false, again, err
 	}
 	if cs.preview != nil {
 		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, tx)
