@@ -1,6 +1,7 @@
 package llmtool_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -367,7 +368,8 @@ func TestContentionDeadline(t *testing.T) {
 	type setup struct {
 		db       *sql.DB
 		reg      *llmtool.Registry
-		ctx      func() context.Context // made just before the call; nil: 50 ms
+		ctx      func() context.Context // made just before the call; nil: a timeout
+		timeout  time.Duration          // the timeout of a nil ctx; 0: 50 ms
 		release  func()                 // ends the contention, after the call
 		minRuns  int
 		contains string // in the error's text, for the log
@@ -421,7 +423,10 @@ func TestContentionDeadline(t *testing.T) {
 				require.NoError(t, err)
 				var n int
 				require.NoError(t, hold.QueryRow(`SELECT n FROM counter WHERE id = 1 FOR UPDATE`).Scan(&n))
-				return setup{db: db, reg: reg, minRuns: 1, release: func() { require.NoError(t, hold.Rollback()) },
+				// The registry asks about lock waits a quarter of the time
+				// left before the deadline, at most 100 ms: 400 ms leaves a
+				// loaded machine time to ask before pgx cancels.
+				return setup{db: db, reg: reg, minRuns: 1, timeout: 400 * time.Millisecond, release: func() { require.NoError(t, hold.Rollback()) },
 					contains: "(waited for other transactions until the call's deadline: write n: timeout: context deadline exceeded)"}
 			},
 		},
@@ -484,7 +489,7 @@ func TestContentionDeadline(t *testing.T) {
 				ctx = s.ctx()
 			} else {
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+				ctx, cancel = context.WithTimeout(ctx, cmp.Or(s.timeout, 50*time.Millisecond))
 				defer cancel()
 			}
 			res := s.reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(`{"call": "late"}`)})
