@@ -205,7 +205,9 @@ type Options struct {
 	// (2 ms, 4 ms, ..., at most 100 ms, with jitter), until a run commits
 	// or the call's deadline passes: its context's deadline, or, when it
 	// has none, RetryFor after its first run began. There is no fixed
-	// number of runs. When the deadline passes first, the model is told
+	// number of runs; a call that lost three takes its turn to run alone
+	// among the registry's writes, so that later calls do not keep
+	// overtaking it. When the deadline passes first, the model is told
 	// the database is busy and nothing changed, and to try again in a few
 	// seconds. The audit record counts the runs (audit.Record.Attempts)
 	// and the time they took (RetryWait). Changes of the tenant settings
