@@ -114,7 +114,8 @@ func (r *Registry) auditTx(c *ReadCtx) error {
 	}
 	s := &c.call.tool.spec
 	rec := audit.Record{Time: start, Tool: s.Name, Module: s.Module, Principal: principalID(c), Tenant: TenantFrom(c),
-		Outcome: audit.OutcomeOK, Duration: time.Since(start), Write: true, Committed: true, Attempts: c.call.attempt}
+		Outcome: audit.OutcomeOK, Duration: time.Since(start), Write: true, Committed: true,
+		Attempts: c.call.attempt, RetryWait: c.call.retryWait}
 	if p := c.call.preview; p != nil && p.mode == previewApprove {
 		rec.Approval = "approved" // the row commits only if the preview matches
 	}

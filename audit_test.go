@@ -3,6 +3,7 @@ package llmtool_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
@@ -25,6 +26,13 @@ func (r *recorder) Audit(_ context.Context, rec audit.Record) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
+}
+
+// all returns the records so far.
+func (r *recorder) all() []audit.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.recs)
 }
 
 func TestAuditSinks(t *testing.T) {

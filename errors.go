@@ -222,7 +222,7 @@ type dbCondition uint8
 
 const (
 	dbNone        dbCondition = iota
-	dbBusy                    // SQLITE_BUSY: locked past the busy timeout
+	dbBusy                    // a write that ran out of time to other writes (retry.go), or SQLite's lock another connection holds (engine.Locked)
 	dbFull                    // SQLITE_FULL: disk or max_page_count reached
 	dbReadOnly                // SQLITE_READONLY: the file cannot be written
 	dbIOErr                   // SQLITE_IOERR: the OS reported an I/O error
@@ -233,7 +233,6 @@ const (
 // SQLite primary result codes: the low byte of an extended result code
 // such as SQLITE_BUSY_SNAPSHOT (517).
 const (
-	sqliteBusy     = 5
 	sqliteReadOnly = 8
 	sqliteIOErr    = 10
 	sqliteCorrupt  = 11
@@ -254,12 +253,13 @@ func dbConditionOf(err error) dbCondition {
 	if c := pgConditionOf(err); c != dbNone {
 		return c
 	}
+	if errors.Is(err, errBusy) || engine.Locked(err) {
+		return dbBusy
+	}
 	var c dbCondition
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
 		switch coded.Code() & 0xff {
-		case sqliteBusy:
-			c = dbBusy
 		case sqliteFull:
 			c = dbFull
 		case sqliteReadOnly:
@@ -272,8 +272,6 @@ func dbConditionOf(err error) dbCondition {
 	} else {
 		msg := err.Error()
 		switch {
-		case strings.Contains(msg, "database is locked"):
-			c = dbBusy
 		case strings.Contains(msg, "database or disk is full"):
 			c = dbFull
 		case strings.Contains(msg, "attempt to write a readonly database"):

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -65,11 +66,16 @@ INSERT INTO items (name) SELECT ? FROM n`, rows, strings.Repeat("x", 200))
 	require.NoError(t, err)
 }
 
-// troubleRegistry builds a registry over db that logs to logs. With writes,
-// it turns write tools on in the default tenant (persistently, in db).
-func troubleRegistry(t *testing.T, db *sql.DB, logs *syncBuffer, writes bool) *llmtool.Registry {
+// troubleRegistry builds a registry over db that logs to logs, with
+// Options.RetryFor retryFor (the default without). With writes, it turns
+// write tools on in the default tenant (persistently, in db).
+func troubleRegistry(t *testing.T, db *sql.DB, logs *syncBuffer, writes bool, retryFor ...time.Duration) *llmtool.Registry {
 	t.Helper()
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, itemTools, blobTools)
+	o := &llmtool.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	if len(retryFor) > 0 {
+		o.RetryFor = retryFor[0]
+	}
+	reg, err := llmtool.NewRegistry(db, o, itemTools, blobTools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	if writes {
@@ -98,14 +104,15 @@ func TestDatabaseTrouble(t *testing.T) {
 		itemsAfter int
 	}{
 		{
-			// Another connection holds the write lock past the busy timeout.
+			// Another connection holds the write lock past the busy timeout,
+			// and past the runs again until RetryFor.
 			name: "busy write", only: "sqlite", elsewhere: "SQLite only: another connection holds the file's write lock past the busy timeout (PostgreSQL's form is \"lock timeout write\")",
 			msg: busyAddItem, code: 5, itemsAfter: 1,
 			setup: func(t *testing.T, logs *syncBuffer) (*llmtool.Registry, *sql.DB, string, string, func()) {
 				path := filepath.Join(t.TempDir(), "busy.db")
 				db := openFile(t, path, "_pragma=busy_timeout(50)&_pragma=journal_mode(WAL)&_txlock=immediate")
 				createItems(t, db, 0)
-				reg := troubleRegistry(t, db, logs, true)
+				reg := troubleRegistry(t, db, logs, true, 200*time.Millisecond)
 				holder := openFile(t, path, "_txlock=immediate")
 				tx, err := holder.Begin() // BEGIN IMMEDIATE
 				require.NoError(t, err)
@@ -314,7 +321,9 @@ var sneakyWrite = llmtool.Read("sneaky_write", "Try to write from a read tool.",
 // TestDatabaseTroubleDetection checks how errors are told apart: by the
 // result code on the chain (extended codes included) whatever the message,
 // by SQLite's message for drivers without codes, and that a read tool's
-// refused write and other codes stay generic internal errors.
+// refused write and other codes stay generic internal errors. A busy or
+// locked write runs again until Options.RetryFor (short here), then
+// reports the busy sentence.
 func TestDatabaseTroubleDetection(t *testing.T) {
 	t.Parallel()
 	const (
@@ -330,6 +339,8 @@ func TestDatabaseTroubleDetection(t *testing.T) {
 	}{
 		{"code busy", "fail_with", `{"code":5,"msg":"lock wait"}`, busy},
 		{"code busy snapshot", "fail_with", `{"code":517,"msg":"lock wait"}`, busy},
+		{"code locked within the connection", "fail_with", `{"code":6,"msg":"database table is locked"}`, generic},
+		{"code locked shared cache", "fail_with", `{"code":262,"msg":"table lock"}`, busy},
 		{"code full", "fail_with", `{"code":13,"msg":"no room"}`, full},
 		{"code read-only", "fail_with", `{"code":8,"msg":"no write"}`, ro},
 		{"code read-only directory", "fail_with", `{"code":1544,"msg":"no write"}`, ro},
@@ -339,6 +350,7 @@ func TestDatabaseTroubleDetection(t *testing.T) {
 		{"code other", "fail_with", `{"code":1,"msg":"database is locked"}`, generic},
 		{"code constraint", "fail_with", `{"code":2067,"msg":"UNIQUE constraint failed: items.name"}`, generic},
 		{"text busy", "fail_with", `{"msg":"database is locked"}`, busy},
+		{"text locked", "fail_with", `{"msg":"database table is locked: items"}`, generic},
 		{"text full", "fail_with", `{"msg":"database or disk is full"}`, full},
 		{"text read-only", "fail_with", `{"msg":"attempt to write a readonly database"}`, ro},
 		{"text I/O", "fail_with", `{"msg":"disk I/O error"}`, ioerr},
@@ -349,7 +361,7 @@ func TestDatabaseTroubleDetection(t *testing.T) {
 			"Internal error in sneaky_write; the details were logged. Try again once; if it fails again, tell the user the tool is failing."},
 	}
 	db := openDB(t)
-	reg := newRegistry(t, db, llmtool.DefineTools("failing", failWith, sneakyWrite))
+	reg := newRegistryOpts(t, db, &llmtool.Options{ValidateOutput: true, RetryFor: 50 * time.Millisecond}, llmtool.DefineTools("failing", failWith, sneakyWrite))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

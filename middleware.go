@@ -3,6 +3,7 @@ package llmtool
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // A Request is a call on its way through the registry's middleware
@@ -29,6 +30,7 @@ type Request struct {
 	refused   bool
 	committed bool
 	attempts  int
+	retryWait time.Duration
 	preview   *previewState
 }
 

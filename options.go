@@ -175,7 +175,11 @@ type Options struct {
 	//     transaction (SQLite's write lock, a connection, BEGIN), per run,
 	//     by gen_ai.tool.name;
 	//   - llmtool.result.size (By), the size of results' JSON, by
-	//     gen_ai.tool.name.
+	//     gen_ai.tool.name;
+	//   - llmtool.retries ({run}), a counter of the runs again of write
+	//     calls that lost to other writes (see RetryFor), and
+	//     llmtool.retry.wait (s), a histogram of the time each such call
+	//     lost (the audit record's RetryWait), both by gen_ai.tool.name.
 	//
 	// Default: nil, no metrics, and no cost.
 	MeterProvider metric.MeterProvider
@@ -192,6 +196,24 @@ type Options struct {
 	// nothing saved. A handler that passes its context to whatever waits
 	// returns in time. Default (zero or negative): one second.
 	WriteGrace time.Duration
+
+	// RetryFor bounds how long a write call whose context has no
+	// deadline keeps running again when it loses to other writes. A run
+	// that loses (on PostgreSQL a serialization failure or a deadlock; on
+	// SQLite the write lock another process holds past the busy timeout)
+	// rolls back, saving nothing, and the registry runs the handler again
+	// on a fresh transaction, after a pause that doubles from run to run
+	// (2 ms, 4 ms, ..., at most 100 ms, with jitter), until a run commits
+	// or the call's deadline passes: its context's deadline, or, when it
+	// has none, RetryFor after its first run began. There is no fixed
+	// number of runs; a call that lost three takes its turn to run alone
+	// among the registry's writes, so that later calls do not keep
+	// overtaking it. When the deadline passes first, the model is told
+	// the database is busy and nothing changed, and to try again in a few
+	// seconds. The audit record counts the runs (audit.Record.Attempts)
+	// and the time they took (RetryWait). Changes of the tenant settings
+	// are run again the same way. Default (zero or negative): ten seconds.
+	RetryFor time.Duration
 
 	// OutputBudget bounds, in bytes of JSON, the results of the tools
 	// without a budget of their own (llmtool.OutputBudget): a longer

@@ -72,8 +72,9 @@ func TestPostgresReadSnapshot(t *testing.T) {
 
 // TestPostgresConcurrentWritesRetry: eight clients increment one row by
 // read-modify-write. SERIALIZABLE fails the losers of each race (40001);
-// the registry runs them again, so every acknowledged increment is in the
-// row exactly once, after-commit hooks run once per commit, and the audit
+// the registry runs them again until they commit (none runs out of time
+// here: see TestContentionDeadline), so every increment is in the row
+// exactly once, after-commit hooks run once per commit, and the audit
 // records count the attempts.
 func TestPostgresConcurrentWritesRetry(t *testing.T) {
 	t.Parallel()
@@ -123,6 +124,7 @@ func TestPostgresConcurrentWritesRetry(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT qty FROM items WHERE id = 1`).Scan(&qty))
 	require.Equal(t, 3+int(ok.Load()), qty, "every acknowledged increment is in the row exactly once")
 	require.Equal(t, int64(clients*calls), ok.Load()+busy.Load())
+	require.Zero(t, busy.Load(), "a write runs again until its deadline, not a number of times")
 	require.Equal(t, ok.Load(), hooks.Load(), "AfterCommit runs once per committed call")
 	retried := 0
 	mu.Lock()

@@ -15,9 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/audit"
-	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
@@ -26,99 +24,6 @@ import (
 	"github.com/llmtool/llmtool/man"
 	"github.com/llmtool/llmtool/tenant"
 )
-
-// Call is one tool call, as an adapter received it.
-type Call struct {
-	// Tool is the tool's name.
-	Tool string
-	// Args are the arguments as sent by the model. Missing, null, "" and
-	// {} all mean no arguments; an object sent as a JSON-encoded string is
-	// accepted.
-	Args json.RawMessage
-	// Resource, set instead of Tool, reads the resource at this URI (see
-	// Resource): the registry finds the resource whose URI or URI template
-	// matches and calls it with the template's variables as arguments.
-	// Args is not used.
-	Resource string
-	// Prompt, set instead of Tool, renders the named prompt (see Prompt)
-	// with Args.
-	Prompt string
-	// DryRun runs a write tool's call in its transaction and rolls it
-	// back: the Result carries the Preview of what it would change (and
-	// JSON {"dryRun": true, "result": ..., "changes": [...]}). Nothing is
-	// saved, whatever the tool.
-	DryRun bool
-	// Approval answers the approval.Request an earlier call with the same
-	// tool and arguments returned: the call runs again and commits only if
-	// its preview is the one approved; a denial saves nothing.
-	Approval *approval.Answer
-	// OutputBudget bounds the result to this many bytes of JSON for the
-	// consumer that makes the call, such as a chat whose model has a small
-	// context window: adapters set it from their own OutputBudget option.
-	// It lowers the tool's budget (OutputBudget, Options.OutputBudget),
-	// never raises it; 0 means none.
-	OutputBudget int
-	// Conversation names the conversation or session the call belongs
-	// to, recorded with its changeset (Options.Changesets) so that a
-	// conversation's changes can be listed and undone together. Adapters
-	// set it: chatadapter from the conversation, mcpadapter from the MCP
-	// session.
-	Conversation string
-}
-
-// target returns the name and the kind of definition the call is for.
-func (c *Call) target() (string, toolKind) {
-	switch {
-	case c.Resource != "":
-		return c.Resource, kindResource
-	case c.Prompt != "":
-		return c.Prompt, kindPrompt
-	}
-	return c.Tool, kindTool
-}
-
-// Result is the outcome of a call, ready for an adapter to send.
-type Result struct {
-	// JSON is the tool's output on success and {"error": "..."} on failure.
-	// A success never has an "error" property.
-	JSON []byte
-	// IsError reports a failed call.
-	IsError bool
-	// Err is the error behind a failed call; errors.Is and errors.As work on
-	// it (ErrUnknownTool, ErrToolDisabled, *Error, *panicError, context
-	// errors).
-	Err error
-	// Content holds the parts of a rich result, when the tool's Out is
-	// Rich (and of a resource); nil otherwise. JSON holds the same parts.
-	Content []Content
-	// Messages holds a rendered prompt's messages (Call.Prompt); nil
-	// otherwise. JSON holds them too, as {"messages": [...]}.
-	Messages []Message
-	// Preview is what a dry run (Call.DryRun) or a call needing approval
-	// would change; nil otherwise.
-	Preview *approval.Preview
-	// Approval asks a person to approve the change Preview shows, when the
-	// call needs approval (first, or again because the data changed since
-	// the approval): the call failed with approval.ErrRequired and nothing
-	// was saved. Send Approval.Token back in Call.Approval.
-	Approval *approval.Request
-	// Changeset is what a committed write call changed in the tables the
-	// host tracks (Options.Changesets), with its ID in the history, which
-	// the tool undo_changes takes; nil for a read, a call that changed no
-	// tracked row, or one that did not commit.
-	Changeset *changeset.Set
-
-	msg string // the rendered error message
-}
-
-// Text returns the message the model sees: the error text for a failed
-// call, the JSON for a successful one.
-func (r Result) Text() string {
-	if r.IsError {
-		return r.msg
-	}
-	return string(r.JSON)
-}
 
 // Registry holds the tools an application serves and runs every call:
 // both adapters call Invoke. It is safe for concurrent use.
@@ -148,6 +53,8 @@ type Registry struct {
 	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
 	budget   int                                   // Options.OutputBudget (budget.go)
 	tracked  *tracking                             // Options.Changesets; nil when no table is tracked (changesets.go)
+	retryFor time.Duration                         // Options.RetryFor (retry.go)
+	turns    turns                                 // a starving write's turn to run alone (retry.go)
 }
 
 type entry struct {
@@ -196,7 +103,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 			return nil, err
 		}
 	}
-	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry)}
+	r := &Registry{tx: dbconn.New(db, e), tools: make(map[string]*entry), retryFor: defaultRetryFor, turns: newTurns()}
 	r.invoke = r.call
 	r.tenants = r.newTenants(opts)
 	if err := r.setup(opts); err != nil {
@@ -401,6 +308,9 @@ func (r *Registry) configure(o *Options) {
 	r.validateOutput.Store(o.ValidateOutput)
 	r.budget = max(o.OutputBudget, 0)
 	r.tx.WriteGrace = o.WriteGrace
+	if o.RetryFor > 0 {
+		r.retryFor = o.RetryFor
+	}
 	r.invoke = r.chain(o.Middleware)
 	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {
@@ -435,14 +345,16 @@ func (r *Registry) lateUse(tool, op string) {
 // gen_ai.tool.name, llmtool.module, llmtool.tenant, enduser.id (the
 // principal's ID, when there is one), llmtool.outcome (the audit
 // record's), llmtool.write, llmtool.committed, llmtool.attempts (write
-// calls) and llmtool.result.bytes; a failed call's span has status Error
-// with the model's message, and error.type the Kind's name. The
-// middleware and the call path run under it; while it is recording, the
-// call path adds the child spans llmtool.lock_wait (a write's wait for its
-// transaction: SQLite's write lock, a connection, BEGIN), llmtool.guards
-// (entity checks and guards), llmtool.handler and llmtool.commit, again
-// for each run of a write PostgreSQL made run again, which a "retry" event
-// on the call's span marks.
+// calls), llmtool.retry_wait_ms (a write run again: the audit record's
+// RetryWait, in milliseconds) and llmtool.result.bytes; a failed call's
+// span has status Error with the model's message, and error.type the
+// Kind's name. The middleware and the call path run under it; while it is
+// recording, the call path adds the child spans llmtool.lock_wait (a
+// write's wait for its transaction: SQLite's write lock, a connection,
+// BEGIN), llmtool.guards (entity checks and guards), llmtool.handler and
+// llmtool.commit, again for each run of a write that lost to other writes
+// and ran again (see Options.RetryFor), which a "retry" event on the
+// call's span marks.
 func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	start := time.Now()
 	name, kind := call.target()
@@ -474,7 +386,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 	rec := audit.Record{
 		Time: start, Tool: name, Module: module, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
 		Outcome: outcome(res.Err, req.refused), Duration: time.Since(start), Write: write, Committed: req.committed,
-		Attempts: req.attempts, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
+		Attempts: req.attempts, RetryWait: req.retryWait, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
 	}
 	r.audit(ctx, rec)
 	if span != nil || r.tel.m != nil {
@@ -507,7 +419,7 @@ func (r *Registry) invokeChain(ctx context.Context, req *Request) (res Result) {
 // arguments, approval, transaction, and the Result.
 func (r *Registry) call(ctx context.Context, req *Request) Result {
 	var res Result
-	req.refused, req.committed, req.attempts, req.preview = false, false, 0, nil
+	req.refused, req.committed, req.attempts, req.retryWait, req.preview = false, false, 0, 0, nil
 	call, e := req.Call, req.entry
 	if call.Resource != "" {
 		call.Args = req.args
@@ -533,7 +445,7 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 	if err == nil {
 		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx), conversation: call.Conversation}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
-		req.attempts = pa.attempts
+		req.attempts, req.retryWait = pa.attempts, pa.retryWait
 		if preview != nil && preview.held && !req.committed {
 			r.approve.release(preview.nonce) // the approval was not used
 		}

@@ -31,7 +31,7 @@ import (
 // those of database instrumentation under the handler's queries, nest in
 // it. Inside, when the span is recording, the call path adds child spans
 // for the wait for the write lock, the guards, the handler and the commit,
-// again for each run of a write that PostgreSQL made run again.
+// again for each run of a write that lost to other writes and ran again.
 
 // instrumentationScope names the tracer and the meter.
 const instrumentationScope = "github.com/llmtool/llmtool"
@@ -47,6 +47,7 @@ const (
 	attrPrincipal  = attribute.Key("enduser.id")
 	attrOutcome    = attribute.Key("llmtool.outcome")
 	attrAttempts   = attribute.Key("llmtool.attempts")
+	attrRetryWait  = attribute.Key("llmtool.retry_wait_ms")
 	attrWrite      = attribute.Key("llmtool.write")
 	attrCommitted  = attribute.Key("llmtool.committed")
 	attrBytes      = attribute.Key("llmtool.result.bytes")
@@ -63,6 +64,8 @@ const (
 	metricCalls    = "llmtool.calls"
 	metricDuration = "llmtool.call.duration"
 	metricLockWait = "llmtool.lock.wait"
+	metricRetries  = "llmtool.retries"
+	metricRetry    = "llmtool.retry.wait"
 	metricSize     = "llmtool.result.size"
 )
 
@@ -92,6 +95,8 @@ type instruments struct {
 	duration metric.Float64Histogram
 	lockWait metric.Float64Histogram
 	size     metric.Int64Histogram
+	retries  metric.Int64Counter     // runs again of write calls
+	retry    metric.Float64Histogram // the wait of write calls run again
 }
 
 // toolTel is what the spans and measurements of a tool's calls share,
@@ -193,7 +198,7 @@ func (tel *telemetry) init(o *Options) error {
 	}
 	meter := o.MeterProvider.Meter(instrumentationScope)
 	m := &instruments{}
-	var errs [4]error
+	var errs [6]error
 	m.calls, errs[0] = meter.Int64Counter(metricCalls, metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of tools, resources and prompts, by tool, module, outcome and whether the tool writes."))
 	m.duration, errs[1] = meter.Float64Histogram(metricDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(secondsBuckets...),
@@ -202,6 +207,10 @@ func (tel *telemetry) init(o *Options) error {
 		metric.WithDescription("Wait of write calls for their transaction: the write lock (SQLite), a connection and BEGIN, by tool, per run."))
 	m.size, errs[3] = meter.Int64Histogram(metricSize, metric.WithUnit("By"), metric.WithExplicitBucketBoundaries(bytesBuckets...),
 		metric.WithDescription("Size of the JSON of call results, by tool."))
+	m.retries, errs[4] = meter.Int64Counter(metricRetries, metric.WithUnit("{run}"),
+		metric.WithDescription("Runs again of write calls after a run lost to other writes, by tool."))
+	m.retry, errs[5] = meter.Float64Histogram(metricRetry, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(secondsBuckets...),
+		metric.WithDescription("Time write calls that ran again lost to other writes (the audit record's RetryWait), by tool, per call."))
 	tel.m = m
 	return errors.Join(errs[:]...)
 }
@@ -253,15 +262,23 @@ func (r *Registry) endCall(ctx context.Context, span trace.Span, t *Tool, rec *a
 		if t != nil {
 			m.size.Record(ctx, int64(len(res.JSON)), tt.toolOpts().rec...)
 		}
+		if rec.Attempts > 1 {
+			o := tt.toolOpts()
+			m.retries.Add(ctx, int64(rec.Attempts-1), o.add...)
+			m.retry.Record(ctx, rec.RetryWait.Seconds(), o.rec...)
+		}
 	}
 }
 
 // endSpan sets the attributes and status of a call's recording span.
 func endSpan(span trace.Span, rec *audit.Record, res *Result) {
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs, attrOutcome.String(rec.Outcome), attrCommitted.Bool(rec.Committed), attrBytes.Int(len(res.JSON)))
 	if rec.Write {
 		attrs = append(attrs, attrAttempts.Int(rec.Attempts))
+	}
+	if rec.Attempts > 1 {
+		attrs = append(attrs, attrRetryWait.Float64(float64(rec.RetryWait)/float64(time.Millisecond)))
 	}
 	if rec.Approval != "" {
 		attrs = append(attrs, attrApproval.String(rec.Approval))
@@ -323,8 +340,8 @@ func (r *Registry) beginWrite(ctx context.Context, t *Tool, traced bool) (*dbcon
 	return wt, err
 }
 
-// retried marks, on the call's span, a write run again after PostgreSQL
-// made it lose a race.
+// retried marks, on the call's span, a write run again after a run lost
+// to other writes.
 func retried(ctx context.Context, traced bool, attempt int) {
 	if traced {
 		trace.SpanFromContext(ctx).AddEvent(eventRetry, trace.WithAttributes(attrAttempt.Int(attempt)))

@@ -304,6 +304,9 @@ func TestTelemetryRetry(t *testing.T) {
 	attrs := attrMap(call.Attributes())
 	require.Equal(t, int64(2), attrs["llmtool.attempts"])
 	require.Equal(t, true, attrs["llmtool.committed"])
+	wait, ok := attrs["llmtool.retry_wait_ms"].(float64)
+	require.True(t, ok, "a write run again has its wait: %v", attrs)
+	require.Greater(t, wait, 0.5, "at least the pause after the first run (1 to 2 ms)")
 	require.Len(t, call.Events(), 1)
 	require.Equal(t, "retry", call.Events()[0].Name)
 	require.Equal(t, map[string]any{"llmtool.attempt": int64(2)}, attrMap(call.Events()[0].Attributes))
@@ -314,6 +317,13 @@ func TestTelemetryRetry(t *testing.T) {
 	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "could not serialize access due to concurrent update"}, handlers[0].Status())
 	require.Equal(t, sdktrace.Status{Code: codes.Unset}, handlers[1].Status())
 	require.Len(t, tr.named("llmtool.commit"), 1)
+
+	unit, points := dataPoints(t, tr.reader, "llmtool.retries")
+	require.Equal(t, "{run}", unit)
+	require.Equal(t, map[string]int64{"flaky_add": 1}, points, "one run again")
+	unit, points = dataPoints(t, tr.reader, "llmtool.retry.wait")
+	require.Equal(t, "s", unit)
+	require.Equal(t, map[string]int64{"flaky_add": 1}, points, "one call run again")
 }
 
 func TestTelemetryMiddlewareUnderCallSpan(t *testing.T) {
@@ -491,4 +501,6 @@ func TestTelemetryMetrics(t *testing.T) {
 	unit, points = dataPoints(t, tr.reader, "llmtool.result.size")
 	require.Equal(t, "By", unit)
 	require.Equal(t, map[string]int64{"get_item": 3, "add_item": 2}, points)
+	_, points = dataPoints(t, tr.reader, "llmtool.retries")
+	require.Empty(t, points, "no call ran again")
 }

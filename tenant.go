@@ -26,18 +26,14 @@ func (r *Registry) newTenants(opts *Options) *tenant.Settings {
 
 // writeSettings runs f, a change of the tenant settings, in a write
 // transaction queued with the registry's write calls, and runs it again
-// as a write call runs again when PostgreSQL reports a serialization
-// failure or a deadlock.
+// as a write call runs again when it loses to other writes (retry.go):
+// until it commits or the deadline passes.
 func (r *Registry) writeSettings(ctx context.Context, f func(tx *sql.Tx) error) error {
-	for attempt := 1; ; attempt++ {
+	p := newRetry(ctx, r.retryFor)
+	return p.do(ctx, nil, "", func() (bool, error) {
 		err := r.writeSettingsOnce(ctx, f)
-		if err == nil || !engine.Retryable(err) || attempt == maxAttempts {
-			return err
-		}
-		if retryPause(ctx, attempt) != nil {
-			return err
-		}
-	}
+		return err != nil && engine.Retryable(err), err
+	})
 }
 
 func (r *Registry) writeSettingsOnce(ctx context.Context, f func(tx *sql.Tx) error) error {

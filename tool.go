@@ -185,11 +185,15 @@ func Read[In, Out any](name, description string, handler func(*ReadCtx, In) (Out
 // and runs in a write transaction that commits when it returns a nil error
 // and rolls back otherwise.
 //
-// On PostgreSQL the transaction is SERIALIZABLE, and a call that loses a
+// On PostgreSQL the transaction is SERIALIZABLE, and a run that loses a
 // race with a concurrent write (a serialization failure or deadlock) is
-// run again, handler and all, on a fresh transaction, up to five times.
-// So a write handler must do nothing outside its transaction: no HTTP
-// request, no message sent, no file written. Register such effects with
+// run again, handler and all, on a fresh transaction; so is one that
+// finds SQLite's write lock held by another process past the busy
+// timeout. Runs go on, with growing pauses, until one commits or the
+// call's deadline passes (Options.RetryFor when its context has none);
+// then the model is told the database is busy and nothing changed. So a
+// write handler must do nothing outside its transaction: no HTTP request,
+// no message sent, no file written. Register such effects with
 // WriteCtx.AfterCommit, which runs once, after the final commit.
 //
 // Write panics on the same definition errors as Read.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -67,8 +66,10 @@ type querier = dbconn.Querier
 // plus Exec and AfterCommit. The handler runs in a write transaction that
 // commits when it returns a nil error and rolls back on an error, a panic
 // or a cancelled context. On SQLite the registry's writes run one at a
-// time; on PostgreSQL they run side by side in SERIALIZABLE transactions,
-// and one that lost a race runs again (see Write). Its SQL may change data
+// time; on PostgreSQL they run side by side in SERIALIZABLE transactions.
+// A run that lost to other writes (a serialization failure, a deadlock, or
+// SQLite's write lock held by another process) rolls back and runs again,
+// until the call's deadline (see Write). Its SQL may change data
 // and schema; statements that would change the transaction or the
 // connection are refused as for a ReadCtx.
 //
@@ -97,8 +98,11 @@ type callState struct {
 	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
 	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
-	retryable    atomic.Bool     // a statement failed with a serialization failure or deadlock
+	retryable    atomic.Bool     // a statement lost to another write (engine.Retryable): run again
 	attempt      int             // the run of a write call: 1, more after retries
+	retryWait    time.Duration   // the time earlier runs and pauses took (retry.wait)
+	cut          atomic.Bool     // the call's deadline cut a statement of a write (retry.go)
+	lockWait     bool            // PostgreSQL: a session waited for a lock near the deadline (dbconn.LockWatch)
 	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
 	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
 	undid        []int64         // the history entries an undo_changes call undoes
@@ -149,6 +153,9 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 		}
 		return nil, rerr
 	}
+	if err != nil && c.tx != nil {
+		c.call.stmtFailed(err) // retry.go
+	}
 	return rows, err
 }
 
@@ -187,6 +194,11 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	row := c.q.QueryRowContext(ctx, query, args...)
 	if rerr := c.call.denied(query); rerr != nil {
 		return c.call.reg.tx.ErrRow.Row(rerr)
+	}
+	if c.tx != nil {
+		if err := row.Err(); err != nil {
+			c.call.stmtFailed(err) // retry.go
+		}
 	}
 	return row
 }
@@ -271,8 +283,8 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 	if rerr := c.call.denied(query); rerr != nil {
 		return nil, rerr
 	}
-	if err != nil && engine.Retryable(err) {
-		c.call.retryable.Store(true)
+	if err != nil {
+		c.call.stmtFailed(err) // retry.go
 	}
 	if err == nil && (c.call.preview != nil || c.call.wtx.Noting()) {
 		if n, nerr := res.RowsAffected(); nerr == nil {
@@ -287,7 +299,8 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 
 // AfterCommit registers f to run after the transaction commits, in
 // registration order. It does not run if the call rolls back, and runs
-// once even when PostgreSQL made the registry run the handler again. Use
+// once, after the commit, even when the registry ran the handler again
+// because a run lost to other writes. Use
 // it for side effects outside the database, such as invalidating a cache.
 func (c *WriteCtx) AfterCommit(f func()) {
 	if c.call.done.Load() {
@@ -300,10 +313,11 @@ func (c *WriteCtx) AfterCommit(f func()) {
 // prepared is what argument preparation hands to the call, and what the
 // call hands back for its audit record.
 type prepared struct {
-	preview  *previewState // a dry run or an approval (approval.go); nil for a plain call
-	fill     uint64
-	attempts int  // runs of a write call's handler (more than one after retries)
-	traced   bool // the call's span is recording: add child spans (telemetry.go)
+	preview   *previewState // a dry run or an approval (approval.go); nil for a plain call
+	fill      uint64
+	attempts  int           // runs of a write call's handler (more than one after retries)
+	retryWait time.Duration // the time a write call lost to other writes (retry.wait)
+	traced    bool          // the call's span is recording: add child spans (telemetry.go)
 	// conversation is Call.Conversation, recorded with the changeset.
 	conversation string
 }
@@ -365,24 +379,7 @@ func (r *Registry) execCall(ctx context.Context, t *Tool, args []byte, pa *prepa
 		}
 		return out, false, err
 	}
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
-			retried(ctx, pa.traced, attempt) // telemetry.go
-		}
-		out, committed, retry, err := r.execWrite(ctx, t, args, pa, res, attempt)
-		if !retry || attempt == maxAttempts {
-			if retry {
-				err = fmt.Errorf("llmtool: tool %s: gave up after %d attempts that each lost a race with concurrent writes: %w", t.spec.Name, attempt, err)
-			}
-			pa.attempts = attempt
-			return out, committed, err
-		}
-		if err := retryPause(ctx, attempt); err != nil {
-			pa.attempts = attempt
-			return nil, false, err
-		}
-		r.logger().Debug("llmtool: write retried after a serialization failure", "tool", t.spec.Name, "attempt", attempt, "err", err)
-	}
+	return r.runWrites(ctx, t, args, pa, res) // retry.go
 }
 
 // execRead runs a read call: its guards and handler, once, in one
@@ -424,39 +421,23 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	return out, nil
 }
 
-// maxAttempts bounds the runs of a write call (and of a tenant setting's
-// change) that PostgreSQL keeps failing with a serialization failure or
-// a deadlock.
-const maxAttempts = 5
-
-// retryPause waits before attempt+1: a jittered 5·2^(attempt-1)
-// milliseconds (5, 10, 20, 40: about 75 ms over a call's five runs, enough
-// for the writes it collided with to commit), so writers that collided do
-// not collide again in step.
-func retryPause(ctx context.Context, attempt int) error {
-	d := time.Duration(5<<(attempt-1)) * time.Millisecond
-	d = d/2 + rand.N(d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// execWrite is one attempt of a write call. retry reports a failure that
-// PostgreSQL asks to run again (40001, 40P01): nothing was saved, and the
-// handler may run again on a fresh transaction.
-func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, attempt int) (out []byte, committed, retry bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: attempt, preview: pa.preview, traced: pa.traced, conversation: pa.conversation}
+// execWrite is one run of a write call, p its retry policy. again reports
+// a run that lost to other writes (engine.Retryable, and PostgreSQL's
+// stale plan): nothing was saved, and the handler may run again on a
+// fresh transaction. An error wrapping errContended is a run that the
+// call's deadline ended while it waited for other transactions.
+func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
+	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced, conversation: pa.conversation}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, false, p.ended(err, nil) // retry.go
+	}
 	wt, err := r.beginWrite(ctx, t, pa.traced) // the write lock and BEGIN (telemetry.go)
 	if err != nil {
-		return nil, false, false, beginErr(ctx, err)
+		again, err = beginFailed(ctx, err) // retry.go
+		return nil, false, again, err
 	}
 	cs.wtx, cs.policy = wt, wt.Policy
 	tx := wt.Tx
@@ -472,7 +453,9 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			"tool", t.spec.Name, "grace", r.tx.Grace(), "err", context.Cause(ctx))
 	})
 	wt.Policy.SetMode(dbconn.ModeWrite)
+	locks := r.tx.WatchLocks(ctx) // PostgreSQL: a lock wait near the deadline (retry.go)
 	out, err = r.run(t, &w.ReadCtx, args)
+	cs.lockWait = locks.Stop()
 	if !wt.Claim() {
 		cs.finish()
 		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
@@ -506,8 +489,16 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	if err != nil {
 		_ = tx.Rollback()
-		retry = ctx.Err() == nil && cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
-		return nil, false, retry, err
+		lost := cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
+		switch { // retry.go
+		case lost && ctx.Err() == nil:
+			again = true
+		case lost:
+			err = p.ended(ctx.Err(), err)
+		case r.contended(ctx, cs, p, err):
+			err = fmt.Errorf("%w: %w", errContended, err)
+		}
+		return nil, false, again, err
 	}
 	if cs.preview != nil {
 		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, cs.changes, tx)
@@ -521,7 +512,13 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	if err := r.storeChanges(ctx, cs, tx); err != nil { // changesets.go
 		_ = tx.Rollback()
-		return nil, false, ctx.Err() == nil && engine.Retryable(err), err
+		if engine.Retryable(err) {
+			if ctx.Err() == nil {
+				return nil, false, true, err
+			}
+			err = p.ended(ctx.Err(), err)
+		}
+		return nil, false, false, err
 	}
 	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
 	err = tx.Commit()

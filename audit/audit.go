@@ -65,7 +65,7 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 		slog.Bool("write", rec.Write), slog.Bool("committed", rec.Committed),
 	}
 	if rec.Attempts > 1 {
-		attrs = append(attrs, slog.Int("attempts", rec.Attempts))
+		attrs = append(attrs, slog.Int("attempts", rec.Attempts), slog.Duration("retry_wait", rec.RetryWait))
 	}
 	if rec.Approval != "" {
 		attrs = append(attrs, slog.String("approval", rec.Approval))

@@ -171,3 +171,31 @@ func TestSlogMatchesDefault(t *testing.T) {
 	require.Equal(t, `level=INFO msg="llmtool call" tool=get_item module=items principal="" tenant="" outcome=ok write=false committed=false`+"\n", def.String())
 	require.Equal(t, def.String(), own.String())
 }
+
+// TestSlogRetries: a write run again shows its runs and the time they
+// lost; a call run once shows neither.
+func TestSlogRetries(t *testing.T) {
+	t.Parallel()
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		name string
+		rec  audit.Record
+		want string
+	}{
+		{"run once", audit.Record{Tool: "bump", Outcome: audit.OutcomeOK, Duration: 2 * time.Millisecond, Write: true, Committed: true, Attempts: 1},
+			`level=INFO msg="llmtool call" tool=bump module="" principal="" tenant="" outcome=ok duration=2ms write=true committed=true` + "\n"},
+		{"run again", audit.Record{Tool: "bump", Outcome: audit.OutcomeOK, Duration: 40 * time.Millisecond, Write: true, Committed: true, Attempts: 4, RetryWait: 31 * time.Millisecond},
+			`level=INFO msg="llmtool call" tool=bump module="" principal="" tenant="" outcome=ok duration=40ms write=true committed=true attempts=4 retry_wait=31ms` + "\n"},
+		{"out of time", audit.Record{Tool: "bump", Outcome: "internal", Duration: 10 * time.Second, Write: true, Attempts: 90, RetryWait: 9900 * time.Millisecond},
+			`level=INFO msg="llmtool call" tool=bump module="" principal="" tenant="" outcome=internal duration=10s write=true committed=false attempts=90 retry_wait=9.9s` + "\n"},
+	} {
+		var buf bytes.Buffer
+		audit.Slog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: noTime}))).Audit(context.Background(), tc.rec)
+		require.Equal(t, tc.want, buf.String(), tc.name)
+	}
+}

@@ -19,10 +19,15 @@ type Record struct {
 	Write     bool          // a write tool
 	Committed bool          // its transaction committed
 	// Attempts counts the runs of a write call's handler: 1, or more when
-	// PostgreSQL failed a run with a serialization failure or deadlock
-	// and the registry ran it again on a fresh transaction. 0 for a read
-	// call or a call that did not run.
+	// a run lost to other writes (PostgreSQL's serialization failure or
+	// deadlock, SQLite's write lock held by another process) and the
+	// registry ran it again on a fresh transaction. 0 for a read call or
+	// a call that did not run.
 	Attempts int
+	// RetryWait is the time a write call lost to other writes: from the
+	// start of its first run to the start of its last, the runs that
+	// rolled back and the pauses between them. 0 when it ran once.
+	RetryWait time.Duration
 	// Approval is the call's approval step, "" for a call without one:
 	// "requested" (it needed a person's approval and saved nothing),
 	// "approved" (approved, and the commit matched the approved preview),

@@ -70,9 +70,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Write runs f in a write transaction, committed when f returns nil
 	// and rolled back otherwise. A registry passes its own, so that
-	// changes queue behind its write calls (SQLite has one writer) and are
-	// retried as they are on PostgreSQL's serialization failures. Nil
-	// runs f in a transaction of the database, once.
+	// changes queue behind its write calls (SQLite has one writer) and
+	// run again, as write calls do, while they lose to other writes
+	// (PostgreSQL's serialization failures, SQLite's lock held by another
+	// process), until the deadline. Nil runs f in a transaction of the
+	// database, once.
 	Write func(ctx context.Context, f func(tx *sql.Tx) error) error
 }
 

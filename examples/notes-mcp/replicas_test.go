@@ -45,7 +45,10 @@ const (
 )
 
 // busySentence is the answer of a write that still lost to other
-// transactions (serialization failures, deadlocks) after its five runs.
+// transactions (serialization failures, deadlocks) when its deadline
+// passed: llmtool runs a write that lost again until then
+// (Options.RetryFor, ten seconds, for a call without a deadline of its
+// own).
 func busySentence(tool string) string {
 	return "The database is busy, so " + tool + " could not finish and changed nothing. Try again in a few seconds; if it is still busy, tell the user."
 }
@@ -334,10 +337,10 @@ type auditStats struct {
 
 var (
 	logAttr = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S*)`)
-	// gaveUp is the error line of a write whose five runs all lost to
-	// concurrent writes: serialization failures (40001) or deadlocks
-	// (40P01).
-	gaveUp = regexp.MustCompile(`^time=\S+ level=ERROR msg="llmtool: tool failed" tool=(\w+) err="llmtool: tool (\w+): gave up after 5 attempts that each lost a race with concurrent writes: .*\(SQLSTATE 40(?:001|P01)\)"$`)
+	// gaveUp is the error line of a write whose runs all lost to
+	// concurrent writes (serialization failures, 40001, or deadlocks,
+	// 40P01) until its deadline.
+	gaveUp = regexp.MustCompile(`^time=\S+ level=ERROR msg="llmtool: tool failed" tool=(\w+) err="llmtool: tool (\w+): \d+ runs over \S+: the database stayed busy with other writes until the call's deadline; nothing was saved: .*\(SQLSTATE 40(?:001|P01)\)"$`)
 )
 
 // parseAudit adds a replica's log to into. A warning or error other than
@@ -589,19 +592,22 @@ func TestReplicas(t *testing.T) {
 	// The replicas stop cleanly (Ctrl+C, exit status 0). Their logs hold
 	// one audit line per call: the committed writes are exactly the
 	// acknowledged ones, the failed calls exactly the busy answers, each
-	// also logged as a write that gave up after five runs lost to
-	// serialization failures or deadlocks; no other warning or error.
+	// also logged as a write whose runs lost to serialization failures or
+	// deadlocks until its deadline; no other warning or error.
 	stats := auditStats{attempts: map[int]int{}, outcomes: map[string]int{}, gaveUp: map[string]int{}}
 	for i, r := range replicas {
 		require.NoError(t, r.stop(), "replica %d; stderr:\n%s", i, r.stderr)
 		require.NoError(t, parseAudit(r.stderr.String(), &stats), "replica %d", i)
 	}
-	retriedOK := stats.retried - nBusy // the busy answers ran five times
-	t.Logf("audit lines: %d calls, outcomes %v; %d committed writes; %d writes run more than once (%d more runs; calls by runs %v), %d of them then committed",
-		stats.calls, stats.outcomes, stats.committedWrites, stats.retried, stats.extraRuns, stats.attempts, retriedOK)
+	t.Logf("audit lines: %d calls, outcomes %v; %d committed writes; %d writes run more than once (%d more runs; calls by runs %v)",
+		stats.calls, stats.outcomes, stats.committedWrites, stats.retried, stats.extraRuns, stats.attempts)
 	t.Logf("busy answers: %d of %d writes (%.1f%%)", nBusy, len(writes), 100*float64(nBusy)/float64(len(writes)))
 	require.Equal(t, hotNoteCount+total+offCalls, stats.calls, "one audit line per call")
-	require.Equal(t, map[string]int{"ok": hotNoteCount + total - nBusy + offCalls - offRefused, "internal": nBusy, "refused": offRefused}, stats.outcomes)
+	outcomes := map[string]int{"ok": hotNoteCount + total - nBusy + offCalls - offRefused, "refused": offRefused}
+	if nBusy > 0 { // writes run again until their deadline: busy answers are rare
+		outcomes["internal"] = nBusy
+	}
+	require.Equal(t, outcomes, stats.outcomes)
 	require.Equal(t, hotNoteCount+nAcked+len(lateAcked), stats.committedWrites, "committed writes: the hot notes, the acknowledged writes")
 	busyByTool := map[string]int{}
 	for tool, c := range byTool {
@@ -610,7 +616,6 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 	require.Equal(t, busyByTool, stats.gaveUp, "writes logged as given up, by tool: the busy answers")
-	require.GreaterOrEqual(t, stats.attempts[5], nBusy, "a busy answer ran five times")
 }
 
 // checkWrites checks the database against the load's writes: a note per

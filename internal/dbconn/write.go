@@ -150,6 +150,13 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 			discard(w.Conn)
 			return nil, err
 		}
+		if w.wc != nil && ctx.Err() == nil && engine.Locked(err) && t.keepWriter && !t.closed.Load() {
+			// BEGIN IMMEDIATE found the write lock taken by another
+			// process: no transaction began, so the connection is as it
+			// was, kept for the run again.
+			t.writer = w.wc
+			return w, err
+		}
 		t.releaseWriteConn(w.Conn, w.wc != nil, true)
 		return w, err
 	}
@@ -158,6 +165,64 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 		w.capture.start()
 	}
 	return w, nil
+}
+
+// LockWatch asks PostgreSQL, shortly before a write's deadline, whether a
+// session waits for a lock: how the registry tells a write whose deadline
+// cut a statement that waited behind another transaction's lock, which is
+// contention, from one that ran long. It asks before the deadline because
+// after it there is nothing left to see: pgx cancels a statement whose
+// context ends (its CancelRequest ends the session's wait) and closes the
+// connection.
+type LockWatch struct {
+	timer *time.Timer
+	done  chan struct{}
+	seen  bool
+}
+
+// WatchLocks starts the watch of a write whose handler runs under ctx:
+// when a quarter of the time left, at most 100 ms, remains before ctx's
+// deadline, it asks whether a session of this database and user, other
+// than the asking one, waits for a lock. It asks on a connection of the
+// pool: when none is idle and opening one takes longer than that, the
+// answer comes after pgx's cancellation and says no. It returns nil,
+// which watches nothing (at no cost), on SQLite and for a ctx without a
+// deadline.
+func (t *Pool) WatchLocks(ctx context.Context) *LockWatch {
+	if t.Engine != engine.Postgres {
+		return nil
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(d)
+	lead := min(left/4, 100*time.Millisecond)
+	w := &LockWatch{done: make(chan struct{})}
+	w.timer = time.AfterFunc(left-lead, func() {
+		defer close(w.done)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		err := t.DB.QueryRowContext(pctx, pgLockWait).Scan(&w.seen)
+		w.seen = err == nil && w.seen
+	})
+	return w
+}
+
+// pgLockWait asks whether a session of this database and user, other
+// than the asking one, waits for a lock.
+const pgLockWait = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE datname = current_database() AND usename = session_user AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')`
+
+// Stop ends the watch, once the handler returned, and reports whether it
+// saw a session wait for a lock: false if it did not ask. A question in
+// flight is waited for (at most a second).
+func (w *LockWatch) Stop() bool {
+	if w == nil || w.timer.Stop() {
+		return false
+	}
+	<-w.done
+	return w.seen
 }
 
 // releaseToken gives the write token back (SQLite).

@@ -85,15 +85,47 @@ func sqlState(err error) string {
 	return ""
 }
 
-// Retryable reports whether err is PostgreSQL giving up a transaction that
-// would succeed if run again: a serialization failure (40001) or a
-// deadlock (40P01).
+// Retryable reports whether err is the database giving up a write
+// transaction that would succeed if run again once other transactions
+// ended: PostgreSQL's serialization failure (40001) or deadlock (40P01),
+// or SQLite's lock held by another connection (Locked).
 func Retryable(err error) bool {
 	switch sqlState(err) {
 	case "40001", "40P01":
 		return true
 	}
-	return false
+	return Locked(err)
+}
+
+// SQLite's result codes for a lock another connection holds: SQLITE_BUSY
+// is the low byte of its extended codes (SQLITE_BUSY_SNAPSHOT, 517, ...);
+// of SQLITE_LOCKED's, only SQLITE_LOCKED_SHAREDCACHE is another
+// connection's.
+const (
+	sqliteBusy              = 5
+	sqliteLockedSharedCache = 262
+)
+
+// Locked reports whether err is SQLite refusing a lock another connection
+// holds, which it may get once that connection's transaction ends:
+// SQLITE_BUSY (the write lock, past the busy timeout, or at a BEGIN
+// IMMEDIATE refused at once) and SQLITE_LOCKED_SHAREDCACHE (a table lock
+// in shared-cache mode), from a driver that reports SQLite's extended
+// result code (a Code() int method, as modernc.org/sqlite's errors have)
+// or, from one that does not, SQLite's message for SQLITE_BUSY. A plain
+// SQLITE_LOCKED is not: it is a conflict within the connection (a DROP
+// TABLE under the statement's own open rows), which comes back however
+// often the transaction runs.
+func Locked(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		c := coded.Code()
+		return c&0xff == sqliteBusy || c == sqliteLockedSharedCache
+	}
+	return strings.Contains(err.Error(), "database is locked")
 }
 
 // StalePlan reports whether err is PostgreSQL refusing a statement the
@@ -105,9 +137,10 @@ func StalePlan(err error) bool {
 }
 
 // Busy reports whether err is PostgreSQL giving up on contention: a write
-// still failing a serialization check or deadlocking after the registry's
-// retries (40001, 40P01), a lock or statement timeout (55P03, 57014 with a
-// timeout), or no connection slot free (53300 is Unavailable).
+// still failing a serialization check or deadlocking when the registry
+// stopped running it again (40001, 40P01), or a lock timeout (55P03). (No
+// connection slot free, 53300, is Unavailable; SQLite's busy and locked
+// codes are Locked.)
 func Busy(err error) bool {
 	switch sqlState(err) {
 	case "40001", "40P01", "55P03":

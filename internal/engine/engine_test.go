@@ -78,7 +78,7 @@ func TestErrorClasses(t *testing.T) {
 		name                                   string
 		err                                    error
 		retryable, busy, unavailable, readOnly bool
-		full                                   bool
+		full, locked                           bool
 	}{
 		{name: "serialization failure", err: pg("40001"), retryable: true, busy: true},
 		{name: "deadlock", err: pg("40P01"), retryable: true, busy: true},
@@ -92,7 +92,16 @@ func TestErrorClasses(t *testing.T) {
 		{name: "unique violation", err: pg("23505")},
 		{name: "connection refused", err: fmt.Errorf("dial: %w", syscall.ECONNREFUSED), unavailable: true},
 		{name: "plain", err: errors.New("something else")},
+		{name: "SQLITE_BUSY", err: fmt.Errorf("begin: %w", sqliteErr(5)), retryable: true, locked: true},
+		{name: "SQLITE_BUSY_SNAPSHOT", err: sqliteErr(517), retryable: true, locked: true},
+		{name: "SQLITE_LOCKED, within the connection", err: sqliteErr(6)},
+		{name: "SQLITE_LOCKED_SHAREDCACHE", err: sqliteErr(262), retryable: true, locked: true},
+		{name: "SQLITE_CONSTRAINT_UNIQUE", err: sqliteErr(2067)},
+		{name: "a coded error's text is not read", err: codedText{"database is locked"}},
+		{name: "busy, said as text", err: errors.New("database is locked"), retryable: true, locked: true},
+		{name: "locked, said as text", err: errors.New("database table is locked: items")},
 	} {
+		require.Equal(t, tc.locked, engine.Locked(tc.err), tc.name)
 		require.Equal(t, tc.retryable, engine.Retryable(tc.err), tc.name)
 		require.Equal(t, tc.busy, engine.Busy(tc.err), tc.name)
 		require.Equal(t, tc.unavailable, engine.Unavailable(tc.err), tc.name)
@@ -100,7 +109,21 @@ func TestErrorClasses(t *testing.T) {
 		require.Equal(t, tc.full, engine.DiskFull(tc.err), tc.name)
 	}
 	require.False(t, engine.Unavailable(nil))
+	require.False(t, engine.Locked(nil))
 }
+
+// sqliteErr is an error with SQLite's extended result code, as
+// modernc.org/sqlite's *sqlite.Error reports it.
+type sqliteErr int
+
+func (e sqliteErr) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e sqliteErr) Code() int     { return int(e) }
+
+// codedText has a result code that is no lock, and a lock's text.
+type codedText struct{ msg string }
+
+func (e codedText) Error() string { return e.msg }
+func (e codedText) Code() int     { return 1 } // SQLITE_ERROR
 
 func TestBrokenConn(t *testing.T) {
 	t.Parallel()
