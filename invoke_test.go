@@ -524,11 +524,17 @@ func TestStuckWriteIsAbandoned(t *testing.T) {
 	require.NoError(t, reg.Tenants().SetWrites(a, "A", true))
 	require.NoError(t, reg.Tenants().SetWrites(b, "B", true))
 
-	ctx, cancel := context.WithTimeout(a, 20*time.Millisecond)
+	// The deadline leaves the handler time to start on a loaded machine;
+	// B then waits for the rest of it.
+	ctx, cancel := context.WithTimeout(a, 500*time.Millisecond)
 	defer cancel()
 	done := make(chan llmtool.Result, 1)
 	go func() { done <- reg.Invoke(ctx, llmtool.Call{Tool: "stuck_add", Args: []byte(`{"name":"stuck"}`)}) }()
-	<-inserted
+	select {
+	case <-inserted:
+	case res := <-done:
+		t.Fatalf("the stuck call ended before its handler inserted: %s", res.Text())
+	}
 	// Waits for the write path, which the stuck call holds until its
 	// deadline and grace are over.
 	res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: []byte(`{"name":"from B"}`)})
