@@ -123,8 +123,8 @@
 // # A chat page
 //
 // A host's chat page shows a turn as it happens and keeps the
-// conversation in the host's database. RunOptions.Stream has Run ask an
-// OpenAI-compatible endpoint to stream its answers, so the page shows
+// conversation in the host's database. RunOptions.Stream has Run ask the
+// endpoint, of any of the four APIs, to stream its answers, so the page shows
 // the words as they come (TextDelta); each call is a card, started with
 // its friendly name and arguments, paused with the preview of the rows
 // it would change (Event.Pending), finished with what the model reads

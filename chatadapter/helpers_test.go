@@ -215,9 +215,15 @@ type model struct {
 
 func newModel(t testing.TB, replies ...func(w http.ResponseWriter, r *http.Request)) *model {
 	t.Helper()
+	return newModelAt(t, "/v1/chat/completions", replies...)
+}
+
+// newModelAt is newModel answering at path.
+func newModelAt(t testing.TB, path string, replies ...func(w http.ResponseWriter, r *http.Request)) *model {
+	t.Helper()
 	m := &model{replies: replies}
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+		if r.URL.Path != path || r.Method != http.MethodPost {
 			http.Error(w, "not found", http.StatusNotFound)
 			return
 		}

@@ -57,8 +57,9 @@ const anthropicMaxTokens = 4096
 // Endpoint.Header has one.
 const anthropicVersion = "2023-06-01"
 
-// endpointURL is where requests of shape go.
-func endpointURL(ep Endpoint, shape Shape) string {
+// endpointURL is where requests of shape go; Gemini streams from
+// streamGenerateContent, in server-sent events.
+func endpointURL(ep Endpoint, shape Shape, stream bool) string {
 	base := strings.TrimRight(ep.BaseURL, "/")
 	var u string
 	switch shape.wire() {
@@ -68,6 +69,9 @@ func endpointURL(ep Endpoint, shape Shape) string {
 		u = base + "/messages"
 	case Gemini:
 		u = base + "/models/" + url.PathEscape(strings.TrimPrefix(ep.Model, "models/")) + ":generateContent"
+		if stream {
+			u = strings.TrimSuffix(u, ":generateContent") + ":streamGenerateContent?alt=sse"
+		}
 	default:
 		u = base + "/chat/completions"
 	}

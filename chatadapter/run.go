@@ -69,10 +69,12 @@ type RunOptions struct {
 	// Stream asks the endpoint to stream each answer ("stream": true),
 	// so that the context's events (WithEvents) report the model's text
 	// as it is written (TextDelta), for a chat that shows it word by
-	// word. The transcript is the same as without it. OpenAI Chat
-	// Completions only, and every compatible server (llama.cpp, Ollama,
-	// vLLM): NewRunner refuses it for another Endpoint.Shape. A server
-	// that answers in one response all the same is read as such.
+	// word. The transcript is the same as without it. Every API streams:
+	// OpenAI Chat Completions and compatible servers (llama.cpp, Ollama,
+	// vLLM) with stream_options.include_usage, OpenAI Responses and
+	// Anthropic with "stream": true, Gemini from streamGenerateContent
+	// with alt=sse. A server that answers in one response all the same is
+	// read as such.
 	// Default: false, each answer in one response.
 	Stream bool
 }
@@ -223,9 +225,7 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 		r.retryDelay = opts.RetryDelay
 	}
 	if opts.Stream {
-		if err := r.streams(); err != nil { // stream.go
-			return nil, err
-		}
+		r.streams() // stream.go
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
 		b, err := marshal(opts.RequestFields[name])
@@ -234,7 +234,7 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 		}
 		r.fields = append(r.fields, member{name, json.RawMessage(b)})
 	}
-	r.url = endpointURL(ep, r.shape)
+	r.url = endpointURL(ep, r.shape, r.stream)
 	if r.client == nil {
 		r.client = http.DefaultClient
 	}

@@ -13,7 +13,8 @@ import (
 	"strings"
 )
 
-// Streaming (RunOptions.Stream). An OpenAI Chat Completions endpoint
+// Streaming (RunOptions.Stream), here for OpenAI Chat Completions and in
+// stream_apis.go for the other APIs. An OpenAI Chat Completions endpoint
 // asked for "stream": true answers with server-sent events: each event's
 // data is a chunk, {"choices":[{"delta":{...},"finish_reason":...}]}, and
 // the last one is [DONE]. A delta carries a piece of the model's text
@@ -23,8 +24,9 @@ import (
 // last chunk without choices carries the usage.
 //
 // postStream reports each piece of text as a TextDelta event as it
-// arrives, and reassembles the whole into the chat completion the
-// endpoint would have sent without streaming, which Run reads as it reads
+// arrives, and reassembles the whole into the response the endpoint
+// would have sent without streaming (for OpenAI Chat Completions, the
+// chat completion), which Run reads as it reads
 // any. So a streamed turn's transcript is the same as an unstreamed one's,
 // a response cut at its output limit fails the same way, and the tool
 // calls run only once their arguments are complete.
@@ -39,22 +41,47 @@ import (
 // that a wrong index cannot make Run allocate without end.
 const maxStreamCalls = 1024
 
-// streams sets r up to stream: the endpoint must speak OpenAI Chat
-// Completions, and every request asks for a stream with its usage (a
-// RequestFields member of the same name replaces either).
-func (r *Runner) streams() error {
-	if r.shape.wire() != OpenAIChat {
-		return fmt.Errorf("chatadapter: RunOptions.Stream streams OpenAI Chat Completions and compatible servers only, not %s: leave it off for this endpoint", r.shape.wire())
-	}
+// streams sets r up to stream: every request asks for a stream, with its
+// usage for OpenAI Chat Completions (a RequestFields member of the same
+// name replaces either); Gemini streams at its own URL instead
+// (endpointURL).
+func (r *Runner) streams() {
 	r.stream = true
-	r.fields = append(r.fields,
-		member{"stream", json.RawMessage("true")},
-		member{"stream_options", json.RawMessage(`{"include_usage":true}`)})
-	return nil
+	switch r.shape.wire() {
+	case OpenAIChat:
+		r.fields = append(r.fields,
+			member{"stream", json.RawMessage("true")},
+			member{"stream_options", json.RawMessage(`{"include_usage":true}`)})
+	case OpenAIResponses, Anthropic:
+		r.fields = append(r.fields, member{"stream", json.RawMessage("true")})
+	}
+}
+
+// streamReader puts one API's streamed answer together.
+type streamReader interface {
+	// add takes one event's data, and returns the text it brings and
+	// whether it was the stream's last event.
+	add(data []byte) (text string, last bool, err error)
+	// end returns the answer as the API's response without streaming, or
+	// an error when the stream ended before the answer did.
+	end() ([]byte, error)
+}
+
+// streamReader returns a reader for the endpoint's API.
+func (r *Runner) streamReader() streamReader {
+	switch r.shape.wire() {
+	case OpenAIResponses:
+		return new(responsesStream)
+	case Anthropic:
+		return new(anthropicStream)
+	case Gemini:
+		return new(geminiStream)
+	}
+	return new(assembly)
 }
 
 // postStream sends one request asking for a stream, reports its text as
-// it comes, and returns the answer as one chat completion.
+// it comes, and returns the answer as the API's one response.
 func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header, step int, obs *observer) ([]byte, error) {
 	h := header.Clone()
 	h.Set("Accept", "text/event-stream")
@@ -67,31 +94,28 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return r.readBody(ctx, in) // a server that answers in one response all the same
 	}
-	var a assembly
+	a, told := r.streamReader(), false
+	var out []byte
 	err = readEvents(in, func(data []byte) (bool, error) {
-		if string(bytes.TrimSpace(data)) == "[DONE]" {
-			a.ended = true
-			return true, nil
-		}
-		text, err := a.add(data)
+		text, last, err := a.add(data)
 		if err != nil {
 			return false, &streamError{err}
 		}
 		if text != "" {
-			a.told = true
+			told = true
 			obs.emit(Event{Kind: TextDelta, Step: step, Text: text})
 		}
-		return false, nil
+		return last, nil
 	})
-	if err == nil && !a.done() {
-		err = errors.New("the stream ended before the answer did (no finish_reason, no [DONE])")
+	if err == nil {
+		out, err = a.end()
 	}
 	switch {
 	case err == nil:
-		return a.completion(), nil
+		return out, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
-	case a.told || errors.As(err, new(*streamError)):
+	case told || errors.As(err, new(*streamError)):
 		return nil, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 	}
 	return nil, fmt.Errorf("chatadapter: POST %s: reading the stream: %w", r.url, &transportError{err})
@@ -161,7 +185,6 @@ type assembly struct {
 	calls  []*streamCall
 	finish string          // the last finish_reason
 	usage  json.RawMessage // the usage chunk's, if any
-	told   bool            // a TextDelta was reported
 	ended  bool            // [DONE] came
 }
 
@@ -190,8 +213,18 @@ type chunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// add takes one chunk into the answer and returns its text.
-func (a *assembly) add(data []byte) (string, error) {
+// add takes one chunk, or [DONE], into the answer.
+func (a *assembly) add(data []byte) (string, bool, error) {
+	if string(bytes.TrimSpace(data)) == "[DONE]" {
+		a.ended = true
+		return "", true, nil
+	}
+	text, err := a.chunk(data)
+	return text, false, err
+}
+
+// chunk takes one chunk into the answer and returns its text.
+func (a *assembly) chunk(data []byte) (string, error) {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, excerpt(data, 512))
@@ -241,13 +274,13 @@ func (a *assembly) add(data []byte) (string, error) {
 	return *ch.Delta.Content, nil
 }
 
-// done reports whether the stream said the answer is complete: a
-// finish_reason, or [DONE].
-func (a *assembly) done() bool { return a.finish != "" || a.ended }
-
-// completion is the answer as the chat completion a request without
-// streaming gets.
-func (a *assembly) completion() []byte {
+// end returns the answer as the chat completion a request without
+// streaming gets, once the stream said it is complete: a finish_reason,
+// or [DONE].
+func (a *assembly) end() ([]byte, error) {
+	if a.finish == "" && !a.ended {
+		return nil, errors.New("the stream ended before the answer did (no finish_reason, no [DONE])")
+	}
 	msg := object{{"role", "assistant"}}
 	switch {
 	case a.text.Len() > 0:
@@ -268,7 +301,7 @@ func (a *assembly) completion() []byte {
 	if a.usage != nil {
 		out = append(out, member{"usage", a.usage})
 	}
-	return appendOrdered(nil, out)
+	return appendOrdered(nil, out), nil
 }
 
 // ended emits TurnEnded for a turn that Run or a resumption ended, and

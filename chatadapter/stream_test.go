@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,53 +123,72 @@ func TestStreamSameTurn(t *testing.T) {
 		{"text only", []chattest.Reply{{Text: "Hello there, shopper.", Usage: chatadapter.Usage{PromptTokens: 5, CompletionTokens: 4}}},
 			[]string{"delta: Hello", "delta:  there,", "delta:  shopper.", "reply: Hello there, shopper.", "ended: Hello there, shopper."}},
 		{"calls, then the answer", []chattest.Reply{
-			{Text: "Let me look.", Calls: []chattest.Call{{Name: "get_item", Args: `{"id":1}`}, {Name: "add_item", Args: `{"name":"pear","qty":2}`}}},
-			{Text: "Apple read, pear added."}},
+			{Text: "Let me look.", Calls: []chattest.Call{{Name: "get_item", Args: `{"id":1}`}, {Name: "add_item", Args: `{"name":"pear","qty":2}`}},
+				Usage: chatadapter.Usage{PromptTokens: 20, CompletionTokens: 9, CachedTokens: 4}},
+			{Text: "Apple read, pear added.", Usage: chatadapter.Usage{PromptTokens: 40, CompletionTokens: 6}}},
 			[]string{"delta: Let", "delta:  me", "delta:  look.", "reply: Let me look.",
 				"started: Read item…", "finished: Read item… done", "started: Add item…", "progress: Add item… 1/1 saved", "finished: Add item… done",
 				"delta: Apple", "delta:  read,", "delta:  pear", "delta:  added.", "reply: Apple read, pear added.", "ended: Apple read, pear added."}},
 		{"calls without text", []chattest.Reply{{Calls: []chattest.Call{{Name: "list_items"}}}, {Text: "One."}},
 			[]string{"reply: ", "started: List items…", "finished: List items… done", "delta: One.", "reply: One.", "ended: One."}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var transcripts [2]*chatadapter.Transcript
-			var requests [2][]chattest.Request
-			for i, stream := range []bool{false, true} {
-				f := newStreamFixture(t)
-				srv := chattest.NewServer(chatadapter.OpenAIChat, tt.replies...)
-				defer srv.Close()
-				rec := &recorder{}
-				r, err := chatadapter.NewRunner(f.a, srv.Endpoint(), &chatadapter.RunOptions{Stream: stream})
-				require.NoError(t, err)
-				tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{chatadapter.UserMessage("Go.")})
-				require.NoError(t, err)
-				transcripts[i], requests[i] = tr, srv.Requests()
-				if stream {
-					require.Equal(t, tt.events, rec.lines())
-					require.Equal(t, `{"include_usage":true}`, string(requests[i][0].Body["stream_options"]))
-				} else {
-					require.Empty(t, rec.of(chatadapter.TextDelta))
-				}
-			}
-			// The same messages, the tool calls' members in another order:
-			// Run keeps an unstreamed answer's calls as the server wrote them.
-			require.Len(t, transcripts[1].Messages, len(transcripts[0].Messages))
-			for i, m := range transcripts[0].Messages {
-				require.JSONEq(t, string(m), string(transcripts[1].Messages[i]))
-			}
-			require.Equal(t, transcripts[0].Answer, transcripts[1].Answer)
-			require.Equal(t, transcripts[0].Usage, transcripts[1].Usage)
-			require.Equal(t, len(requests[0]), len(requests[1]))
-			for i := range requests[0] {
-				require.Len(t, requests[1][i].Messages, len(requests[0][i].Messages))
-				for j, m := range requests[0][i].Messages {
-					require.JSONEq(t, string(m), string(requests[1][i].Messages[j]))
-				}
-				require.Equal(t, "true", string(requests[1][i].Body["stream"]))
-			}
-		})
+	shapes := []chatadapter.Shape{chatadapter.OpenAIChat, chatadapter.OpenAIResponses, chatadapter.Anthropic, chatadapter.Gemini}
+	for _, shape := range shapes {
+		for _, tt := range tests {
+			t.Run(shape.String()+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				testStreamSameTurn(t, shape, tt.replies, tt.events)
+			})
+		}
+	}
+}
+
+func testStreamSameTurn(t *testing.T, shape chatadapter.Shape, replies []chattest.Reply, events []string) {
+	var transcripts [2]*chatadapter.Transcript
+	var requests [2][]chattest.Request
+	for i, stream := range []bool{false, true} {
+		f := newStreamFixture(t)
+		srv := chattest.NewServer(shape, replies...)
+		defer srv.Close()
+		rec := &recorder{}
+		r, err := chatadapter.NewRunner(f.a, srv.Endpoint(), &chatadapter.RunOptions{Stream: stream})
+		require.NoError(t, err)
+		tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{chatadapter.TextMessage(shape, "user", "Go.")})
+		require.NoError(t, err)
+		transcripts[i], requests[i] = tr, srv.Requests()
+		if stream {
+			require.Equal(t, events, rec.lines())
+		} else {
+			require.Empty(t, rec.of(chatadapter.TextDelta))
+		}
+	}
+	// The same messages, the tool calls' members in another order:
+	// Run keeps an unstreamed answer's calls as the server wrote them.
+	require.Len(t, transcripts[1].Messages, len(transcripts[0].Messages))
+	for i, m := range transcripts[0].Messages {
+		require.JSONEq(t, string(m), string(transcripts[1].Messages[i]))
+	}
+	require.Equal(t, transcripts[0].Answer, transcripts[1].Answer)
+	require.Equal(t, transcripts[0].Usage, transcripts[1].Usage)
+	require.Equal(t, transcripts[0].StepUsage, transcripts[1].StepUsage)
+	require.Equal(t, len(requests[0]), len(requests[1]))
+	for i := range requests[0] {
+		require.Len(t, requests[1][i].Messages, len(requests[0][i].Messages))
+		for j, m := range requests[0][i].Messages {
+			require.JSONEq(t, string(m), string(requests[1][i].Messages[j]))
+		}
+		switch shape {
+		case chatadapter.Gemini: // a URL of its own, the body the same
+			require.Equal(t, "/v1beta/models/scripted-model:streamGenerateContent", requests[1][i].Path)
+			require.Equal(t, "sse", requests[1][i].Query.Get("alt"))
+			require.Equal(t, slices.Sorted(maps.Keys(requests[0][i].Body)), slices.Sorted(maps.Keys(requests[1][i].Body)))
+		case chatadapter.OpenAIChat:
+			require.Equal(t, `{"include_usage":true}`, string(requests[1][i].Body["stream_options"]))
+			fallthrough
+		default:
+			require.Equal(t, "true", string(requests[1][i].Body["stream"]))
+			require.Equal(t, requests[0][i].Path, requests[1][i].Path)
+		}
 	}
 }
 
@@ -241,15 +262,6 @@ func TestStreamToolCallFragments(t *testing.T) {
 // the model's first words is tried again, one that broke after is not.
 func TestStreamErrors(t *testing.T) {
 	t.Parallel()
-	broken := func(data ...string) func(http.ResponseWriter, *http.Request) {
-		return func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Content-Length", "1000") // promises more than it sends: the client reads an unexpected EOF
-			for _, d := range data {
-				fmt.Fprintf(w, "data: %s\n\n", d)
-			}
-		}
-	}
 	ok := sse(delta(`{"content":"Fine."}`), finish("stop"), "[DONE]")
 	tests := []struct {
 		name     string
@@ -287,41 +299,38 @@ func TestStreamErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newStreamFixture(t)
 			m := newModel(t, tt.replies...)
-			rec := &recorder{}
-			in := []json.RawMessage{chatadapter.UserMessage("Go.")}
-			tr, err := streamRunner(t, f, m.endpoint(), &chatadapter.RunOptions{RetryDelay: 1}).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
-			var deltas []string
-			for _, e := range rec.of(chatadapter.TextDelta) {
-				deltas = append(deltas, e.Text)
-			}
-			require.Equal(t, tt.deltas, deltas)
-			require.Len(t, m.requests(), tt.requests)
-			ended := rec.of(chatadapter.TurnEnded)
-			require.Len(t, ended, 1)
-			if tt.err == "" {
-				require.NoError(t, err)
-				require.NoError(t, ended[0].Err)
-				return
-			}
-			require.EqualError(t, err, strings.ReplaceAll(tt.err, "URL", m.srv.URL+"/v1/chat/completions"))
-			require.Equal(t, err, ended[0].Err)
-			require.Equal(t, in, tr.Messages, "the transcript ends before the failed request")
+			want := strings.ReplaceAll(tt.err, "URL", m.srv.URL+"/v1/chat/completions")
+			streamCase(t, m, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, tt.deltas, tt.requests, want)
 		})
 	}
 }
 
-// Stream is for OpenAI Chat Completions.
-func TestStreamOtherShapes(t *testing.T) {
-	t.Parallel()
+// streamCase runs a streamed turn against m and checks the text pieces
+// it reported, the requests it sent, and how it ended: without an error
+// when err is "", else with err, the transcript ending before the failed
+// request.
+func streamCase(t *testing.T, m *model, ep chatadapter.Endpoint, in []json.RawMessage, deltas []string, requests int, err string) {
+	t.Helper()
 	f := newStreamFixture(t)
-	for _, shape := range []chatadapter.Shape{chatadapter.OpenAIResponses, chatadapter.Anthropic, chatadapter.Gemini} {
-		_, err := chatadapter.NewRunner(f.a, chatadapter.Endpoint{Shape: shape, BaseURL: "http://127.0.0.1:1"}, &chatadapter.RunOptions{Stream: true})
-		require.EqualError(t, err, "chatadapter: RunOptions.Stream streams OpenAI Chat Completions and compatible servers only, not "+shape.String()+": leave it off for this endpoint")
+	rec := &recorder{}
+	tr, got := streamRunner(t, f, ep, &chatadapter.RunOptions{RetryDelay: 1}).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
+	var pieces []string
+	for _, e := range rec.of(chatadapter.TextDelta) {
+		pieces = append(pieces, e.Text)
 	}
-	_, err := chatadapter.NewRunner(f.a, chatadapter.Endpoint{Shape: chatadapter.OpenAIChatStrict, BaseURL: "http://127.0.0.1:1"}, &chatadapter.RunOptions{Stream: true})
-	require.NoError(t, err)
+	require.Equal(t, deltas, pieces)
+	require.Len(t, m.requests(), requests)
+	ended := rec.of(chatadapter.TurnEnded)
+	require.Len(t, ended, 1)
+	if err == "" {
+		require.NoError(t, got)
+		require.NoError(t, ended[0].Err)
+		return
+	}
+	require.EqualError(t, got, err)
+	require.Equal(t, got, ended[0].Err)
+	require.Equal(t, in, tr.Messages, "the transcript ends before the failed request")
 }
 
 // Stop while the model writes: the request ends, nothing ran, the

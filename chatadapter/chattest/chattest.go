@@ -17,7 +17,14 @@
 // answer as OpenAI streams it: server-sent chat.completion.chunk events,
 // the text a word at a time, each tool call's name then its arguments in
 // pieces, the usage in a last chunk when stream_options.include_usage is
-// set, and data: [DONE].
+// set, and data: [DONE]. The other APIs stream in their own events:
+// OpenAI Responses ("stream": true) from response.created to
+// response.completed (or response.incomplete) with the whole response;
+// Anthropic ("stream": true) from message_start to message_stop, a
+// tool_use block's input in input_json_delta pieces; Gemini
+// (streamGenerateContent, in events with alt=sse, else a JSON array)
+// as GenerateContentResponse chunks, the last with the finishReason and
+// the whole usage.
 //
 //	srv := chattest.NewServer(chatadapter.Anthropic,
 //		chattest.Reply{Calls: []chattest.Call{{Name: "get_note", Args: `{"noteId":"roadmap"}`}}},
@@ -176,7 +183,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodPost:
 		s.fail(w, Reply{Status: http.StatusMethodNotAllowed, Text: r.Method + " is not allowed; POST the request"})
 		return
-	case r.URL.Path != a.path:
+	case r.URL.Path != a.path && !(s.shape == chatadapter.Gemini && r.URL.Path == geminiStreamPath):
 		s.fail(w, Reply{Status: http.StatusNotFound, Text: fmt.Sprintf("no such endpoint %s; this API answers POST %s", r.URL.Path, a.path)})
 		return
 	case !s.authorized(r):
@@ -208,8 +215,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, Reply{Status: http.StatusBadRequest, Text: fmt.Sprintf("chattest: request %d has no scripted reply", n+1)})
 	case rep.Status != 0:
 		s.fail(w, rep)
-	case s.shape == chatadapter.OpenAIChat && string(req.Body["stream"]) == "true":
-		stream(w, n+1, rep, req.Body["stream_options"]) // stream.go
+	case string(req.Body["stream"]) == "true" && s.shape != chatadapter.Gemini, r.URL.Path == geminiStreamPath:
+		stream(w, s.shape, n+1, rep, req) // stream.go
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(render(s.shape, n+1, rep)) // an error: the client went away

@@ -5,25 +5,76 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/llmtool/llmtool/chatadapter"
 )
 
 // argPiece is how many bytes of a tool call's arguments one chunk
 // carries, so that the client has to put them together.
 const argPiece = 7
 
-// stream answers request n with rep as OpenAI Chat Completions streams
-// it: chunks as server-sent events, flushed one by one, then [DONE].
-func stream(w http.ResponseWriter, n int, rep Reply, options json.RawMessage) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	flusher, _ := w.(http.Flusher)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", b) // an error: the client went away
-		if flusher != nil {
-			flusher.Flush()
-		}
+// stream answers request n with rep as the API streams it.
+func stream(w http.ResponseWriter, shape chatadapter.Shape, n int, rep Reply, req Request) {
+	sse := req.Query.Get("alt") == "sse" || shape != chatadapter.Gemini
+	e := &events{w: w, sse: sse}
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+	} else { // Gemini without alt=sse: the chunks as one JSON array
+		w.Header().Set("Content-Type", "application/json")
 	}
+	switch shape {
+	case chatadapter.OpenAIResponses:
+		streamResponses(e, n, rep) // stream_apis.go
+	case chatadapter.Anthropic:
+		streamAnthropic(e, n, rep)
+	case chatadapter.Gemini:
+		streamGemini(e, n, rep)
+	default:
+		streamChat(e, n, rep, req.Body["stream_options"])
+	}
+	e.close()
+}
+
+// events writes server-sent events, each flushed as it is written; or,
+// without sse, a JSON array of their data.
+type events struct {
+	w     http.ResponseWriter
+	sse   bool
+	array []any
+}
+
+// send writes v as an event's data, under the event name if one is given.
+func (e *events) send(name string, v any) {
+	if !e.sse {
+		e.array = append(e.array, v)
+		return
+	}
+	b, _ := json.Marshal(v)
+	if name != "" {
+		_, _ = fmt.Fprintf(e.w, "event: %s\n", name) // an error: the client went away
+	}
+	_, _ = fmt.Fprintf(e.w, "data: %s\n\n", b)
+	e.flush()
+}
+
+func (e *events) flush() {
+	if f, ok := e.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (e *events) close() {
+	if !e.sse {
+		b, _ := json.Marshal(orEmpty(e.array))
+		_, _ = e.w.Write(b)
+	}
+}
+
+// streamChat streams as OpenAI Chat Completions does: chunks, then
+// [DONE].
+func streamChat(e *events, n int, rep Reply, options json.RawMessage) {
+	send := func(v any) { e.send("", v) }
 	base := func(choices []any) map[string]any {
 		return map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk",
 			"created": 1700000000 + n, "model": Model, "choices": choices}
@@ -68,10 +119,8 @@ func stream(w http.ResponseWriter, n int, rep Reply, options json.RawMessage) {
 			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}}
 		send(c)
 	}
-	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
-	}
+	_, _ = fmt.Fprint(e.w, "data: [DONE]\n\n")
+	e.flush()
 }
 
 // words splits text as the stream sends it: each word with the spaces

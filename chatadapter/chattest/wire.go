@@ -14,8 +14,14 @@ import (
 
 // render is the response of request n for rep.
 func render(shape chatadapter.Shape, n int, rep Reply) []byte {
+	b, _ := json.Marshal(response(shape, n, rep))
+	return b
+}
+
+// response is the response of request n for rep, as JSON's values.
+func response(shape chatadapter.Shape, n int, rep Reply) map[string]any {
 	u := rep.Usage
-	var v any
+	var v map[string]any
 	switch shape {
 	case chatadapter.OpenAIResponses:
 		v = responsesResponse(n, rep)
@@ -96,8 +102,7 @@ func render(shape chatadapter.Shape, n int, rep Reply) []byte {
 			},
 		}
 	}
-	b, _ := json.Marshal(v)
-	return b
+	return v
 }
 
 func responsesResponse(n int, rep Reply) map[string]any {

@@ -1,0 +1,168 @@
+package chatadapter_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/chattest"
+)
+
+// Each API's sign of an answer cut at its output limit fails a streamed
+// turn as it fails an unstreamed one, after its text was shown, with the
+// usage the stream reported.
+func TestStreamTruncatedEachAPI(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		shape chatadapter.Shape
+		cut   string
+	}{
+		{chatadapter.OpenAIChat, `finish_reason "length"): raise max_completion_tokens`},
+		{chatadapter.OpenAIResponses, `status "incomplete", reason "max_output_tokens"): raise max_output_tokens`},
+		{chatadapter.Anthropic, `stop_reason "max_tokens"): raise max_tokens`},
+		{chatadapter.Gemini, `finishReason "MAX_TOKENS"): raise generationConfig's "maxOutputTokens"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shape.String(), func(t *testing.T) {
+			t.Parallel()
+			f := newStreamFixture(t)
+			usage := chatadapter.Usage{PromptTokens: 30, CompletionTokens: 2, CachedTokens: 10}
+			srv := chattest.NewServer(tt.shape, chattest.Reply{Text: "Cut short", Truncated: true, Usage: usage})
+			defer srv.Close()
+			rec := &recorder{}
+			in := []json.RawMessage{chatadapter.TextMessage(tt.shape, "user", "Go.")}
+			tr, err := streamRunner(t, f, srv.Endpoint(), nil).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
+			url := srv.Endpoint().BaseURL + map[chatadapter.Shape]string{chatadapter.OpenAIChat: "/chat/completions",
+				chatadapter.OpenAIResponses: "/responses", chatadapter.Anthropic: "/messages",
+				chatadapter.Gemini: "/models/scripted-model:streamGenerateContent?alt=sse"}[tt.shape]
+			require.EqualError(t, err, "chatadapter: POST "+url+": chatadapter: the model's response was cut at its output limit ("+tt.cut+
+				" in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again")
+			require.ErrorIs(t, err, chatadapter.ErrTruncated)
+			require.Equal(t, []string{"delta: Cut", "delta:  short", "reply: ", "ended: "}, rec.lines())
+			require.Equal(t, in, tr.Messages)
+			require.Equal(t, usage, tr.Usage)
+		})
+	}
+}
+
+// broken answers with the events, then breaks the connection.
+func broken(data ...string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", "1000") // promises more than it sends: the client reads an unexpected EOF
+		for _, d := range data {
+			fmt.Fprintf(w, "data: %s\n\n", d)
+		}
+	}
+}
+
+// The wire's events, for each API.
+const (
+	aStart     = `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`
+	aTextStart = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+	aStop      = `{"type":"message_stop"}`
+	rCreated   = `{"type":"response.created","sequence_number":0,"response":{"object":"response","status":"in_progress","output":[]}}`
+)
+
+func aText(s string) string {
+	return `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + s + `"}}`
+}
+
+func aDelta(stop string) string {
+	return `{"type":"message_delta","delta":{"stop_reason":"` + stop + `","stop_sequence":null},"usage":{"output_tokens":3}}`
+}
+
+func rText(s string) string {
+	return `{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"` + s + `"}`
+}
+
+func gText(s, finish string) string {
+	c := `{"content":{"role":"model","parts":[{"text":"` + s + `"}]}`
+	if finish != "" {
+		c += `,"finishReason":"` + finish + `"`
+	}
+	return `{"candidates":[` + c + `}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1}}`
+}
+
+// A stream that fails, in each API: the error says how, and a stream that
+// broke before the model's first words is tried again, one that broke
+// after is not.
+func TestStreamErrorsEachAPI(t *testing.T) {
+	t.Parallel()
+	type handler = func(http.ResponseWriter, *http.Request)
+	ok := map[chatadapter.Shape]handler{
+		chatadapter.Anthropic:       sse(aStart, aTextStart, aText("Fine."), aDelta("end_turn"), aStop),
+		chatadapter.OpenAIResponses: sse(rCreated, rText("Fine."), `{"type":"response.completed","response":{"object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Fine."}]}]}}`),
+		chatadapter.Gemini:          sse(gText("Fine.", "STOP")),
+	}
+	tests := []struct {
+		shape    chatadapter.Shape
+		name     string
+		replies  []handler
+		err      string // "" for none
+		requests int
+		deltas   []string
+	}{
+		{chatadapter.Anthropic, "an error event", []handler{sse(aStart, aTextStart, aText("Hm"), `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)},
+			"the endpoint sent an error in the stream: overloaded_error: Overloaded", 1, []string{"Hm"}},
+		{chatadapter.Anthropic, "the stream ends early", []handler{sse(aStart, aTextStart, aText("Half"))},
+			"the stream ended before the answer did (no stop_reason, no message_stop)", 1, []string{"Half"}},
+		{chatadapter.Anthropic, "broken after text: not retried", []handler{broken(aStart, aTextStart, aText("Half")), ok[chatadapter.Anthropic]},
+			"unexpected EOF", 1, []string{"Half"}},
+		{chatadapter.Anthropic, "broken before text: retried", []handler{broken(aStart, aTextStart), ok[chatadapter.Anthropic]}, "", 2, []string{"Fine."}},
+		{chatadapter.Anthropic, "an event that is not JSON", []handler{sse(`{"type":`)},
+			`a stream event is not an Anthropic message event (unexpected end of JSON input): {"type":`, 1, nil},
+		{chatadapter.Anthropic, "a block out of reach", []handler{sse(aStart, `{"type":"content_block_start","index":5000,"content_block":{"type":"text","text":""}}`)},
+			`a stream event's content block has no index, or one out of reach (at most 1024 blocks are read): {"type":"content_block_start","index":5000,"content_block":{"type":"text","text":""}}`, 1, nil},
+		{chatadapter.Anthropic, "deltas without their block", []handler{sse(aStart, aText("Hi"), aDelta("end_turn"), aStop)},
+			"content block 0 had deltas but no content_block_start", 1, []string{"Hi"}},
+		{chatadapter.Anthropic, "a tool call's input cut", []handler{sse(aStart,
+			`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"get_item","input":{}}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"id\":"}}`, aDelta("tool_use"), aStop)},
+			`content block 0: the tool call's input is not JSON: {"id":`, 1, nil},
+		{chatadapter.OpenAIResponses, "an error event", []handler{sse(rCreated, rText("Hm"), `{"type":"error","code":"ERR_SOMETHING","message":"Something went wrong.","param":null,"sequence_number":2}`)},
+			"the endpoint sent an error in the stream: ERR_SOMETHING: Something went wrong.", 1, []string{"Hm"}},
+		{chatadapter.OpenAIResponses, "the response failed", []handler{sse(rCreated, `{"type":"response.failed","response":{"object":"response","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}}`)},
+			"the response failed: server_error: The model failed.", 1, nil},
+		{chatadapter.OpenAIResponses, "the stream ends early", []handler{sse(rCreated, rText("Half"))},
+			"the stream ended before the answer did (no response.completed, response.incomplete or response.failed)", 1, []string{"Half"}},
+		{chatadapter.OpenAIResponses, "broken before text: retried", []handler{broken(rCreated), ok[chatadapter.OpenAIResponses]}, "", 2, []string{"Fine."}},
+		{chatadapter.OpenAIResponses, "the last event without its response", []handler{sse(`{"type":"response.completed"}`)},
+			`a response.completed event without its response: {"type":"response.completed"}`, 1, nil},
+		{chatadapter.OpenAIResponses, "an event that is not JSON", []handler{sse(`{"type":`)},
+			`a stream event is not a Responses API event (unexpected end of JSON input): {"type":`, 1, nil},
+		{chatadapter.Gemini, "an error chunk", []handler{sse(gText("Hm", ""), `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`)},
+			"the endpoint sent an error in the stream: INTERNAL: An internal error has occurred.", 1, []string{"Hm"}},
+		{chatadapter.Gemini, "the stream ends early", []handler{sse(gText("Half", ""))},
+			"the stream ended before the answer did (no finishReason)", 1, []string{"Half"}},
+		{chatadapter.Gemini, "broken after text: not retried", []handler{broken(gText("Half", "")), ok[chatadapter.Gemini]}, "unexpected EOF", 1, []string{"Half"}},
+		{chatadapter.Gemini, "broken before text: retried", []handler{broken(`{"candidates":[{"content":{"role":"model","parts":[]}}]}`), ok[chatadapter.Gemini]},
+			"", 2, []string{"Fine."}},
+		{chatadapter.Gemini, "a chunk that is not JSON", []handler{sse(`{"candidates":`)},
+			`a stream chunk is not a Gemini response (EOF): {"candidates":`, 1, nil},
+		{chatadapter.Gemini, "the prompt blocked", []handler{sse(`{"promptFeedback":{"blockReason":"SAFETY"}}`)},
+			`the prompt was blocked (blockReason SAFETY): {"promptFeedback":{"blockReason":"SAFETY"}}`, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shape.String()+"/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := map[chatadapter.Shape]string{chatadapter.OpenAIResponses: "/responses", chatadapter.Anthropic: "/messages",
+				chatadapter.Gemini: "/models/m:streamGenerateContent"}[tt.shape]
+			m := newModelAt(t, "/v1"+path, tt.replies...)
+			want := ""
+			if tt.err != "" {
+				want = "chatadapter: POST " + m.srv.URL + "/v1" + path
+				if tt.shape == chatadapter.Gemini {
+					want += "?alt=sse"
+				}
+				want += ": " + tt.err
+			}
+			ep := chatadapter.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}
+			streamCase(t, m, ep, []json.RawMessage{chatadapter.TextMessage(tt.shape, "user", "Go.")}, tt.deltas, tt.requests, want)
+		})
+	}
+}
