@@ -458,7 +458,8 @@ func TestStreamPauseAndResume(t *testing.T) {
 	require.ErrorIs(t, paused[0].Err, approval.ErrRequired)
 	p := paused[0].Pending
 	require.NotNil(t, p)
-	require.Equal(t, "Remove item 1 (apple). (items: 1 deleted):\ndelete items (id=1): id=1, name=\"apple\", qty=3", p.Preview.String())
+	require.Equal(t, "Remove item 1 (apple). (items: 1 deleted)", p.Preview.String())
+	require.Equal(t, "delete items (id=1): id=1, name=\"apple\", qty=3", p.Preview.Changeset.String(), "the rows, for the page")
 	require.Empty(t, rec.of(chatadapter.TurnEnded), "a paused turn has not ended")
 
 	saved, err := json.Marshal(tr)
