@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -329,17 +330,18 @@ func collect(c *client.Client) *notifications {
 	return n
 }
 
-// next waits for the next notification of method, skipping others.
-func (n *notifications) next(t *testing.T, method string) mcp.JSONRPCNotification {
+// next waits for the next notification of one of methods, skipping
+// others.
+func (n *notifications) next(t *testing.T, methods ...string) mcp.JSONRPCNotification {
 	t.Helper()
 	for {
 		select {
 		case m := <-n.ch:
-			if m.Method == method {
+			if slices.Contains(methods, m.Method) {
 				return m
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s notification", method)
+			t.Fatalf("no %s notification", strings.Join(methods, " or "))
 		}
 	}
 }

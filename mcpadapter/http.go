@@ -46,7 +46,8 @@ func BearerAuth(verify func(ctx context.Context, token string) (*llmtool.Princip
 // A tool call's progress and log notifications, and its sampling and
 // elicitation requests, go on a stream of its session: the call's own
 // response stream, or the session's GET stream when one is open (mcp-go
-// hands a session's notifications to whichever stream reads first).
+// hands a session's notifications to whichever stream reads first); the
+// call's result is written after its notifications.
 // Notifications unrelated to a call, such as tools/list_changed, go on the
 // session's GET stream.
 //
@@ -159,12 +160,16 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Revision 2026-07-28 has no sessions: mcp-go ignores Mcp-Session-Id
 	// (and requires the Mcp-Protocol-Version header).
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	ex := &exchange{modern: modern}
+	ex.box = &ex.own // a request's own mcp-go session
 	if !modern && !h.stateless {
 		switch id := r.Header.Get(server.HeaderKeySessionID); {
 		case id != "" && r.Method != http.MethodOptions:
-			if !h.session(w, id, p, tenant) {
+			info := h.session(w, id, p, tenant)
+			if info == nil {
 				return
 			}
+			ex.box = &info.box // the session's, whichever of its streams writes
 		case r.Method == http.MethodGet:
 			// mcp-go would open a session for it, outside the limits.
 			writeError(w, http.StatusBadRequest, "A GET stream belongs to a session: send the Mcp-Session-Id header that the initialize response carried.")
@@ -183,30 +188,30 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.scopeRefused(ctx, w, body) { // auth.go
 		return
 	}
-	ex := &exchange{modern: modern, await: modern || h.stateless}
 	h.mcp.ServeHTTP(&httpWriter{ResponseWriter: w, ex: ex}, r.WithContext(withExchange(ctx, ex)))
 }
 
-// session reports whether the session a request names may serve it, and
+// session returns the session a request names if it may serve it, or
 // answers 404 Not Found for a session the table does not hold (so the
 // client initializes a new one, as the MCP specification prescribes) or
-// 403 Forbidden for a session of another principal or tenant.
-func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Principal, tenant string) bool {
+// 403 Forbidden for a session of another principal or tenant, and returns
+// nil.
+func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Principal, tenant string) *sessionInfo {
 	info := h.s.sessions.get(id)
 	switch {
 	case info == nil || info.h != h:
 		writeRPC(w, http.StatusNotFound, nil, codeSessionGone, fmt.Sprintf(
 			"Session not found: it ended (after %s without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header.",
 			humanDuration(h.s.cfg.idleTimeout)))
-		return false
+		return nil
 	case info.principal != principalID(p):
 		writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
-		return false
+		return nil
 	case info.tenant != tenant:
 		writeError(w, http.StatusForbidden, fmt.Sprintf("This session was opened for tenant %q, not %q; initialize a new session for that tenant.", info.tenant, tenant))
-		return false
+		return nil
 	}
-	return true
+	return info
 }
 
 // message is the part of a JSON-RPC request the HTTP handler looks at.

@@ -84,7 +84,6 @@ func (s *Server) notifyHooks(hooks *server.Hooks) {
 		}
 		t.listens[l] = true
 		t.mu.Unlock()
-		exchangeFrom(ctx).queued() // the acknowledgement
 	})
 	end := func(ctx context.Context, id any) {
 		cs := server.ClientSessionFromContext(ctx)
@@ -99,9 +98,13 @@ func (s *Server) notifyHooks(hooks *server.Hooks) {
 	}
 	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
 		end(ctx, id)
-		// A stream that nothing was subscribed on ends at once: its
-		// acknowledgement must be on the wire before its response.
-		exchangeFrom(ctx).awaitEvents(ctx)
+		// A stream that nothing was subscribed on ends at once: over HTTP
+		// its acknowledgement, the first event of the request's own
+		// session and stream, must be on the wire before its response
+		// (outbox). Over stdio the connection flushed before: no wait.
+		if ex := exchangeFrom(ctx); ex != nil && ex.box != nil {
+			ex.box.wait(ctx, func() bool { return ex.box.flushes > 0 })
+		}
 	})
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
 		if method == mcp.MethodSubscriptionsListen {

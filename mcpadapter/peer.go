@@ -22,10 +22,11 @@ type peer struct {
 	tool  string
 	token mcp.ProgressToken // nil when the client asked for no progress
 	round *round            // the answers the call brought, and what its run asks
-	ex    *exchange         // the transport's, which counts what the call sends
+	box   *outbox           // the transport's, which holds what the call sends till it is written
 
-	mu  sync.Mutex
-	cap string // the capability a request of 2026-07-28 lacked when asking failed
+	mu    sync.Mutex
+	cap   string   // the capability a request of 2026-07-28 lacked when asking failed
+	notes []string // the notifications it queued (outbox)
 }
 
 // Progress sends notifications/progress, if the client sent a progress
@@ -56,11 +57,24 @@ func (p *peer) Log(ctx context.Context, level slog.Level, message string) {
 }
 
 func (p *peer) send(ctx context.Context, method string, params map[string]any) {
+	note := p.box.add(method, params)
 	if err := p.s.mcp.SendNotificationToClient(ctx, method, params); err != nil {
 		p.s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
+		p.box.forget(note)
 		return
 	}
-	p.ex.queued()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, note)
+}
+
+// await waits until the notifications the call queued are on the wire
+// (outbox).
+func (p *peer) await(ctx context.Context) {
+	p.mu.Lock()
+	notes := p.notes
+	p.mu.Unlock()
+	p.box.await(ctx, notes)
 }
 
 // unsupported records that asking for capability failed for want of it,

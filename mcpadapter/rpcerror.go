@@ -9,8 +9,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,19 +35,30 @@ import (
 //     context, and the writer replaces the code, message and data of
 //     mcp-go's error response to that ID, decoded as JSON, and at
 //     2026-07-28 its HTTP status as mcp-go maps codes to statuses.
-//  2. Notifications lost at the end of an HTTP request. mcp-go's
-//     streamable HTTP transport forwards a request's notifications from a
-//     goroutine of its own, which drops one it took off the session's
-//     channel but had not written when the handler's response came (its
-//     forwarder finds the request done), unless the stream is resumable. So
-//     the tools/call handler of a request that has no resumable stream (a
-//     request of 2026-07-28, or of StatelessHandler) waits, at most a
-//     second, until the SSE events it caused are flushed (awaitEvents).
+//  2. A call's notifications on the wire before its result. mcp-go's
+//     streamable HTTP transport queues a session's notifications on one
+//     channel (streamable_http.go:1800) that each stream of the session
+//     reads: the forwarder of every POST (:819) and the GET stream (:1140;
+//     with an event store, the session's listening pump,
+//     streamable_http_resume.go:308, which reads on while no GET is
+//     attached). A call's notification that another stream took is written
+//     whenever that stream gets to it, often after the call's result, and a
+//     client drops progress whose request is over. A POST forwarder without
+//     a resumable stream drops one it took when the response came (:828).
+//     Its stdio transport writes notifications from a goroutine of their
+//     own (stdio.go:400), in a race with the response (stdio.go:860). So a
+//     call waits, at most a second, until every notification it queued is
+//     written (flushed) by whichever stream of its session took it: the
+//     outbox of the session holds them, as mcp-go marshals them, and each
+//     writer of the session tells it what it wrote. (A listen stream with
+//     nothing subscribed waits for its first flush, its acknowledgement.)
 //
-// TestMCPGoSeams fails when mcp-go changes the first behaviour;
-// TestModernProgress counts every notification of calls of 2026-07-28 and
-// of StatelessHandler (if mcp-go stops dropping them, awaitEvents returns
-// at once).
+// TestMCPGoSeams fails when mcp-go changes the first behaviour, stops
+// putting a call's notifications on its session's GET stream, or writes
+// them otherwise than outbox.add marshals them;
+// TestSessionNotificationsBeforeResult, TestStdioNotificationsBeforeResult
+// and TestModernProgress check that a call's notifications are all written
+// before its result.
 
 // Error codes the adapter answers with, besides JSON-RPC's and MCP's.
 const (
@@ -90,14 +101,11 @@ type exchange struct {
 	errors map[string]*rpcError // by request ID (idKey)
 
 	// modern: an HTTP request of 2026-07-28, whose JSON answer's status
-	// follows its error's code. await: the handler waits for its events
-	// (an HTTP request without a resumable stream); sent counts the
-	// notifications it queued, written the SSE events flushed.
-	modern  bool
-	await   bool
-	sent    atomic.Int32
-	written atomic.Int32
-	wrote   atomic.Pointer[chan struct{}] // made by the first awaitEvents that waits
+	// follows its error's code. box: the notifications of its mcp-go
+	// session, own unless it is a session of Handler's.
+	modern bool
+	box    *outbox
+	own    outbox
 }
 
 type exchangeKey struct{}
@@ -112,13 +120,6 @@ func withExchange(ctx context.Context, ex *exchange) context.Context {
 func exchangeFrom(ctx context.Context) *exchange {
 	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
 	return ex
-}
-
-// queued counts a notification queued for the client.
-func (ex *exchange) queued() {
-	if ex != nil {
-		ex.sent.Add(1)
-	}
 }
 
 // idKey is the canonical JSON of a request ID, as mcp-go decodes it (a
@@ -227,45 +228,134 @@ func (ex *exchange) rewriteEvents(p []byte) []byte {
 	return bytes.Join(lines, []byte("\n"))
 }
 
-// awaitEvents waits, at most a second, until the notifications a request
-// queued are flushed, on an HTTP request without a resumable stream (see
-// above).
-func (ex *exchange) awaitEvents(ctx context.Context) {
-	if ex == nil || !ex.await || ex.written.Load() >= ex.sent.Load() {
-		return // most calls send nothing: no timer, no channel
+// outbox holds the notifications queued on one mcp-go session (of
+// Handler, or a request's own) that none of its streams has flushed yet,
+// each as mcp-go writes it: the JSON of an SSE event's data.
+type outbox struct {
+	mu      sync.Mutex
+	pending map[string]int // by JSON: how many are queued and not flushed
+	flushes int            // flushes of the session's streams
+	flushed chan struct{}  // closed and renewed at a flush; made by wait
+}
+
+// add notes a notification about to be queued, as mcp-go's
+// SendNotificationToClient makes it, and returns its JSON ("" without an
+// outbox).
+func (b *outbox) add(method string, params map[string]any) string {
+	if b == nil {
+		return ""
 	}
-	// The channel is published before written is read again, and the
-	// writer adds to written before it looks for the channel: one of the
-	// two sees the other, so no event goes unnoticed.
-	wrote := ex.wrote.Load()
-	if wrote == nil {
-		c := make(chan struct{}, 1)
-		if !ex.wrote.CompareAndSwap(nil, &c) {
-			c = *ex.wrote.Load()
+	note, _ := json.Marshal(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending == nil {
+		b.pending = make(map[string]int)
+	}
+	b.pending[string(note)]++
+	return string(note)
+}
+
+// forget drops notes: flushed, not queued, or waited for long enough.
+func (b *outbox) forget(notes ...string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, n := range notes {
+		if b.pending[n] > 1 {
+			b.pending[n]--
+		} else {
+			delete(b.pending, n)
 		}
-		wrote = &c
 	}
-	deadline := time.NewTimer(time.Second)
-	defer deadline.Stop()
-	for ex.written.Load() < ex.sent.Load() {
+}
+
+// match appends to seen the notes pending among the data of the SSE
+// events in p (sse) or the message p (stdio).
+func (b *outbox) match(seen []string, p []byte, sse bool) []string {
+	if b == nil {
+		return seen
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for rest := p; len(b.pending) > 0 && len(rest) > 0; {
+		line, ok := rest, true
+		if rest = nil; sse {
+			line, rest, _ = bytes.Cut(line, []byte("\n"))
+			line, ok = bytes.CutPrefix(line, []byte("data: "))
+		}
+		if ok && b.pending[string(line)] > 0 {
+			seen = append(seen, string(line))
+		}
+	}
+	return seen
+}
+
+// flush notes that what match saw is on the wire, and wakes the waiters.
+func (b *outbox) flush(seen []string) {
+	if b == nil {
+		return
+	}
+	b.forget(seen...)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushes++
+	if b.flushed != nil {
+		close(b.flushed)
+		b.flushed = nil
+	}
+}
+
+// await waits until none of notes is pending (see wait), then forgets
+// them.
+func (b *outbox) await(ctx context.Context, notes []string) {
+	if b != nil && len(notes) > 0 {
+		b.wait(ctx, func() bool { return !slices.ContainsFunc(notes, func(n string) bool { return b.pending[n] > 0 }) })
+		b.forget(notes...) // those not flushed in time
+	}
+}
+
+// wait waits until done, called with b.mu held, reports true: at most a
+// second, and while ctx lasts.
+func (b *outbox) wait(ctx context.Context, done func() bool) {
+	var deadline <-chan time.Time
+	for {
+		b.mu.Lock()
+		if done() {
+			b.mu.Unlock()
+			return
+		}
+		if b.flushed == nil {
+			b.flushed = make(chan struct{})
+		}
+		flushed := b.flushed
+		b.mu.Unlock()
+		if deadline == nil {
+			timer := time.NewTimer(time.Second)
+			defer timer.Stop()
+			deadline = timer.C
+		}
 		select {
-		case <-*wrote:
-		case <-deadline.C:
-			return
+		case <-flushed:
+			continue
+		case <-deadline:
 		case <-ctx.Done():
-			return
 		}
+		return
 	}
 }
 
 // httpWriter is the response writer mcp-go answers an HTTP request with.
 // It holds back the status of a JSON answer while an error is noted, so
-// that rewrite can change both, and counts the SSE events mcp-go flushes.
+// that rewrite can change both, and tells the outbox what it flushes.
 type httpWriter struct {
 	http.ResponseWriter
 	ex     *exchange
-	status int  // held back
-	held   bool // a JSON status is held back
+	status int      // held back
+	held   bool     // a JSON status is held back
+	seen   []string // pending notes written, not yet flushed
 }
 
 func (w *httpWriter) WriteHeader(status int) {
@@ -298,6 +388,7 @@ func (w *httpWriter) Write(p []byte) (int, error) {
 	if _, err := w.ResponseWriter.Write(out); err != nil {
 		return 0, err
 	}
+	w.seen = w.ex.box.match(w.seen, p, true)
 	return len(p), nil
 }
 
@@ -307,13 +398,8 @@ func (w *httpWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
-	w.ex.written.Add(1)
-	if c := w.ex.wrote.Load(); c != nil {
-		select {
-		case *c <- struct{}{}:
-		default:
-		}
-	}
+	w.ex.box.flush(w.seen)
+	w.seen = w.seen[:0]
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
@@ -327,17 +413,15 @@ type lineWriter struct {
 }
 
 func (w lineWriter) Write(p []byte) (int, error) {
-	if !w.ex.pending() {
-		return w.out.Write(p)
-	}
-	out, status := w.ex.rewrite(bytes.TrimRight(p, "\n"))
-	if status == 0 {
-		out = p
-	} else {
-		out = append(out, '\n')
+	msg, out := bytes.TrimRight(p, "\n"), p
+	if w.ex.pending() {
+		if re, status := w.ex.rewrite(msg); status != 0 {
+			out = append(re, '\n')
+		}
 	}
 	if _, err := w.out.Write(out); err != nil {
 		return 0, err
 	}
+	w.ex.box.flush(w.ex.box.match(nil, msg, false))
 	return len(p), nil
 }

@@ -1,10 +1,16 @@
 package mcpadapter
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -77,6 +83,87 @@ func TestMCPGoSeams(t *testing.T) {
 		default:
 			t.Fatal("no broadcast")
 		}
+	})
+
+	// rpcerror.go (outbox): over a session whose client keeps its GET
+	// stream open, mcp-go writes a call's notification on whichever stream
+	// of the session takes it, the GET stream too, and as the JSON that
+	// outbox.add makes of it.
+	t.Run("a call's notifications go on any stream of its session", func(t *testing.T) {
+		t.Parallel()
+		m := server.NewMCPServer("bare", "1")
+		seen := make(chan string) // "GET <data>" or "POST <data>", for each notification
+		type outcome struct {
+			onGet  bool     // a notification went on the GET stream
+			unlike []string // notes that are not as written
+		}
+		outcomes := make(chan outcome, 1)
+		m.AddTool(mcp.Tool{Name: "notify"}, func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var box outbox
+			var onGet bool
+			var unlike []string
+			defer func() { outcomes <- outcome{onGet, unlike} }()
+			for i := 0; i < 100 && !onGet; i++ {
+				params := map[string]any{"progressToken": "t", "progress": i, "message": "<&>"}
+				note := box.add(string(mcp.MethodNotificationProgress), params)
+				if err := m.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
+					return nil, err
+				}
+				select {
+				case got := <-seen:
+					stream, data, _ := strings.Cut(got, " ")
+					onGet = stream == "GET"
+					if data != note {
+						unlike = append(unlike, data+" written, "+note+" noted")
+					}
+				case <-time.After(10 * time.Second):
+					return nil, errors.New("a notification was not written")
+				}
+			}
+			return mcp.NewToolResultText("ok"), nil
+		})
+		ts := httptest.NewServer(server.NewStreamableHTTPServer(m, server.WithEventStore(newEventStore(DefaultReplayEvents, DefaultReplayAge))))
+		t.Cleanup(ts.Close)
+		session := ""
+		do := func(method, body string) *http.Response {
+			req, err := http.NewRequest(method, ts.URL, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+			req.Header.Set("Mcp-Session-Id", session)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			t.Cleanup(func() { resp.Body.Close() })
+			return resp
+		}
+		read := func(stream string, body io.Reader) {
+			lines := bufio.NewScanner(body)
+			for lines.Scan() {
+				if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok && strings.Contains(data, `"method"`) {
+					seen <- stream + " " + data
+				}
+			}
+		}
+		session = do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`).Header.Get("Mcp-Session-Id")
+		require.NotEmpty(t, session)
+		require.Equal(t, http.StatusAccepted, do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).StatusCode)
+		get := do(http.MethodGet, "")
+		require.Equal(t, http.StatusOK, get.StatusCode)
+		go read("GET", get.Body)
+		resp := do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify"}}`)
+		var last string
+		for lines := bufio.NewScanner(resp.Body); lines.Scan(); {
+			if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok && strings.Contains(data, `"method"`) {
+				seen <- "POST " + data
+			} else if ok {
+				last = data
+			}
+		}
+		require.Contains(t, last, `"id":2`)
+		out := <-outcomes
+		require.Empty(t, out.unlike)
+		require.True(t, out.onGet, "no notification of the call went on the GET stream")
 	})
 
 	// resources.go: a catch-all template serves every URI, with the URI

@@ -296,14 +296,16 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if m := req.Params.Meta; m != nil {
 		p.token = m.ProgressToken
 	}
-	p.ex = exchangeFrom(ctx)
+	if ex := exchangeFrom(ctx); ex != nil {
+		p.box = ex.box
+	}
 	// p reports progress and logs, and asks the client
 	ctx = ask.With(callinfo.WithReporter(ctx, p), p)
 	// A retry that answers the approval question commits, or is denied,
 	// at once (approval.go).
 	answer := p.round.approvalAnswer()
 	res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: answer, OutputBudget: s.cfg.budget, Conversation: conversation(ctx)})
-	p.ex.awaitEvents(ctx)
+	p.await(ctx)
 	switch {
 	case res.IsError && errors.Is(res.Err, llmtool.ErrUnknownTool):
 		return nil, &rpcError{code: mcp.INVALID_PARAMS, message: res.Text()}

@@ -55,6 +55,8 @@ type sessionInfo struct {
 	modern  bool                 // its client speaks 2026-07-28 (stdio)
 	level   mcp.LoggingLevel     // from logging/setLevel; "" for the default
 	subs    map[string]bool      // URIs of resources/subscribe
+
+	box outbox // the notifications its calls queued, over HTTP
 }
 
 // sessions is the session table.

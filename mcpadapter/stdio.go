@@ -18,6 +18,7 @@ import (
 // ServeStdio at a time in a process.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ex := &exchange{}
+	ex.box = &ex.own
 	ctx = withExchange(s.callContext(ctx), ex)
 	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
 	ss := server.NewStdioServer(s.mcp)
