@@ -88,10 +88,11 @@ func (c *Capture) stop() ([]rawChange, []string) {
 }
 
 // fresh empties what c knows of the tables if the schema changed since:
-// the handler's DDL, or another connection's.
-func (c *Capture) fresh(ctx context.Context, q Querier) error {
+// the handler's DDL, or another connection's. version is PRAGMA
+// schema_version in the call's transaction.
+func (c *Capture) fresh(ctx context.Context, version *sql.Stmt) error {
 	var v int64
-	if err := q.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+	if err := version.QueryRowContext(ctx).Scan(&v); err != nil {
 		return err
 	}
 	if c.cols == nil || v != c.schema {
@@ -237,7 +238,12 @@ func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
 		return nil, nil
 	}
 	if len(raw) > 0 {
-		if err := w.capture.fresh(ctx, w.Tx); err != nil {
+		version, err := w.pool.schemaVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = w.capture.fresh(ctx, w.Tx.StmtContext(ctx, version))
+		if err != nil {
 			return nil, err
 		}
 	}

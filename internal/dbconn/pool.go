@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,11 @@ type Pool struct {
 	Track    []string
 	MaxValue int
 	pg       *pgTracking // PostgreSQL's tracked tables (TrackPG)
+
+	// version is PRAGMA schema_version, prepared once on DB when tables
+	// are tracked on SQLite (see Capture.fresh); versionMu guards it.
+	versionMu sync.Mutex
+	version   *sql.Stmt
 
 	writes chan struct{} // one token: writes are serialized per registry (SQLite)
 	// writer is SQLite's write connection between writes, owned by the
@@ -109,6 +115,29 @@ func (t *Pool) Close() {
 	default:
 	}
 	t.ErrRow.Close()
+	t.versionMu.Lock()
+	if t.version != nil {
+		_ = t.version.Close()
+		t.version = nil
+	}
+	t.versionMu.Unlock()
+}
+
+// schemaVersion returns PRAGMA schema_version prepared on DB, preparing it
+// on first use. A transaction runs it through Tx.StmtContext, which
+// database/sql keeps prepared on each connection, so reading the version
+// costs no parsing.
+func (t *Pool) schemaVersion(ctx context.Context) (*sql.Stmt, error) {
+	t.versionMu.Lock()
+	defer t.versionMu.Unlock()
+	if t.version == nil {
+		st, err := t.DB.PrepareContext(ctx, `PRAGMA schema_version`)
+		if err != nil {
+			return nil, err
+		}
+		t.version = st
+	}
+	return t.version, nil
 }
 
 func (t *Pool) drain() {

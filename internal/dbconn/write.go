@@ -31,6 +31,7 @@ type WriteTx struct {
 	Tx     *sql.Tx
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
 
+	pool    *Pool              // the pool that began it
 	wc      *writeConn         // SQLite's write connection
 	capture *Capture           // records the call's changes to tracked tables; nil if none are
 	pg      *pgCall            // PostgreSQL's capture, once StartCall turned it on
@@ -99,7 +100,7 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 // returns a nil WriteTx and an error when kept is closed, and else, on
 // failure, a WriteTx whose connection it handed back.
 func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeConn) (*WriteTx, error) {
-	w := &WriteTx{wc: kept}
+	w := &WriteTx{pool: t, wc: kept}
 	if kept != nil {
 		w.Conn, w.Policy = kept.conn, &kept.policy
 		w.Policy.reset()
