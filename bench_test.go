@@ -198,18 +198,41 @@ func BenchmarkInsert(b *testing.B) {
 // slower), so all see the same machine load, and reports Invoke's time
 // over each baseline's: the ratio of the totals, and as "-p50" of the
 // medians, which a few stalled calls do not move.
+//
+// It runs three ways. "reads" and "writes" shuffle a read tool with its
+// baselines, and a write tool with its baseline: what a call costs. "mixed"
+// shuffles them all together, so a read often follows a write: there it
+// also pays for reading on a connection other than the one that wrote
+// (SQLite drops a connection's page cache when another commits). A
+// registry reads on connections of its own, always another than its
+// writer's, while a bare read takes the pool's most recent connection,
+// which is often the one the bare write just used.
 func BenchmarkRatio(b *testing.B) {
-	db := benchDB(b)
-	reg := benchRegistry(b, db)
-	ctx := context.Background()
-	read, insert := readPaths(b, ctx, db, reg), insertPaths(b, ctx, db, reg)
-	paths := append(append([]benchPath(nil), read...), insert...)
-	t := shuffled(b, paths)
-	invokeRead, invokeInsert := len(read)-1, len(paths)-1
-	t.report(b, invokeRead, 0, "read/baseline")
-	t.report(b, invokeRead, 1, "read/baseline-prepared")
-	t.report(b, invokeRead, 2, "read/baseline-tx")
-	t.report(b, invokeInsert, len(read), "insert/baseline")
+	run := func(b *testing.B, reads, writes bool) {
+		db := benchDB(b)
+		reg := benchRegistry(b, db)
+		ctx := context.Background()
+		var paths []benchPath
+		if reads {
+			paths = append(paths, readPaths(b, ctx, db, reg)...)
+		}
+		if writes {
+			paths = append(paths, insertPaths(b, ctx, db, reg)...)
+		}
+		t := shuffled(b, paths)
+		if reads {
+			invokeRead := 3 // readPaths: three baselines, then Invoke
+			t.report(b, invokeRead, 0, "read/baseline")
+			t.report(b, invokeRead, 1, "read/baseline-prepared")
+			t.report(b, invokeRead, 2, "read/baseline-tx")
+		}
+		if writes {
+			t.report(b, len(paths)-1, len(paths)-2, "insert/baseline")
+		}
+	}
+	b.Run("reads", func(b *testing.B) { run(b, true, false) })
+	b.Run("writes", func(b *testing.B) { run(b, false, true) })
+	b.Run("mixed", func(b *testing.B) { run(b, true, true) })
 }
 
 // enableWrites turns write tools on for the context's tenant.
