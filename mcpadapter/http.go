@@ -76,15 +76,15 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	opts := []server.StreamableHTTPOption{
 		server.WithDisableLocalhostProtection(true), // checked by checkRebinding, with the allow lists
 		server.WithStreamableHTTPProtocolVersions(protocolVersions()...),
-		server.WithStreamableHTTPLogger(s.cfg.logger),
+		server.WithStreamableHTTPLogger(s.cfg.Logger),
 	}
 	if stateless {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	} else {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}),
-			server.WithSessionIdleTTL(s.cfg.idleTimeout))
-		if s.cfg.heartbeat > 0 {
-			opts = append(opts, server.WithHeartbeatInterval(s.cfg.heartbeat))
+			server.WithSessionIdleTTL(s.cfg.SessionIdleTimeout))
+		if s.cfg.HeartbeatInterval > 0 {
+			opts = append(opts, server.WithHeartbeatInterval(s.cfg.HeartbeatInterval))
 		}
 		if s.events != nil {
 			opts = append(opts, server.WithEventStore(s.events))
@@ -110,23 +110,23 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	p := s.cfg.principal
-	if s.cfg.auth != nil && r.Method != http.MethodOptions { // CORS preflights carry no credentials
+	p := s.cfg.Principal
+	if s.cfg.Authenticator != nil && r.Method != http.MethodOptions { // CORS preflights carry no credentials
 		var err error
-		if p, err = s.cfg.auth.Authenticate(r); err != nil || p == nil {
+		if p, err = s.cfg.Authenticator.Authenticate(r); err != nil || p == nil {
 			if err == nil {
 				err = errors.New("no principal")
 			}
-			s.cfg.logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
+			s.cfg.Logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
 			h.unauthorized(w, r, err)
 			return
 		}
 		ctx = llmtool.WithPrincipal(ctx, p)
 	}
-	tenant := s.cfg.tenant
-	if s.cfg.tenantFunc != nil && r.Method != http.MethodOptions {
+	tenant := s.cfg.Tenant
+	if s.cfg.TenantFunc != nil && r.Method != http.MethodOptions {
 		var err error
-		if tenant, err = s.cfg.tenantFunc(r, p); err != nil {
+		if tenant, err = s.cfg.TenantFunc(r, p); err != nil {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
@@ -135,10 +135,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
 		var err error
-		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBody)); err != nil {
+		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)); err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than this server's limit of %d bytes; send smaller arguments.", s.cfg.maxBody))
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than this server's limit of %d bytes; send smaller arguments.", s.cfg.MaxBodyBytes))
 				return
 			}
 			writeError(w, http.StatusBadRequest, "Reading the request body failed: "+err.Error())
@@ -177,7 +177,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case r.Method == http.MethodPost && method(body) == string(mcp.MethodInitialize):
 			sl, refusal := s.reserve(principalID(p))
 			if sl == nil {
-				s.cfg.logger.Warn("mcpadapter: session refused", "principal", principalID(p), "reason", refusal)
+				s.cfg.Logger.Warn("mcpadapter: session refused", "principal", principalID(p), "reason", refusal)
 				writeRPC(w, http.StatusServiceUnavailable, requestID(body), codeServerError, refusal)
 				return
 			}
@@ -202,7 +202,7 @@ func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Princ
 	case info == nil || info.h != h:
 		writeRPC(w, http.StatusNotFound, nil, codeSessionGone, fmt.Sprintf(
 			"Session not found: it ended (after %s without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header.",
-			humanDuration(h.s.cfg.idleTimeout)))
+			humanDuration(h.s.cfg.SessionIdleTimeout)))
 		return nil
 	case info.principal != principalID(p):
 		writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
@@ -267,12 +267,12 @@ func writeRPC(w http.ResponseWriter, status int, id json.RawMessage, code int, m
 func (s *Server) checkRebinding(r *http.Request) error {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	loopback := local != nil && isLoopback(local.String())
-	if loopback && !isLoopback(r.Host) && !contains(s.cfg.hosts, r.Host) && !contains(s.cfg.hosts, hostOnly(r.Host)) {
+	if loopback && !isLoopback(r.Host) && !contains(s.cfg.AllowedHosts, r.Host) && !contains(s.cfg.AllowedHosts, hostOnly(r.Host)) {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Host %q is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host to mcpadapter.Options.AllowedHosts", r.Host)
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" || contains(s.cfg.origins, origin) {
+	if origin == "" || contains(s.cfg.AllowedOrigins, origin) {
 		return nil
 	}
 	if loopback {
@@ -282,7 +282,7 @@ func (s *Server) checkRebinding(r *http.Request) error {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Origin %q is not allowed on this loopback server (DNS rebinding protection); add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
-	if len(s.cfg.origins) > 0 {
+	if len(s.cfg.AllowedOrigins) > 0 {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Origin %q is not allowed; add it to mcpadapter.Options.AllowedOrigins", origin)
 	}

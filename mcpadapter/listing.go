@@ -148,7 +148,7 @@ func (s *Server) listed(ctx context.Context) *listing {
 	ctx = s.callContext(ctx)
 	specs, err := s.reg.List(ctx, nil)
 	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
+		s.cfg.Logger.Warn("mcpadapter: listing tools", "err", err)
 	}
 	return s.listings.get(listingKey(llmtool.TenantFrom(ctx), llmtool.PrincipalFrom(ctx)), specs)
 }
@@ -156,7 +156,7 @@ func (s *Server) listed(ctx context.Context) *listing {
 // afterListTools puts the requested page of the caller's listing in
 // mcp-go's tools/list result.
 func (s *Server) afterListTools(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
-	res.Tools, res.NextCursor = s.listed(ctx).page(req.Params.Cursor, s.cfg.pageSize)
+	res.Tools, res.NextCursor = s.listed(ctx).page(req.Params.Cursor, s.cfg.PageSize)
 }
 
 // listingKey identifies a caller's listing: the tenant and everything of

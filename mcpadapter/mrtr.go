@@ -179,7 +179,7 @@ func (s *Server) seal(st *roundState) (string, error) {
 }
 
 func (s *Server) mac(body string) []byte {
-	m := hmac.New(sha256.New, s.cfg.stateKey)
+	m := hmac.New(sha256.New, s.cfg.RequestStateKey)
 	m.Write([]byte(stateVersion))
 	m.Write([]byte(body))
 	return m.Sum(nil)
@@ -201,7 +201,7 @@ func (s *Server) open(ctx context.Context, state, tool string, args json.RawMess
 	now := s.now()
 	switch {
 	case now.After(time.Unix(st.Expires, 0)):
-		return nil, &stateError{fmt.Sprintf(stateExpired, s.cfg.stateTTL)}
+		return nil, &stateError{fmt.Sprintf(stateExpired, s.cfg.RequestStateTTL)}
 	case st.Tool != tool:
 		return nil, &stateError{stateOtherTool}
 	case st.Who != who(ctx):
@@ -363,7 +363,7 @@ func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMe
 	}
 	st := &roundState{
 		Tool: tool, Args: digest(canonicalArgs(args)), Who: who(ctx),
-		Expires:  s.now().Add(s.cfg.stateTTL).Unix(),
+		Expires:  s.now().Add(s.cfg.RequestStateTTL).Unix(),
 		Nonce:    base64.RawURLEncoding.EncodeToString(nonce),
 		Round:    1,
 		Answers:  used,
@@ -554,7 +554,7 @@ func (s *Server) initPeer(ctx context.Context, cp *callPeer, target, name string
 	if mp.RequestState != "" {
 		var err error
 		if st, err = s.open(ctx, mp.RequestState, target, args); err != nil {
-			s.cfg.logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
+			s.cfg.Logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
 			return &rpcError{code: mcp.INVALID_PARAMS, message: err.Error(), err: err}
 		}
 	}

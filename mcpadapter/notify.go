@@ -204,7 +204,7 @@ func (s *Server) sendToSession(info *sessionInfo, method string, params map[stri
 		return
 	}
 	if err := s.mcp.SendNotificationToSpecificClient(info.id, method, params); err != nil {
-		s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "session", info.id, "err", err)
+		s.cfg.Logger.Debug("mcpadapter: notification not delivered", "method", method, "session", info.id, "err", err)
 	}
 }
 
@@ -230,7 +230,7 @@ func (s *Server) sendToListen(l *listenInfo, method string, params map[string]an
 	select {
 	case l.session.NotificationChannel() <- n:
 	default:
-		s.cfg.logger.Debug("mcpadapter: listen stream full", "method", method)
+		s.cfg.Logger.Debug("mcpadapter: listen stream full", "method", method)
 	}
 }
 
@@ -250,5 +250,5 @@ func (s *Server) logLevel(ctx context.Context) mcp.LoggingLevel {
 			return info.level
 		}
 	}
-	return s.cfg.logLevel
+	return mcpLevel(s.cfg.LogLevel)
 }

@@ -59,7 +59,7 @@ func (p *peer) Log(ctx context.Context, level slog.Level, message string) {
 func (p *peer) send(ctx context.Context, method string, params map[string]any) {
 	note := p.box.add(method, params)
 	if err := p.s.mcp.SendNotificationToClient(ctx, method, params); err != nil {
-		p.s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
+		p.s.cfg.Logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
 		p.box.forget(note)
 		return
 	}

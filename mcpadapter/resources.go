@@ -33,7 +33,7 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 				list = append(list, r)
 			}
 		}
-		res.Resources, res.NextCursor = paginateSorted(list, mcp.Resource.GetName, req.Params.Cursor, s.cfg.pageSize)
+		res.Resources, res.NextCursor = paginateSorted(list, mcp.Resource.GetName, req.Params.Cursor, s.cfg.PageSize)
 	})
 	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
 		list := []mcp.ResourceTemplate{}
@@ -44,7 +44,7 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 				list = append(list, t)
 			}
 		}
-		res.ResourceTemplates, res.NextCursor = paginateSorted(list, mcp.ResourceTemplate.GetName, req.Params.Cursor, s.cfg.pageSize)
+		res.ResourceTemplates, res.NextCursor = paginateSorted(list, mcp.ResourceTemplate.GetName, req.Params.Cursor, s.cfg.PageSize)
 	})
 	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, req *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
 		list := []mcp.Prompt{}
@@ -55,7 +55,7 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 			}
 			list = append(list, p)
 		}
-		res.Prompts, res.NextCursor = paginateSorted(list, mcp.Prompt.GetName, req.Params.Cursor, s.cfg.pageSize)
+		res.Prompts, res.NextCursor = paginateSorted(list, mcp.Prompt.GetName, req.Params.Cursor, s.cfg.PageSize)
 	})
 }
 
@@ -63,7 +63,7 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 func (s *Server) specs(ctx context.Context, opts *llmtool.ListOptions) []*llmtool.Spec {
 	specs, err := s.reg.List(s.callContext(ctx), opts)
 	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: listing resources or prompts", "err", err)
+		s.cfg.Logger.Warn("mcpadapter: listing resources or prompts", "err", err)
 	}
 	return specs
 }

@@ -116,13 +116,13 @@ func (s *Server) reserve(principal string) (*slot, string) {
 	t := &s.sessions
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.counted >= s.cfg.maxSessions {
+	if t.counted >= s.cfg.MaxSessions {
 		return nil, fmt.Sprintf("This server has reached its limit of %d open sessions; try again later, when idle sessions have ended (after %s without requests).",
-			s.cfg.maxSessions, humanDuration(s.cfg.idleTimeout))
+			s.cfg.MaxSessions, humanDuration(s.cfg.SessionIdleTimeout))
 	}
-	if principal != "" && t.byPrincipal[principal] >= s.cfg.maxPerPrincipal {
+	if principal != "" && t.byPrincipal[principal] >= s.cfg.MaxSessionsPerPrincipal {
 		return nil, fmt.Sprintf("You have reached this server's limit of %d open sessions per user; end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id header) or wait until idle ones end (after %s without requests).",
-			s.cfg.maxPerPrincipal, humanDuration(s.cfg.idleTimeout))
+			s.cfg.MaxSessionsPerPrincipal, humanDuration(s.cfg.SessionIdleTimeout))
 	}
 	t.count(principal, 1)
 	return &slot{principal: principal}, ""

@@ -34,6 +34,6 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
 		p = p[:len(p)-1]
 	}
-	w.s.cfg.logger.Warn("mcpadapter: stdio transport", "msg", string(p))
+	w.s.cfg.Logger.Warn("mcpadapter: stdio transport", "msg", string(p))
 	return n, nil
 }

@@ -83,13 +83,13 @@ const metricSessions = "llmtool.mcp.sessions"
 // initMetrics makes the adapter's instruments, when Options.MeterProvider
 // is set.
 func (s *Server) initMetrics() {
-	if s.cfg.meter == nil {
+	if s.cfg.MeterProvider == nil {
 		return
 	}
-	c, err := s.cfg.meter.Meter("github.com/llmtool/llmtool/mcpadapter").Int64UpDownCounter(metricSessions,
+	c, err := s.cfg.MeterProvider.Meter("github.com/llmtool/llmtool/mcpadapter").Int64UpDownCounter(metricSessions,
 		metric.WithUnit("{session}"), metric.WithDescription("MCP sessions open."))
 	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
+		s.cfg.Logger.Warn("mcpadapter: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
 	}
 	s.openSessions = c
 }
