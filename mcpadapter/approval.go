@@ -92,8 +92,8 @@ func (r *round) approvalAnswer() *approval.Answer {
 	if r.state == nil || r.state.Approval == "" {
 		return nil
 	}
-	k, ok := r.book[approvalAskKey]
-	if !ok || k.method != mcp.MethodElicitationCreate || k.digest == "" {
+	a, ok := r.book[approvalAskKey]
+	if !ok || a.Method != mcp.MethodElicitationCreate || a.Digest == "" {
 		return nil
 	}
 	var res struct {
@@ -102,7 +102,7 @@ func (r *round) approvalAnswer() *approval.Answer {
 			Approve bool `json:"approve"`
 		} `json:"content"`
 	}
-	err := json.Unmarshal(k.value, &res)
+	err := json.Unmarshal(a.Value, &res)
 	return &approval.Answer{Token: r.state.Approval, Approved: err == nil && res.Action == mcp.ElicitationResponseActionAccept && res.Content.Approve}
 }
 

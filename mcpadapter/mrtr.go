@@ -214,15 +214,6 @@ func (s *Server) open(ctx context.Context, state, tool string, args json.RawMess
 	return &st, nil
 }
 
-// known is an answer the run may use: from the state, or sent by the
-// client. An empty digest (a first round's answer sent without a state)
-// answers any request under its key and method.
-type known struct {
-	method mcp.MCPMethod
-	digest string
-	value  json.RawMessage
-}
-
 // pendingRequest is a request a run made that has no answer yet.
 type pendingRequest struct {
 	question
@@ -232,8 +223,11 @@ type pendingRequest struct {
 // round is what a call's peer knows of the exchange: the answers it may
 // give, and what the current run used and asked.
 type round struct {
-	mu     sync.Mutex
-	book   map[string]known
+	mu sync.Mutex
+	// book holds the answers the run may use, by key: from the state, or
+	// sent by the client. An answer without method and digest (a first
+	// round's, sent without a state) answers any request under its key.
+	book   map[string]answer
 	state  *roundState // the verified state of this retry, nil on a first call
 	run    any         // callinfo.Info.Run of the current run
 	counts map[mcp.MCPMethod]int
@@ -260,7 +254,7 @@ func (r *round) init(st *roundState, responses mcp.InputResponses) {
 	if st == nil && len(responses) == 0 {
 		return
 	}
-	r.book = make(map[string]known)
+	r.book = make(map[string]answer)
 	raw := func(key string) (json.RawMessage, bool) {
 		resp, ok := responses[key]
 		if !ok {
@@ -275,17 +269,17 @@ func (r *round) init(st *roundState, responses mcp.InputResponses) {
 	if st == nil {
 		for key := range responses {
 			if b, ok := raw(key); ok {
-				r.book[key] = known{value: b}
+				r.book[key] = answer{Key: key, Value: b}
 			}
 		}
 		return
 	}
 	for _, a := range st.Answers {
-		r.book[a.Key] = known{method: a.Method, digest: a.Digest, value: a.Value}
+		r.book[a.Key] = a
 	}
 	for _, q := range st.Asked { // keys the state did not ask under are ignored
 		if b, ok := raw(q.Key); ok {
-			r.book[q.Key] = known{method: q.Method, digest: q.Digest, value: b}
+			r.book[q.Key] = answer{Key: q.Key, Method: q.Method, Digest: q.Digest, Value: b}
 		}
 	}
 }
@@ -316,9 +310,9 @@ func (r *round) ask(ctx context.Context, key string, req mcp.InputRequest, decod
 	}
 	r.keys[key] = true
 	d := digest(params)
-	if k, ok := r.book[key]; ok && (k.method == "" || k.method == req.Method) && (k.digest == "" || k.digest == d) {
-		if decode(k.value) == nil {
-			r.used = append(r.used, answer{Key: key, Method: req.Method, Digest: d, Value: k.value})
+	if a, ok := r.book[key]; ok && (a.Method == "" || a.Method == req.Method) && (a.Digest == "" || a.Digest == d) {
+		if decode(a.Value) == nil {
+			r.used = append(r.used, answer{Key: key, Method: req.Method, Digest: d, Value: a.Value})
 			return nil
 		}
 	}
@@ -392,7 +386,8 @@ func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMe
 }
 
 // requestCaps returns the capabilities the client declared for this
-// request: in its _meta under 2026-07-28, in initialize before.
+// request: in its _meta under 2026-07-28, in initialize before; and
+// whether they are known (not for a session that has no client info).
 func requestCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		if info.ClientCapabilities == nil {
@@ -400,7 +395,10 @@ func requestCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
 		}
 		return *info.ClientCapabilities, true
 	}
-	return clientCaps(ctx)
+	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok && cs != nil {
+		return cs.GetClientCapabilities(), true
+	}
+	return mcp.ClientCapabilities{}, false
 }
 
 // reachable reports whether the client can be sent method: under

@@ -97,24 +97,14 @@ func (p *peer) missing() string {
 	return p.cap
 }
 
-// clientCaps returns the capabilities the session's client declared, and
-// whether they are known.
-func clientCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
-	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok && cs != nil {
-		return cs.GetClientCapabilities(), true
-	}
-	return mcp.ClientCapabilities{}, false
-}
-
-// samplingContent converts a part of a sampling message.
+// samplingContent converts a part of a sampling message: text, image or
+// audio, as in a tool's result (contentBlock); anything else is sent as
+// its text.
 func samplingContent(c llmtool.Content) any {
-	switch c.Type {
-	case "image":
-		return mcp.ImageContent{Type: "image", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType}
-	case "audio":
-		return mcp.AudioContent{Type: "audio", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType}
+	if c.Type == "resource" {
+		return mcp.TextContent{Type: "text", Text: c.Text}
 	}
-	return mcp.TextContent{Type: "text", Text: c.Text}
+	return contentBlock(c)
 }
 
 // fromSamplingContent converts the client's reply, whichever Go shape the
