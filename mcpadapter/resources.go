@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -27,7 +28,7 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 	hooks.AddAfterListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
 		list := []mcp.Resource{}
 		for _, sp := range s.specs(ctx, &llmtool.ListOptions{Resources: true}) {
-			if len(sp.Params) == 0 || !isTemplate(sp.URI) {
+			if len(sp.Params) == 0 || !strings.Contains(sp.URI, "{") {
 				r := mcp.NewResource(sp.URI, sp.Name, mcp.WithResourceDescription(sp.Description))
 				r.Title = sp.FriendlyName
 				list = append(list, r)
@@ -38,7 +39,7 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
 		list := []mcp.ResourceTemplate{}
 		for _, sp := range s.specs(ctx, &llmtool.ListOptions{Resources: true}) {
-			if len(sp.Params) > 0 && isTemplate(sp.URI) {
+			if len(sp.Params) > 0 && strings.Contains(sp.URI, "{") {
 				t := mcp.NewResourceTemplate(sp.URI, sp.Name, mcp.WithTemplateDescription(sp.Description))
 				t.Title = sp.FriendlyName
 				list = append(list, t)
@@ -59,22 +60,14 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 	})
 }
 
-// specs returns what list gives ctx's caller.
+// specs returns what Registry.List gives ctx's caller with opts: tools
+// (nil), resources or prompts.
 func (s *Server) specs(ctx context.Context, opts *llmtool.ListOptions) []*llmtool.Spec {
 	specs, err := s.reg.List(s.callContext(ctx), opts)
 	if err != nil {
-		s.cfg.Logger.Warn("mcpadapter: listing resources or prompts", "err", err)
+		s.cfg.Logger.Warn("mcpadapter: listing the registry", "err", err)
 	}
 	return specs
-}
-
-func isTemplate(uri string) bool {
-	for _, c := range uri {
-		if c == '{' {
-			return true
-		}
-	}
-	return false
 }
 
 // readResource serves resources/read through Registry.Invoke. A refusal is
