@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -44,32 +45,25 @@ func (s *Server) notifyHooks(hooks *server.Hooks) {
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.remove(cs.SessionID()) })
 	hooks.AddBeforeAny(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any) {
 		if server.IsModernRequest(ctx) {
-			if info := s.sessionOf(ctx); info != nil {
-				info.mu.Lock()
-				info.modern = true
-				info.mu.Unlock()
-			}
+			s.updateSession(ctx, func(info *sessionInfo) { info.modern = true })
 		}
 	})
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		if info := s.sessionOf(ctx); info != nil {
-			info.mu.Lock()
-			info.modern = false
-			info.mu.Unlock()
-		}
+		s.updateSession(ctx, func(info *sessionInfo) { info.modern = false })
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-		if info := s.sessionOf(ctx); info != nil {
-			info.mu.Lock()
-			info.level = req.Params.Level
-			info.mu.Unlock()
-		}
+		s.updateSession(ctx, func(info *sessionInfo) { info.level = req.Params.Level })
 	})
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-		s.subscribe(ctx, req.Params.URI, true)
+		s.updateSession(ctx, func(info *sessionInfo) {
+			if info.subs == nil {
+				info.subs = make(map[string]bool)
+			}
+			info.subs[req.Params.URI] = true
+		})
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-		s.subscribe(ctx, req.Params.URI, false)
+		s.updateSession(ctx, func(info *sessionInfo) { delete(info.subs, req.Params.URI) })
 	})
 	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
 		cs := server.ClientSessionFromContext(ctx)
@@ -122,22 +116,13 @@ func (s *Server) sessionOf(ctx context.Context) *sessionInfo {
 	return s.sessions.get(cs.SessionID())
 }
 
-// subscribe records (or, with on false, drops) the session's subscription
-// to uri.
-func (s *Server) subscribe(ctx context.Context, uri string, on bool) {
-	info := s.sessionOf(ctx)
-	if info == nil {
-		return
-	}
-	info.mu.Lock()
-	defer info.mu.Unlock()
-	if info.subs == nil {
-		info.subs = make(map[string]bool)
-	}
-	if on {
-		info.subs[uri] = true
-	} else {
-		delete(info.subs, uri)
+// updateSession calls update with the table's entry of the session of
+// ctx, locked; not at all without one.
+func (s *Server) updateSession(ctx context.Context, update func(*sessionInfo)) {
+	if info := s.sessionOf(ctx); info != nil {
+		info.mu.Lock()
+		defer info.mu.Unlock()
+		update(info)
 	}
 }
 
@@ -212,10 +197,7 @@ func (s *Server) sendToSession(info *sessionInfo, method string, params map[stri
 func (s *Server) eachListen(fn func(*listenInfo)) {
 	t := &s.sessions
 	t.mu.Lock()
-	all := make([]*listenInfo, 0, len(t.listens))
-	for l := range t.listens {
-		all = append(all, l)
-	}
+	all := slices.Collect(maps.Keys(t.listens))
 	t.mu.Unlock()
 	for _, l := range all {
 		fn(l)

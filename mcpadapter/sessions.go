@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,10 +79,7 @@ func (t *sessions) get(id string) *sessionInfo {
 // each calls fn with every session, outside the table's lock.
 func (t *sessions) each(fn func(*sessionInfo)) {
 	t.mu.Lock()
-	all := make([]*sessionInfo, 0, len(t.byID))
-	for _, info := range t.byID {
-		all = append(all, info)
-	}
+	all := slices.Collect(maps.Values(t.byID))
 	t.mu.Unlock()
 	for _, info := range all {
 		fn(info)
