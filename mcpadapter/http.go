@@ -174,11 +174,11 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// mcp-go would open a session for it, outside the limits.
 			writeError(w, http.StatusBadRequest, "A GET stream belongs to a session: send the Mcp-Session-Id header that the initialize response carried.")
 			return
-		case r.Method == http.MethodPost && method(body) == string(mcp.MethodInitialize):
+		case r.Method == http.MethodPost && readMessage(body).Method == string(mcp.MethodInitialize):
 			sl, refusal := s.reserve(principalID(p))
 			if sl == nil {
 				s.cfg.Logger.Warn("mcpadapter: session refused", "principal", principalID(p), "reason", refusal)
-				writeRPC(w, http.StatusServiceUnavailable, requestID(body), codeServerError, refusal)
+				writeRPC(w, http.StatusServiceUnavailable, readMessage(body).ID, codeServerError, refusal)
 				return
 			}
 			defer s.release(sl)
@@ -223,19 +223,12 @@ type message struct {
 	} `json:"params"`
 }
 
-// method returns the method of the JSON-RPC request body, "" if it has
-// none (mcp-go answers what is not a request).
-func method(body []byte) string {
+// readMessage returns what the HTTP handler looks at of the JSON-RPC
+// request body: zero for what is not a request, which mcp-go answers.
+func readMessage(body []byte) message {
 	var m message
 	_ = json.Unmarshal(body, &m)
-	return m.Method
-}
-
-// requestID returns the ID of the JSON-RPC request body, nil if none.
-func requestID(body []byte) json.RawMessage {
-	var m message
-	_ = json.Unmarshal(body, &m)
-	return m.ID
+	return m
 }
 
 // writeError answers with a JSON-RPC invalid-request error (id null),
