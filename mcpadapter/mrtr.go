@@ -351,14 +351,10 @@ func (s *Server) inputRequired(ctx context.Context, tool string, args json.RawMe
 // the call named target (a tool's name, or a prompt's as "prompt:" name).
 func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMessage, r *round) (*server.InputRequestBuilder, error) {
 	asked, used := r.pending()
-	nonce := make([]byte, 16)
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
 	st := &roundState{
 		Tool: tool, Args: digest(canonicalArgs(args)), Who: who(ctx),
 		Expires:  s.now().Add(s.cfg.RequestStateTTL).Unix(),
-		Nonce:    base64.RawURLEncoding.EncodeToString(nonce),
+		Nonce:    rand.Text(),
 		Round:    1,
 		Answers:  used,
 		Approval: r.approval,
@@ -537,26 +533,20 @@ func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, err
 	return out, err
 }
 
-// callPeer is a call's peer and its round, made in one allocation.
-type callPeer struct {
-	peer
-	round round
-}
-
-// initPeer sets up cp.peer for a call of target (a tool's name, or
+// newPeer returns the peer of a call of target (a tool's name, or
 // "prompt:" and a prompt's) that answers its questions from the client's
 // answers in mp, after checking the requestState of a retry. A refused
 // state is the request's error (-32602): nothing runs.
-func (s *Server) initPeer(ctx context.Context, cp *callPeer, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) error {
+func (s *Server) newPeer(ctx context.Context, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) (*peer, error) {
 	var st *roundState
 	if mp.RequestState != "" {
 		var err error
 		if st, err = s.open(ctx, mp.RequestState, target, args); err != nil {
 			s.cfg.Logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
-			return &rpcError{code: mcp.INVALID_PARAMS, message: err.Error(), err: err}
+			return nil, &rpcError{code: mcp.INVALID_PARAMS, message: err.Error(), err: err}
 		}
 	}
-	cp.round.init(st, mp.InputResponses)
-	cp.peer = peer{s: s, tool: name, round: &cp.round}
-	return nil
+	p := &peer{s: s, tool: name}
+	p.round.init(st, mp.InputResponses)
+	return p, nil
 }

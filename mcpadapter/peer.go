@@ -21,7 +21,7 @@ type peer struct {
 	s     *Server
 	tool  string
 	token mcp.ProgressToken // nil when the client asked for no progress
-	round *round            // the answers the call brought, and what its run asks
+	round round             // the answers the call brought, and what its run asks
 	box   *outbox           // the transport's, which holds what the call sends till it is written
 
 	mu    sync.Mutex

@@ -109,13 +109,13 @@ func (s *Server) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.
 	// state bound to the prompt as a tool call's is to the tool.
 	target := "prompt:" + name
 	ctx = s.callContext(ctx)
-	cp := new(callPeer)
-	if err := s.initPeer(ctx, cp, target, name, args, req.Params.MultiRoundTripParams); err != nil {
+	p, err := s.newPeer(ctx, target, name, args, req.Params.MultiRoundTripParams)
+	if err != nil {
 		return nil, err
 	}
-	res := s.reg.Invoke(withMetaTrace(ask.With(ctx, &cp.peer), req.Params.Meta), llmtool.Call{Prompt: name, Args: args})
+	res := s.reg.Invoke(withMetaTrace(ask.With(ctx, p), req.Params.Meta), llmtool.Call{Prompt: name, Args: args})
 	if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
-		b, err := s.inputRequests(ctx, target, args, &cp.round)
+		b, err := s.inputRequests(ctx, target, args, &p.round)
 		if err != nil {
 			return nil, err
 		}

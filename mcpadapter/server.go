@@ -288,11 +288,10 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 		args = b
 	}
-	cp := new(callPeer)
-	if err := s.initPeer(ctx, cp, name, name, args, req.Params.MultiRoundTripParams); err != nil {
+	p, err := s.newPeer(ctx, name, name, args, req.Params.MultiRoundTripParams)
+	if err != nil {
 		return nil, err
 	}
-	p := &cp.peer
 	if m := req.Params.Meta; m != nil {
 		p.token = m.ProgressToken
 	}
@@ -310,7 +309,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	case res.IsError && errors.Is(res.Err, llmtool.ErrUnknownTool):
 		return nil, &rpcError{code: mcp.INVALID_PARAMS, message: res.Text()}
 	case res.IsError && errors.Is(res.Err, ask.ErrInputRequired):
-		return s.inputRequired(ctx, name, args, p.round)
+		return s.inputRequired(ctx, name, args, &p.round)
 	case res.Approval != nil && errors.Is(res.Err, approval.ErrRequired):
 		if !canElicit(ctx) {
 			return cannotAsk(name, res), nil
@@ -318,7 +317,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		if err := p.round.askApproval(name, res.Approval, answer != nil); err != nil {
 			return nil, err
 		}
-		return s.inputRequired(ctx, name, args, p.round)
+		return s.inputRequired(ctx, name, args, &p.round)
 	case res.IsError && errors.Is(res.Err, ask.ErrUnsupported):
 		if capability := p.missing(); capability != "" {
 			return nil, missingCapability(capability)
