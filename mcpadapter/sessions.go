@@ -3,7 +3,6 @@ package mcpadapter
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -40,10 +39,6 @@ const (
 
 // sessionIDPrefix starts every session ID the adapter mints.
 const sessionIDPrefix = "mcp-session-"
-
-// errSessionUnknown is what the session table tells mcp-go of an ID it does
-// not hold.
-var errSessionUnknown = errors.New("mcpadapter: unknown session")
 
 // sessionInfo is what the adapter knows of a session.
 type sessionInfo struct {
@@ -227,7 +222,7 @@ func (m sessionIDManager) Validate(id string) (isTerminated bool, err error) {
 	if info := m.h.s.sessions.get(id); info != nil && info.h == m.h {
 		return false, nil
 	}
-	return false, fmt.Errorf("session %q: %w", id, errSessionUnknown)
+	return false, fmt.Errorf("mcpadapter: unknown session %q", id)
 }
 
 // Terminate forgets a session the client ended with DELETE, or that
