@@ -12,18 +12,10 @@ import (
 )
 
 // Notifications the client did not ask for in a request: list_changed and
-// resources/updated. mcp-go never sends them on its own (dispatch.go); the
-// adapter sends each where its client's revision allows it:
-//
-//   - a session of a revision before 2026-07-28 (initialize) gets
-//     tools/list_changed when its tenant's tools change, prompts/list_changed
-//     and resources/list_changed when the registry's modules change (the
-//     server advertises listChanged for all three), and resources/updated
-//     for the URIs it subscribed to;
-//   - a client of 2026-07-28 gets them only on a subscriptions/listen
-//     stream, and only the kinds its filter asked for (SEP-2575), tagged
-//     with the stream's subscription ID: nothing on a stdio connection or
-//     an HTTP request that opened no stream.
+// resources/updated, each where its client's revision allows it, as the
+// package documentation describes. mcp-go never sends them on its own
+// (dispatch.go). On a subscriptions/listen stream (SEP-2575) they carry
+// the stream's subscription ID.
 //
 // mcp-go treats a session that opened no listen stream as a legacy one
 // (server.subscriptionAllowsNotification) whatever its client speaks, and
