@@ -67,7 +67,6 @@ type streamEvents struct {
 	last   time.Time // when the newest event was stored
 }
 
-// storedEvent is one event.
 type storedEvent struct {
 	seq uint64
 	at  time.Time

@@ -16,9 +16,7 @@ import (
 // tools/list. mcp-go answers it, over the one dispatcher it has
 // (dispatch.go); the AfterListTools hook puts the requested page of the
 // caller's listing in its result, with the next cursor, paginated as
-// mcp-go paginates: the cursor is the last name of the page before,
-// base64-encoded (mcp-go answers a cursor that is not base64 with -32602
-// before the hook runs).
+// mcp-go paginates (paginate).
 //
 // A listing is the registry's answer (Registry.List) for the caller,
 // converted and sorted once: the cache is looked up by that answer, so it

@@ -36,15 +36,13 @@ import (
 // sampling/createMessage and roots/list requests on the call's stream and
 // runs the handler again with their answers, within the one tools/call.
 //
-// The requestState is the part of the exchange the server must be able to
-// trust: it carries the answers of the earlier rounds (the client sends
-// only the latest round's), so it is signed (HMAC-SHA256 with
-// Options.RequestStateKey) and bound to the tool, the arguments, the
-// principal and the tenant, and it expires (Options.RequestStateTTL). Each
-// state is good for one retry: a server remembers the states it accepted
-// until they expire, and refuses a second retry with one (a replay). That
-// memory is per process, so replicas sharing a key refuse a replay only
-// when it reaches the replica that took the first retry.
+// The requestState is signed, bound and expiring, as the package
+// documentation says, because it carries the answers of the earlier rounds
+// (the client sends only the latest round's). A server remembers the
+// states it accepted until they expire, and refuses a second retry with
+// one (a replay); that memory is per process, so replicas sharing a key
+// refuse a replay only when it reaches the replica that took the first
+// retry.
 
 // DefaultRequestStateTTL is how long a requestState stays valid.
 const DefaultRequestStateTTL = time.Hour
@@ -236,14 +234,6 @@ type round struct {
 	asked  []pendingRequest
 	// approval is the token of the approval question in asked, if any.
 	approval string
-}
-
-// newRound builds the answers of a call from its verified state and the
-// client's inputResponses.
-func newRound(st *roundState, responses mcp.InputResponses) *round {
-	r := &round{}
-	r.init(st, responses)
-	return r
 }
 
 // init builds, in r, the answers of a call from its verified state and
