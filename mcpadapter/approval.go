@@ -106,5 +106,5 @@ func cannotAsk(tool string, res llmtool.Result) *mcp.CallToolResult {
 		msg = e.Message
 	}
 	msg += " Nothing was saved. This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: tell the user, who can make this change from an MCP client that asks for approval, or have approval of " + tool + " turned off for this tenant."
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.TextContent{Type: "text", Text: msg}}}
+	return mcp.NewToolResultError(msg)
 }

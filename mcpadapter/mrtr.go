@@ -419,7 +419,7 @@ func (p *peer) Reruns() bool { return true }
 // Sample answers from the call's answers, or asks the client's model.
 func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Sampling == nil) || !reachable(ctx, mcp.MethodSamplingCreateMessage) {
-		return ask.SampleResult{}, p.unsupported(ctx, "sampling", ask.ErrUnsupported)
+		return ask.SampleResult{}, p.unsupported(ctx, "sampling")
 	}
 	msgs := make([]mcp.SamplingMessage, len(req.Messages))
 	for i, m := range req.Messages {
@@ -459,7 +459,7 @@ func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleRes
 // Elicit answers from the call's answers, or asks the client's user.
 func (p *peer) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Elicitation == nil) || !reachable(ctx, mcp.MethodElicitationCreate) {
-		return ask.ElicitResult{}, p.unsupported(ctx, "elicitation", ask.ErrUnsupported)
+		return ask.ElicitResult{}, p.unsupported(ctx, "elicitation")
 	}
 	var out ask.ElicitResult
 	params := mcp.ElicitationParams{Message: req.Message, RequestedSchema: req.Schema}
@@ -501,7 +501,7 @@ func readElicitation(raw json.RawMessage) (ask.ElicitResult, error) {
 // Roots answers from the call's answers, or asks the client for its roots.
 func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Roots == nil) || !reachable(ctx, mcp.MethodListRoots) {
-		return nil, p.unsupported(ctx, "roots", ask.ErrUnsupported)
+		return nil, p.unsupported(ctx, "roots")
 	}
 	var out []ask.Root
 	err := p.round.ask(ctx, req.Key, mcp.NewRootsInputRequest(), func(raw json.RawMessage) error {

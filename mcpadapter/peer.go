@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // peer is the client of one call, as the handler sees it: the
@@ -79,14 +80,14 @@ func (p *peer) await(ctx context.Context) {
 
 // unsupported records that asking for capability failed for want of it,
 // in a request of 2026-07-28 (see missingCapability), and returns the
-// error the handler gets.
-func (p *peer) unsupported(ctx context.Context, capability string, err error) error {
+// error the handler gets: ask.ErrUnsupported.
+func (p *peer) unsupported(ctx context.Context, capability string) error {
 	if server.IsModernRequest(ctx) && capability != "roots" {
 		p.mu.Lock()
 		p.cap = capability
 		p.mu.Unlock()
 	}
-	return fmt.Errorf("the client did not declare the %s capability: %w", capability, err)
+	return fmt.Errorf("the client did not declare the %s capability: %w", capability, ask.ErrUnsupported)
 }
 
 // missing returns the capability a request of 2026-07-28 lacked, "" if

@@ -347,10 +347,7 @@ func (s *Server) textLimit(ctx context.Context) int {
 // structuredContent as its text (textcopy.go).
 func callResult(res llmtool.Result, rich bool, textLimit int) *mcp.CallToolResult {
 	if res.IsError {
-		return &mcp.CallToolResult{
-			IsError: true,
-			Content: []mcp.Content{mcp.TextContent{Type: "text", Text: res.Text()}},
-		}
+		return mcp.NewToolResultError(res.Text())
 	}
 	if rich {
 		content := make([]mcp.Content, 0, len(res.Content))
