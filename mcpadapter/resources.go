@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -81,18 +82,12 @@ func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 	}
 	out := make([]mcp.ResourceContents, 0, len(res.Content))
 	for _, c := range res.Content {
-		u, mt := c.URI, c.MIMEType
-		if u == "" {
-			u = uri
-		}
+		u := cmp.Or(c.URI, uri)
 		if c.Data != nil {
-			out = append(out, mcp.BlobResourceContents{URI: u, MIMEType: mt, Blob: base64.StdEncoding.EncodeToString(c.Data)})
+			out = append(out, mcp.BlobResourceContents{URI: u, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Data)})
 			continue
 		}
-		if mt == "" {
-			mt = "text/plain"
-		}
-		out = append(out, mcp.TextResourceContents{URI: u, MIMEType: mt, Text: c.Text})
+		out = append(out, mcp.TextResourceContents{URI: u, MIMEType: cmp.Or(c.MIMEType, "text/plain"), Text: c.Text})
 	}
 	return out, nil
 }
