@@ -179,7 +179,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	if cfg.OnRequest != nil {
 		s.requestHooks(hooks)
 	}
-	sopts := []server.ServerOption{
+	s.mcp = server.NewMCPServer(cfg.Name, cfg.Version,
 		// mcp-go advertises listChanged, and grants it to
 		// subscriptions/listen streams; the adapter registers only its
 		// dispatchers (dispatch.go), here, so mcp-go never broadcasts it.
@@ -192,11 +192,8 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithResourceCompletionProvider(completer{s}),
 		server.WithHooks(hooks),
 		server.WithPaginationLimit(cfg.PageSize),
-	}
-	if cfg.Instructions != "" {
-		sopts = append(sopts, server.WithInstructions(cfg.Instructions))
-	}
-	s.mcp = server.NewMCPServer(cfg.Name, cfg.Version, sopts...)
+		server.WithInstructions(cfg.Instructions), // none when "" (omitted from initialize and discover)
+	)
 	s.registerDispatchers()
 	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
