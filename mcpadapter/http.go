@@ -83,10 +83,8 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	} else {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}),
-			server.WithSessionIdleTTL(s.cfg.SessionIdleTimeout))
-		if s.cfg.HeartbeatInterval > 0 {
-			opts = append(opts, server.WithHeartbeatInterval(s.cfg.HeartbeatInterval))
-		}
+			server.WithSessionIdleTTL(s.cfg.SessionIdleTimeout),
+			server.WithHeartbeatInterval(s.cfg.HeartbeatInterval)) // 0: no heartbeats
 		if s.events != nil {
 			opts = append(opts, server.WithEventStore(s.events))
 		}
