@@ -394,22 +394,16 @@ func reachable(ctx context.Context, method mcp.MCPMethod) bool {
 	if server.IsModernRequest(ctx) {
 		return true
 	}
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil {
-		return false
-	}
-	switch method {
+	var ok bool // false without a session
+	switch cs := server.ClientSessionFromContext(ctx); method {
 	case mcp.MethodSamplingCreateMessage:
-		_, ok := cs.(server.SessionWithSampling)
-		return ok
+		_, ok = cs.(server.SessionWithSampling)
 	case mcp.MethodElicitationCreate:
-		_, ok := cs.(server.SessionWithElicitation)
-		return ok
+		_, ok = cs.(server.SessionWithElicitation)
 	case mcp.MethodListRoots:
-		_, ok := cs.(server.SessionWithRoots)
-		return ok
+		_, ok = cs.(server.SessionWithRoots)
 	}
-	return false
+	return ok
 }
 
 // Reruns marks the peer as an ask.Rerunner: it never waits for the client
