@@ -12,23 +12,13 @@ import (
 	"github.com/llmtool/llmtool/approval"
 )
 
-// Approval through the client. A call that needs a person's approval
-// (llmtool.NeedsApproval, Tenants().SetApproval) comes back from
-// Registry.Invoke with an ApprovalRequest: the registry ran it, previewed
-// it and rolled it back. The adapter asks the person with an elicitation
-// under the key approvalAskKey, through the round machinery of mrtr.go
-// (an input-required result under 2026-07-28; elicitation/create within
-// the tools/call before), and keeps the approval token in the sealed
-// requestState. The retry that brings the answer invokes the call with
-// Call.Approval at once: two runs in all, the preview and the commit. If
-// the data changed since the preview, the registry asks again, and so
-// does the adapter, with the new preview, in a new round.
-//
-// A client that cannot ask its user (no elicitation capability, or a
-// stateless request of a revision before 2026-07-28, which has no session
-// to send the request on) gets the registry's sentence with the preview
-// and a sentence saying the change cannot be approved from this client.
-// The token never reaches the model: nothing the model sends approves.
+// Approval through the client, as the package documentation describes
+// it. The question is an elicitation under approvalAskKey, asked through
+// the round machinery of mrtr.go (an input-required result under
+// 2026-07-28; elicitation/create within the tools/call before), and the
+// approval token travels in the sealed requestState. A stateless request
+// of a revision before 2026-07-28 has no session to send the question on,
+// so its client cannot ask its user either (canElicit).
 
 // approvalAskKey is the key of the approval question among a call's
 // requests; a tool's own requests cannot use it.
@@ -92,8 +82,8 @@ func (r *round) approvalAnswer() *approval.Answer {
 	if r.state == nil || r.state.Approval == "" {
 		return nil
 	}
-	k, ok := r.book[approvalAskKey]
-	if !ok || k.method != mcp.MethodElicitationCreate || k.digest == "" {
+	a, ok := r.book[approvalAskKey]
+	if !ok || a.Method != mcp.MethodElicitationCreate || a.Digest == "" {
 		return nil
 	}
 	var res struct {
@@ -102,7 +92,7 @@ func (r *round) approvalAnswer() *approval.Answer {
 			Approve bool `json:"approve"`
 		} `json:"content"`
 	}
-	err := json.Unmarshal(k.value, &res)
+	err := json.Unmarshal(a.Value, &res)
 	return &approval.Answer{Token: r.state.Approval, Approved: err == nil && res.Action == mcp.ElicitationResponseActionAccept && res.Content.Approve}
 }
 
@@ -116,5 +106,5 @@ func cannotAsk(tool string, res llmtool.Result) *mcp.CallToolResult {
 		msg = e.Message
 	}
 	msg += " Nothing was saved. This client cannot ask the user for approval (it does not support MCP elicitation here), and an approval cannot come from the model: tell the user, who can make this change from an MCP client that asks for approval, or have approval of " + tool + " turned off for this tenant."
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.TextContent{Type: "text", Text: msg}}}
+	return mcp.NewToolResultError(msg)
 }

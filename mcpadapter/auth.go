@@ -97,7 +97,7 @@ func (h *httpHandler) scopeRefused(ctx context.Context, w http.ResponseWriter, b
 		}
 	}
 	need := strings.Join(missing, " ")
-	h.s.cfg.logger.Info("mcpadapter: insufficient scope", "principal", p.ID, "tool", spec.Name, "missing", need)
+	h.s.cfg.Logger.Info("mcpadapter: insufficient scope", "principal", p.ID, "tool", spec.Name, "missing", need)
 	w.Header().Set("WWW-Authenticate", h.challenge(
 		"error", "insufficient_scope",
 		"error_description", fmt.Sprintf("%s %s needs the scope %s, which the access token does not grant", kind, spec.Name, need),
@@ -113,8 +113,8 @@ func (h *httpHandler) scopeRefused(ctx context.Context, w http.ResponseWriter, b
 func (h *httpHandler) challenge(attrs ...string) string {
 	var b strings.Builder
 	b.WriteString(`Bearer realm="mcp"`)
-	if h.s.cfg.resourceMeta != "" {
-		attrs = append(attrs, "resource_metadata", h.s.cfg.resourceMeta)
+	if h.s.cfg.ResourceMetadata != "" {
+		attrs = append(attrs, "resource_metadata", h.s.cfg.ResourceMetadata)
 	}
 	for i := 0; i+1 < len(attrs); i += 2 {
 		fmt.Fprintf(&b, `, %s="%s"`, attrs[i], quotable(attrs[i+1]))

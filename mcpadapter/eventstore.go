@@ -67,7 +67,6 @@ type streamEvents struct {
 	last   time.Time // when the newest event was stored
 }
 
-// storedEvent is one event.
 type storedEvent struct {
 	seq uint64
 	at  time.Time
@@ -107,7 +106,12 @@ func (e *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	if drop > 0 {
 		st.events = append(st.events[:0:0], st.events[drop:]...)
 	}
-	return strconv.FormatUint(st.num, 10) + "-" + strconv.FormatUint(st.seq, 10), nil
+	return eventID(st.num, st.seq), nil
+}
+
+// eventID is the ID of event seq of stream num.
+func eventID(num, seq uint64) string {
+	return strconv.FormatUint(num, 10) + "-" + strconv.FormatUint(seq, 10)
 }
 
 // sweep forgets the streams whose newest event is older than the age
@@ -163,21 +167,16 @@ func (e *eventStore) after(sessionID, lastEventID string) (*streamEvents, []stor
 func (e *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID string, send func(eventID string, message json.RawMessage) error) (string, error) {
 	e.mu.Lock()
 	st, tail, err := e.after(sessionID, lastEventID)
-	var num uint64
-	var id string
-	if st != nil {
-		num, id = st.num, st.id
-	}
 	e.mu.Unlock()
 	if err != nil {
 		return "", fmt.Errorf("event %q: %w", lastEventID, err)
 	}
 	for _, ev := range tail {
-		if err := send(strconv.FormatUint(num, 10)+"-"+strconv.FormatUint(ev.seq, 10), ev.msg); err != nil {
+		if err := send(eventID(st.num, ev.seq), ev.msg); err != nil {
 			return "", err
 		}
 	}
-	return id, nil
+	return st.id, nil // a stream's id and num never change
 }
 
 // PurgeSession forgets every event of a session: mcp-go calls it when the

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -76,16 +77,14 @@ func (s *Server) httpHandler(stateless bool) http.Handler {
 	opts := []server.StreamableHTTPOption{
 		server.WithDisableLocalhostProtection(true), // checked by checkRebinding, with the allow lists
 		server.WithStreamableHTTPProtocolVersions(protocolVersions()...),
-		server.WithStreamableHTTPLogger(s.cfg.logger),
+		server.WithStreamableHTTPLogger(s.cfg.Logger),
 	}
 	if stateless {
 		opts = append(opts, server.WithStateLess(true), server.WithDisableStreaming(true))
 	} else {
 		opts = append(opts, server.WithSessionIdManagerResolver(sessionIDs{h}),
-			server.WithSessionIdleTTL(s.cfg.idleTimeout))
-		if s.cfg.heartbeat > 0 {
-			opts = append(opts, server.WithHeartbeatInterval(s.cfg.heartbeat))
-		}
+			server.WithSessionIdleTTL(s.cfg.SessionIdleTimeout),
+			server.WithHeartbeatInterval(s.cfg.HeartbeatInterval)) // 0: no heartbeats
 		if s.events != nil {
 			opts = append(opts, server.WithEventStore(s.events))
 		}
@@ -110,23 +109,23 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	p := s.cfg.principal
-	if s.cfg.auth != nil && r.Method != http.MethodOptions { // CORS preflights carry no credentials
+	p := s.cfg.Principal
+	if s.cfg.Authenticator != nil && r.Method != http.MethodOptions { // CORS preflights carry no credentials
 		var err error
-		if p, err = s.cfg.auth.Authenticate(r); err != nil || p == nil {
+		if p, err = s.cfg.Authenticator.Authenticate(r); err != nil || p == nil {
 			if err == nil {
 				err = errors.New("no principal")
 			}
-			s.cfg.logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
+			s.cfg.Logger.Info("mcpadapter: request refused", "err", err, "remote", r.RemoteAddr)
 			h.unauthorized(w, r, err)
 			return
 		}
 		ctx = llmtool.WithPrincipal(ctx, p)
 	}
-	tenant := s.cfg.tenant
-	if s.cfg.tenantFunc != nil && r.Method != http.MethodOptions {
+	tenant := s.cfg.Tenant
+	if s.cfg.TenantFunc != nil && r.Method != http.MethodOptions {
 		var err error
-		if tenant, err = s.cfg.tenantFunc(r, p); err != nil {
+		if tenant, err = s.cfg.TenantFunc(r, p); err != nil {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
@@ -135,10 +134,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
 		var err error
-		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBody)); err != nil {
+		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)); err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than this server's limit of %d bytes; send smaller arguments.", s.cfg.maxBody))
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than this server's limit of %d bytes; send smaller arguments.", s.cfg.MaxBodyBytes))
 				return
 			}
 			writeError(w, http.StatusBadRequest, "Reading the request body failed: "+err.Error())
@@ -174,11 +173,11 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// mcp-go would open a session for it, outside the limits.
 			writeError(w, http.StatusBadRequest, "A GET stream belongs to a session: send the Mcp-Session-Id header that the initialize response carried.")
 			return
-		case r.Method == http.MethodPost && method(body) == string(mcp.MethodInitialize):
+		case r.Method == http.MethodPost && readMessage(body).Method == string(mcp.MethodInitialize):
 			sl, refusal := s.reserve(principalID(p))
 			if sl == nil {
-				s.cfg.logger.Warn("mcpadapter: session refused", "principal", principalID(p), "reason", refusal)
-				writeRPC(w, http.StatusServiceUnavailable, requestID(body), codeServerError, refusal)
+				s.cfg.Logger.Warn("mcpadapter: session refused", "principal", principalID(p), "reason", refusal)
+				writeRPC(w, http.StatusServiceUnavailable, readMessage(body).ID, codeServerError, refusal)
 				return
 			}
 			defer s.release(sl)
@@ -202,7 +201,7 @@ func (h *httpHandler) session(w http.ResponseWriter, id string, p *llmtool.Princ
 	case info == nil || info.h != h:
 		writeRPC(w, http.StatusNotFound, nil, codeSessionGone, fmt.Sprintf(
 			"Session not found: it ended (after %s without requests, or by DELETE) or never existed; initialize a new session, without the Mcp-Session-Id header.",
-			humanDuration(h.s.cfg.idleTimeout)))
+			humanDuration(h.s.cfg.SessionIdleTimeout)))
 		return nil
 	case info.principal != principalID(p):
 		writeError(w, http.StatusForbidden, "This session belongs to another user; initialize a session of your own.")
@@ -223,19 +222,12 @@ type message struct {
 	} `json:"params"`
 }
 
-// method returns the method of the JSON-RPC request body, "" if it has
-// none (mcp-go answers what is not a request).
-func method(body []byte) string {
+// readMessage returns what the HTTP handler looks at of the JSON-RPC
+// request body: zero for what is not a request, which mcp-go answers.
+func readMessage(body []byte) message {
 	var m message
 	_ = json.Unmarshal(body, &m)
-	return m.Method
-}
-
-// requestID returns the ID of the JSON-RPC request body, nil if none.
-func requestID(body []byte) json.RawMessage {
-	var m message
-	_ = json.Unmarshal(body, &m)
-	return m.ID
+	return m
 }
 
 // writeError answers with a JSON-RPC invalid-request error (id null),
@@ -267,12 +259,12 @@ func writeRPC(w http.ResponseWriter, status int, id json.RawMessage, code int, m
 func (s *Server) checkRebinding(r *http.Request) error {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	loopback := local != nil && isLoopback(local.String())
-	if loopback && !isLoopback(r.Host) && !contains(s.cfg.hosts, r.Host) && !contains(s.cfg.hosts, hostOnly(r.Host)) {
+	if loopback && !isLoopback(r.Host) && !contains(s.cfg.AllowedHosts, r.Host) && !contains(s.cfg.AllowedHosts, hostOnly(r.Host)) {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Host %q is not allowed on this loopback server (DNS rebinding protection); connect to localhost, or add the host to mcpadapter.Options.AllowedHosts", r.Host)
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" || contains(s.cfg.origins, origin) {
+	if origin == "" || contains(s.cfg.AllowedOrigins, origin) {
 		return nil
 	}
 	if loopback {
@@ -282,7 +274,7 @@ func (s *Server) checkRebinding(r *http.Request) error {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Origin %q is not allowed on this loopback server (DNS rebinding protection); add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
-	if len(s.cfg.origins) > 0 {
+	if len(s.cfg.AllowedOrigins) > 0 {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
 		return fmt.Errorf("Origin %q is not allowed; add it to mcpadapter.Options.AllowedOrigins", origin)
 	}
@@ -308,10 +300,5 @@ func hostOnly(hostport string) string {
 }
 
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }

@@ -16,9 +16,7 @@ import (
 // tools/list. mcp-go answers it, over the one dispatcher it has
 // (dispatch.go); the AfterListTools hook puts the requested page of the
 // caller's listing in its result, with the next cursor, paginated as
-// mcp-go paginates: the cursor is the last name of the page before,
-// base64-encoded (mcp-go answers a cursor that is not base64 with -32602
-// before the hook runs).
+// mcp-go paginates (paginate).
 //
 // A listing is the registry's answer (Registry.List) for the caller,
 // converted and sorted once: the cache is looked up by that answer, so it
@@ -107,12 +105,6 @@ func (l *listings) build(specs []*llmtool.Spec) *listing {
 	return ls
 }
 
-// page returns the tools after cursor (all from the first without one),
-// at most n, and the cursor of the next page ("" after the last).
-func (ls *listing) page(cursor mcp.Cursor, n int) ([]mcp.Tool, mcp.Cursor) {
-	return paginate(ls.tools, ls.names, cursor, n)
-}
-
 // paginate returns the items after cursor, at most n, and the cursor of
 // the next page, as mcp-go's listByPagination does: names are the items'
 // names, sorted; the cursor is the last name of the page before,
@@ -146,17 +138,14 @@ func paginateSorted[T any](items []T, name func(T) string, cursor mcp.Cursor, n 
 // tenant and principal of ctx.
 func (s *Server) listed(ctx context.Context) *listing {
 	ctx = s.callContext(ctx)
-	specs, err := s.reg.List(ctx, nil)
-	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: listing tools", "err", err)
-	}
-	return s.listings.get(listingKey(llmtool.TenantFrom(ctx), llmtool.PrincipalFrom(ctx)), specs)
+	return s.listings.get(listingKey(llmtool.TenantFrom(ctx), llmtool.PrincipalFrom(ctx)), s.specs(ctx, nil))
 }
 
 // afterListTools puts the requested page of the caller's listing in
 // mcp-go's tools/list result.
 func (s *Server) afterListTools(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
-	res.Tools, res.NextCursor = s.listed(ctx).page(req.Params.Cursor, s.cfg.pageSize)
+	ls := s.listed(ctx)
+	res.Tools, res.NextCursor = paginate(ls.tools, ls.names, req.Params.Cursor, s.cfg.PageSize)
 }
 
 // listingKey identifies a caller's listing: the tenant and everything of

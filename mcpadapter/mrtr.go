@@ -36,15 +36,13 @@ import (
 // sampling/createMessage and roots/list requests on the call's stream and
 // runs the handler again with their answers, within the one tools/call.
 //
-// The requestState is the part of the exchange the server must be able to
-// trust: it carries the answers of the earlier rounds (the client sends
-// only the latest round's), so it is signed (HMAC-SHA256 with
-// Options.RequestStateKey) and bound to the tool, the arguments, the
-// principal and the tenant, and it expires (Options.RequestStateTTL). Each
-// state is good for one retry: a server remembers the states it accepted
-// until they expire, and refuses a second retry with one (a replay). That
-// memory is per process, so replicas sharing a key refuse a replay only
-// when it reaches the replica that took the first retry.
+// The requestState is signed, bound and expiring, as the package
+// documentation says, because it carries the answers of the earlier rounds
+// (the client sends only the latest round's). A server remembers the
+// states it accepted until they expire, and refuses a second retry with
+// one (a replay); that memory is per process, so replicas sharing a key
+// refuse a replay only when it reaches the replica that took the first
+// retry.
 
 // DefaultRequestStateTTL is how long a requestState stays valid.
 const DefaultRequestStateTTL = time.Hour
@@ -179,7 +177,7 @@ func (s *Server) seal(st *roundState) (string, error) {
 }
 
 func (s *Server) mac(body string) []byte {
-	m := hmac.New(sha256.New, s.cfg.stateKey)
+	m := hmac.New(sha256.New, s.cfg.RequestStateKey)
 	m.Write([]byte(stateVersion))
 	m.Write([]byte(body))
 	return m.Sum(nil)
@@ -201,7 +199,7 @@ func (s *Server) open(ctx context.Context, state, tool string, args json.RawMess
 	now := s.now()
 	switch {
 	case now.After(time.Unix(st.Expires, 0)):
-		return nil, &stateError{fmt.Sprintf(stateExpired, s.cfg.stateTTL)}
+		return nil, &stateError{fmt.Sprintf(stateExpired, s.cfg.RequestStateTTL)}
 	case st.Tool != tool:
 		return nil, &stateError{stateOtherTool}
 	case st.Who != who(ctx):
@@ -214,15 +212,6 @@ func (s *Server) open(ctx context.Context, state, tool string, args json.RawMess
 	return &st, nil
 }
 
-// known is an answer the run may use: from the state, or sent by the
-// client. An empty digest (a first round's answer sent without a state)
-// answers any request under its key and method.
-type known struct {
-	method mcp.MCPMethod
-	digest string
-	value  json.RawMessage
-}
-
 // pendingRequest is a request a run made that has no answer yet.
 type pendingRequest struct {
 	question
@@ -232,8 +221,11 @@ type pendingRequest struct {
 // round is what a call's peer knows of the exchange: the answers it may
 // give, and what the current run used and asked.
 type round struct {
-	mu     sync.Mutex
-	book   map[string]known
+	mu sync.Mutex
+	// book holds the answers the run may use, by key: from the state, or
+	// sent by the client. An answer without method and digest (a first
+	// round's, sent without a state) answers any request under its key.
+	book   map[string]answer
 	state  *roundState // the verified state of this retry, nil on a first call
 	run    any         // callinfo.Info.Run of the current run
 	counts map[mcp.MCPMethod]int
@@ -244,14 +236,6 @@ type round struct {
 	approval string
 }
 
-// newRound builds the answers of a call from its verified state and the
-// client's inputResponses.
-func newRound(st *roundState, responses mcp.InputResponses) *round {
-	r := &round{}
-	r.init(st, responses)
-	return r
-}
-
 // init builds, in r, the answers of a call from its verified state and
 // the client's inputResponses. A call that brings none (most calls) gets
 // no book.
@@ -260,7 +244,7 @@ func (r *round) init(st *roundState, responses mcp.InputResponses) {
 	if st == nil && len(responses) == 0 {
 		return
 	}
-	r.book = make(map[string]known)
+	r.book = make(map[string]answer)
 	raw := func(key string) (json.RawMessage, bool) {
 		resp, ok := responses[key]
 		if !ok {
@@ -275,17 +259,17 @@ func (r *round) init(st *roundState, responses mcp.InputResponses) {
 	if st == nil {
 		for key := range responses {
 			if b, ok := raw(key); ok {
-				r.book[key] = known{value: b}
+				r.book[key] = answer{Key: key, Value: b}
 			}
 		}
 		return
 	}
 	for _, a := range st.Answers {
-		r.book[a.Key] = known{method: a.Method, digest: a.Digest, value: a.Value}
+		r.book[a.Key] = a
 	}
 	for _, q := range st.Asked { // keys the state did not ask under are ignored
 		if b, ok := raw(q.Key); ok {
-			r.book[q.Key] = known{method: q.Method, digest: q.Digest, value: b}
+			r.book[q.Key] = answer{Key: q.Key, Method: q.Method, Digest: q.Digest, Value: b}
 		}
 	}
 }
@@ -316,9 +300,9 @@ func (r *round) ask(ctx context.Context, key string, req mcp.InputRequest, decod
 	}
 	r.keys[key] = true
 	d := digest(params)
-	if k, ok := r.book[key]; ok && (k.method == "" || k.method == req.Method) && (k.digest == "" || k.digest == d) {
-		if decode(k.value) == nil {
-			r.used = append(r.used, answer{Key: key, Method: req.Method, Digest: d, Value: k.value})
+	if a, ok := r.book[key]; ok && (a.Method == "" || a.Method == req.Method) && (a.Digest == "" || a.Digest == d) {
+		if decode(a.Value) == nil {
+			r.used = append(r.used, answer{Key: key, Method: req.Method, Digest: d, Value: a.Value})
 			return nil
 		}
 	}
@@ -357,14 +341,10 @@ func (s *Server) inputRequired(ctx context.Context, tool string, args json.RawMe
 // the call named target (a tool's name, or a prompt's as "prompt:" name).
 func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMessage, r *round) (*server.InputRequestBuilder, error) {
 	asked, used := r.pending()
-	nonce := make([]byte, 16)
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
 	st := &roundState{
 		Tool: tool, Args: digest(canonicalArgs(args)), Who: who(ctx),
-		Expires:  s.now().Add(s.cfg.stateTTL).Unix(),
-		Nonce:    base64.RawURLEncoding.EncodeToString(nonce),
+		Expires:  s.now().Add(s.cfg.RequestStateTTL).Unix(),
+		Nonce:    rand.Text(),
 		Round:    1,
 		Answers:  used,
 		Approval: r.approval,
@@ -392,7 +372,8 @@ func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMe
 }
 
 // requestCaps returns the capabilities the client declared for this
-// request: in its _meta under 2026-07-28, in initialize before.
+// request: in its _meta under 2026-07-28, in initialize before; and
+// whether they are known (not for a session that has no client info).
 func requestCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		if info.ClientCapabilities == nil {
@@ -400,7 +381,10 @@ func requestCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
 		}
 		return *info.ClientCapabilities, true
 	}
-	return clientCaps(ctx)
+	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok && cs != nil {
+		return cs.GetClientCapabilities(), true
+	}
+	return mcp.ClientCapabilities{}, false
 }
 
 // reachable reports whether the client can be sent method: under
@@ -410,22 +394,16 @@ func reachable(ctx context.Context, method mcp.MCPMethod) bool {
 	if server.IsModernRequest(ctx) {
 		return true
 	}
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil {
-		return false
-	}
-	switch method {
+	var ok bool // false without a session
+	switch cs := server.ClientSessionFromContext(ctx); method {
 	case mcp.MethodSamplingCreateMessage:
-		_, ok := cs.(server.SessionWithSampling)
-		return ok
+		_, ok = cs.(server.SessionWithSampling)
 	case mcp.MethodElicitationCreate:
-		_, ok := cs.(server.SessionWithElicitation)
-		return ok
+		_, ok = cs.(server.SessionWithElicitation)
 	case mcp.MethodListRoots:
-		_, ok := cs.(server.SessionWithRoots)
-		return ok
+		_, ok = cs.(server.SessionWithRoots)
 	}
-	return false
+	return ok
 }
 
 // Reruns marks the peer as an ask.Rerunner: it never waits for the client
@@ -435,7 +413,7 @@ func (p *peer) Reruns() bool { return true }
 // Sample answers from the call's answers, or asks the client's model.
 func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleResult, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Sampling == nil) || !reachable(ctx, mcp.MethodSamplingCreateMessage) {
-		return ask.SampleResult{}, p.unsupported(ctx, "sampling", ask.ErrUnsupported)
+		return ask.SampleResult{}, p.unsupported(ctx, "sampling")
 	}
 	msgs := make([]mcp.SamplingMessage, len(req.Messages))
 	for i, m := range req.Messages {
@@ -475,7 +453,7 @@ func (p *peer) Sample(ctx context.Context, req ask.SampleRequest) (ask.SampleRes
 // Elicit answers from the call's answers, or asks the client's user.
 func (p *peer) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Elicitation == nil) || !reachable(ctx, mcp.MethodElicitationCreate) {
-		return ask.ElicitResult{}, p.unsupported(ctx, "elicitation", ask.ErrUnsupported)
+		return ask.ElicitResult{}, p.unsupported(ctx, "elicitation")
 	}
 	var out ask.ElicitResult
 	params := mcp.ElicitationParams{Message: req.Message, RequestedSchema: req.Schema}
@@ -517,7 +495,7 @@ func readElicitation(raw json.RawMessage) (ask.ElicitResult, error) {
 // Roots answers from the call's answers, or asks the client for its roots.
 func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, error) {
 	if caps, known := requestCaps(ctx); (known && caps.Roots == nil) || !reachable(ctx, mcp.MethodListRoots) {
-		return nil, p.unsupported(ctx, "roots", ask.ErrUnsupported)
+		return nil, p.unsupported(ctx, "roots")
 	}
 	var out []ask.Root
 	err := p.round.ask(ctx, req.Key, mcp.NewRootsInputRequest(), func(raw json.RawMessage) error {
@@ -539,26 +517,20 @@ func (p *peer) Roots(ctx context.Context, req ask.RootsRequest) ([]ask.Root, err
 	return out, err
 }
 
-// callPeer is a call's peer and its round, made in one allocation.
-type callPeer struct {
-	peer
-	round round
-}
-
-// initPeer sets up cp.peer for a call of target (a tool's name, or
+// newPeer returns the peer of a call of target (a tool's name, or
 // "prompt:" and a prompt's) that answers its questions from the client's
 // answers in mp, after checking the requestState of a retry. A refused
 // state is the request's error (-32602): nothing runs.
-func (s *Server) initPeer(ctx context.Context, cp *callPeer, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) error {
+func (s *Server) newPeer(ctx context.Context, target, name string, args json.RawMessage, mp mcp.MultiRoundTripParams) (*peer, error) {
 	var st *roundState
 	if mp.RequestState != "" {
 		var err error
 		if st, err = s.open(ctx, mp.RequestState, target, args); err != nil {
-			s.cfg.logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
-			return &rpcError{code: mcp.INVALID_PARAMS, message: err.Error(), err: err}
+			s.cfg.Logger.Info("mcpadapter: requestState refused", "target", target, "principal", principalID(llmtool.PrincipalFrom(ctx)), "err", err)
+			return nil, &rpcError{code: mcp.INVALID_PARAMS, message: err.Error(), err: err}
 		}
 	}
-	cp.round.init(st, mp.InputResponses)
-	cp.peer = peer{s: s, tool: name, round: &cp.round}
-	return nil
+	p := &peer{s: s, tool: name}
+	p.round.init(st, mp.InputResponses)
+	return p, nil
 }

@@ -14,6 +14,14 @@ import (
 	"github.com/llmtool/llmtool/ask"
 )
 
+// newRound builds the answers of a call from its verified state and the
+// client's inputResponses, as newPeer does.
+func newRound(st *roundState, responses mcp.InputResponses) *round {
+	r := &round{}
+	r.init(st, responses)
+	return r
+}
+
 // TestRoundAnswers checks which answers a run gets: by key and by the
 // request's content with a state, by key alone on a first round sent
 // without one; an answer that does not decode is asked again.

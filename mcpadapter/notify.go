@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -11,18 +12,10 @@ import (
 )
 
 // Notifications the client did not ask for in a request: list_changed and
-// resources/updated. mcp-go never sends them on its own (dispatch.go); the
-// adapter sends each where its client's revision allows it:
-//
-//   - a session of a revision before 2026-07-28 (initialize) gets
-//     tools/list_changed when its tenant's tools change, prompts/list_changed
-//     and resources/list_changed when the registry's modules change (the
-//     server advertises listChanged for all three), and resources/updated
-//     for the URIs it subscribed to;
-//   - a client of 2026-07-28 gets them only on a subscriptions/listen
-//     stream, and only the kinds its filter asked for (SEP-2575), tagged
-//     with the stream's subscription ID: nothing on a stdio connection or
-//     an HTTP request that opened no stream.
+// resources/updated, each where its client's revision allows it, as the
+// package documentation describes. mcp-go never sends them on its own
+// (dispatch.go). On a subscriptions/listen stream (SEP-2575) they carry
+// the stream's subscription ID.
 //
 // mcp-go treats a session that opened no listen stream as a legacy one
 // (server.subscriptionAllowsNotification) whatever its client speaks, and
@@ -44,32 +37,25 @@ func (s *Server) notifyHooks(hooks *server.Hooks) {
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.remove(cs.SessionID()) })
 	hooks.AddBeforeAny(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any) {
 		if server.IsModernRequest(ctx) {
-			if info := s.sessionOf(ctx); info != nil {
-				info.mu.Lock()
-				info.modern = true
-				info.mu.Unlock()
-			}
+			s.updateSession(ctx, func(info *sessionInfo) { info.modern = true })
 		}
 	})
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		if info := s.sessionOf(ctx); info != nil {
-			info.mu.Lock()
-			info.modern = false
-			info.mu.Unlock()
-		}
+		s.updateSession(ctx, func(info *sessionInfo) { info.modern = false })
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-		if info := s.sessionOf(ctx); info != nil {
-			info.mu.Lock()
-			info.level = req.Params.Level
-			info.mu.Unlock()
-		}
+		s.updateSession(ctx, func(info *sessionInfo) { info.level = req.Params.Level })
 	})
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-		s.subscribe(ctx, req.Params.URI, true)
+		s.updateSession(ctx, func(info *sessionInfo) {
+			if info.subs == nil {
+				info.subs = make(map[string]bool)
+			}
+			info.subs[req.Params.URI] = true
+		})
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-		s.subscribe(ctx, req.Params.URI, false)
+		s.updateSession(ctx, func(info *sessionInfo) { delete(info.subs, req.Params.URI) })
 	})
 	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
 		cs := server.ClientSessionFromContext(ctx)
@@ -122,22 +108,13 @@ func (s *Server) sessionOf(ctx context.Context) *sessionInfo {
 	return s.sessions.get(cs.SessionID())
 }
 
-// subscribe records (or, with on false, drops) the session's subscription
-// to uri.
-func (s *Server) subscribe(ctx context.Context, uri string, on bool) {
-	info := s.sessionOf(ctx)
-	if info == nil {
-		return
-	}
-	info.mu.Lock()
-	defer info.mu.Unlock()
-	if info.subs == nil {
-		info.subs = make(map[string]bool)
-	}
-	if on {
-		info.subs[uri] = true
-	} else {
-		delete(info.subs, uri)
+// updateSession calls update with the table's entry of the session of
+// ctx, locked; not at all without one.
+func (s *Server) updateSession(ctx context.Context, update func(*sessionInfo)) {
+	if info := s.sessionOf(ctx); info != nil {
+		info.mu.Lock()
+		defer info.mu.Unlock()
+		update(info)
 	}
 }
 
@@ -204,7 +181,7 @@ func (s *Server) sendToSession(info *sessionInfo, method string, params map[stri
 		return
 	}
 	if err := s.mcp.SendNotificationToSpecificClient(info.id, method, params); err != nil {
-		s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "session", info.id, "err", err)
+		s.cfg.Logger.Debug("mcpadapter: notification not delivered", "method", method, "session", info.id, "err", err)
 	}
 }
 
@@ -212,10 +189,7 @@ func (s *Server) sendToSession(info *sessionInfo, method string, params map[stri
 func (s *Server) eachListen(fn func(*listenInfo)) {
 	t := &s.sessions
 	t.mu.Lock()
-	all := make([]*listenInfo, 0, len(t.listens))
-	for l := range t.listens {
-		all = append(all, l)
-	}
+	all := slices.Collect(maps.Keys(t.listens))
 	t.mu.Unlock()
 	for _, l := range all {
 		fn(l)
@@ -230,7 +204,7 @@ func (s *Server) sendToListen(l *listenInfo, method string, params map[string]an
 	select {
 	case l.session.NotificationChannel() <- n:
 	default:
-		s.cfg.logger.Debug("mcpadapter: listen stream full", "method", method)
+		s.cfg.Logger.Debug("mcpadapter: listen stream full", "method", method)
 	}
 }
 
@@ -250,5 +224,5 @@ func (s *Server) logLevel(ctx context.Context) mcp.LoggingLevel {
 			return info.level
 		}
 	}
-	return s.cfg.logLevel
+	return mcpLevel(s.cfg.LogLevel)
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmtool/llmtool"
@@ -196,84 +195,38 @@ type Options struct {
 	TextCopyLimit int
 }
 
-// config is Options with the defaults applied, fixed at New.
-type config struct {
-	name, version string
-	instructions  string
-	principal     *llmtool.Principal
-	tenant        string
-	auth          Authenticator
-	tenantFunc    TenantFunc
-	pageSize      int
-	maxBody       int64
-	hosts         []string
-	origins       []string
-	resourceMeta  string
-	logLevel      mcp.LoggingLevel
-	logger        *slog.Logger
-	heartbeat     time.Duration
-	stateKey      []byte
-	stateTTL      time.Duration
-	replayEvents  int // negative: streams are not resumable
-	replayAge     time.Duration
-	meter         metric.MeterProvider
-	budget        int // OutputBudget
-	textLimit     int // TextCopyLimit
-
-	maxSessions     int
-	maxPerPrincipal int
-	idleTimeout     time.Duration
-
-	onRequest func(context.Context, Request) func(error)
-}
-
-// newConfig applies the defaults to o, which may be nil.
-func newConfig(o *Options) config {
-	if o == nil {
-		o = &Options{}
+// withDefaults returns a copy of o, which may be nil, with the defaults
+// applied: what a Server runs with, fixed at New.
+func withDefaults(o *Options) Options {
+	var c Options
+	if o != nil {
+		c = *o
 	}
-	c := config{
-		name:         cmp.Or(o.Name, "llmtool"),
-		version:      cmp.Or(o.Version, "0.1.0"),
-		instructions: o.Instructions,
-		principal:    o.Principal,
-		tenant:       o.Tenant,
-		auth:         o.Authenticator,
-		tenantFunc:   o.TenantFunc,
-		pageSize:     positiveOr(o.PageSize, DefaultPageSize),
-		maxBody:      positiveOr(o.MaxBodyBytes, DefaultMaxBodyBytes),
-		hosts:        slices.Clone(o.AllowedHosts),
-		origins:      slices.Clone(o.AllowedOrigins),
-		resourceMeta: o.ResourceMetadata,
-		logLevel:     mcpLevel(o.LogLevel),
-		logger:       o.Logger,
-		heartbeat:    max(o.HeartbeatInterval, 0),
-		stateKey:     slices.Clone(o.RequestStateKey),
-		stateTTL:     positiveOr(o.RequestStateTTL, DefaultRequestStateTTL),
-		replayEvents: o.ReplayEvents,
-		replayAge:    positiveOr(o.ReplayAge, DefaultReplayAge),
-		meter:        o.MeterProvider,
-		budget:       max(o.OutputBudget, 0),
-		textLimit:    max(o.TextCopyLimit, 0),
-
-		maxSessions:     positiveOr(o.MaxSessions, DefaultMaxSessions),
-		maxPerPrincipal: positiveOr(o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal),
-		idleTimeout:     positiveOr(o.SessionIdleTimeout, DefaultSessionIdleTimeout),
-
-		onRequest: o.OnRequest,
+	c.Name = cmp.Or(c.Name, "llmtool")
+	c.Version = cmp.Or(c.Version, "0.1.0")
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.AllowedHosts = slices.Clone(c.AllowedHosts)
+	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
+	c.RequestStateKey = slices.Clone(c.RequestStateKey)
+	c.PageSize = positiveOr(c.PageSize, DefaultPageSize)
+	c.MaxBodyBytes = positiveOr(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.RequestStateTTL = positiveOr(c.RequestStateTTL, DefaultRequestStateTTL)
+	c.ReplayAge = positiveOr(c.ReplayAge, DefaultReplayAge)
+	c.MaxSessions = positiveOr(c.MaxSessions, DefaultMaxSessions)
+	c.MaxSessionsPerPrincipal = positiveOr(c.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal)
+	c.SessionIdleTimeout = positiveOr(c.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	c.HeartbeatInterval = max(c.HeartbeatInterval, 0)
+	c.OutputBudget = max(c.OutputBudget, 0)
+	c.TextCopyLimit = max(c.TextCopyLimit, 0)
+	if c.ReplayEvents == 0 {
+		c.ReplayEvents = DefaultReplayEvents // negative: streams are not resumable
 	}
-	if c.replayEvents == 0 {
-		c.replayEvents = DefaultReplayEvents
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if err := signkey.Check("mcpadapter: Options.RequestStateKey", c.stateKey); err != nil {
+	if err := signkey.Check("mcpadapter: Options.RequestStateKey", c.RequestStateKey); err != nil {
 		panic(err.Error())
 	}
-	if len(c.stateKey) == 0 {
-		c.stateKey = make([]byte, 32)
-		_, _ = rand.Read(c.stateKey) // crypto/rand.Read never fails
+	if len(c.RequestStateKey) == 0 {
+		c.RequestStateKey = make([]byte, 32)
+		_, _ = rand.Read(c.RequestStateKey) // crypto/rand.Read never fails
 	}
 	return c
 }

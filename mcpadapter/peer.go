@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 )
 
 // peer is the client of one call, as the handler sees it: the
@@ -21,7 +22,7 @@ type peer struct {
 	s     *Server
 	tool  string
 	token mcp.ProgressToken // nil when the client asked for no progress
-	round *round            // the answers the call brought, and what its run asks
+	round round             // the answers the call brought, and what its run asks
 	box   *outbox           // the transport's, which holds what the call sends till it is written
 
 	mu    sync.Mutex
@@ -59,7 +60,7 @@ func (p *peer) Log(ctx context.Context, level slog.Level, message string) {
 func (p *peer) send(ctx context.Context, method string, params map[string]any) {
 	note := p.box.add(method, params)
 	if err := p.s.mcp.SendNotificationToClient(ctx, method, params); err != nil {
-		p.s.cfg.logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
+		p.s.cfg.Logger.Debug("mcpadapter: notification not delivered", "method", method, "tool", p.tool, "err", err)
 		p.box.forget(note)
 		return
 	}
@@ -79,14 +80,14 @@ func (p *peer) await(ctx context.Context) {
 
 // unsupported records that asking for capability failed for want of it,
 // in a request of 2026-07-28 (see missingCapability), and returns the
-// error the handler gets.
-func (p *peer) unsupported(ctx context.Context, capability string, err error) error {
+// error the handler gets: ask.ErrUnsupported.
+func (p *peer) unsupported(ctx context.Context, capability string) error {
 	if server.IsModernRequest(ctx) && capability != "roots" {
 		p.mu.Lock()
 		p.cap = capability
 		p.mu.Unlock()
 	}
-	return fmt.Errorf("the client did not declare the %s capability: %w", capability, err)
+	return fmt.Errorf("the client did not declare the %s capability: %w", capability, ask.ErrUnsupported)
 }
 
 // missing returns the capability a request of 2026-07-28 lacked, "" if
@@ -97,24 +98,14 @@ func (p *peer) missing() string {
 	return p.cap
 }
 
-// clientCaps returns the capabilities the session's client declared, and
-// whether they are known.
-func clientCaps(ctx context.Context) (mcp.ClientCapabilities, bool) {
-	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok && cs != nil {
-		return cs.GetClientCapabilities(), true
-	}
-	return mcp.ClientCapabilities{}, false
-}
-
-// samplingContent converts a part of a sampling message.
+// samplingContent converts a part of a sampling message: text, image or
+// audio, as in a tool's result (contentBlock); anything else is sent as
+// its text.
 func samplingContent(c llmtool.Content) any {
-	switch c.Type {
-	case "image":
-		return mcp.ImageContent{Type: "image", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType}
-	case "audio":
-		return mcp.AudioContent{Type: "audio", Data: base64.StdEncoding.EncodeToString(c.Data), MIMEType: c.MIMEType}
+	if c.Type == "resource" {
+		return mcp.TextContent{Type: "text", Text: c.Text}
 	}
-	return mcp.TextContent{Type: "text", Text: c.Text}
+	return contentBlock(c)
 }
 
 // fromSamplingContent converts the client's reply, whichever Go shape the

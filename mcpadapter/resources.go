@@ -1,10 +1,12 @@
 package mcpadapter
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -27,24 +29,24 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 	hooks.AddAfterListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
 		list := []mcp.Resource{}
 		for _, sp := range s.specs(ctx, &llmtool.ListOptions{Resources: true}) {
-			if len(sp.Params) == 0 || !isTemplate(sp.URI) {
+			if len(sp.Params) == 0 || !strings.Contains(sp.URI, "{") {
 				r := mcp.NewResource(sp.URI, sp.Name, mcp.WithResourceDescription(sp.Description))
 				r.Title = sp.FriendlyName
 				list = append(list, r)
 			}
 		}
-		res.Resources, res.NextCursor = paginateSorted(list, mcp.Resource.GetName, req.Params.Cursor, s.cfg.pageSize)
+		res.Resources, res.NextCursor = paginateSorted(list, mcp.Resource.GetName, req.Params.Cursor, s.cfg.PageSize)
 	})
 	hooks.AddAfterListResourceTemplates(func(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
 		list := []mcp.ResourceTemplate{}
 		for _, sp := range s.specs(ctx, &llmtool.ListOptions{Resources: true}) {
-			if len(sp.Params) > 0 && isTemplate(sp.URI) {
+			if len(sp.Params) > 0 && strings.Contains(sp.URI, "{") {
 				t := mcp.NewResourceTemplate(sp.URI, sp.Name, mcp.WithTemplateDescription(sp.Description))
 				t.Title = sp.FriendlyName
 				list = append(list, t)
 			}
 		}
-		res.ResourceTemplates, res.NextCursor = paginateSorted(list, mcp.ResourceTemplate.GetName, req.Params.Cursor, s.cfg.pageSize)
+		res.ResourceTemplates, res.NextCursor = paginateSorted(list, mcp.ResourceTemplate.GetName, req.Params.Cursor, s.cfg.PageSize)
 	})
 	hooks.AddAfterListPrompts(func(ctx context.Context, _ any, req *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
 		list := []mcp.Prompt{}
@@ -55,26 +57,18 @@ func (s *Server) resourceHooks(hooks *server.Hooks) {
 			}
 			list = append(list, p)
 		}
-		res.Prompts, res.NextCursor = paginateSorted(list, mcp.Prompt.GetName, req.Params.Cursor, s.cfg.pageSize)
+		res.Prompts, res.NextCursor = paginateSorted(list, mcp.Prompt.GetName, req.Params.Cursor, s.cfg.PageSize)
 	})
 }
 
-// specs returns what list gives ctx's caller.
+// specs returns what Registry.List gives ctx's caller with opts: tools
+// (nil), resources or prompts.
 func (s *Server) specs(ctx context.Context, opts *llmtool.ListOptions) []*llmtool.Spec {
 	specs, err := s.reg.List(s.callContext(ctx), opts)
 	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: listing resources or prompts", "err", err)
+		s.cfg.Logger.Warn("mcpadapter: listing the registry", "err", err)
 	}
 	return specs
-}
-
-func isTemplate(uri string) bool {
-	for _, c := range uri {
-		if c == '{' {
-			return true
-		}
-	}
-	return false
 }
 
 // readResource serves resources/read through Registry.Invoke. A refusal is
@@ -88,18 +82,12 @@ func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 	}
 	out := make([]mcp.ResourceContents, 0, len(res.Content))
 	for _, c := range res.Content {
-		u, mt := c.URI, c.MIMEType
-		if u == "" {
-			u = uri
-		}
+		u := cmp.Or(c.URI, uri)
 		if c.Data != nil {
-			out = append(out, mcp.BlobResourceContents{URI: u, MIMEType: mt, Blob: base64.StdEncoding.EncodeToString(c.Data)})
+			out = append(out, mcp.BlobResourceContents{URI: u, MIMEType: c.MIMEType, Blob: base64.StdEncoding.EncodeToString(c.Data)})
 			continue
 		}
-		if mt == "" {
-			mt = "text/plain"
-		}
-		out = append(out, mcp.TextResourceContents{URI: u, MIMEType: mt, Text: c.Text})
+		out = append(out, mcp.TextResourceContents{URI: u, MIMEType: cmp.Or(c.MIMEType, "text/plain"), Text: c.Text})
 	}
 	return out, nil
 }
@@ -116,13 +104,13 @@ func (s *Server) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.
 	// state bound to the prompt as a tool call's is to the tool.
 	target := "prompt:" + name
 	ctx = s.callContext(ctx)
-	cp := new(callPeer)
-	if err := s.initPeer(ctx, cp, target, name, args, req.Params.MultiRoundTripParams); err != nil {
+	p, err := s.newPeer(ctx, target, name, args, req.Params.MultiRoundTripParams)
+	if err != nil {
 		return nil, err
 	}
-	res := s.reg.Invoke(withMetaTrace(ask.With(ctx, &cp.peer), req.Params.Meta), llmtool.Call{Prompt: name, Args: args})
+	res := s.reg.Invoke(withMetaTrace(ask.With(ctx, p), req.Params.Meta), llmtool.Call{Prompt: name, Args: args})
 	if res.IsError && errors.Is(res.Err, ask.ErrInputRequired) {
-		b, err := s.inputRequests(ctx, target, args, &cp.round)
+		b, err := s.inputRequests(ctx, target, args, &p.round)
 		if err != nil {
 			return nil, err
 		}

@@ -73,7 +73,7 @@ func newScaleRegistry(tb testing.TB, opts *llmtool.Options, tools ...*llmtool.To
 // were cached (the reference of the differential test): every tool the
 // registry has registered with mcp-go, and a filter that keeps, on every
 // page, the tools Registry.List returns for the caller.
-func referenceServer(reg *llmtool.Registry, cfg config) *server.MCPServer {
+func referenceServer(reg *llmtool.Registry, cfg Options) *server.MCPServer {
 	filter := func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 		specs, _ := reg.List(ctx, nil)
 		allowed := make(map[string]bool, len(specs))
@@ -88,8 +88,8 @@ func referenceServer(reg *llmtool.Registry, cfg config) *server.MCPServer {
 		}
 		return out
 	}
-	m := server.NewMCPServer(cfg.name, cfg.version, server.WithToolCapabilities(false),
-		server.WithToolFilter(filter), server.WithPaginationLimit(cfg.pageSize))
+	m := server.NewMCPServer(cfg.Name, cfg.Version, server.WithToolCapabilities(false),
+		server.WithToolFilter(filter), server.WithPaginationLimit(cfg.PageSize))
 	specs, _ := reg.List(context.Background(), &llmtool.ListOptions{All: true})
 	for _, sp := range specs {
 		if sp.URI == "" && !sp.Prompt {
@@ -176,7 +176,7 @@ func TestListingDifferential(t *testing.T) {
 		{"token-none", "admin", &llmtool.Principal{ID: "bob", Scopes: []string{}}},
 	}
 	for _, pageSize := range []int{1, 4, 100} {
-		cfg := newConfig(&Options{PageSize: pageSize, Logger: slog.New(slog.DiscardHandler)})
+		cfg := withDefaults(&Options{PageSize: pageSize, Logger: slog.New(slog.DiscardHandler)})
 		srv := New(reg, &Options{PageSize: pageSize, Logger: slog.New(slog.DiscardHandler)})
 		t.Cleanup(func() { srv.Close() })
 		for _, revision := range []string{"", mcp.ProtocolVersion20260728} {
@@ -337,7 +337,7 @@ func FuzzListingCursor(f *testing.F) {
 		opts := &Options{PageSize: pageSize, Logger: slog.New(slog.DiscardHandler)}
 		srv := New(reg, opts)
 		f.Cleanup(func() { srv.Close() })
-		servers[pageSize] = [2]*server.MCPServer{referenceServer(reg, newConfig(opts)), srv.mcp}
+		servers[pageSize] = [2]*server.MCPServer{referenceServer(reg, withDefaults(opts)), srv.mcp}
 	}
 	sizes := []int{1, 2, 3, 5, 100}
 	f.Fuzz(func(t *testing.T, cursor string, size uint8) {
@@ -366,7 +366,7 @@ func TestListingTransports(t *testing.T) {
 	}}
 	srv := New(reg, opts)
 	t.Cleanup(func() { srv.Close() })
-	ref := referenceServer(reg, newConfig(opts))
+	ref := referenceServer(reg, withDefaults(opts))
 
 	// list lists every page through send, which returns the response's
 	// bytes, and compares them with the reference's.

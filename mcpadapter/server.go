@@ -141,7 +141,7 @@ func protocolVersions() []string {
 // concurrent use.
 type Server struct {
 	reg *llmtool.Registry
-	cfg config
+	cfg Options // with the defaults applied (withDefaults)
 	mcp *server.MCPServer
 	now func() time.Time // the clock of requestStates
 
@@ -164,10 +164,10 @@ type Server struct {
 // and Options.Tenant, or per HTTP request Options.Authenticator and
 // Options.TenantFunc), the HTTP checks and the session limits.
 func New(reg *llmtool.Registry, opts *Options) *Server {
-	cfg := newConfig(opts)
+	cfg := withDefaults(opts)
 	s := &Server{reg: reg, cfg: cfg, now: time.Now}
-	if cfg.replayEvents > 0 {
-		s.events = newEventStore(cfg.replayEvents, cfg.replayAge)
+	if cfg.ReplayEvents > 0 {
+		s.events = newEventStore(cfg.ReplayEvents, cfg.ReplayAge)
 	}
 	s.initMetrics()
 
@@ -176,10 +176,10 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 	s.notifyHooks(hooks)
 	s.errorHooks(hooks)
 	s.resourceHooks(hooks)
-	if cfg.onRequest != nil {
+	if cfg.OnRequest != nil {
 		s.requestHooks(hooks)
 	}
-	sopts := []server.ServerOption{
+	s.mcp = server.NewMCPServer(cfg.Name, cfg.Version,
 		// mcp-go advertises listChanged, and grants it to
 		// subscriptions/listen streams; the adapter registers only its
 		// dispatchers (dispatch.go), here, so mcp-go never broadcasts it.
@@ -191,12 +191,9 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithPromptCompletionProvider(completer{s}),
 		server.WithResourceCompletionProvider(completer{s}),
 		server.WithHooks(hooks),
-		server.WithPaginationLimit(cfg.pageSize),
-	}
-	if cfg.instructions != "" {
-		sopts = append(sopts, server.WithInstructions(cfg.instructions))
-	}
-	s.mcp = server.NewMCPServer(cfg.name, cfg.version, sopts...)
+		server.WithPaginationLimit(cfg.PageSize),
+		server.WithInstructions(cfg.Instructions), // none when "" (omitted from initialize and discover)
+	)
 	s.registerDispatchers()
 	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceChange(s.resourceChanged)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
@@ -215,7 +212,7 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		for _, t := range transports {
 			if err := t.Shutdown(context.Background()); err != nil {
-				s.cfg.logger.Debug("mcpadapter: shutting down an HTTP transport", "err", err)
+				s.cfg.Logger.Debug("mcpadapter: shutting down an HTTP transport", "err", err)
 			}
 		}
 	})
@@ -225,11 +222,11 @@ func (s *Server) Close() error {
 // callContext gives ctx the configured principal and tenant
 // (Options.Principal, Options.Tenant) when it carries none of its own.
 func (s *Server) callContext(ctx context.Context) context.Context {
-	if s.cfg.principal != nil && llmtool.PrincipalFrom(ctx) == nil {
-		ctx = llmtool.WithPrincipal(ctx, s.cfg.principal)
+	if s.cfg.Principal != nil && llmtool.PrincipalFrom(ctx) == nil {
+		ctx = llmtool.WithPrincipal(ctx, s.cfg.Principal)
 	}
-	if s.cfg.tenant != "" && llmtool.TenantFrom(ctx) == "" {
-		ctx = llmtool.WithTenant(ctx, s.cfg.tenant)
+	if s.cfg.Tenant != "" && llmtool.TenantFrom(ctx) == "" {
+		ctx = llmtool.WithTenant(ctx, s.cfg.Tenant)
 	}
 	return ctx
 }
@@ -288,11 +285,10 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 		args = b
 	}
-	cp := new(callPeer)
-	if err := s.initPeer(ctx, cp, name, name, args, req.Params.MultiRoundTripParams); err != nil {
+	p, err := s.newPeer(ctx, name, name, args, req.Params.MultiRoundTripParams)
+	if err != nil {
 		return nil, err
 	}
-	p := &cp.peer
 	if m := req.Params.Meta; m != nil {
 		p.token = m.ProgressToken
 	}
@@ -304,13 +300,13 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	// A retry that answers the approval question commits, or is denied,
 	// at once (approval.go).
 	answer := p.round.approvalAnswer()
-	res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: answer, OutputBudget: s.cfg.budget, Conversation: conversation(ctx)})
+	res := s.reg.Invoke(ctx, llmtool.Call{Tool: name, Args: args, Approval: answer, OutputBudget: s.cfg.OutputBudget, Conversation: conversation(ctx)})
 	p.await(ctx)
 	switch {
 	case res.IsError && errors.Is(res.Err, llmtool.ErrUnknownTool):
 		return nil, &rpcError{code: mcp.INVALID_PARAMS, message: res.Text()}
 	case res.IsError && errors.Is(res.Err, ask.ErrInputRequired):
-		return s.inputRequired(ctx, name, args, p.round)
+		return s.inputRequired(ctx, name, args, &p.round)
 	case res.Approval != nil && errors.Is(res.Err, approval.ErrRequired):
 		if !canElicit(ctx) {
 			return cannotAsk(name, res), nil
@@ -318,7 +314,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		if err := p.round.askApproval(name, res.Approval, answer != nil); err != nil {
 			return nil, err
 		}
-		return s.inputRequired(ctx, name, args, p.round)
+		return s.inputRequired(ctx, name, args, &p.round)
 	case res.IsError && errors.Is(res.Err, ask.ErrUnsupported):
 		if capability := p.missing(); capability != "" {
 			return nil, missingCapability(capability)
@@ -337,10 +333,10 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // structuredContent for the client of ctx: Options.TextCopyLimit for
 // revisions with structuredContent, 0 (never) for others.
 func (s *Server) textLimit(ctx context.Context) int {
-	if s.cfg.textLimit == 0 || server.RequestProtocolVersion(ctx) < mcp.ProtocolVersion20250618 {
+	if s.cfg.TextCopyLimit == 0 || server.RequestProtocolVersion(ctx) < mcp.ProtocolVersion20250618 {
 		return 0 // revisions compare as dates; "" (unknown) is earlier
 	}
-	return s.cfg.textLimit
+	return s.cfg.TextCopyLimit
 }
 
 // callResult renders a registry result as an MCP tool result; a structured
@@ -348,10 +344,7 @@ func (s *Server) textLimit(ctx context.Context) int {
 // structuredContent as its text (textcopy.go).
 func callResult(res llmtool.Result, rich bool, textLimit int) *mcp.CallToolResult {
 	if res.IsError {
-		return &mcp.CallToolResult{
-			IsError: true,
-			Content: []mcp.Content{mcp.TextContent{Type: "text", Text: res.Text()}},
-		}
+		return mcp.NewToolResultError(res.Text())
 	}
 	if rich {
 		content := make([]mcp.Content, 0, len(res.Content))
@@ -402,7 +395,7 @@ func (s *Server) requestHooks(hooks *server.Hooks) {
 		case *mcp.ReadResourceRequest:
 			r.Name = m.Params.URI
 		}
-		if done := s.cfg.onRequest(ctx, r); done != nil {
+		if done := s.cfg.OnRequest(ctx, r); done != nil {
 			s.requests.Store(ctx, done)
 		}
 	})

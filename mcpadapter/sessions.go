@@ -3,9 +3,10 @@ package mcpadapter
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,10 +39,6 @@ const (
 
 // sessionIDPrefix starts every session ID the adapter mints.
 const sessionIDPrefix = "mcp-session-"
-
-// errSessionUnknown is what the session table tells mcp-go of an ID it does
-// not hold.
-var errSessionUnknown = errors.New("mcpadapter: unknown session")
 
 // sessionInfo is what the adapter knows of a session.
 type sessionInfo struct {
@@ -77,10 +74,7 @@ func (t *sessions) get(id string) *sessionInfo {
 // each calls fn with every session, outside the table's lock.
 func (t *sessions) each(fn func(*sessionInfo)) {
 	t.mu.Lock()
-	all := make([]*sessionInfo, 0, len(t.byID))
-	for _, info := range t.byID {
-		all = append(all, info)
-	}
+	all := slices.Collect(maps.Values(t.byID))
 	t.mu.Unlock()
 	for _, info := range all {
 		fn(info)
@@ -116,13 +110,13 @@ func (s *Server) reserve(principal string) (*slot, string) {
 	t := &s.sessions
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.counted >= s.cfg.maxSessions {
+	if t.counted >= s.cfg.MaxSessions {
 		return nil, fmt.Sprintf("This server has reached its limit of %d open sessions; try again later, when idle sessions have ended (after %s without requests).",
-			s.cfg.maxSessions, humanDuration(s.cfg.idleTimeout))
+			s.cfg.MaxSessions, humanDuration(s.cfg.SessionIdleTimeout))
 	}
-	if principal != "" && t.byPrincipal[principal] >= s.cfg.maxPerPrincipal {
+	if principal != "" && t.byPrincipal[principal] >= s.cfg.MaxSessionsPerPrincipal {
 		return nil, fmt.Sprintf("You have reached this server's limit of %d open sessions per user; end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id header) or wait until idle ones end (after %s without requests).",
-			s.cfg.maxPerPrincipal, humanDuration(s.cfg.idleTimeout))
+			s.cfg.MaxSessionsPerPrincipal, humanDuration(s.cfg.SessionIdleTimeout))
 	}
 	t.count(principal, 1)
 	return &slot{principal: principal}, ""
@@ -228,7 +222,7 @@ func (m sessionIDManager) Validate(id string) (isTerminated bool, err error) {
 	if info := m.h.s.sessions.get(id); info != nil && info.h == m.h {
 		return false, nil
 	}
-	return false, fmt.Errorf("session %q: %w", id, errSessionUnknown)
+	return false, fmt.Errorf("mcpadapter: unknown session %q", id)
 }
 
 // Terminate forgets a session the client ended with DELETE, or that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -30,10 +31,6 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 type slogWriter struct{ s *Server }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
-		p = p[:len(p)-1]
-	}
-	w.s.cfg.logger.Warn("mcpadapter: stdio transport", "msg", string(p))
-	return n, nil
+	w.s.cfg.Logger.Warn("mcpadapter: stdio transport", "msg", strings.TrimRight(string(p), "\r\n"))
+	return len(p), nil
 }

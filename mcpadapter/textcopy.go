@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/llmtool/llmtool/internal/text"
@@ -15,9 +16,7 @@ import (
 // items)."
 func structuredPointer(js []byte) string {
 	var b strings.Builder
-	b.WriteString("The result is in structuredContent (")
-	b.WriteString(text.Group(len(js)))
-	b.WriteString(" bytes")
+	fmt.Fprintf(&b, "The result is in structuredContent (%s bytes", text.Group(len(js)))
 	d := json.NewDecoder(bytes.NewReader(js))
 	if tok, err := d.Token(); err == nil && tok == json.Delim('{') {
 		for d.More() {
@@ -36,14 +35,9 @@ func structuredPointer(js []byte) string {
 			if json.Unmarshal(val, &items) != nil {
 				continue
 			}
-			b.WriteString("; ")
-			b.WriteString(tok.(string))
-			b.WriteString(": ")
-			b.WriteString(text.Group(len(items)))
-			if len(items) == 1 {
-				b.WriteString(" item")
-			} else {
-				b.WriteString(" items")
+			fmt.Fprintf(&b, "; %s: %s item", tok, text.Group(len(items)))
+			if len(items) != 1 {
+				b.WriteString("s")
 			}
 		}
 	}

@@ -26,19 +26,17 @@ import (
 // traceContext reads W3C Trace Context.
 var traceContext propagation.TraceContext
 
-// The W3C Trace Context fields, as _meta keys and canonical header names.
+// The W3C Trace Context fields, as _meta keys.
 const (
-	metaTraceparent   = "traceparent"
-	metaTracestate    = "tracestate"
-	headerTraceparent = "Traceparent"
-	headerTracestate  = "Tracestate"
+	metaTraceparent = "traceparent"
+	metaTracestate  = "tracestate"
 )
 
 // withHeaderTrace returns ctx with the remote span context of an HTTP
 // request's traceparent and tracestate headers, unless ctx already
 // carries a span or the request has no traceparent.
 func withHeaderTrace(ctx context.Context, h http.Header) context.Context {
-	if len(h[headerTraceparent]) == 0 || trace.SpanContextFromContext(ctx).IsValid() {
+	if len(h["Traceparent"]) == 0 || trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
 	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
@@ -57,25 +55,8 @@ func withMetaTrace(ctx context.Context, meta *mcp.Meta) context.Context {
 		return ctx
 	}
 	ts, _ := meta.AdditionalFields[metaTracestate].(string)
-	return traceContext.Extract(ctx, metaCarrier{traceparent: tp, tracestate: ts})
+	return traceContext.Extract(ctx, propagation.MapCarrier{metaTraceparent: tp, metaTracestate: ts})
 }
-
-// metaCarrier is a _meta's trace context as a propagation.TextMapCarrier.
-type metaCarrier struct{ traceparent, tracestate string }
-
-func (c metaCarrier) Get(key string) string {
-	switch key {
-	case metaTraceparent:
-		return c.traceparent
-	case metaTracestate:
-		return c.tracestate
-	}
-	return ""
-}
-
-func (metaCarrier) Set(string, string) {}
-
-func (metaCarrier) Keys() []string { return []string{metaTraceparent, metaTracestate} }
 
 // metricSessions is the up-down counter of open sessions.
 const metricSessions = "llmtool.mcp.sessions"
@@ -83,13 +64,13 @@ const metricSessions = "llmtool.mcp.sessions"
 // initMetrics makes the adapter's instruments, when Options.MeterProvider
 // is set.
 func (s *Server) initMetrics() {
-	if s.cfg.meter == nil {
+	if s.cfg.MeterProvider == nil {
 		return
 	}
-	c, err := s.cfg.meter.Meter("github.com/llmtool/llmtool/mcpadapter").Int64UpDownCounter(metricSessions,
+	c, err := s.cfg.MeterProvider.Meter("github.com/llmtool/llmtool/mcpadapter").Int64UpDownCounter(metricSessions,
 		metric.WithUnit("{session}"), metric.WithDescription("MCP sessions open."))
 	if err != nil {
-		s.cfg.logger.Warn("mcpadapter: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
+		s.cfg.Logger.Warn("mcpadapter: an OpenTelemetry instrument was refused; its measurements are not recorded", "err", err)
 	}
 	s.openSessions = c
 }
