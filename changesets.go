@@ -55,6 +55,22 @@ type tracking struct {
 	mu        sync.Mutex
 	pruned    time.Time // when old history was last deleted
 	insert    *sql.Stmt // the history's INSERT, prepared once
+
+	// exact holds the names of the write tools whose calls changed
+	// tracked rows their statements did not name (PostgreSQL): their
+	// calls read the capture in every case from then on (see
+	// dbconn.WriteTx.Changes), rather than run twice.
+	exact sync.Map
+}
+
+// exactFor reports whether the calls of tool read PostgreSQL's capture in
+// every case.
+func (t *tracking) exactFor(tool string) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.exact.Load(tool)
+	return ok
 }
 
 // insertStmt returns the history's INSERT, prepared on first use; a
@@ -146,7 +162,7 @@ func (cs *callState) captureChanges(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	set, err := cs.wtx.Changes(ctx)
+	set, err := cs.wtx.Changes(ctx, cs.exact)
 	if err != nil {
 		return fmt.Errorf("llmtool: the call's changeset: %w", err)
 	}

@@ -201,3 +201,56 @@ func TestChangesetPGConcurrent(t *testing.T) {
 	require.Nil(t, res.Changeset)
 	require.Zero(t, f.count(t, "llmtool_capture"))
 }
+
+// A call whose statements name no tracked table skips reading the
+// capture; when it changed tracked rows anyway, the check at commit fails
+// the run and the registry runs it again, reading them, so its changeset
+// and its history are exact.
+func TestChangesetPGUnnamedChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fixture := func(t *testing.T) *csFixture {
+		f := newCSFixtureOn(t, true, "")
+		_, err := f.db.Exec(`CREATE FUNCTION bump_notes_stat() RETURNS integer LANGUAGE sql AS 'UPDATE stats SET n = n + 10 WHERE k = ''notes'' RETURNING n'`)
+		require.NoError(t, err)
+		require.False(t, f.call(t, ctx, "cs_add", `{"title": "A"}`).IsError)
+		return f
+	}
+	for _, tc := range []struct {
+		name, sql, table, column, before, after string
+	}{
+		{"a data-changing WITH", `WITH u AS (UPDATE notes SET title = title || 'B' WHERE id = 1 RETURNING id) SELECT count(*) FROM u`, "notes", "title", `"A"`, `"AB"`},
+		{"a function", `SELECT bump_notes_stat()`, "stats", "n", `1`, `11`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := fixture(t)
+			for run := range 2 { // the check's run again, then the tool reading the capture at once
+				res := f.call(t, ctx, "cs_sql", fmt.Sprintf(`{"sql": [%q]}`, tc.sql))
+				require.False(t, res.IsError, res.Text())
+				require.NotNil(t, res.Changeset)
+				require.Len(t, res.Changeset.Rows, 1)
+				row := res.Changeset.Rows[0]
+				require.Equal(t, tc.table, row.Table)
+				if run == 0 {
+					require.JSONEq(t, tc.before, string(row.Before[tc.column]))
+					require.JSONEq(t, tc.after, string(row.After[tc.column]))
+				}
+				entries, err := changeset.List(ctx, f.db, changeset.Filter{})
+				require.NoError(t, err)
+				require.Equal(t, res.Changeset.ID, entries[0].ID, "the history has the change")
+				require.Zero(t, f.count(t, "llmtool_capture"))
+			}
+		})
+	}
+
+	// SET CONSTRAINTS ALL IMMEDIATE runs the check before llmtool reads
+	// what the call changed: the call fails, and nothing is saved.
+	f := fixture(t)
+	res := f.call(t, ctx, "cs_sql", `{"sql": ["UPDATE notes SET title = 'C' WHERE id = 1", "SET CONSTRAINTS ALL IMMEDIATE"]}`)
+	require.True(t, res.IsError)
+	var title string
+	require.NoError(t, f.db.QueryRow(`SELECT title FROM notes WHERE id = 1`).Scan(&title))
+	require.Equal(t, "A", title)
+	require.Zero(t, f.count(t, "llmtool_capture"))
+}

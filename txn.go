@@ -105,6 +105,7 @@ type callState struct {
 	lockWait     bool            // PostgreSQL: a session waited for a lock near the deadline (dbconn.LockWatch)
 	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
 	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
+	exact        bool            // read the capture whatever the statements named (changesets.go)
 	undid        []int64         // the history entries an undo_changes call undoes
 	conversation string          // Call.Conversation
 
@@ -427,7 +428,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 // fresh transaction. An error wrapping errContended is a run that the
 // call's deadline ended while it waited for other transactions.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced, conversation: pa.conversation}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
 	if cs.preview != nil {
 		cs.preview.reset() // a run again starts counting afresh
 	}
@@ -526,6 +527,13 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, false, ctx.Err()
+		}
+		if engine.Untaken(err) && !cs.exact {
+			// A tracked row changed that the statements did not name:
+			// run again, reading the capture, as the tool's calls will
+			// from now on (changesets.go).
+			r.tracked.exact.Store(t.spec.Name, true)
+			return nil, false, true, fmt.Errorf("llmtool: commit: %w", err)
 		}
 		return nil, false, engine.Retryable(err) || cs.retryable.Load(), fmt.Errorf("llmtool: commit: %w", err)
 	}

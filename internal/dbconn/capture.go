@@ -224,10 +224,13 @@ func shadow(ctx context.Context, q Querier, table string) (bool, error) {
 // Changes ends the capture of w's call and returns its changeset: the
 // recorded changes with their columns named and merged per row. Call it
 // after the handler, in ModeOwn (SQLite reads the tables' columns), as
-// the connecting user (PostgreSQL reads llmtool_capture).
-func (w *WriteTx) Changes(ctx context.Context) (*changeset.Set, error) {
+// the connecting user (PostgreSQL reads llmtool_capture). On PostgreSQL
+// a call whose statements named no tracked table may leave the reading
+// to the commit's check (see pgChanges); exact reads in every case, for
+// a call that will not commit (a preview) or that the check failed.
+func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, error) {
 	if w.pg != nil {
-		return w.pgChanges(ctx) // capture_pg.go
+		return w.pgChanges(ctx, exact) // capture_pg.go
 	}
 	if w.capture == nil {
 		return nil, nil

@@ -29,7 +29,8 @@ import (
 // handler, Changes takes its transaction's rows (reads and deletes them, in
 // one statement) and merges them per row as SQLite's capture does. So
 // nothing outlives the transaction: a rollback takes the rows with it, a
-// commit finds them deleted.
+// commit finds them deleted, or fails (see pgChanges for the call that
+// does not take them).
 //
 // The function is SECURITY DEFINER, owned by the user that ran the
 // migrations, with a fixed search_path: a handler that runs as
@@ -83,6 +84,23 @@ BEGIN
 	RETURN NULL;
 END $body$$f$, current_schema()); END $do$`,
 	`REVOKE ALL ON FUNCTION llmtool_capture() FROM PUBLIC`,
+}}, {Postgres: []string{
+	// The check that lets a call skip reading llmtool_capture (see
+	// Changes): at commit, a recorded row still there fails the commit.
+	`DO $do$ BEGIN EXECUTE format($f$
+CREATE FUNCTION llmtool_capture_untaken() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $body$
+BEGIN
+	IF EXISTS (SELECT 1 FROM %I.llmtool_capture WHERE seq = NEW.seq) THEN
+		RAISE EXCEPTION 'llmtool: the call changed tracked rows that llmtool had not read; it runs again and reads them'
+			USING ERRCODE = '` + engine.CaptureUntaken + `',
+			HINT = 'SET CONSTRAINTS ALL IMMEDIATE after changing a tracked table also raises this: name the constraints instead.';
+	END IF;
+	RETURN NULL;
+END $body$$f$, current_schema()); END $do$`,
+	`REVOKE ALL ON FUNCTION llmtool_capture_untaken() FROM PUBLIC`,
+	`CREATE CONSTRAINT TRIGGER llmtool_capture_untaken AFTER INSERT ON llmtool_capture
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION llmtool_capture_untaken()`,
 }}}
 
 // pgTracking is what a pool knows of the tables it tracks on PostgreSQL,
@@ -224,6 +242,7 @@ type pgCall struct {
 	mu        sync.Mutex
 	untracked string // the first table not tracked a statement changed
 	schema    string // the first statement that changed the schema
+	named     bool   // a statement changes a tracked table, by its text
 }
 
 // StartCall readies a write call's transaction for its handler, in one
@@ -257,12 +276,14 @@ func (w *WriteTx) NoteStatement(query string, rows int64) {
 	p := w.pg
 	schema := sqlcheck.SchemaChange(sqlcheck.Postgres, query)
 	kind, table := sqlcheck.Target(sqlcheck.Postgres, query)
-	untracked := kind != "" && rows != 0 && !p.tr.names[strings.ToLower(table)] && !own(table)
-	if schema == "" && !untracked {
+	tracked := kind != "" && p.tr.names[strings.ToLower(table)]
+	untracked := kind != "" && rows != 0 && !tracked && !own(table)
+	if schema == "" && !untracked && !tracked {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.named = p.named || tracked
 	if p.schema == "" {
 		p.schema = schema
 	}
@@ -323,8 +344,15 @@ func (w *WriteTx) CheckCapture(ctx context.Context) (*sqlcheck.Refusal, error) {
 const pgTake = `WITH taken AS (DELETE FROM llmtool_capture WHERE tx = txid_current() RETURNING seq, rel, op, old, new)
 SELECT rel::bigint, rel::regclass::text, op, old::text, new::text FROM taken ORDER BY seq`
 
-// pgChanges is Changes on PostgreSQL.
-func (w *WriteTx) pgChanges(ctx context.Context) (*changeset.Set, error) {
+// pgChanges is Changes on PostgreSQL. Reading the rows the triggers
+// recorded costs a statement, which a call that named no tracked table
+// in its statements' text skips unless exact: a tracked row it changed
+// anyway (by a foreign key's cascade, a host's trigger, a function, a
+// data-changing WITH) stays in llmtool_capture, and the check installed
+// with it (llmtool_capture_untaken, a deferred constraint trigger) fails
+// the commit with engine.CaptureUntaken, after which the registry runs
+// the call again, exact.
+func (w *WriteTx) pgChanges(ctx context.Context, exact bool) (*changeset.Set, error) {
 	p := w.pg
 	set := &changeset.Set{}
 	if p.untracked != "" {
@@ -336,6 +364,12 @@ func (w *WriteTx) pgChanges(ctx context.Context) (*changeset.Set, error) {
 			what = "emptied tables"
 		}
 		set.NotUndoable = "it " + what + " (" + p.schema + ")"
+	}
+	if !exact && !p.named {
+		if set.NotUndoable == "" {
+			return nil, nil
+		}
+		return set, nil
 	}
 	rows, err := w.Tx.QueryContext(ctx, pgTake)
 	if err != nil {

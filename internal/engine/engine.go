@@ -97,6 +97,14 @@ func Retryable(err error) bool {
 	return Locked(err)
 }
 
+// CaptureUntaken is the SQLSTATE llmtool's capture check raises at commit
+// when a write call's triggers recorded rows that the call did not read
+// (PostgreSQL; see dbconn's capture).
+const CaptureUntaken = "LT001"
+
+// Untaken reports whether err is the capture check failing a commit.
+func Untaken(err error) bool { return sqlState(err) == CaptureUntaken }
+
 // SQLite's result codes for a lock another connection holds: SQLITE_BUSY
 // is the low byte of its extended codes (SQLITE_BUSY_SNAPSHOT, 517, ...);
 // of SQLITE_LOCKED's, only SQLITE_LOCKED_SHAREDCACHE is another
