@@ -249,6 +249,7 @@ func TestChangesetPGUnnamedChange(t *testing.T) {
 	f := fixture(t)
 	res := f.call(t, ctx, "cs_sql", `{"sql": ["UPDATE notes SET title = 'C' WHERE id = 1", "SET CONSTRAINTS ALL IMMEDIATE"]}`)
 	require.True(t, res.IsError)
+	require.Equal(t, "Internal error in cs_sql; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
 	var title string
 	require.NoError(t, f.db.QueryRow(`SELECT title FROM notes WHERE id = 1`).Scan(&title))
 	require.Equal(t, "A", title)
