@@ -13,6 +13,7 @@ import (
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/migrate"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // Changesets: each write call's exact changes to the tables the host
@@ -168,6 +169,15 @@ func (cs *callState) captureChanges(ctx context.Context) error {
 	}
 	cs.changes = set
 	return nil
+}
+
+// untakenRefusal refuses a statement that ran the capture's check before
+// llmtool read the call's changes (PostgreSQL: SET CONSTRAINTS ALL
+// IMMEDIATE after a tracked table changed; see dbconn's capture).
+func untakenRefusal(query string) *sqlcheck.Refusal {
+	return &sqlcheck.Refusal{Statement: sqlcheck.Short(query),
+		Reason:  "runs llmtool's check of the changes to tracked tables before llmtool has read them",
+		Instead: "name the constraints to check at once (SET CONSTRAINTS name, ... IMMEDIATE) rather than ALL."}
 }
 
 // storeChanges records a committing call's changeset in the history, in

@@ -245,11 +245,14 @@ func TestChangesetPGUnnamedChange(t *testing.T) {
 	}
 
 	// SET CONSTRAINTS ALL IMMEDIATE runs the check before llmtool reads
-	// what the call changed: the call fails, and nothing is saved.
+	// what the call changed: the statement is refused, and nothing is
+	// saved.
 	f := fixture(t)
 	res := f.call(t, ctx, "cs_sql", `{"sql": ["UPDATE notes SET title = 'C' WHERE id = 1", "SET CONSTRAINTS ALL IMMEDIATE"]}`)
 	require.True(t, res.IsError)
-	require.Equal(t, "Internal error in cs_sql; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
+	require.EqualError(t, res.Err, refusedBy("cs_sql", "SET CONSTRAINTS ALL IMMEDIATE",
+		"runs llmtool's check of the changes to tracked tables before llmtool has read them",
+		"name the constraints to check at once (SET CONSTRAINTS name, ... IMMEDIATE) rather than ALL."))
 	var title string
 	require.NoError(t, f.db.QueryRow(`SELECT title FROM notes WHERE id = 1`).Scan(&title))
 	require.Equal(t, "A", title)

@@ -284,6 +284,9 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 	if rerr := c.call.denied(query); rerr != nil {
 		return nil, rerr
 	}
+	if engine.Untaken(err) { // SET CONSTRAINTS ran the capture's check early (changesets.go)
+		return nil, c.call.refuseStatement(untakenRefusal(query))
+	}
 	if err != nil {
 		c.call.stmtFailed(err) // retry.go
 	}
