@@ -220,16 +220,19 @@ func (r *Registry) contended(ctx context.Context, cs *callState, p *retry, err e
 	return p.runs > 1 || cs.cut.Load() && cs.lockWait
 }
 
-// stmtFailed notes a write call's statement that failed with err: one that
-// lost to another write makes the run roll back and run again even if the
-// handler ignores the error; one the call's deadline cut is noted for
-// contended.
-func (cs *callState) stmtFailed(err error) {
+// stmtFailed notes a write call's statement query that failed with err:
+// one that lost to another write makes the run roll back and run again
+// even if the handler ignores the error; one the call's deadline cut is
+// noted for contended; one that ran the capture's check early
+// (PostgreSQL's SET CONSTRAINTS, changesets.go) is the call's refusal.
+func (cs *callState) stmtFailed(query string, err error) {
 	switch {
 	case engine.Retryable(err):
 		cs.retryable.Store(true)
 	case errors.Is(err, context.DeadlineExceeded):
 		cs.cut.Store(true)
+	case engine.Untaken(err):
+		_ = cs.refuseStatement(untakenRefusal(query))
 	}
 }
 

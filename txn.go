@@ -155,7 +155,7 @@ func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (
 		return nil, rerr
 	}
 	if err != nil && c.tx != nil {
-		c.call.stmtFailed(err) // retry.go
+		c.call.stmtFailed(query, err) // retry.go
 	}
 	return rows, err
 }
@@ -198,7 +198,7 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 	}
 	if c.tx != nil {
 		if err := row.Err(); err != nil {
-			c.call.stmtFailed(err) // retry.go
+			c.call.stmtFailed(query, err) // retry.go
 		}
 	}
 	return row
@@ -284,11 +284,8 @@ func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (
 	if rerr := c.call.denied(query); rerr != nil {
 		return nil, rerr
 	}
-	if engine.Untaken(err) { // SET CONSTRAINTS ran the capture's check early (changesets.go)
-		return nil, c.call.refuseStatement(untakenRefusal(query))
-	}
 	if err != nil {
-		c.call.stmtFailed(err) // retry.go
+		c.call.stmtFailed(query, err) // retry.go
 	}
 	if err == nil && (c.call.preview != nil || c.call.wtx.Noting()) {
 		if n, nerr := res.RowsAffected(); nerr == nil {
