@@ -54,8 +54,8 @@ type tracking struct {
 	cfg       changeset.Config
 	generated map[string]map[string]bool // lower-case table → column
 	mu        sync.Mutex
-	pruned    time.Time // when old history was last deleted
-	insert    *sql.Stmt // the history's INSERT, prepared once
+	pruned    time.Time       // when old history was last deleted; mu guards it
+	insert    dbconn.Prepared // the history's INSERT
 
 	// exact holds the names of the write tools whose calls changed
 	// tracked rows their statements did not name (PostgreSQL): their
@@ -74,33 +74,10 @@ func (t *tracking) exactFor(tool string) bool {
 	return ok
 }
 
-// insertStmt returns the history's INSERT, prepared on first use; a
-// transaction uses it through Tx.StmtContext, which database/sql keeps
-// prepared on each connection.
-func (t *tracking) insertStmt(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.insert == nil {
-		st, err := db.PrepareContext(ctx, `INSERT INTO `+changesetsTable+` (tool, principal, tenant, conversation, created_at, rows, not_undoable, undo_of)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`)
-		if err != nil {
-			return nil, err
-		}
-		t.insert = st
-	}
-	return t.insert, nil
-}
-
 // close closes the prepared INSERT, with the registry.
 func (t *tracking) close() {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.insert != nil {
-		_ = t.insert.Close()
-		t.insert = nil
+	if t != nil {
+		t.insert.Close()
 	}
 }
 
@@ -127,7 +104,8 @@ func (r *Registry) initChangesets(ctx context.Context, cfg changeset.Config) err
 	} else {
 		r.tx.Track, r.tx.MaxValue = cfg.Tables, cfg.MaxValue // the pre-update hook
 	}
-	tr := &tracking{cfg: cfg, generated: make(map[string]map[string]bool)}
+	tr := &tracking{cfg: cfg, generated: make(map[string]map[string]bool), insert: dbconn.Prepared{Query: `INSERT INTO ` + changesetsTable + ` (tool, principal, tenant, conversation, created_at, rows, not_undoable, undo_of)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`}}
 	for t, cols := range cfg.Generated {
 		m := make(map[string]bool)
 		for _, c := range cols {
@@ -199,11 +177,11 @@ func (r *Registry) storeChanges(ctx context.Context, cs *callState, tx *sql.Tx) 
 		undoOf = cs.undid[0]
 	}
 	now := time.Now()
-	insert, err := r.tracked.insertStmt(ctx, r.tx.DB)
+	insert, err := r.tracked.insert.In(ctx, r.tx.DB, tx)
 	if err != nil {
 		return fmt.Errorf("llmtool: record the call's changeset: %w", err)
 	}
-	err = tx.StmtContext(ctx, insert).QueryRowContext(ctx,
+	err = insert.QueryRowContext(ctx,
 		cs.tool.spec.Name, principalID(ctx), TenantFrom(ctx), cs.conversation, now.UnixMilli(), string(rows), set.NotUndoable, undoOf).Scan(&set.ID)
 	if err != nil {
 		return fmt.Errorf("llmtool: record the call's changeset: %w", err)

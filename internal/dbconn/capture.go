@@ -241,12 +241,11 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 		return nil, nil
 	}
 	if len(raw) > 0 {
-		version, err := w.pool.schemaVersion(ctx)
+		version, err := w.pool.version.In(ctx, w.pool.DB, w.Tx)
 		if err != nil {
 			return nil, err
 		}
-		err = w.capture.fresh(ctx, w.Tx.StmtContext(ctx, version))
-		if err != nil {
+		if err := w.capture.fresh(ctx, version); err != nil {
 			return nil, err
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,10 +48,9 @@ type Pool struct {
 	MaxValue int
 	pg       *pgTracking // PostgreSQL's tracked tables (TrackPG)
 
-	// version is PRAGMA schema_version, prepared once on DB when tables
-	// are tracked on SQLite (see Capture.fresh); versionMu guards it.
-	versionMu sync.Mutex
-	version   *sql.Stmt
+	// version is PRAGMA schema_version, read when tables are tracked on
+	// SQLite (see Capture.fresh).
+	version Prepared
 
 	writes chan struct{} // one token: writes are serialized per registry (SQLite)
 	// writer is SQLite's write connection between writes, owned by the
@@ -83,7 +81,7 @@ const maxReservedReads = 4
 // first read; a nil db gives a pool that runs nothing (lint-only
 // registries).
 func New(db *sql.DB, e engine.Engine) *Pool {
-	t := &Pool{DB: db, Engine: e, writes: make(chan struct{}, 1)}
+	t := &Pool{DB: db, Engine: e, writes: make(chan struct{}, 1), version: Prepared{Query: `PRAGMA schema_version`}}
 	if db != nil {
 		t.sqlite = e == engine.SQLite
 		if e == engine.Postgres {
@@ -115,29 +113,7 @@ func (t *Pool) Close() {
 	default:
 	}
 	t.ErrRow.Close()
-	t.versionMu.Lock()
-	if t.version != nil {
-		_ = t.version.Close()
-		t.version = nil
-	}
-	t.versionMu.Unlock()
-}
-
-// schemaVersion returns PRAGMA schema_version prepared on DB, preparing it
-// on first use. A transaction runs it through Tx.StmtContext, which
-// database/sql keeps prepared on each connection, so reading the version
-// costs no parsing.
-func (t *Pool) schemaVersion(ctx context.Context) (*sql.Stmt, error) {
-	t.versionMu.Lock()
-	defer t.versionMu.Unlock()
-	if t.version == nil {
-		st, err := t.DB.PrepareContext(ctx, `PRAGMA schema_version`)
-		if err != nil {
-			return nil, err
-		}
-		t.version = st
-	}
-	return t.version, nil
+	t.version.Close()
 }
 
 func (t *Pool) drain() {
