@@ -574,6 +574,40 @@ func TestChangesetToolsAndResource(t *testing.T) {
 	require.Equal(t, "This conversation has made no changes to undo. Call list_changes with all set to see the workspace's changes.", none.Text())
 }
 
+// TestChangesetListTenants: List returns one tenant's entries, the
+// tenant "" (a host without tenants) included, which the tenant index
+// leaves out.
+func TestChangesetListTenants(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	for _, tenant := range []string{"acme", "beta"} {
+		require.NoError(t, f.reg.Tenants().SetWrites(ctx, tenant, true))
+	}
+	for _, c := range []struct{ tenant, title string }{{"", "mine"}, {"acme", "a1"}, {"beta", "b1"}, {"acme", "a2"}, {"", "mine too"}} {
+		res := f.call(t, llmtool.WithTenant(ctx, c.tenant), "cs_add", fmt.Sprintf(`{"title": %q}`, c.title))
+		require.False(t, res.IsError, res.Text())
+	}
+	for _, tc := range []struct {
+		tenant string
+		titles []string
+	}{
+		{"", []string{`"mine too"`, `"mine"`}},
+		{"acme", []string{`"a2"`, `"a1"`}},
+		{"beta", []string{`"b1"`}},
+		{"nobody", nil},
+	} {
+		entries, err := changeset.List(ctx, f.db, changeset.Filter{Tenant: tc.tenant})
+		require.NoError(t, err)
+		var titles []string
+		for _, e := range entries {
+			require.Equal(t, tc.tenant, e.Tenant)
+			titles = append(titles, string(e.Rows[0].After["title"]))
+		}
+		require.Equal(t, tc.titles, titles, "tenant %q", tc.tenant)
+	}
+}
+
 // TestChangesetRetention: a registry with a retention deletes the entries
 // older than it on its first tracked write (then at most once a minute),
 // and keeps the newer ones.

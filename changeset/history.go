@@ -56,6 +56,9 @@ type Queryer interface {
 func List(ctx context.Context, q Queryer, f Filter) ([]Entry, error) {
 	where := []string{"tenant = $1"}
 	args := []any{f.Tenant}
+	if f.Tenant != "" {
+		where = append(where, "tenant <> ''") // the tenant index holds only these
+	}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
