@@ -43,10 +43,11 @@ func changesetTable(integer, serial string) []string {
 )`, `CREATE INDEX ` + changesetsTable + `_tenant ON ` + changesetsTable + ` (tenant, id)`}
 }
 
-// tenantIndex makes the tenant index partial: a database whose calls
-// carry no tenant (one host, one tenant) writes no index entry per
-// tracked call, which on SQLite is a page of the commit. List adds
-// "tenant <> ''" to a tenant's query, so it uses the index.
+// tenantIndex makes the tenant index partial, for calls with a tenant
+// only: a database whose calls carry none (one host, one tenant) writes
+// no index entry per tracked call, which on SQLite is a page of the
+// commit. changeset.List states the index's condition in a tenant's
+// query, so that both engines use it.
 var tenantIndex = []string{`DROP INDEX ` + changesetsTable + `_tenant`,
 	`CREATE INDEX ` + changesetsTable + `_tenant ON ` + changesetsTable + ` (tenant, id) WHERE tenant <> ''`}
 

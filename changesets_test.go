@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -430,6 +432,59 @@ func testUndo(t *testing.T, f *csFixture) {
 func TestChangesetUndo(t *testing.T) {
 	t.Parallel()
 	testUndo(t, newCSFixture(t))
+}
+
+// TestChangesetMayUndo: another principal's change is undone only when
+// Changesets.MayUndo allows it; its refusal is in its own words when it
+// gives them, and always wraps ErrNotAuthorized.
+func TestChangesetMayUndo(t *testing.T) {
+	t.Parallel()
+	admins := func(ctx context.Context, e changeset.Entry) error {
+		if p := llmtool.PrincipalFrom(ctx); p != nil && slices.Contains(p.Roles, "admin") {
+			return nil
+		}
+		return llmtool.Denied("Only an administrator may undo %s's change %d.", e.Principal, e.ID).Next("Ask an administrator.")
+	}
+	for _, tc := range []struct {
+		name    string
+		mayUndo func(context.Context, changeset.Entry) error
+		who     *llmtool.Principal
+		refusal string // "" when the undo runs; %d is the change
+	}{
+		{"no MayUndo", nil, &llmtool.Principal{ID: "bob", Roles: []string{"admin"}}, "Change %d was made by someone else; only they can undo it."},
+		{"its words", admins, &llmtool.Principal{ID: "bob"}, "Only an administrator may undo alice's change %d. Ask an administrator."},
+		{"a plain error", func(context.Context, changeset.Entry) error { return errors.New("the host's reason") }, &llmtool.Principal{ID: "bob"}, "Change %d was made by someone else; only they can undo it."},
+		{"allowed", admins, &llmtool.Principal{ID: "bob", Roles: []string{"admin"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCSFixture(t)
+			f.opts.Changesets.MayUndo = tc.mayUndo
+			f.reg = f.registry(t, f.db)
+			alice := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice"})
+			before := f.dump(t)
+			add := f.call(t, alice, "cs_add", `{"title": "Plans"}`)
+			require.False(t, add.IsError, add.Text())
+
+			res := f.call(t, llmtool.WithPrincipal(context.Background(), tc.who), "undo_changes", fmt.Sprintf(`{"id": %d}`, add.Changeset.ID))
+			if tc.refusal != "" {
+				require.True(t, res.IsError)
+				require.Equal(t, fmt.Sprintf(tc.refusal, add.Changeset.ID), res.Text())
+				if tc.mayUndo != nil {
+					require.ErrorIs(t, res.Err, llmtool.ErrNotAuthorized)
+				}
+				require.Equal(t, 1, f.count(t, "notes"), "nothing undone")
+				return
+			}
+			require.False(t, res.IsError, res.Text())
+			require.Equal(t, before, f.dump(t))
+			entries, err := changeset.List(context.Background(), f.db, changeset.Filter{IDs: []int64{res.Changeset.ID}})
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			require.Equal(t, "bob", entries[0].Principal, "the undo is bob's change")
+			require.Equal(t, add.Changeset.ID, entries[0].UndoOf)
+		})
+	}
 }
 
 // TestChangesetUndoAsRole: with Options.Role the handler's SQL runs as a

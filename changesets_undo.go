@@ -120,7 +120,9 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 		case e.UndoneBy != 0:
 			return undoOut{}, Conflict("Change %d was already undone by change %d.", e.ID, e.UndoneBy).Next(fmt.Sprintf("Undo change %d to redo it.", e.UndoneBy))
 		case e.Principal != me:
-			return undoOut{}, Denied("Change %d was made by someone else; only they can undo it.", e.ID)
+			if err := mayUndo(c, cs.reg.tracked.cfg.MayUndo, e); err != nil {
+				return undoOut{}, err
+			}
 		case e.NotUndoable != "":
 			return undoOut{}, Conflict("Change %d cannot be undone: %s.", e.ID, e.NotUndoable)
 		}
@@ -379,4 +381,24 @@ func (r *Registry) newChangesResource() *Tool {
 		}, FriendlyName("Recent changes"))
 	t.spec.Module = "changesets"
 	return t
+}
+
+// mayUndo refuses the undo of e, another principal's change, unless the
+// host's Changesets.MayUndo allows it; a refusal in its own words when
+// its error carries an *Error.
+func mayUndo(ctx context.Context, allow func(context.Context, changeset.Entry) error, e changeset.Entry) error {
+	refusal := Denied("Change %d was made by someone else; only they can undo it.", e.ID)
+	if allow == nil {
+		return refusal
+	}
+	err := allow(ctx, e)
+	if err == nil {
+		return nil
+	}
+	refusal.err = fmt.Errorf("%w: %w", ErrNotAuthorized, err)
+	var te *Error
+	if errors.As(err, &te) {
+		refusal.Message, refusal.NextAction = te.Message, te.NextAction
+	}
+	return refusal
 }

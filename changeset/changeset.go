@@ -24,6 +24,7 @@
 package changeset
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -250,4 +251,12 @@ type Config struct {
 	// undo_changes, as llmtool.Scopes declares them for a tool: those of
 	// the host's other write tools, usually.
 	Scopes []string
+	// MayUndo decides whether the caller of undo_changes may undo e, a
+	// change another principal made (its own principal always may), in
+	// the caller's tenant: an administrator, say, or anyone in a shared
+	// workspace. ctx is the undo call's (llmtool.PrincipalFrom). It
+	// returns nil to allow; an error refuses, as Options.Authorize's
+	// does (the model sees the message of an *llmtool.Error in its
+	// chain). Nil allows no one else.
+	MayUndo func(ctx context.Context, e Entry) error
 }
