@@ -73,6 +73,10 @@ type previewState struct {
 	exp   int64  // previewApprove: the token's expiry (Unix seconds)
 	held  bool   // previewApprove: the nonce is reserved in memory (approvals.reserve)
 	sum   string // the digest of preview, once built
+	// fresh is what the tool makes afresh on each run, found by a
+	// request's second run; an approved run reads it from its token.
+	fresh fresh
+	first *approval.Preview // previewRequest: the first run's preview, during the second
 
 	mu      sync.Mutex
 	changes map[string]*approval.TableChange
@@ -128,8 +132,10 @@ func (p *previewState) reset() {
 
 // previewDigest is the preview's fingerprint: what an approval approves.
 // With tracked tables it binds the changeset too (changeset.Set.Digest):
-// the rows' keys and values before, and what their columns change to.
-func (r *Registry) previewDigest(pv *approval.Preview) string {
+// the rows' keys and values before, and what their columns change to,
+// but for the values the host declared generated or f found fresh; and
+// the tool's output unless f found it fresh.
+func (r *Registry) previewDigest(pv *approval.Preview, f *fresh) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(b []byte) {
@@ -137,7 +143,11 @@ func (r *Registry) previewDigest(pv *approval.Preview) string {
 		h.Write(n[:])
 		h.Write(b)
 	}
-	field(pv.Result)
+	if f.result {
+		field([]byte("(fresh)"))
+	} else {
+		field(pv.Result)
+	}
 	for _, c := range pv.Changes {
 		field([]byte(c.Table))
 		for _, x := range []int64{c.Inserted, c.Updated, c.Deleted} {
@@ -147,7 +157,9 @@ func (r *Registry) previewDigest(pv *approval.Preview) string {
 	}
 	field([]byte(pv.Summary))
 	if pv.Changeset != nil {
-		field([]byte(pv.Changeset.Digest(r.tracked.isGenerated)))
+		field([]byte(pv.Changeset.Digest(func(table, column string) bool {
+			return r.tracked.isGenerated(table, column) || f.columns[freshKey(table, column)]
+		})))
 	}
 	var sum [sha256.Size]byte
 	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
@@ -217,7 +229,7 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 			return nil, &Error{Kind: KindDenied, Message: "The user denied this change. Nothing was saved.",
 				NextAction: "Ask the user what to do instead.", err: fmt.Errorf("%w: %w", approval.ErrRefused, errDenied)}
 		}
-		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce, exp: c.Expires}, nil
+		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce, exp: c.Expires, fresh: decodeFresh(c.Fresh)}, nil
 	case call.DryRun:
 		return &previewState{mode: previewDryRun}, nil
 	case r.needsApproval(ctx, t):
@@ -254,7 +266,10 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byt
 	if p.mode == previewDryRun {
 		return false, nil
 	}
-	p.sum = r.previewDigest(pv)
+	if p.first != nil {
+		p.fresh = revealFresh(p.first, pv)
+	}
+	p.sum = r.previewDigest(pv, &p.fresh)
 	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
 	}
@@ -305,7 +320,7 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 	if p.args == "" {
 		p.args = argsDigest(args)
 	}
-	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum)
+	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum, p.fresh.encode())
 	res.Preview = pv
 	res.Approval = &approval.Request{Preview: *pv, Token: token, Expires: exp}
 	msg := "This change needs the user's approval: " + pv.String() + "."

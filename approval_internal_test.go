@@ -18,7 +18,7 @@ func TestApprovalExpiry(t *testing.T) {
 	a.now = func() time.Time { return now }
 	ctx := WithPrincipal(context.Background(), &Principal{ID: "alice"})
 	pv := &approval.Preview{Result: []byte(`{}`)}
-	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), (&Registry{}).previewDigest(pv))
+	tok, exp := a.seal(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), (&Registry{}).previewDigest(pv, &fresh{}), "")
 	require.Equal(t, now.Add(time.Minute), exp)
 
 	now = now.Add(59 * time.Second)
@@ -41,4 +41,24 @@ func TestApprovalExpiry(t *testing.T) {
 	now = now.Add(-30 * time.Second)
 	_, err = c.open(ctx, "delete_note", argsDigest([]byte(`{"noteId":"n1"}`)), tok)
 	require.NoError(t, err)
+}
+
+// TestFreshInToken: what a request's second run found fresh comes back
+// from its token as it went in.
+func TestFreshInToken(t *testing.T) {
+	t.Parallel()
+	var a approvals
+	a.init(nil)
+	ctx := context.Background()
+	for _, f := range []fresh{
+		{},
+		{result: true},
+		{columns: map[string]bool{freshKey("notes", "id"): true, freshKey("notes", "updated_at"): true, freshKey("a.b", "c"): true}},
+		{result: true, columns: map[string]bool{freshKey("items", "token"): true}},
+	} {
+		tok, _ := a.seal(ctx, "add_note", "args", "digest", f.encode())
+		c, err := a.open(ctx, "add_note", "args", tok)
+		require.NoError(t, err)
+		require.Equal(t, f, decodeFresh(c.Fresh))
+	}
 }

@@ -33,6 +33,7 @@ type approvalClaims struct {
 	Principal string
 	Tenant    string
 	Preview   string // digest of the approved preview
+	Fresh     string // what the preview's digest left unbound (fresh.encode)
 	Expires   int64  // Unix seconds
 	Nonce     int64  // unique, 63 bits: the used tokens' key
 }
@@ -153,10 +154,10 @@ func (a *approvals) close() {
 }
 
 // seal makes the token approving pv for this call.
-func (a *approvals) seal(ctx context.Context, tool, args, preview string) (string, time.Time) {
+func (a *approvals) seal(ctx context.Context, tool, args, preview, fresh string) (string, time.Time) {
 	exp := a.now().Add(a.ttl)
 	c := approvalClaims{Tool: tool, Args: args, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
-		Preview: preview, Expires: exp.Unix(), Nonce: int64((a.nonceBase + a.nonces.Add(1)) & (1<<63 - 1))}
+		Preview: preview, Fresh: fresh, Expires: exp.Unix(), Nonce: int64((a.nonceBase + a.nonces.Add(1)) & (1<<63 - 1))}
 	body := base64.RawURLEncoding.EncodeToString(c.encode())
 	return body + "." + a.mac(body), exp
 }
@@ -165,7 +166,7 @@ func (a *approvals) seal(ctx context.Context, tool, args, preview string) (strin
 // decode reads back whatever bytes the principal or tenant hold.
 func (c *approvalClaims) encode() []byte {
 	b := make([]byte, 0, 160)
-	for _, f := range []string{c.Tool, c.Args, c.Principal, c.Tenant, c.Preview} {
+	for _, f := range []string{c.Tool, c.Args, c.Principal, c.Tenant, c.Preview, c.Fresh} {
 		b = strconv.AppendInt(b, int64(len(f)), 10)
 		b = append(b, ':')
 		b = append(b, f...)
@@ -190,7 +191,7 @@ func (c *approvalClaims) decode(b []byte) bool {
 		b = b[i+1+n:]
 		return f, true
 	}
-	for _, f := range []*string{&c.Tool, &c.Args, &c.Principal, &c.Tenant, &c.Preview} {
+	for _, f := range []*string{&c.Tool, &c.Args, &c.Principal, &c.Tenant, &c.Preview, &c.Fresh} {
 		v, ok := next()
 		if !ok {
 			return false

@@ -2,6 +2,7 @@ package llmtool_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -627,6 +628,91 @@ func TestChangesetToolsAndResource(t *testing.T) {
 	none := f.reg.Invoke(ctx, llmtool.Call{Tool: "undo_changes", Args: []byte(`{}`), Conversation: "conv-3"})
 	require.True(t, none.IsError)
 	require.Equal(t, "This conversation has made no changes to undo. Call list_changes with all set to see the workspace's changes.", none.Text())
+}
+
+type freshOut struct {
+	ID    int64  `json:"id"`
+	Token string `json:"token"`
+}
+
+// freshTools make values afresh on each run: a note with a new id (from
+// PostgreSQL's sequence, which a rolled-back run does not give back) and
+// a random token as its content, returned too; a note's content set to a
+// random token; and one set from another table, which is not fresh.
+var freshTools = llmtool.DefineTools("cs_fresh",
+	llmtool.Write("fresh_add", "Add a note with a new token.", func(c *llmtool.WriteCtx, in addNoteIn) (freshOut, error) {
+		out := freshOut{Token: rand.Text()}
+		err := c.QueryRow(`INSERT INTO notes (title, content) VALUES (?, ?) RETURNING id`, in.Title, out.Token).Scan(&out.ID)
+		return out, err
+	}),
+	llmtool.Write("fresh_touch", "Give a note a new token.", func(c *llmtool.WriteCtx, in noteIDIn) (okOut, error) {
+		_, err := c.Exec(`UPDATE notes SET content = ? WHERE id = ?`, rand.Text(), in.ID)
+		return okOut{OK: true}, err
+	}),
+	llmtool.Write("fresh_count", "Write the count of notes into a note.", func(c *llmtool.WriteCtx, in noteIDIn) (okOut, error) {
+		_, err := c.Exec(`UPDATE notes SET content = (SELECT CAST(n AS TEXT) FROM stats WHERE k = 'notes') WHERE id = ?`, in.ID)
+		return okOut{OK: true}, err
+	}),
+)
+
+// TestChangesetApprovalFreshValues: values a tool makes afresh on each
+// run, undeclared, do not make every approval fail (the request's second
+// run finds them), while the rows' values before, and values the tool
+// takes from other data, stay bound.
+func TestChangesetApprovalFreshValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, tool, args string
+		between          string // run between the request and the approval; "" for none
+		// The new preview's row then shows the change (before: the row's
+		// title before; after: its content after); "" when the approval
+		// commits.
+		before, after string
+	}{
+		{"a new id, token and output", "fresh_add", `{"title": "New"}`, "", "", ""},
+		{"a new token in a row", "fresh_touch", `{"id": 1}`, "", "", ""},
+		{"the row changed before", "fresh_touch", `{"id": 1}`, `UPDATE notes SET title = 'Renamed' WHERE id = 1`, `"Renamed"`, ""},
+		{"a value from other data", "fresh_count", `{"id": 1}`, `UPDATE stats SET n = 42 WHERE k = 'notes'`, "", `"42"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCSFixture(t)
+			reg := newRegistryOpts(t, f.db, &f.opts, changesetTools, freshTools)
+			ctx := context.Background()
+			require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "cs_add", Args: []byte(`{"title": "First"}`)}).IsError)
+			require.NoError(t, reg.Tenants().SetApproval(ctx, "", tc.tool, true))
+
+			ask := reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args)})
+			require.ErrorIs(t, ask.Err, approval.ErrRequired)
+			if tc.between != "" {
+				_, err := f.db.Exec(tc.between)
+				require.NoError(t, err)
+			}
+			before := f.dump(t)
+			res := reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args), Approval: &approval.Answer{Token: ask.Approval.Token, Approved: true}})
+			if tc.before != "" || tc.after != "" {
+				require.ErrorIs(t, res.Err, approval.ErrRequired)
+				require.Contains(t, res.Text(), "The data changed since the user approved this change, so nothing was saved.")
+				row := res.Approval.Preview.Changeset.Rows[0]
+				if tc.before != "" {
+					require.Equal(t, tc.before, string(row.Before["title"]))
+				} else {
+					require.Equal(t, tc.after, string(row.After["content"]))
+				}
+				require.Equal(t, before, f.dump(t), "nothing saved")
+				res = reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args), Approval: &approval.Answer{Token: res.Approval.Token, Approved: true}})
+			}
+			require.False(t, res.IsError, res.Text())
+			require.NotNil(t, res.Changeset)
+			if tc.tool == "fresh_add" {
+				var out freshOut
+				require.NoError(t, json.Unmarshal(res.JSON, &out))
+				var content string
+				require.NoError(t, f.db.QueryRow(`SELECT content FROM notes WHERE id = $1`, out.ID).Scan(&content))
+				require.Equal(t, out.Token, content, "the approved run's note, as it returned it")
+			}
+		})
+	}
 }
 
 // TestChangesetListTenants: List returns one tenant's entries, the

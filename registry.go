@@ -445,6 +445,12 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 	if err == nil {
 		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx), conversation: call.Conversation}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
+		if err == nil && preview != nil && preview.mode == previewRequest {
+			// A second run, rolled back as the first, tells the values
+			// the tool makes afresh (approval_fresh.go).
+			preview.first = preview.preview
+			res.JSON, _, err = r.exec(ctx, t, args, &pa, &res)
+		}
 		req.attempts, req.retryWait = pa.attempts, pa.retryWait
 		if preview != nil && preview.held && !req.committed {
 			r.approve.release(preview.nonce) // the approval was not used
