@@ -456,6 +456,7 @@ func TestChangesetMayUndo(t *testing.T) {
 		{"its words", admins, &llmtool.Principal{ID: "bob"}, "Only an administrator may undo alice's change %d. Ask an administrator."},
 		{"a plain error", func(context.Context, changeset.Entry) error { return errors.New("the host's reason") }, &llmtool.Principal{ID: "bob"}, "Change %d was made by someone else; only they can undo it."},
 		{"allowed", admins, &llmtool.Principal{ID: "bob", Roles: []string{"admin"}}, ""},
+		{"allowed, not undoable", admins, &llmtool.Principal{ID: "bob", Roles: []string{"admin"}}, "Change %d cannot be undone: it changed table scratch, which is not tracked."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -465,25 +466,30 @@ func TestChangesetMayUndo(t *testing.T) {
 			alice := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "alice"})
 			before := f.dump(t)
 			add := f.call(t, alice, "cs_add", `{"title": "Plans"}`)
+			if strings.HasSuffix(tc.name, "not undoable") {
+				add = f.call(t, alice, "cs_sql", `{"sql": ["INSERT INTO notes (title) VALUES ('Plans')", "INSERT INTO scratch (v) VALUES (1)"]}`)
+			}
 			require.False(t, add.IsError, add.Text())
+			added, entries := f.dump(t), f.count(t, "llmtool_changes")
 
 			res := f.call(t, llmtool.WithPrincipal(context.Background(), tc.who), "undo_changes", fmt.Sprintf(`{"id": %d}`, add.Changeset.ID))
 			if tc.refusal != "" {
 				require.True(t, res.IsError)
 				require.Equal(t, fmt.Sprintf(tc.refusal, add.Changeset.ID), res.Text())
-				if tc.mayUndo != nil {
+				if tc.mayUndo != nil && tc.name != "allowed, not undoable" {
 					require.ErrorIs(t, res.Err, llmtool.ErrNotAuthorized)
 				}
-				require.Equal(t, 1, f.count(t, "notes"), "nothing undone")
+				require.Equal(t, added, f.dump(t), "nothing undone")
+				require.Equal(t, entries, f.count(t, "llmtool_changes"), "no undo recorded")
 				return
 			}
 			require.False(t, res.IsError, res.Text())
 			require.Equal(t, before, f.dump(t))
-			entries, err := changeset.List(context.Background(), f.db, changeset.Filter{IDs: []int64{res.Changeset.ID}})
+			undo, err := changeset.List(context.Background(), f.db, changeset.Filter{IDs: []int64{res.Changeset.ID}})
 			require.NoError(t, err)
-			require.Len(t, entries, 1)
-			require.Equal(t, "bob", entries[0].Principal, "the undo is bob's change")
-			require.Equal(t, add.Changeset.ID, entries[0].UndoOf)
+			require.Len(t, undo, 1)
+			require.Equal(t, "bob", undo[0].Principal, "the undo is bob's change")
+			require.Equal(t, add.Changeset.ID, undo[0].UndoOf)
 		})
 	}
 }

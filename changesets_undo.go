@@ -116,14 +116,15 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 		if in.Since != nil && (e.UndoneBy != 0 || (e.UndoOf != 0 && inRange[e.UndoOf])) {
 			continue
 		}
-		switch {
-		case e.UndoneBy != 0:
+		if e.UndoneBy != 0 {
 			return undoOut{}, Conflict("Change %d was already undone by change %d.", e.ID, e.UndoneBy).Next(fmt.Sprintf("Undo change %d to redo it.", e.UndoneBy))
-		case e.Principal != me:
+		}
+		if e.Principal != me {
 			if err := mayUndo(c, cs.reg.tracked.cfg.MayUndo, e); err != nil {
 				return undoOut{}, err
 			}
-		case e.NotUndoable != "":
+		}
+		if e.NotUndoable != "" {
 			return undoOut{}, Conflict("Change %d cannot be undone: %s.", e.ID, e.NotUndoable)
 		}
 		if err := u.entry(e); err != nil {
