@@ -117,7 +117,10 @@ func (r *Registry) auditTx(c *ReadCtx) error {
 		Outcome: audit.OutcomeOK, Duration: time.Since(start), Write: true, Committed: true,
 		Attempts: c.call.attempt, RetryWait: c.call.retryWait}
 	if p := c.call.preview; p != nil && p.mode == previewApprove {
-		rec.Approval = "approved" // the row commits only if the preview matches
+		rec.Approval = "approved" // the approved preview matched
+	}
+	if set := c.call.changes; set != nil {
+		rec.Changeset = set.ID
 	}
 	for _, t := range as.tx {
 		if err := t.AuditTx(c.parent, c.tx, rec); err != nil {

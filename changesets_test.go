@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/pgtest"
 	"github.com/llmtool/llmtool/sqlite"
@@ -718,6 +719,41 @@ func TestChangesetApprovalFreshValues(t *testing.T) {
 				require.Equal(t, out.Token, content, "the approved run's note, as it returned it")
 			}
 		})
+	}
+}
+
+// TestChangesetAudit: a call's audit records name its entry in the
+// history, in the call's transaction (audit.Table) and after it (every
+// sink); a call that stored no changeset names none.
+func TestChangesetAudit(t *testing.T) {
+	t.Parallel()
+	f := newCSFixture(t)
+	ctx := context.Background()
+	table, err := audit.NewTable(ctx, f.db, "")
+	require.NoError(t, err)
+	recs := make(chan audit.Record, 10)
+	opts := f.opts
+	opts.Audit = []audit.Sink{table, audit.Func(func(_ context.Context, rec audit.Record) { recs <- rec })}
+	reg := newRegistryOpts(t, f.db, &opts, changesetTools)
+	for _, tc := range []struct {
+		tool, args string
+		stored     bool
+	}{
+		{"cs_add", `{"title": "Plans"}`, true},
+		{"cs_untracked", `{"id": 7}`, false},
+		{"cs_edit", `{"id": 1, "content": "more"}`, true},
+	} {
+		res := reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args)})
+		require.False(t, res.IsError, res.Text())
+		var want int64
+		if tc.stored {
+			require.NotZero(t, res.Changeset.ID)
+			want = res.Changeset.ID
+		}
+		require.Equal(t, want, (<-recs).Changeset, tc.tool)
+		var got int64
+		require.NoError(t, f.db.QueryRow(`SELECT changeset FROM llmtool_audit WHERE tool = $1 ORDER BY at DESC LIMIT 1`, tc.tool).Scan(&got))
+		require.Equal(t, want, got, tc.tool)
 	}
 }
 

@@ -388,6 +388,9 @@ func (r *Registry) Invoke(ctx context.Context, call Call) Result {
 		Outcome: outcome(res.Err, req.refused), Duration: time.Since(start), Write: write, Committed: req.committed,
 		Attempts: req.attempts, RetryWait: req.retryWait, Approval: approvalOutcome(previewModeOf(req.preview), res.Err),
 	}
+	if res.Changeset != nil && req.committed {
+		rec.Changeset = res.Changeset.ID
+	}
 	r.audit(ctx, rec)
 	if span != nil || r.tel.m != nil {
 		r.endCall(ctx, span, t, &rec, &res) // telemetry.go

@@ -485,9 +485,6 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	if err == nil {
 		err = cs.captureChanges(ctx) // changesets.go
 	}
-	if err == nil {
-		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
-	}
 	if err != nil {
 		_ = tx.Rollback()
 		lost := cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
@@ -511,9 +508,13 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 			return out, false, false, err
 		}
 	}
-	if err := r.storeChanges(ctx, cs, tx); err != nil { // changesets.go
+	err = r.storeChanges(ctx, cs, tx) // changesets.go
+	if err == nil {
+		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
+	}
+	if err != nil {
 		_ = tx.Rollback()
-		if engine.Retryable(err) {
+		if engine.Retryable(err) || engine.StalePlan(err) {
 			if ctx.Err() == nil {
 				return nil, false, true, err
 			}

@@ -80,9 +80,10 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 //
 // The table's columns are at (RFC 3339 UTC text), tool, module, principal,
 // scope, outcome, duration_us, committed (1), attempts (the runs of the
-// handler; more than 1 after PostgreSQL asked for a retry) and approval
+// handler; more than 1 after PostgreSQL asked for a retry), approval
 // ("approved" for a change a person approved, "" for one without
-// approval).
+// approval) and changeset (the call's entry in the history of changes,
+// 0 for none).
 type Table struct {
 	name   string
 	insert string
@@ -114,7 +115,7 @@ func NewTable(ctx context.Context, db *sql.DB, name string) (*Table, error) {
 		return nil, err
 	}
 	return &Table{name: name,
-		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed, attempts, approval) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`}, nil
+		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed, attempts, approval, changeset) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`}, nil
 }
 
 // tableMigrations are the versions of an audit table. Append a step to
@@ -134,10 +135,14 @@ func tableMigrations(name string) []migrate.Step {
 	}
 	attempts := `ALTER TABLE ` + name + ` ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1`
 	approval := `ALTER TABLE ` + name + ` ADD COLUMN approval TEXT NOT NULL DEFAULT ''`
+	changeset := func(bigint string) string {
+		return `ALTER TABLE ` + name + ` ADD COLUMN changeset ` + bigint + ` NOT NULL DEFAULT 0`
+	}
 	return []migrate.Step{
 		{SQLite: []string{create("INTEGER")}, Postgres: []string{create("BIGINT")}},
 		{SQLite: []string{attempts}, Postgres: []string{attempts}},
 		{SQLite: []string{approval}, Postgres: []string{approval}},
+		{SQLite: []string{changeset("INTEGER")}, Postgres: []string{changeset("BIGINT")}},
 	}
 }
 
@@ -155,6 +160,6 @@ func (t *Table) AuditTx(ctx context.Context, tx *sql.Tx, rec Record) error {
 		committed = 1
 	}
 	_, err := tx.ExecContext(ctx, t.insert, rec.Time.UTC().Format(time.RFC3339Nano), rec.Tool, rec.Module,
-		rec.Principal, rec.Tenant, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1), rec.Approval)
+		rec.Principal, rec.Tenant, rec.Outcome, rec.Duration.Microseconds(), committed, max(rec.Attempts, 1), rec.Approval, rec.Changeset)
 	return err
 }

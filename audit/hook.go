@@ -35,6 +35,10 @@ type Record struct {
 	// request), "denied", "refused" (an expired, used or foreign token),
 	// or "dry_run". Principal is who asked, approved or denied.
 	Approval string
+	// Changeset is the call's entry in the history of changes
+	// (llmtool.Options.Changesets; changeset.List), 0 for a call that
+	// stored none.
+	Changeset int64
 }
 
 // Outcomes of Record besides the error kinds (llmtool.Kind.String).
@@ -78,7 +82,7 @@ func (f Func) Audit(ctx context.Context, rec Record) { f(ctx, rec) }
 
 // TxSink is an Sink that also records each write call that is
 // about to commit, inside the call's transaction. AuditTx runs after the
-// handler succeeded and before the commit, with Outcome OutcomeOK and
+// handler succeeded and its changeset was stored, before the commit, with Outcome OutcomeOK and
 // Committed true; if it returns an error the call rolls back and fails. The
 // same call's record then also reaches Audit, as for every call.
 type TxSink interface {
