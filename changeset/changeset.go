@@ -150,7 +150,8 @@ const excerptLen = 60
 
 // String describes the set for a person, one line per row: the row's
 // table and key, and for an insert or a delete its values, for an update
-// each changed column as before → after. Long values are cut.
+// each changed column as before → after and then its other values
+// ("unchanged: ..."). Long values are cut.
 func (s *Set) String() string {
 	var b strings.Builder
 	for i, r := range s.Rows {
@@ -165,10 +166,21 @@ func (s *Set) String() string {
 			fmt.Fprintf(&b, ": %s", pairs(r.Before, r.Changed()))
 		case Update:
 			var parts []string
-			for _, c := range r.Changed() {
+			changed := r.Changed()
+			for _, c := range changed {
 				parts = append(parts, fmt.Sprintf("%s %s → %s", c, Excerpt(r.Before[c]), Excerpt(r.After[c])))
 			}
 			fmt.Fprintf(&b, ": %s", strings.Join(parts, ", "))
+			// The rest of the row, so a person knows what it holds.
+			var rest []string
+			for _, c := range keys(r.Before) {
+				if _, key := r.Key[c]; !key && !slices.Contains(changed, c) {
+					rest = append(rest, c)
+				}
+			}
+			if len(rest) > 0 {
+				fmt.Fprintf(&b, "; unchanged: %s", pairs(r.Before, rest))
+			}
 		}
 	}
 	if s.NotUndoable != "" {

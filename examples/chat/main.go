@@ -47,13 +47,17 @@
 // With -approve, the tenant's destructive tools (delete_note,
 // delete_attribute) need the person's approval before they commit
 // (Registry.Tenants().SetApproval, persistent too). The run then pauses at such a
-// call, and chat shows what it would change and asks on standard error,
+// call, and chat shows what it would change, row by row (the notes store's
+// tables are tracked: notes.Changesets), and asks on standard error,
 // reading the answer from standard input; anything but y or yes (j or ja
 // in German), or the end of the input, denies, and the model reads that
 // nothing was saved:
 //
 //	$ go run ./examples/chat -writes -approve "Delete the pancakes recipe"
-//	Delete note {"noteId":"pancakes"}: notes: 1 updated; branches: 1 updated; attributes: 1 updated
+//	Delete note {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 updated; branches: 1 updated; attributes: 1 updated)
+//	  update notes (noteId="pancakes"): isDeleted 0 → 1; unchanged: content="<p>Whisk 250 g flour, 2 eggs, …", …, title="Pancakes", type="text"
+//	  update branches (branchId="recipes_pancakes"): isDeleted 0 → 1; unchanged: noteId="pancakes", parentNoteId="recipes", position=10, rowid=5
+//	  update attributes (attributeId="attrCuisine"): isDeleted 0 → 1; unchanged: name="cuisine", noteId="pancakes", position=10, rowid=3, type="label", value="french"
 //	Approve? [y/N] y
 //	Delete note… done
 //	I deleted the note "Pancakes".

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -265,9 +266,21 @@ func titlesUnder(t *testing.T, path, parent string) []string {
 
 // With -approve, a destructive call waits for the person's answer on
 // standard input, and the model reads what came of it.
+// deleteRows are the rows deleting the pancakes note changes, as chat
+// shows them before it asks for approval, their times as <time>.
+const deleteRows = `  update notes (noteId="pancakes"): isDeleted 0 → 1; unchanged: content="<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…", dateCreated=<time>, dateModified=<time>, isProtected=0, mime="text/html", rowid=6, title="Pancakes", type="text"
+  update branches (branchId="recipes_pancakes"): isDeleted 0 → 1; unchanged: noteId="pancakes", parentNoteId="recipes", position=10, rowid=5
+  update attributes (attributeId="attrCuisine"): isDeleted 0 → 1; unchanged: name="cuisine", noteId="pancakes", position=10, rowid=3, type="label", value="french"
+`
+
+var stamp = regexp.MustCompile(`"\d{4}-\d\d-\d\dT[0-9:.]+Z"`)
+
+// timeless replaces the times in s, which change from run to run.
+func timeless(s string) string { return stamp.ReplaceAllString(s, "<time>") }
+
 func TestChatApproval(t *testing.T) {
 	t.Parallel()
-	const ask = `Delete note {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 updated; branches: 1 updated; attributes: 1 updated)` + "\nApprove? [y/N] "
+	const ask = `Delete note {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 updated; branches: 1 updated; attributes: 1 updated)` + "\n" + deleteRows + "Approve? [y/N] "
 	tests := []struct {
 		name       string
 		flags      []string
@@ -296,7 +309,7 @@ func TestChatApproval(t *testing.T) {
 				strings.NewReader(tt.stdin), &stdout, &stderr)
 			require.Equal(t, exitOK, code, stderr.String())
 			require.Equal(t, "Done.\n", stdout.String())
-			require.Equal(t, tt.wantStderr, stderr.String())
+			require.Equal(t, tt.wantStderr, timeless(stderr.String()))
 			require.Len(t, m.requests, 2, "one request before the pause, one after the answer")
 			require.Len(t, m.requests[1], 4)
 			var tool struct{ Role, Content string }

@@ -56,10 +56,11 @@ func TestChatShapes(t *testing.T) {
 				"Wähle 1-2, oder Enter zum Überspringen: "+
 				"Notiz suchen… erledigt\n"+
 				`Notiz löschen {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 geändert; branches: 1 geändert; attributes: 1 geändert)`+"\n"+
+				deleteRows+
 				"Freigeben? [j/N] "+
 				"Notiz löschen… erledigt\n"+
 				"chat: chatadapter: POST "+srv.URL+url+": 503 Service Unavailable: "+unavailable[a.shape]+"\n"+
-				"Das Gespräch bleibt erhalten: frag noch einmal, oder mach weiter.\n", stderr.String())
+				"Das Gespräch bleibt erhalten: frag noch einmal, oder mach weiter.\n", timeless(stderr.String()))
 
 			// The find_note result the model read is the note the person chose.
 			found := string(appendMsgs(reqs[3].Messages))

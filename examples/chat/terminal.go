@@ -39,7 +39,13 @@ func (s *session) yes() (yes, ok bool) {
 // answer asks the person what p waits for.
 func (s *session) answer(p *chatadapter.Pending) ask.ElicitResult {
 	if p.Question == nil {
-		fmt.Fprintf(s.stderr, "%s\n%s", s.text("chat.approval", "tool", p.FriendlyName, "args", string(p.Call.Args), "summary", p.Summary), s.text("chat.approve"))
+		fmt.Fprintln(s.stderr, s.text("chat.approval", "tool", p.FriendlyName, "args", string(p.Call.Args), "summary", p.Summary))
+		if cs := p.Preview.Changeset; cs != nil { // the rows it changes, exactly (notes.Changesets)
+			for _, row := range strings.Split(cs.String(), "\n") {
+				fmt.Fprintln(s.stderr, "  "+row)
+			}
+		}
+		fmt.Fprint(s.stderr, s.text("chat.approve"))
 		if yes, _ := s.yes(); yes {
 			return ask.ElicitResult{Action: ask.Accept}
 		}

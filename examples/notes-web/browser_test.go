@@ -194,7 +194,8 @@ func TestBrowserCreateApproveUndo(t *testing.T) {
 	p.until(lastCard("delete_note") + `.querySelector(".approve:not([disabled])")`)
 	require.Equal(t, "needs your approval", p.text(`.card[data-tool="delete_note"] .status`))
 	require.Equal(t, `Delete note "Ideas". (notes: 1 updated; branches: 1 updated)`, p.text(`.card[data-tool="delete_note"] .prompt`))
-	require.Regexp(t, `^update notes \(noteId="\w+"\): isDeleted 0 → 1\nupdate branches \(branchId="\w+"\): isDeleted 0 → 1$`, p.text(`.card[data-tool="delete_note"] .preview`))
+	require.Regexp(t, `^update notes \(noteId="\w+"\): isDeleted 0 → 1; unchanged: content="", dateCreated="[^"]+", dateModified="[^"]+", isProtected=0, mime="text/html", rowid=\d+, title="Ideas", type="text"\n`+
+		`update branches \(branchId="\w+"\): isDeleted 0 → 1; unchanged: noteId="\w+", parentNoteId="projects", position=\d+, rowid=\d+$`, p.text(`.card[data-tool="delete_note"] .preview`))
 	require.True(t, eval[bool](p, `document.querySelector("#chat-input").disabled`), "the chat waits for the answer")
 	p.screenshot("approval.png")
 	p.reload()
