@@ -314,6 +314,51 @@ func TestPostgresReadsInSnapshot(t *testing.T) {
 	require.Equal(t, 1, countItems(t, db))
 }
 
+// TestPostgresReadAfterTerminate: the registry's reserved read
+// connections lose their server sessions (as in a restart, or an
+// administrator's pg_terminate_backend); the next reads begin on fresh
+// connections and succeed, rather than fail on the dead ones.
+func TestPostgresReadAfterTerminate(t *testing.T) {
+	t.Parallel()
+	db, dsn := openPG(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	hold := llmtool.Read("hold", "Read, and wait.", func(c *llmtool.ReadCtx, _ struct{}) (okOut, error) {
+		var n int
+		err := c.QueryRow(`SELECT count(*) FROM items`).Scan(&n)
+		entered <- struct{}{}
+		<-release
+		return okOut{OK: true}, err
+	})
+	reg := newRegistry(t, db, itemTools, llmtool.DefineTools("held", hold))
+	const readers = 3 // each holds a reserved read connection at once
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			if res := invoke(reg, "hold", `{}`); res.IsError {
+				t.Error(res.Text())
+			}
+		})
+	}
+	for range readers {
+		<-entered
+	}
+	close(release)
+	wg.Wait()
+
+	admin, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer admin.Close()
+	var ended int
+	require.NoError(t, admin.QueryRow(`SELECT count(*) FROM (SELECT pid FROM pg_stat_activity
+	WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' OFFSET 0) s
+WHERE pg_terminate_backend(s.pid, 5000)`).Scan(&ended))
+	require.GreaterOrEqual(t, ended, readers, "the reserved connections' sessions ended")
+	for range readers + 1 {
+		res := invoke(reg, "get_item", `{"id": 1}`)
+		require.False(t, res.IsError, res.Text())
+	}
+}
+
 // TestPostgresRestartUnderLoad: four clients keep calling while the
 // server is stopped and started again. Every answer is a result or the
 // "cannot be reached" sentence, every acknowledged write is in the table

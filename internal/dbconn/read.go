@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"github.com/llmtool/llmtool/internal/engine"
 	"sync"
 )
 
@@ -242,7 +243,22 @@ func (r ReadTx) Policy() *Policy { return r.rc.policy }
 // the database itself refuses writes. On SQLite that is a deferred BEGIN on
 // a query_only connection, whose authorizer is then in ModeRead; on
 // PostgreSQL a REPEATABLE READ READ ONLY transaction.
+//
+// A reserved connection whose server session ended (a restart, an
+// administrator's pg_terminate_backend) fails its BEGIN before anything
+// ran; BeginRead then tries the next, and at last a new one, as
+// database/sql does with its pool's connections. A server that is down
+// refuses the new one too.
 func (t *Pool) BeginRead(ctx context.Context) (ReadTx, error) {
+	for tries := 0; ; tries++ {
+		rt, err := t.beginRead(ctx)
+		if err == nil || !(engine.BrokenConn(err) || engine.Unavailable(err)) || tries > cap(t.idle) || ctx.Err() != nil {
+			return rt, err
+		}
+	}
+}
+
+func (t *Pool) beginRead(ctx context.Context) (ReadTx, error) {
 	rc, err := t.readConn(ctx)
 	if err != nil {
 		return ReadTx{}, err
