@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"github.com/llmtool/llmtool/internal/engine"
 	"sync"
+
+	"github.com/llmtool/llmtool/internal/engine"
 )
 
 // readConn is a read-only connection: SQLite's query_only and the
