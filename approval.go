@@ -282,11 +282,11 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byt
 		p.held = true
 		return true, nil
 	}
-	stmt, err := r.approve.spendStmt(ctx, r.tx.DB)
+	stmt, err := r.approve.spend.In(ctx, r.tx.DB, tx)
 	if err != nil {
 		return false, err
 	}
-	if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, p.nonce, time.Now().Unix()); err != nil {
+	if _, err := stmt.ExecContext(ctx, p.nonce, time.Now().Unix()); err != nil {
 		if engine.UniqueViolation(err) {
 			return false, refusedApproval("This approval was already used.")
 		}

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/schema"
 )
 
@@ -50,8 +50,9 @@ type approvals struct {
 	nonceBase uint64
 	nonces    atomic.Uint64
 
-	stmtMu sync.Mutex
-	stmt   *sql.Stmt // spendStmt
+	// spend records a token's nonce as used, in the approved call's
+	// transaction (shared keys only).
+	spend dbconn.Prepared
 
 	// shared is set when Options.ApprovalKey is: other processes honour
 	// this one's tokens, so a used token is recorded in the database.
@@ -112,6 +113,7 @@ func (a *approvals) init(o *Options) {
 		a.ttl = defaultApprovalTTL
 	}
 	a.now = time.Now
+	a.spend.Query = `INSERT INTO ` + approvalsTable + ` (nonce, used_at) VALUES ($1, $2)`
 }
 
 func (a *approvals) mac(body string) string {
@@ -127,31 +129,8 @@ func (a *approvals) mac(body string) string {
 	return out
 }
 
-// spendStmt returns the statement that records a token's nonce as used,
-// prepared once: database/sql keeps it prepared on each connection it
-// runs on.
-func (a *approvals) spendStmt(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
-	a.stmtMu.Lock()
-	defer a.stmtMu.Unlock()
-	if a.stmt == nil {
-		st, err := db.PrepareContext(ctx, `INSERT INTO `+approvalsTable+` (nonce, used_at) VALUES ($1, $2)`)
-		if err != nil {
-			return nil, err
-		}
-		a.stmt = st
-	}
-	return a.stmt, nil
-}
-
 // close closes the prepared statement, with the registry.
-func (a *approvals) close() {
-	a.stmtMu.Lock()
-	defer a.stmtMu.Unlock()
-	if a.stmt != nil {
-		_ = a.stmt.Close()
-		a.stmt = nil
-	}
-}
+func (a *approvals) close() { a.spend.Close() }
 
 // seal makes the token approving pv for this call.
 func (a *approvals) seal(ctx context.Context, tool, args, preview, fresh string) (string, time.Time) {
