@@ -9,6 +9,7 @@ import (
 	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/text"
 	"github.com/llmtool/llmtool/man"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // manTool is the name of the built-in man tool.
@@ -34,7 +35,7 @@ func (r *Registry) newManTool() *Tool {
 	friendly, _ := embedded.Lookup(i18n.ToolKey(manTool), "en")
 	t := Read(manTool, "Show the manual: with no name, the tools you can call; with a tool's name, its options and examples.",
 		func(c *ReadCtx, in manIn) (Rich, error) {
-			text, err := c.call.reg.man(c, c, in.Name)
+			text, err := c.call.reg.man(c, admitted(c), in.Name)
 			if err != nil {
 				return Rich{}, err
 			}
@@ -64,10 +65,11 @@ func (r *Registry) dropBuiltinLocked(name string) {
 	}
 }
 
-// man answers the man tool for ctx's tenant and principal: the catalog when
-// name is "", else the page of the named tool or reference page.
-func (r *Registry) man(ctx context.Context, q querier, name string) (string, error) {
-	specs := r.visible(ctx, q, r.listed(ctx, r.allSpecs()))
+// man answers the man tool for ctx's tenant and principal, by st, the
+// tenant's settings (see admitted): the catalog when name is "", else the
+// page of the named tool or reference page.
+func (r *Registry) man(ctx context.Context, st *tenant.State, name string) (string, error) {
+	specs := r.visible(ctx, st, r.listed(ctx, r.allSpecs()))
 	name = strings.TrimSpace(name)
 	if name == "" {
 		tools := make([]man.Tool, 0, len(specs))
@@ -77,7 +79,7 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 			}
 			tools = append(tools, manEntry(s, ""))
 		}
-		return man.Catalog(tools, r.pages) + r.onDemandCatalog(ctx, q, specs), nil
+		return man.Catalog(tools, r.pages) + r.onDemandCatalog(ctx, st, specs), nil
 	}
 	if r.demand.pick != nil {
 		// A tool's page is shown whether or not the tenant loaded it:
@@ -87,7 +89,7 @@ func (r *Registry) man(ctx context.Context, q querier, name string) (string, err
 			listed[s] = true
 		}
 		specs = slices.Clip(specs)
-		for _, s := range r.visible(ctx, q, &r.demandSpecs().specs) {
+		for _, s := range r.visible(ctx, st, &r.demandSpecs().specs) {
 			if !listed[s] {
 				specs = append(specs, s)
 			}
@@ -159,8 +161,9 @@ func (r *Registry) setup(opts *Options) error {
 
 // onDemandCatalog is the man catalog's last section when some tools load
 // on demand: how many the caller may call that are not listed yet, by
-// category, and how to load them. listed is what the catalog showed.
-func (r *Registry) onDemandCatalog(ctx context.Context, q querier, listed []*Spec) string {
+// category, and how to load them. listed is what the catalog showed, by
+// st, the tenant's settings.
+func (r *Registry) onDemandCatalog(ctx context.Context, st *tenant.State, listed []*Spec) string {
 	if r.demand.pick == nil {
 		return ""
 	}
@@ -177,7 +180,7 @@ func (r *Registry) onDemandCatalog(ctx context.Context, q querier, listed []*Spe
 	var cats []string
 	count := map[string]int{}
 	n := 0
-	for _, s := range r.visible(ctx, q, &r.demandSpecs().specs) {
+	for _, s := range r.visible(ctx, st, &r.demandSpecs().specs) {
 		if shown[s] {
 			continue
 		}

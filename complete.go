@@ -30,7 +30,7 @@ func (r *Registry) Complete(ctx context.Context, name, arg, prefix string) ([]st
 	if err != nil {
 		return nil, err
 	}
-	if err := r.admit(ctx, e); err != nil {
+	if _, err := r.admit(ctx, e); err != nil {
 		return nil, err
 	}
 	p := param(e.tool, arg)

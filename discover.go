@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/text"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // On-demand tools: a large catalog is not sent whole. The tools that
@@ -55,7 +56,7 @@ func (r *Registry) newFindTool() *Tool {
 	friendly, _ := embedded.Lookup(i18n.ToolKey(findToolsTool), "en")
 	t := Read(findToolsTool, "Find more tools by what they do and make them callable: only some tools are listed; describe the task in a few words.",
 		func(c *ReadCtx, in findIn) (Rich, error) {
-			text, err := c.call.reg.findTools(c, c, in)
+			text, err := c.call.reg.findTools(c, admitted(c), in)
 			if err != nil {
 				return Rich{}, err
 			}
@@ -227,9 +228,10 @@ func (r *Registry) load(tenant string, names []string) bool {
 	return true
 }
 
-// findTools answers find_tools for ctx's tenant and principal: the
-// on-demand tools they may call that best match the query, now loaded.
-func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string, error) {
+// findTools answers find_tools for ctx's tenant and principal, by st, the
+// tenant's settings (see admitted): the on-demand tools they may call that
+// best match the query, now loaded.
+func (r *Registry) findTools(ctx context.Context, st *tenant.State, in findIn) (string, error) {
 	query := strings.TrimSpace(in.Query)
 	limit := in.Limit
 	if limit <= 0 {
@@ -239,7 +241,7 @@ func (r *Registry) findTools(ctx context.Context, q querier, in findIn) (string,
 	var found []*Spec
 	if r.demand.pick != nil {
 		d := r.demandSpecs()
-		found = rank(queryWords(query), r.visible(ctx, q, &d.specs), d, limit)
+		found = rank(queryWords(query), r.visible(ctx, st, &d.specs), d, limit)
 	}
 	if len(found) == 0 {
 		return "", NotFound("No tools match %q.", query).Next("Try other words, or call man for the catalog.")

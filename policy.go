@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/tenant"
 )
 
 // Principal is the authenticated user a call runs as. Adapters put it in
@@ -112,20 +113,22 @@ func (r *Registry) authorize() func(ctx context.Context, p *Principal, tool *Spe
 	return nil
 }
 
-// admit applies the policy to a call of e's tool; nil lets it run.
-func (r *Registry) admit(ctx context.Context, e *entry) error {
+// admit applies the policy to a call of e's tool; a nil error lets it
+// run with the context returned, which, for llmtool's own tools, carries
+// the tenant settings admission read (see admitted).
+func (r *Registry) admit(ctx context.Context, e *entry) (context.Context, error) {
 	s := &e.tool.spec
 	if !e.enabled.Load() {
-		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off.", s.Name),
+		return ctx, &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off.", s.Name),
 			NextAction: "Use another tool, or ask the user to have an administrator enable it.", err: ErrToolDisabled}
 	}
 	p := PrincipalFrom(ctx)
 	if p == nil && r.pol.requirePrincipal.Load() {
-		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs a signed-in user, and this call has none.", s.Name),
+		return ctx, &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs a signed-in user, and this call has none.", s.Name),
 			NextAction: "Ask the user to sign in to the application, then call " + s.Name + " again.", err: ErrNoPrincipal}
 	}
 	if missing := s.MissingScopes(p); missing != nil {
-		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs the scope %s, which this sign-in does not grant.", s.Name, strings.Join(missing, " ")),
+		return ctx, &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q needs the scope %s, which this sign-in does not grant.", s.Name, strings.Join(missing, " ")),
 			NextAction: "Ask the user to sign in again granting " + strings.Join(missing, " ") + ", then call " + s.Name + " again.", err: ErrInsufficientScope}
 	}
 	tenant := TenantFrom(ctx)
@@ -133,11 +136,11 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 	if st.Err != nil && !s.ReadOnly && engine.Unavailable(st.Err) {
 		// Writes stay off, and the model hears why: the database is
 		// down or restarting, not the tenant's switch.
-		return fmt.Errorf("llmtool: tool %s: %w", s.Name, st.Err)
+		return ctx, fmt.Errorf("llmtool: tool %s: %w", s.Name, st.Err)
 	}
 	if on, ok := st.Tools[s.Name]; ok {
 		if !on {
-			return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off in %s.", s.Name, describeTenant(tenant)),
+			return ctx, &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q is switched off in %s.", s.Name, describeTenant(tenant)),
 				NextAction: "Use another tool, or ask the user to switch it on for this tenant.", err: ErrToolDisabled}
 		}
 	} else if !s.ReadOnly && !st.Writes {
@@ -145,7 +148,7 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 		if a := r.pol.writesOffNext.Load(); a != nil {
 			next = *a
 		}
-		return &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q changes data, and write tools are off in %s.", s.Name, describeTenant(tenant)),
+		return ctx, &Error{Kind: KindDenied, Message: fmt.Sprintf("Tool %q changes data, and write tools are off in %s.", s.Name, describeTenant(tenant)),
 			NextAction: next, err: ErrToolDisabled}
 	}
 	if authorize := r.authorize(); authorize != nil {
@@ -158,10 +161,33 @@ func (r *Registry) admit(ctx context.Context, e *entry) error {
 			if errors.As(err, &te) {
 				refusal.Message, refusal.NextAction = te.Message, te.NextAction
 			}
-			return refusal
+			return ctx, refusal
 		}
 	}
-	return nil
+	if e.builtin {
+		ctx = context.WithValue(ctx, admittedKey{}, st)
+	}
+	return ctx, nil
+}
+
+// admittedKey is the context key of the tenant settings a call of
+// llmtool's own tools was admitted with.
+type admittedKey struct{}
+
+// admitted returns the tenant settings that admitted ctx's call of one of
+// llmtool's own tools, or nil. The catalog tools (man, find_tools) show
+// what the tenant may call by them, and must not read them again: not in
+// the tool's transaction, where the statement would be the tool's, which
+// SQLite's authorizer (internal/dbconn) and the SQL check refuse on
+// llmtool's own tables, and which a Role may not read; nor on a second
+// connection while the call holds one, which a pool of calls that all do
+// so waits for forever. Admission has just read them (from the cache, or
+// on llmtool's own connection), so handing them over leaves no statement
+// to fail, whatever the cache's lifetime, and the catalog shows exactly
+// what admission let run.
+func admitted(ctx context.Context) *tenant.State {
+	st, _ := ctx.Value(admittedKey{}).(*tenant.State)
+	return st
 }
 
 // policy is a registry's policy state; the tenant settings it applies are
@@ -181,17 +207,15 @@ type readSpecs struct {
 }
 
 // visible filters a listing down to what ctx's principal may call in ctx's
-// tenant. q, if not nil, reads the tenant settings in the caller's
-// transaction.
-func (r *Registry) visible(ctx context.Context, q querier, all *[]*Spec) []*Spec {
+// tenant, by st, the tenant's settings; nil reads them (Settings.Get).
+func (r *Registry) visible(ctx context.Context, st *tenant.State, all *[]*Spec) []*Spec {
 	p := PrincipalFrom(ctx)
 	if p == nil && r.pol.requirePrincipal.Load() {
 		return []*Spec{}
 	}
-	if r.tx.Role != "" {
-		q = nil // role.go: the call's transaction runs as the role, which may not read llmtool's tables
+	if st == nil {
+		st = r.tenants.Get(ctx, nil, TenantFrom(ctx))
 	}
-	st := r.tenants.Get(ctx, q, TenantFrom(ctx))
 	az := r.authorize()
 	scoped := p != nil && p.Scopes != nil
 	if az == nil && len(st.Tools) == 0 && !scoped {

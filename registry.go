@@ -431,7 +431,7 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		ctx = context.WithValue(ctx, budgetKey{}, call.OutputBudget)
 	}
 	t := e.tool
-	err := r.admit(ctx, e) // policy.go
+	ctx, err := r.admit(ctx, e) // policy.go
 	req.refused = err != nil
 	var (
 		args []byte

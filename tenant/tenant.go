@@ -286,6 +286,20 @@ func (s *Settings) Get(ctx context.Context, q Querier, tenant string) *State {
 	return st
 }
 
+// Expire makes the cached copy of tenant's settings stale, so that the
+// next listing or call of the tenant reads them from the database, and
+// subscribers hear if they changed: for a host that learns by its own
+// means (a message between its replicas) that another process changed
+// them before the cache's lifetime (Options.CacheTTL) is over.
+func (s *Settings) Expire(tenant string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.cache[tenant]; c != nil {
+		// Kept, not deleted: store compares the next read with it.
+		s.cache[tenant] = &cached{state: c.state}
+	}
+}
+
 func (s *Settings) logger() *slog.Logger {
 	if s.log != nil {
 		return s.log

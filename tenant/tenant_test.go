@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
@@ -67,4 +68,34 @@ func TestSecondHandle(t *testing.T) {
 	require.Equal(t, tenant.Setting{Tenant: "wiki", Tool: "", Enabled: false, Updated: list[0].Updated}, list[0])
 	require.Equal(t, tenant.Setting{Tenant: "wiki", Tool: "", Enabled: false, Approval: true, Updated: list[1].Updated}, list[1])
 	require.False(t, list[0].Updated.IsZero())
+}
+
+// Expire makes the next Get read what another process changed within the
+// cache's lifetime, and tell subscribers; a tenant never read has nothing
+// to expire.
+func TestExpire(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{TenantCacheTTL: time.Hour}) // creates the tables
+	require.NoError(t, err)
+	t.Cleanup(func() { reg.Close() })
+	s := reg.Tenants()
+	var heard []string
+	cancel := s.Subscribe(func(tenant string) { heard = append(heard, tenant) })
+	defer cancel()
+
+	s.Expire("wiki") // never read: nothing cached, nothing heard
+	require.False(t, s.Get(ctx, nil, "wiki").Writes)
+	other := tenant.New(db, nil)
+	require.NoError(t, other.SetWrites(ctx, "wiki", true))
+	require.False(t, s.Get(ctx, nil, "wiki").Writes, "cached for an hour")
+	require.Empty(t, heard)
+
+	s.Expire("wiki")
+	require.True(t, s.Get(ctx, nil, "wiki").Writes)
+	require.Equal(t, []string{"wiki"}, heard)
+	require.NoError(t, other.SetWrites(ctx, "wiki", false))
+	require.True(t, s.Get(ctx, nil, "wiki").Writes, "cached again")
 }
