@@ -23,6 +23,18 @@ import (
 	"github.com/llmtool/llmtool/tenant"
 )
 
+// manReading is how man's catalog starts on notes-mcp: the reading tools.
+const manReading = `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
+
+Reading
+  search_notes      Find notes by words in their title or content
+  find_note         Find a note by its title, asking the user when several match
+  get_note          Read a note's metadata and a content preview
+  get_note_content  Read a note's full content
+  get_child_notes   List a note's children
+  get_subtree       List a note's descendants
+`
+
 // catalogCall is one call of man or find_tools and its answer.
 type catalogCall struct {
 	name    string
@@ -38,16 +50,7 @@ type catalogCall struct {
 // refusal says what to call instead), a tool's page.
 var userCalls = []catalogCall{{
 	name: "man catalog", tool: "man", args: map[string]any{},
-	want: `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
-
-Reading
-  search_notes      Find notes by words in their title or content
-  find_note         Find a note by its title, asking the user when several match
-  get_note          Read a note's metadata and a content preview
-  get_note_content  Read a note's full content
-  get_child_notes   List a note's children
-  get_subtree       List a note's descendants
-
+	want: manReading + `
 Attributes
   get_attributes  List a note's labels and relations
   get_attribute   Read one attribute of a note
@@ -105,20 +108,15 @@ func TestManAsAUser(t *testing.T) {
 	})
 }
 
-// catalogCaches are the tenant caches notes-mcp's man and find_tools must
-// answer under: none (notes-mcp's own), and one fresh when the call is
-// admitted and stale when the catalog filters by it, as a long-lived cache
-// is when it expires between the two. With expire, admitting one of
-// llmtool's own tools makes the tenant's cached settings stale
-// (tenant.Settings.Expire, from Options.Authorize, which admission calls
-// right after it read them).
-var catalogCaches = []struct {
-	name   string
-	ttl    time.Duration
-	expire bool
-}{
-	{name: "cache off", ttl: tenant.NoCache},
-	{name: "cache expires mid-call", ttl: time.Hour, expire: true},
+// cacheName names the tenant cache of TestCatalogToolsTenantCache's
+// cases: none (notes-mcp's own, tenant.NoCache), or with expire one fresh
+// when the call is admitted and stale when the catalog filters by it, as a
+// long-lived cache is when it expires between the two.
+func cacheName(expire bool) string {
+	if expire {
+		return "cache expires mid-call"
+	}
+	return "cache off"
 }
 
 // onDemandAttributes loads the attribute tools on demand, so that the
@@ -126,20 +124,23 @@ var catalogCaches = []struct {
 func onDemandAttributes(s *llmtool.Spec) bool { return s.Category == "Attributes" }
 
 // catalogServer is notes-mcp's registry and MCP server over a fresh
-// SQLite store, opened as serveCmd opens them but with the tenant cache
-// ttl, the attribute tools loaded on demand and, with expire, the cache
-// made stale at each admission of man and find_tools. Its log is returned.
-func catalogServer(t *testing.T, ttl time.Duration, expire bool) (*mcpadapter.Server, *syncBuffer) {
+// SQLite store, opened as serveCmd opens them but with the attribute tools
+// loaded on demand, and with expire a tenant cache of an hour that
+// admitting man or find_tools makes stale (tenant.Settings.Expire, from
+// Options.Authorize, which admission calls right after it read the
+// settings). Its log is returned.
+func catalogServer(t *testing.T, expire bool) (*mcpadapter.Server, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	var reg *llmtool.Registry // set before the first call
 	opts := &llmtool.Options{
 		Changesets:     notes.Changesets,
 		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
-		TenantCacheTTL: ttl,
+		TenantCacheTTL: tenant.NoCache,
 		OnDemand:       onDemandAttributes,
 	}
 	if expire {
+		opts.TenantCacheTTL = time.Hour
 		opts.Authorize = func(ctx context.Context, _ *llmtool.Principal, s *llmtool.Spec) error {
 			if s.Module == "llmtool" {
 				reg.Tenants().Expire(llmtool.TenantFrom(ctx))
@@ -211,9 +212,9 @@ func TestCatalogToolsTenantCache(t *testing.T) {
 		connect func(*testing.T, *mcpadapter.Server) *client.Client
 	}{{"http", catalogHTTP}, {"stdio", catalogStdio}}
 	for _, tr := range transports {
-		for _, cache := range catalogCaches {
-			t.Run(tr.name+"/"+cache.name, func(t *testing.T) {
-				srv, logs := catalogServer(t, cache.ttl, cache.expire)
+		for _, expire := range []bool{false, true} {
+			t.Run(tr.name+"/"+cacheName(expire), func(t *testing.T) {
+				srv, logs := catalogServer(t, expire)
 				runCalls(t, tr.connect(t, srv), catalogCalls)
 				require.NotContains(t, logs.String(), "level=ERROR")
 			})
@@ -226,16 +227,7 @@ func TestCatalogToolsTenantCache(t *testing.T) {
 // until find_tools loads them; a tool's page shows whether loaded or not.
 var catalogCalls = []catalogCall{{
 	name: "man catalog", tool: "man", args: map[string]any{},
-	want: `Tools you can call, by category. For a tool's options and examples, call man with {"name": "<tool>"}.
-
-Reading
-  search_notes      Find notes by words in their title or content
-  find_note         Find a note by its title, asking the user when several match
-  get_note          Read a note's metadata and a content preview
-  get_note_content  Read a note's full content
-  get_child_notes   List a note's children
-  get_subtree       List a note's descendants
-
+	want: manReading + `
 General
   find_tools    Find tools by what they do and load them
   list_changes  List recent changes
