@@ -178,13 +178,13 @@ type admittedKey struct{}
 // llmtool's own tools, or nil. The catalog tools (man, find_tools) show
 // what the tenant may call by them, and must not read them again: not in
 // the tool's transaction, where the statement would be the tool's, which
-// SQLite's authorizer (internal/dbconn) and the SQL check refuse on
-// llmtool's own tables, and which a Role may not read; nor on a second
-// connection while the call holds one, which a pool of calls that all do
-// so waits for forever. Admission has just read them (from the cache, or
-// on llmtool's own connection), so handing them over leaves no statement
-// to fail, whatever the cache's lifetime, and the catalog shows exactly
-// what admission let run.
+// SQLite's authorizer (internal/dbconn) refuses on llmtool's own tables
+// and a Role may not read; nor on a second connection while the call
+// holds one, which a pool with a connection limit may make wait on calls
+// like it. Admission has just read them (from the cache, or on llmtool's
+// own connection), so handing them over leaves no statement to fail,
+// whatever the cache's lifetime, and the catalog shows exactly what
+// admission let run.
 func admitted(ctx context.Context) *tenant.State {
 	st, _ := ctx.Value(admittedKey{}).(*tenant.State)
 	return st
