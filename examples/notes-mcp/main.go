@@ -8,7 +8,14 @@
 //
 //	go run -C examples/notes-mcp .
 //
-// (or go run . in examples/notes-mcp). It opens notes.db in the current
+// (or go run . in examples/notes-mcp; go run ./examples/notes-mcp does not
+// work from the root, which is another module). The first run takes a
+// minute or two and looks stuck: it prints only "go: downloading ..." lines
+// while it fetches about 70 MB of modules, most of them modernc.org/sqlite
+// and its modernc.org/libc, the rest mostly the exporters, then nothing
+// while it compiles them (the SQLite package is one 5 MB Go file, about 20
+// seconds on its own). The module and build caches keep everything, and
+// later runs start in about a second. It opens notes.db in the current
 // directory, which go run -C makes examples/notes-mcp (creating and
 // seeding it the first time), and serves streamable HTTP at
 // http://127.0.0.1:8080/mcp. It prints the URL, the bearer token clients
