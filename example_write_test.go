@@ -85,6 +85,16 @@ var deleteBook = llmtool.Write("delete_book", "Delete a book.",
 		return struct{}{}, err
 	}, llmtool.NeedsApproval(), llmtool.Destructive())
 
+// writesOn enables writes in the default tenant and returns the context of
+// calls there by the user u1.
+func writesOn(reg *llmtool.Registry) context.Context {
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "u1"})
+	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
+		log.Fatal(err)
+	}
+	return ctx
+}
+
 func ExampleNeedsApproval() {
 	db, done := exampleDB()
 	defer done()
@@ -94,10 +104,7 @@ func ExampleNeedsApproval() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "u1"})
-	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
-		log.Fatal(err)
-	}
+	ctx := writesOn(reg)
 	call := llmtool.Call{Tool: "delete_book", Args: []byte(`{"id": 1}`)}
 
 	first := reg.Invoke(ctx, call) // previewed and rolled back
@@ -135,10 +142,7 @@ func ExampleOptions_changesets() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "u1"})
-	if err := reg.Tenants().SetWrites(ctx, "", true); err != nil {
-		log.Fatal(err)
-	}
+	ctx := writesOn(reg)
 
 	res := reg.Invoke(ctx, llmtool.Call{Tool: "add_book", Args: []byte(`{"title": "Dune"}`)})
 	fmt.Println(res.Changeset.ID, res.Changeset)
