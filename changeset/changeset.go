@@ -10,7 +10,7 @@
 // (an insert then an update is an insert of the final values; an insert
 // then a delete is nothing).
 //
-// The Set goes with the call's Result (llmtool.Result.Changes), into an
+// The Set goes with the call's Result (llmtool.Result.Changeset), into an
 // approval's preview (a person approves these rows, and the approved run
 // commits only if it changes the same rows the same way), and into the
 // history table llmtool_changes in the write's own transaction, from

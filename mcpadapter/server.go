@@ -84,6 +84,37 @@
 // that cannot ask its user gets isError with the registry's sentence, the
 // preview and what the user can do; nothing the model sends can approve.
 //
+// # What is refused, and how
+//
+// The adapter's checks run before mcp-go sees a request, and each refusal
+// says what to do:
+//
+//   - a JSON-RPC batch (a JSON array), at any revision, 2025-03-26
+//     included: HTTP 400, -32600 "Batch requests are not supported by this
+//     server; send one JSON-RPC message per request."; nothing runs;
+//   - a body over Options.MaxBodyBytes (4 MiB): HTTP 413, -32600, with the
+//     limit;
+//   - a Host other than loopback's on a loopback listener (DNS rebinding),
+//     or an Origin not allowed: HTTP 403 with a sentence naming
+//     Options.AllowedHosts or AllowedOrigins;
+//   - more than Options.MaxSessions sessions (1,000), or
+//     MaxSessionsPerPrincipal (100) for one principal: HTTP 503 with a
+//     sentence on what to do;
+//   - a session idle for Options.SessionIdleTimeout (30 minutes), ended,
+//     or unknown: HTTP 404, so the client initializes anew; its memory is
+//     released;
+//   - a request in a session another principal or tenant opened: HTTP 403,
+//     saying to initialize a session of one's own;
+//   - a GET without the Mcp-Session-Id header: HTTP 400, since a GET stream
+//     belongs to a session;
+//   - a tools/call of a tool the registry does not know: -32602 with the
+//     registry's sentence;
+//   - a retry of an input-required result whose requestState was changed,
+//     expired (Options.RequestStateTTL, 1 hour), already used, or sent by
+//     another user or tenant, with other arguments or to another tool:
+//     -32602 with a sentence saying which and how to start over; the tool
+//     does not run.
+//
 // # HTTP, tracing, configuration
 //
 // The HTTP handlers check DNS rebinding on loopback listeners, bound

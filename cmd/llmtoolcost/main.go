@@ -7,6 +7,11 @@
 //	go run ./cmd/llmtoolcost -budget 8000          # exit status 1 when over
 //	go run ./cmd/llmtoolcost -shape anthropic,mcp -tool-budget 600
 //
+// For examples/notes, its 18 tools and man cost 2081 tokens in OpenAI Chat
+// Completions (2207 strict), 2100 in Responses, ~1967 in Anthropic, ~1816
+// in Gemini and ~4915 in an MCP tools/list, which also carries each tool's
+// output schema, title and annotations.
+//
 // It exits 0 when the catalog fits, 1 when it is over budget (the message
 // on standard error names the tools to trim), 2 on a usage error.
 //

@@ -11,7 +11,19 @@
 // //llmtoolvet:ignore, followed by the reason, on the reported line or on
 // the line above it.
 //
-// Run it through go vet, which applies it to every package, tests included:
+// Run it through go vet, which applies it to every package, tests included.
+// Track it as a tool of the module, so that its version matches the
+// llmtool the module uses:
+//
+//	go get -tool github.com/llmtool/llmtool/cmd/llmtoolvet
+//	go vet -vettool="$(go tool -n llmtoolvet || echo missing-llmtoolvet)" ./...
+//
+// The "|| echo missing-llmtoolvet" matters: where llmtoolvet is not a tool
+// of the module, go tool -n prints nothing to standard output, and a bare
+// -vettool="" runs plain go vet, which exits 0 as if the analyzer had
+// passed. With it, go vet fails with go: no such tool "llmtoolvet" and
+// fork/exec .../missing-llmtoolvet: no such file or directory. Installed
+// instead:
 //
 //	go install github.com/llmtool/llmtool/cmd/llmtoolvet@latest
 //	go vet -vettool="$(command -v llmtoolvet)" ./...

@@ -8,7 +8,14 @@
 //
 //	go run -C examples/notes-mcp .
 //
-// (or go run . in examples/notes-mcp). It opens notes.db in the current
+// (or go run . in examples/notes-mcp; go run ./examples/notes-mcp does not
+// work from the root, which is another module). The first run takes a
+// minute or two and looks stuck: it prints only "go: downloading ..." lines
+// while it fetches about 70 MB of modules, most of them modernc.org/sqlite
+// and its modernc.org/libc, the rest mostly the exporters, then nothing
+// while it compiles them (the SQLite package is one 5 MB Go file, about 20
+// seconds on its own). The module and build caches keep everything, and
+// later runs start in about a second. It opens notes.db in the current
 // directory, which go run -C makes examples/notes-mcp (creating and
 // seeding it the first time), and serves streamable HTTP at
 // http://127.0.0.1:8080/mcp. It prints the URL, the bearer token clients
@@ -70,9 +77,44 @@
 // process's. The two go together. The resource's service.name is
 // notes-mcp; the exporters' OTEL_* environment variables apply.
 //
+// -oauth-issuer URL (HTTP only) also accepts, beside the bearer token, the
+// access tokens of the authorization server whose issuer is URL (found
+// through its /.well-known/oauth-authorization-server or
+// openid-configuration; JWTs checked against its published keys) and serves
+// this server's protected-resource metadata at
+// /.well-known/oauth-protected-resource/mcp, which 401 answers point to. A
+// token's calls run as its subject and see only what its scopes allow: the
+// read tools need notes:read, the write tools notes:write; a call beyond
+// them gets 403 insufficient_scope. -oauth-resource URL is this server's
+// public URL, the audience tokens must name (default: the MCP endpoint's
+// URL, as printed).
+//
+// Connecting a client over HTTP (IDEs, agents): URL
+// http://127.0.0.1:8080/mcp, header "Authorization: Bearer <token printed
+// at start-up>". Over stdio (desktop clients): build the binary once with
+// go build -C examples/notes-mcp -o notes-mcp . and add it to the client's
+// configuration (for Claude Desktop, claude_desktop_config.json) with
+// absolute paths:
+//
+//	{
+//	  "mcpServers": {
+//	    "notes": {
+//	      "command": "/absolute/path/to/notes-mcp",
+//	      "args": ["-stdio", "-db", "/absolute/path/to/notes.db", "-tenant", "default"]
+//	    }
+//	  }
+//	}
+//
+// and enable its write tools with notes-mcp writes on -db
+// /absolute/path/to/notes.db. The model can call man for the catalog of
+// tools and man with {"name": "<tool>"} for a tool's options and examples.
+// System notes (root, _hidden, _share, _lbRoot, _globalNoteMap) are never
+// changed by a write tool, and protected notes are neither read nor
+// written.
+//
 // Usage:
 //
-//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-scope NAME] [-token TOKEN] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
+//	notes-mcp [-db PATH|URL] [-addr HOST:PORT] [-stateless] [-tenant NAME] [-token TOKEN] [-approve=false] [-otlp URL] [-metrics HOST:PORT] [-oauth-issuer URL [-oauth-resource URL]]
 //	notes-mcp -stdio [-db PATH|URL] [-tenant NAME] [-approve=false] [-otlp URL] [-metrics HOST:PORT]
 //	notes-mcp writes [on|off] [-db PATH|URL] [-tenant NAME]
 //

@@ -33,6 +33,28 @@
 // scripted.go). It speaks the same OpenAI-compatible protocol over HTTP on
 // a loopback port, so the chat goes the same way as with a real model.
 //
+// It is built with the standard library only (net/http, html/template,
+// embed, server-sent events, one plain JavaScript file, no build step).
+// app.db keeps a row per conversation: the model's messages, the paused
+// turn and the page's log, as JSON, so a turn waiting for approval
+// survives a reload and a restart (the app keeps its approval key). Undo
+// calls undo_changes with the changeset's ID through the same registry, as
+// the person; the model hears of it with the next message. A write a guard
+// refuses shows the sentence the model reads. Stop, or closing the tab,
+// cancels the request's context: a call whose arguments were still
+// streaming never runs, a write in progress rolls back, and the
+// conversation keeps what finished. The tree and the open note follow
+// every committed write through a registry middleware that tells the page
+// over server-sent events, whichever adapter made it.
+//
+// What the page needs from chatadapter is small: RunOptions.Stream, the
+// events of WithEvents (TextDelta; each call started, paused with its
+// preview, finished with its Result and changeset; TurnEnded) and
+// WithConversation. The tests drive the page in headless Chromium at
+// /usr/bin/chromium through chromedp (browser_test.go; skipped with a
+// message without it, failed under CI) and take the screenshots in
+// testdata/ on the way; UPDATE_SCREENSHOTS=1 rewrites them.
+//
 // Usage:
 //
 //	notes-web [-addr HOST:PORT] [-data DIR]

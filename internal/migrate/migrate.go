@@ -1,5 +1,7 @@
-// Package migrate brings llmtool's own tables (the tenant settings, the
-// audit table) to their current version, per engine.
+// Package migrate brings llmtool's own tables (the tenant settings and
+// their version, used approvals, the audit table, the changeset history
+// and, on PostgreSQL, the capture table and its function) to their current
+// version, per engine.
 //
 // Each subject (a table or a group of tables) has an ordered list of
 // steps; the version applied is recorded in llmtool_migrations. Apply is
