@@ -136,6 +136,39 @@ func (t *tracking) isGenerated(table, column string) bool {
 	return t != nil && t.generated[strings.ToLower(table)][column]
 }
 
+// captureHooks plug the capture into the write path (hooks.go) when
+// tables are tracked: on PostgreSQL each statement's text is noted (what
+// it names decides whether the capture must be read; see
+// dbconn.WriteTx.NoteStatement), and before commit the run's changes are
+// read into its changeset.
+func (r *Registry) captureHooks() writeHooks {
+	var h writeHooks
+	if r.tracked == nil {
+		return h
+	}
+	if r.tx.Engine == engine.Postgres {
+		h.statement = append(h.statement, func(cs *callState, query string, rows int64, err error) {
+			if err == nil {
+				cs.wtx.NoteStatement(query, rows)
+			}
+		})
+	}
+	h.beforeCommit = append(h.beforeCommit, func(ctx context.Context, cs *callState) error { return cs.captureChanges(ctx) })
+	return h
+}
+
+// historyHooks plug the history into the write path (hooks.go) when
+// tables are tracked: before commit, once the preview let the run go on,
+// the run's changeset is stored in its transaction.
+func (r *Registry) historyHooks() writeHooks {
+	if r.tracked == nil {
+		return writeHooks{}
+	}
+	return writeHooks{beforeCommit: []func(context.Context, *callState) error{
+		func(ctx context.Context, cs *callState) error { return r.storeChanges(ctx, cs, cs.wtx.Tx) },
+	}}
+}
+
 // captureChanges ends the capture of a write run, after its handler, in
 // llmtool's own mode, as the connecting user.
 func (cs *callState) captureChanges(ctx context.Context) error {

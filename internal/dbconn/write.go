@@ -57,7 +57,7 @@ const (
 type writeConn struct {
 	conn    *sql.Conn
 	policy  Policy
-	capture *Capture // its pre-update hook's, when tables are tracked
+	hook    *rowHook // its pre-update hook (count.go), once a run tracks or counts
 }
 
 // BeginWrite starts a write transaction, with the connection's authorizer
@@ -118,16 +118,17 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 				return w, err
 			}
 			if c := NewCapture(t.Track, t.MaxValue); c != nil {
-				if err := installHook(conn, c); err != nil {
+				h := &rowHook{capture: c}
+				if err := installRowHook(conn, h); err != nil {
 					discard(conn)
 					return w, err
 				}
-				w.wc.capture = c
+				w.wc.hook = h
 			}
 		}
 	}
-	if w.wc != nil {
-		w.capture = w.wc.capture
+	if w.wc != nil && w.wc.hook != nil {
+		w.capture = w.wc.hook.capture
 	}
 	// BEGIN waits for a lock under ctx; the transaction then lives on a
 	// context only EndWrite ends. A context that cannot end serves as it
