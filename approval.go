@@ -88,12 +88,12 @@ type previewState struct {
 // (finishPreview), or ends rolled back with its result.
 var previewHooks = writeHooks{
 	begin: []func(context.Context, *callState) error{
-		func(_ context.Context, cs *callState) error {
+		func(ctx context.Context, cs *callState) error {
 			if cs.preview == nil {
 				return nil
 			}
 			cs.preview.preview = nil // a run again builds its own
-			return cs.wtx.CountChanges()
+			return cs.wtx.CountChanges(ctx)
 		},
 	},
 	beforeCommit: []func(context.Context, *callState) error{

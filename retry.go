@@ -218,9 +218,18 @@ func (r *Registry) runWrites(ctx context.Context, t *Tool, args []byte, pa *prep
 // now on (changesets.go). A refusal or a failure of the call never runs
 // again. A deadline that passes once the call lost, or while it waited
 // for other transactions, is contention (errContended).
+//
+// A statement the handler ran through a prepared *sql.Stmt runs where
+// llmtool does not see it (database/sql's type, not llmtool's): if it
+// lost and the handler swallowed its error, PostgreSQL's transaction is
+// found ended (25P02) only by llmtool's own statements, and the call
+// fails saying so, since what failed is not known.
 func (r *Registry) runAgain(ctx context.Context, cs *callState, p *retry, err error) (again bool, _ error) {
 	if cs.refusal() != nil || cs.failure() != nil {
 		return false, err
+	}
+	if engine.Aborted(err) && cs.returned && !cs.retryable.Load() {
+		return false, fmt.Errorf("llmtool: tool %s: a statement of its run failed, which ended PostgreSQL's transaction, but its handler returned no error: return every statement's error (a statement that lost to another write then runs the call again): %w", cs.tool.spec.Name, err)
 	}
 	lost := engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load()
 	if engine.Untaken(err) && !cs.exact {

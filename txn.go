@@ -96,6 +96,7 @@ type callState struct {
 	preview      *previewState   // counts changed rows when the call previews (approval.go)
 	summary      string          // WriteCtx.Describe
 	out          []byte          // the handler's output, once it returned (a write's before-commit hooks)
+	returned     bool            // the write handler returned nil: what fails after it is llmtool's own statements
 	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
 	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
@@ -443,7 +444,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	// the handler returned, its context refuses new statements, and its
 	// *sql.Tx waits for any in flight before it commits or rolls back.
 	wt.Policy.SetMode(dbconn.ModeOwn)
-	cs.out = out
+	cs.out, cs.returned = out, err == nil
 	for _, f := range r.hooks.beforeCommit {
 		if err != nil {
 			break

@@ -18,8 +18,11 @@ import (
 // count: a prepared statement's rows, a trigger's and a foreign key's
 // cascade never pass through the statement that the handler ran. So on
 // SQLite the connection's pre-update hook counts every row change, and on
-// PostgreSQL the server's own count of the transaction's row changes
-// (pg_stat_xact_user_tables) is read once, after the handler.
+// PostgreSQL the server's own count of the session's row changes
+// (pg_stat_xact_user_tables) is read before and after the handler. (That
+// count runs on past the transaction until the session reports it, which
+// it does only between transactions, so the difference of two readings in
+// one transaction is the transaction's.)
 
 // TableCount is the rows a write run changed in one table.
 type TableCount struct {
@@ -79,10 +82,17 @@ func installRowHook(conn *sql.Conn, h *rowHook) error {
 }
 
 // CountChanges makes w's run count the rows it changes, per table, for
-// Counts. Call it after BEGIN, before the handler runs. On PostgreSQL it
-// does nothing: the server counts anyway.
-func (w *WriteTx) CountChanges() error {
+// Counts. Call it after BEGIN, before the handler runs.
+func (w *WriteTx) CountChanges(ctx context.Context) error {
 	if w.wc == nil {
+		base, err := w.pgRead(ctx)
+		if err != nil {
+			return err
+		}
+		w.pgBase = make(map[string]TableCount, len(base))
+		for _, c := range base {
+			w.pgBase[c.Table] = c
+		}
 		return nil
 	}
 	if w.wc.hook == nil {
@@ -99,9 +109,9 @@ func (w *WriteTx) CountChanges() error {
 	return nil
 }
 
-// pgCounts reads the transaction's row changes per table from the
-// server's statistics, which count every row the transaction changed so
-// far (a trigger's and a cascade's too), llmtool's tables left out.
+// pgCounts reads the session's row changes per table from the server's
+// statistics, which count every row changed (a trigger's and a cascade's
+// too), llmtool's tables left out.
 const pgCounts = `SELECT CASE WHEN schemaname = current_schema() THEN relname ELSE schemaname || '.' || relname END,
 	n_tup_ins, n_tup_upd, n_tup_del
 FROM pg_stat_xact_user_tables
@@ -147,8 +157,26 @@ func (w *WriteTx) Counts(ctx context.Context) ([]TableCount, error) {
 	return out, nil
 }
 
-// pgCounts is Counts on PostgreSQL.
+// pgCounts is Counts on PostgreSQL: the reading now less the one
+// CountChanges took.
 func (w *WriteTx) pgCounts(ctx context.Context) ([]TableCount, error) {
+	now, err := w.pgRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := now[:0]
+	for _, c := range now {
+		b := w.pgBase[c.Table]
+		c.Inserted, c.Updated, c.Deleted = c.Inserted-b.Inserted, c.Updated-b.Updated, c.Deleted-b.Deleted
+		if c.Inserted != 0 || c.Updated != 0 || c.Deleted != 0 {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// pgRead reads the session's row changes per table (pgCounts).
+func (w *WriteTx) pgRead(ctx context.Context) ([]TableCount, error) {
 	rows, err := w.Tx.QueryContext(ctx, pgCounts)
 	if err != nil {
 		return nil, fmt.Errorf("llmtool: count the rows the call changed: %w", err)
