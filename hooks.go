@@ -60,12 +60,12 @@ var errRolledBack = errors.New("llmtool: the run ends rolled back, its result ke
 // order they run at each point. Call it once the options are applied.
 func (r *Registry) initHooks() {
 	h := &r.hooks
-	h.add(retryHooks)             // retry.go
-	h.add(triggerHooks)           // boundary.go
-	h.add(r.roleHooks())          // role.go: begin, and the role left before commit
-	h.add(r.captureHooks())       // changesets.go: each statement's text, the capture read
-	h.add(previewHooks)           // approval.go
-	h.add(r.historyHooks())       // changesets.go
-	h.add(auditHooks)             // audit.go
+	h.add(retryHooks)       // retry.go
+	h.add(triggerHooks)     // boundary.go
+	h.add(r.roleHooks())    // role.go: begin, and the role left before commit
+	h.add(r.captureHooks()) // changesets.go: each statement's text, the capture read
+	h.add(previewHooks)     // approval.go
+	h.add(r.historyHooks()) // changesets.go
+	h.add(auditHooks)       // audit.go
 	h.add(writeHooks{afterCommit: []func(*callState){runAfterCommit}})
 }

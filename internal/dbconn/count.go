@@ -26,7 +26,7 @@ import (
 
 // TableCount is the rows a write run changed in one table.
 type TableCount struct {
-	Table                     string
+	Table                      string
 	Inserted, Updated, Deleted int64
 }
 
