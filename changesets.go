@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,6 +129,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`}}
 		r.addBuiltinLocked(r.newChangesResource())
 	}
 	return nil
+}
+
+// tracks reports whether table is tracked.
+func (t *tracking) tracks(table string) bool {
+	return slices.ContainsFunc(t.cfg.Tables, func(s string) bool { return strings.EqualFold(s, table) })
 }
 
 // isGenerated reports whether the host declared table.column generated

@@ -99,6 +99,28 @@ type Entity struct {
 	// out protected entities in its query keeps the list full: the
 	// registry asks for limit IDs and drops, it does not ask again).
 	Complete func(c *ReadCtx, prefix string, limit int) ([]string, error)
+	// Table and Key name the table whose rows are this kind's entities
+	// and the column that holds their ID, so that the checks follow the
+	// data. Table must be tracked (Options.Changesets.Tables). Every row
+	// of Table that a write call updates or deletes then passes this
+	// kind's checks before the call commits, whichever tool or statement
+	// changed it: a tool without a ref tag, undo_changes, a foreign key's
+	// cascade, a trigger. Protected and MayChange apply to any change,
+	// System to a delete and to an update of SystemColumns. The checks
+	// see the data as it was before the call (a read snapshot of what is
+	// committed), so a call cannot lift a protection and use it at once;
+	// a row the call inserts is new and meets none. A refusal fails the
+	// call with the sentence a ref tag's check gives, naming Key as the
+	// field, and nothing is saved. The history (list_changes,
+	// changes://recent) leaves out the rows of entities that are
+	// protected or that MayRead refuses to the reader. Keep the ref tags
+	// too: they stop a call before it runs, with the tool's own field in
+	// the message.
+	Table, Key string
+	// SystemColumns are the columns of Table whose change changes a
+	// system entity itself (its name, its place in a tree): an update
+	// of one of them refuses a system entity, as a delete always does.
+	SystemColumns []string
 }
 
 func (e *Entity) noun() string {
@@ -117,6 +139,10 @@ func (e *Entity) validate() error {
 		return fmt.Errorf("entity kind %q must be a non-empty word such as \"note\"", e.Kind)
 	case e.Exists == nil:
 		return fmt.Errorf("entity %q has no Exists check; every entity kind needs one", e.Kind)
+	case (e.Table == "") != (e.Key == ""):
+		return fmt.Errorf("entity %q sets only one of Table and Key; set both (the table of its rows and the column of their ID), or neither", e.Kind)
+	case len(e.SystemColumns) > 0 && e.Table == "":
+		return fmt.Errorf("entity %q sets SystemColumns without Table and Key; name the table and the ID column its system columns belong to", e.Kind)
 	}
 	return nil
 }
@@ -167,6 +193,9 @@ func (r *Registry) declareLocked(m *Module, commit bool) error {
 		}
 		if d, ok := next[e.Kind]; ok && d.entity != e {
 			return fmt.Errorf("llmtool: module %q declares entity kind %q twice", m.name, e.Kind)
+		}
+		if e.Table != "" && (r.tracked == nil || !r.tracked.tracks(e.Table)) {
+			return fmt.Errorf("llmtool: module %q: entity kind %q names table %s, which is not tracked; add it to Options.Changesets.Tables, so that llmtool sees the rows each write changes", m.name, e.Kind, e.Table)
 		}
 		next[e.Kind] = entityDecl{entity: e, module: m.name}
 	}

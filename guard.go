@@ -68,51 +68,82 @@ func (c *ReadCtx) checkRefs(in any) error {
 	}
 	if write {
 		for i, x := range ids {
-			e := ents[i]
-			if e.System == nil || x.Ref.SystemOK {
+			if x.Ref.SystemOK {
 				continue
 			}
-			sys, err := e.System(c, x.ID)
-			if err != nil {
-				return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, x.ID, err)
-			}
-			if sys {
-				return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), x.ID, x.Field, e.noun(), tool).
-					Next("Leave system " + plural(e.noun()) + " as they are and choose another " + e.noun() + ".")
+			if err := ents[i].checkSystem(c, x.ID, x.Field, tool); err != nil {
+				return err
 			}
 		}
 	}
 	for i, x := range ids {
-		e := ents[i]
-		if e.Protected == nil {
-			continue
-		}
-		p, err := e.Protected(c, x.ID)
-		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, x.ID, err)
-		}
-		if p {
-			return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), x.ID, x.Field).
-				Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
+		if err := ents[i].checkProtected(c, x.ID, x.Field); err != nil {
+			return err
 		}
 	}
 	for i, x := range ids {
-		e := ents[i]
-		may, verb := e.MayRead, "read"
-		if write {
-			may, verb = e.MayChange, "change"
+		if err := ents[i].checkMay(c, x.ID, x.Field, write); err != nil {
+			return err
 		}
-		if may == nil {
-			continue
-		}
-		ok, err := may(c, x.ID)
-		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: may-%s check: %w", e.Kind, x.ID, verb, err)
-		}
-		if !ok {
-			return Denied("You may not %s %s %q (%s).", verb, e.noun(), x.ID, x.Field).
-				Next("Choose a " + e.noun() + " you have access to, or ask its owner to share it.")
-		}
+	}
+	return nil
+}
+
+// The stages of the entity guards after exists, for one entity: each
+// returns the refusal the model reads, naming the entity by id and field
+// (a tool's field, or the key column of a changed row, see rowChecks), or
+// nil. A tool's references and the rows a write changed meet the same
+// checks in the same words.
+
+// checkSystem refuses a change of a system entity by tool.
+func (e *Entity) checkSystem(c *ReadCtx, id, field, tool string) error {
+	if e.System == nil {
+		return nil
+	}
+	sys, err := e.System(c, id)
+	if err != nil {
+		return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, id, err)
+	}
+	if sys {
+		return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), id, field, e.noun(), tool).
+			Next("Leave system " + plural(e.noun()) + " as they are and choose another " + e.noun() + ".")
+	}
+	return nil
+}
+
+// checkProtected refuses a protected entity.
+func (e *Entity) checkProtected(c *ReadCtx, id, field string) error {
+	if e.Protected == nil {
+		return nil
+	}
+	p, err := e.Protected(c, id)
+	if err != nil {
+		return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, id, err)
+	}
+	if p {
+		return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), id, field).
+			Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
+	}
+	return nil
+}
+
+// checkMay refuses an entity the call's principal may not read (write
+// false) or change (write true).
+func (e *Entity) checkMay(c *ReadCtx, id, field string, write bool) error {
+	may, verb := e.MayRead, "read"
+	if write {
+		may, verb = e.MayChange, "change"
+	}
+	if may == nil {
+		return nil
+	}
+	ok, err := may(c, id)
+	if err != nil {
+		return fmt.Errorf("llmtool: entity %s %q: may-%s check: %w", e.Kind, id, verb, err)
+	}
+	if !ok {
+		return Denied("You may not %s %s %q (%s).", verb, e.noun(), id, field).
+			Next("Choose a " + e.noun() + " you have access to, or ask its owner to share it.")
 	}
 	return nil
 }

@@ -26,7 +26,8 @@ import (
 //   - before commit: after the handler returned nil, in llmtool's own
 //     mode, in this order: the check of the triggers the handler created
 //     (boundary.go), the role left (role.go), the capture read
-//     (changesets.go), the preview, which may end the run without
+//     (changesets.go), the entity checks of the rows it changed
+//     (rowchecks.go), the preview, which may end the run without
 //     committing it (approval.go), the history row (changesets.go), the
 //     audit row (audit.go). An error rolls the run back.
 //   - after commit: the handler's AfterCommit functions.
@@ -60,12 +61,13 @@ var errRolledBack = errors.New("llmtool: the run ends rolled back, its result ke
 // order they run at each point. Call it once the options are applied.
 func (r *Registry) initHooks() {
 	h := &r.hooks
-	h.add(retryHooks)       // retry.go
-	h.add(triggerHooks)     // boundary.go
-	h.add(r.roleHooks())    // role.go: begin, and the role left before commit
-	h.add(r.captureHooks()) // changesets.go: each statement's text, the capture read
-	h.add(previewHooks)     // approval.go
-	h.add(r.historyHooks()) // changesets.go
-	h.add(auditHooks)       // audit.go
+	h.add(retryHooks)        // retry.go
+	h.add(triggerHooks)      // boundary.go
+	h.add(r.roleHooks())     // role.go: begin, and the role left before commit
+	h.add(r.captureHooks())  // changesets.go: each statement's text, the capture read
+	h.add(r.rowCheckHooks()) // rowchecks.go: the changed rows of entity tables
+	h.add(previewHooks)      // approval.go
+	h.add(r.historyHooks())  // changesets.go
+	h.add(auditHooks)        // audit.go
 	h.add(writeHooks{afterCommit: []func(*callState){runAfterCommit}})
 }
