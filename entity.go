@@ -236,4 +236,3 @@ func (r *Registry) entity(kind string) (*Entity, bool) {
 	d, ok := r.entityMap()[kind]
 	return d.entity, ok
 }
-
