@@ -131,6 +131,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`}}
 	return nil
 }
 
+// readScopes are the scopes that reading the history needs
+// (changeset.Config.ReadScopes).
+func (t *tracking) readScopes() []string {
+	if t.cfg.ReadScopes != nil {
+		return t.cfg.ReadScopes
+	}
+	return t.cfg.Scopes
+}
+
 // tracks reports whether table is tracked.
 func (t *tracking) tracks(table string) bool {
 	return slices.ContainsFunc(t.cfg.Tables, func(s string) bool { return strings.EqualFold(s, table) })

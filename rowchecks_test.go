@@ -3,6 +3,7 @@ package llmtool_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"strconv"
 	"testing"
 
@@ -173,4 +174,87 @@ func dumpItems(t *testing.T, db *sql.DB) []string {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// TestHistoryReaders: list_changes and changes://recent need the history's
+// read scope, and leave out (counting them in withheld) the rows of
+// entities that are protected or that MayRead refuses to the reader, as
+// they are now.
+func TestHistoryReaders(t *testing.T) {
+	t.Parallel()
+	db := rowChecksDB(t)
+	item := &llmtool.Entity{Kind: "item", Table: "items", Key: "id",
+		Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil },
+		Protected: func(c *llmtool.ReadCtx, id string) (bool, error) {
+			var n int
+			err := c.QueryRow(`SELECT count(*) FROM locks WHERE item = ?`, id).Scan(&n)
+			return n > 0, err
+		},
+		MayRead: func(c *llmtool.ReadCtx, id string) (bool, error) {
+			var owner string
+			err := c.QueryRow(`SELECT owner FROM owners WHERE item = ?`, id).Scan(&owner)
+			if err == sql.ErrNoRows {
+				return true, nil
+			}
+			return err == nil && owner == llmtool.PrincipalFrom(c).ID, err
+		},
+	}
+	restock := llmtool.Write("restock_all", "Adds to every item's quantity.", func(c *llmtool.WriteCtx, _ struct{}) (struct{}, error) {
+		_, err := c.Exec(`UPDATE items SET qty = qty + 1`)
+		return struct{}{}, err
+	})
+	reg := newRegistryOpts(t, db, &llmtool.Options{Changesets: changeset.Config{Tables: []string{"items"}, Tools: true,
+		Scopes: []string{"items:write"}, ReadScopes: []string{"items:read"}}},
+		llmtool.DefineTools("items", restock).WithEntities(item))
+	// Written before item 2 was locked and item 3 given to bob.
+	_, err := db.Exec(`DELETE FROM locks; DELETE FROM owners`)
+	require.NoError(t, err)
+	res := reg.Invoke(context.Background(), llmtool.Call{Tool: "restock_all"})
+	require.False(t, res.IsError, res.Text())
+	require.Len(t, res.Changeset.Rows, 4)
+	_, err = db.Exec(`INSERT INTO locks (item) VALUES (2); INSERT INTO owners (item, owner) VALUES (3, 'bob')`)
+	require.NoError(t, err)
+
+	type listed struct {
+		Changes []struct {
+			Rows []changeset.Row `json:"rows"`
+		} `json:"changes"`
+		Withheld int `json:"withheld"`
+	}
+	tests := []struct {
+		name   string
+		scopes []string
+		call   llmtool.Call
+		want   string // the refusal; "" to read
+	}{
+		{"list_changes", []string{"items:read"}, llmtool.Call{Tool: "list_changes", Args: []byte(`{"all":true}`)}, ""},
+		{"changes://recent", []string{"items:read"}, llmtool.Call{Resource: "changes://recent"}, ""},
+		{"list_changes without the read scope", []string{"items:write"}, llmtool.Call{Tool: "list_changes"}, `Tool "list_changes" needs the scope items:read, which this sign-in does not grant.`},
+		{"changes://recent without the read scope", []string{}, llmtool.Call{Resource: "changes://recent"}, `needs the scope items:read, which this sign-in does not grant.`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana", Scopes: tt.scopes})
+			res := reg.Invoke(ctx, tt.call)
+			if tt.want != "" {
+				require.True(t, res.IsError)
+				require.Contains(t, res.Text(), tt.want)
+				return
+			}
+			require.False(t, res.IsError, res.Text())
+			body := res.JSON
+			if len(res.Content) > 0 {
+				body = []byte(res.Content[0].Text)
+			}
+			var got listed
+			require.NoError(t, json.Unmarshal(body, &got), string(body))
+			require.Len(t, got.Changes, 1)
+			var ids []string
+			for _, row := range got.Changes[0].Rows {
+				ids = append(ids, string(row.Key["id"]))
+			}
+			require.Equal(t, []string{"1", "4"}, ids, "item 2 is protected, item 3 is bob's")
+			require.Equal(t, 2, got.Withheld)
+		})
+	}
 }
