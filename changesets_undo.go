@@ -103,7 +103,9 @@ func (c *ReadCtx) listChanges(f changeset.Filter) (listChangesOut, error) {
 
 // mayReadRow reports whether the reader may see a row of the history:
 // a row of an entity table whose entity is protected, or that MayRead
-// refuses, may not be seen.
+// refuses, may not be seen. An entity that no longer exists is not
+// checked: its row shows what a tool could change, since only an entity
+// that exists can be protected.
 func (c *ReadCtx) mayReadRow(tables map[string]*Entity, row changeset.Row) (bool, error) {
 	e := tables[strings.ToLower(row.Table)]
 	if e == nil {
@@ -116,6 +118,9 @@ func (c *ReadCtx) mayReadRow(tables map[string]*Entity, row changeset.Row) (bool
 	id, err := entityID(e, v)
 	if err != nil {
 		return false, err
+	}
+	if ok, err := e.Exists(c, id); err != nil || !ok {
+		return err == nil, err
 	}
 	for _, check := range []error{e.checkProtected(c, id, e.Key), e.checkMay(c, id, e.Key, false)} {
 		var te *Error

@@ -101,8 +101,11 @@ type Entity struct {
 	Complete func(c *ReadCtx, prefix string, limit int) ([]string, error)
 	// Table and Key name the table whose rows are this kind's entities
 	// and the column that holds their ID, so that the checks follow the
-	// data. Table must be tracked (Options.Changesets.Tables). Every row
-	// of Table that a write call updates or deletes then passes this
+	// data, in a registry that tracks Table (Options.Changesets.Tables;
+	// one that tracks other tables but not this one refuses the module,
+	// and one that tracks none checks through ref tags only, as a
+	// registry without a history must). Every row of Table that a write
+	// call updates or deletes then passes this
 	// kind's checks before the call commits, whichever tool or statement
 	// changed it: a tool without a ref tag, undo_changes, a foreign key's
 	// cascade, a trigger. Protected and MayChange apply to any change,
@@ -194,7 +197,7 @@ func (r *Registry) declareLocked(m *Module, commit bool) error {
 		if d, ok := next[e.Kind]; ok && d.entity != e {
 			return fmt.Errorf("llmtool: module %q declares entity kind %q twice", m.name, e.Kind)
 		}
-		if e.Table != "" && (r.tracked == nil || !r.tracked.tracks(e.Table)) {
+		if e.Table != "" && r.tracked != nil && !r.tracked.tracks(e.Table) {
 			return fmt.Errorf("llmtool: module %q: entity kind %q names table %s, which is not tracked; add it to Options.Changesets.Tables, so that llmtool sees the rows each write changes", m.name, e.Kind, e.Table)
 		}
 		next[e.Kind] = entityDecl{entity: e, module: m.name}

@@ -112,15 +112,26 @@ func entityID(e *Entity, v changeset.Values) (string, error) {
 
 // rowChecksTool runs the entity checks of the rows a write changed, in a
 // read snapshot, in the stages and words of a tool's ref checks: system,
-// protected, may change, each stage over every row before the next.
-// checkRows calls it directly; it is not registered, so no model can
-// call it.
+// protected, may change, each stage over every row before the next. An
+// entity that did not exist before the call (Exists says so: a row the
+// host deletes softly, say, which the call restores) has nothing to
+// protect and is not checked. checkRows calls it directly; it is not
+// registered, so no model can call it.
 var rowChecksTool = Read("llmtool_row_checks", "Check the entities a write changed.", func(c *ReadCtx, in rowChecksIn) (struct{}, error) {
 	tables := c.call.reg.entityMap()
-	ents := make([]*Entity, len(in.Rows))
-	for i, x := range in.Rows {
-		ents[i] = tables[x.Kind].entity
+	ents := make([]*Entity, 0, len(in.Rows))
+	rows := in.Rows[:0]
+	for _, x := range in.Rows {
+		e := tables[x.Kind].entity
+		ok, err := e.Exists(c, x.ID)
+		if err != nil {
+			return struct{}{}, fmt.Errorf("llmtool: entity %s %q: exists check: %w", e.Kind, x.ID, err)
+		}
+		if ok {
+			ents, rows = append(ents, e), append(rows, x)
+		}
 	}
+	in.Rows = rows
 	for i, x := range in.Rows {
 		if x.System {
 			if err := ents[i].checkSystem(c, x.ID, ents[i].Key, in.Tool); err != nil {

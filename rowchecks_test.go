@@ -117,12 +117,17 @@ func TestRowChecks(t *testing.T) {
 	})
 }
 
-// TestRowChecksDeclaration: an entity's Table must be tracked.
+// TestRowChecksDeclaration: an entity's Table must be tracked where the
+// registry tracks tables.
 func TestRowChecksDeclaration(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
+	_, err := db.Exec(`CREATE TABLE other (id INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
 	e := &llmtool.Entity{Kind: "item", Table: "items", Key: "id", Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }}
-	_, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("items").WithEntities(e))
+	_, err = llmtool.NewRegistry(db, &llmtool.Options{Logger: quietLogger()}, llmtool.DefineTools("items").WithEntities(e))
+	require.NoError(t, err, "a registry that tracks no table checks through ref tags only")
+	_, err = llmtool.NewRegistry(db, &llmtool.Options{Logger: quietLogger(), Changesets: changeset.Config{Tables: []string{"other"}}}, llmtool.DefineTools("items").WithEntities(e))
 	require.EqualError(t, err, `llmtool: module "items": entity kind "item" names table items, which is not tracked; add it to Options.Changesets.Tables, so that llmtool sees the rows each write changes`)
 	require.PanicsWithValue(t, `llmtool: module "items": entity "item" sets only one of Table and Key; set both (the table of its rows and the column of their ID), or neither`, func() {
 		llmtool.DefineTools("items").WithEntities(&llmtool.Entity{Kind: "item", Table: "items", Exists: e.Exists})
