@@ -10,13 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
-	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // Approval that spans the transaction: the flow (package approval has its
@@ -78,56 +77,53 @@ type previewState struct {
 	fresh fresh
 	first *approval.Preview // previewRequest: the first run's preview, during the second
 
-	mu      sync.Mutex
-	changes map[string]*approval.TableChange
-	order   []string
 	preview *approval.Preview // built at the end of the run
 }
 
-// record counts a statement's changed rows.
-func (p *previewState) record(d sqlcheck.Dialect, query string, rows int64) {
-	kind, table := sqlcheck.Target(d, query)
-	if kind == "" || rows <= 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.changes == nil {
-		p.changes = make(map[string]*approval.TableChange)
-	}
-	c := p.changes[table]
-	if c == nil {
-		c = &approval.TableChange{Table: table}
-		p.changes[table] = c
-		p.order = append(p.order, table)
-	}
-	switch kind {
-	case "insert":
-		c.Inserted += rows
-	case "update":
-		c.Updated += rows
-	case "delete":
-		c.Deleted += rows
-	}
+// previewHooks plug the preview into the write path (hooks.go), for a
+// call that previews (a dry run, or one that asks for approval or brings
+// it): at begin the run counts the rows it changes per table, whichever
+// statement, trigger or cascade changes them (dbconn.WriteTx.CountChanges);
+// before commit its preview is built and decides whether the run commits
+// (finishPreview), or ends rolled back with its result.
+var previewHooks = writeHooks{
+	begin: []func(context.Context, *callState) error{
+		func(ctx context.Context, cs *callState) error {
+			if cs.preview == nil {
+				return nil
+			}
+			cs.preview.preview = nil // a run again builds its own
+			return cs.wtx.CountChanges(ctx)
+		},
+	},
+	beforeCommit: []func(context.Context, *callState) error{
+		func(ctx context.Context, cs *callState) error {
+			if cs.preview == nil {
+				return nil
+			}
+			counts, err := cs.wtx.Counts(ctx)
+			if err != nil {
+				return err
+			}
+			pv := buildPreview(cs.out, counts, cs.summary, cs.changes)
+			commit, err := cs.reg.finishPreview(ctx, cs.preview, pv, cs.wtx.Tx)
+			if err == nil && !commit {
+				return errRolledBack
+			}
+			return err
+		},
+	},
 }
 
-// build returns the run's preview: out, the changes in the order the
-// tables were first changed, summary.
-func (p *previewState) build(out []byte, summary string, set *changeset.Set) *approval.Preview {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(p.order)), Summary: summary, Changeset: set}
-	for _, t := range p.order {
-		pv.Changes = append(pv.Changes, *p.changes[t])
+// buildPreview returns a run's preview: out, the rows it changed per
+// table (counts, in the order of the tables' names), summary (Describe)
+// and its changeset.
+func buildPreview(out []byte, counts []dbconn.TableCount, summary string, set *changeset.Set) *approval.Preview {
+	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(counts)), Summary: summary, Changeset: set}
+	for _, c := range counts {
+		pv.Changes = append(pv.Changes, approval.TableChange{Table: c.Table, Inserted: c.Inserted, Updated: c.Updated, Deleted: c.Deleted})
 	}
 	return pv
-}
-
-// reset forgets a run's changes, for a run again (a retry).
-func (p *previewState) reset() {
-	p.mu.Lock()
-	p.changes, p.order, p.preview = nil, nil, nil
-	p.mu.Unlock()
 }
 
 // previewDigest is the preview's fingerprint: what an approval approves.
@@ -256,12 +252,11 @@ func (r *Registry) spendApproval(ctx context.Context, c *approvalClaims) error {
 	return err
 }
 
-// finishPreview ends a write run that previews, before its commit: it
-// returns commit true when the run may commit (an approved preview that
+// finishPreview ends a write run that previews, before its commit, with
+// its preview pv: it returns commit true when the run may commit (an approved preview that
 // matches, its token recorded as used: in tx when replicas share the key,
 // else in this process's memory), or the error that ends it.
-func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byte, summary string, set *changeset.Set, tx *sql.Tx) (commit bool, err error) {
-	pv := p.build(out, summary, set)
+func (r *Registry) finishPreview(ctx context.Context, p *previewState, pv *approval.Preview, tx *sql.Tx) (commit bool, err error) {
 	p.preview = pv
 	if p.mode == previewDryRun {
 		return false, nil

@@ -101,29 +101,37 @@ func (r *Registry) withAuditStart(ctx context.Context, start time.Time) context.
 	return ctx
 }
 
+// auditHooks plug the transactional audit sinks into the write path
+// (hooks.go): before commit, last, the record is written in the write's
+// transaction, so it commits or rolls back with the write. The sinks can
+// change while the registry serves, so the hook asks each time.
+var auditHooks = writeHooks{beforeCommit: []func(context.Context, *callState) error{
+	func(ctx context.Context, cs *callState) error { return cs.reg.auditTx(ctx, cs) },
+}}
+
 // auditTx records a write call that is about to commit in its own
-// transaction, with every transactional sink.
-func (r *Registry) auditTx(c *ReadCtx) error {
+// transaction, with every transactional sink; ctx is the call's.
+func (r *Registry) auditTx(ctx context.Context, cs *callState) error {
 	as := r.audits.Load()
-	if as == nil || len(as.tx) == 0 || c.tx == nil {
+	if as == nil || len(as.tx) == 0 || cs.wtx == nil {
 		return nil
 	}
-	start, _ := c.Value(auditStartKey{}).(time.Time)
+	start, _ := ctx.Value(auditStartKey{}).(time.Time)
 	if start.IsZero() {
 		start = time.Now()
 	}
-	s := &c.call.tool.spec
-	rec := audit.Record{Time: start, Tool: s.Name, Module: s.Module, Principal: principalID(c), Tenant: TenantFrom(c),
+	s := &cs.tool.spec
+	rec := audit.Record{Time: start, Tool: s.Name, Module: s.Module, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
 		Outcome: audit.OutcomeOK, Duration: time.Since(start), Write: true, Committed: true,
-		Attempts: c.call.attempt, RetryWait: c.call.retryWait}
-	if p := c.call.preview; p != nil && p.mode == previewApprove {
+		Attempts: cs.attempt, RetryWait: cs.retryWait}
+	if p := cs.preview; p != nil && p.mode == previewApprove {
 		rec.Approval = "approved" // the approved preview matched
 	}
-	if set := c.call.changes; set != nil {
+	if set := cs.changes; set != nil {
 		rec.Changeset = set.ID
 	}
 	for _, t := range as.tx {
-		if err := t.AuditTx(c.parent, c.tx, rec); err != nil {
+		if err := t.AuditTx(ctx, cs.wtx.Tx, rec); err != nil {
 			return fmt.Errorf("llmtool: audit record in the call's transaction: %w", err)
 		}
 	}

@@ -45,6 +45,18 @@ func (cs *callState) check(query string) (string, error) {
 	return "", cs.refuseStatement(r)
 }
 
+// triggerHooks check, before commit, what the triggers a write handler
+// created would run (SQLite; see dbconn.WriteTx.CheckTriggers): a denial
+// is the call's refusal.
+var triggerHooks = writeHooks{beforeCommit: []func(context.Context, *callState) error{
+	func(ctx context.Context, cs *callState) error {
+		if d := cs.wtx.CheckTriggers(ctx); d != nil {
+			return cs.refuseStatement(d.Refusal(""))
+		}
+		return nil
+	},
+}}
+
 // denied turns what SQLite's authorizer denied since the last look, while
 // the statement query ran ("" when the statement is not known), into the
 // call's refusal, or returns nil.

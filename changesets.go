@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -130,10 +131,57 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`}}
 	return nil
 }
 
+// readScopes are the scopes that reading the history needs
+// (changeset.Config.ReadScopes).
+func (t *tracking) readScopes() []string {
+	if t.cfg.ReadScopes != nil {
+		return t.cfg.ReadScopes
+	}
+	return t.cfg.Scopes
+}
+
+// tracks reports whether table is tracked.
+func (t *tracking) tracks(table string) bool {
+	return slices.ContainsFunc(t.cfg.Tables, func(s string) bool { return strings.EqualFold(s, table) })
+}
+
 // isGenerated reports whether the host declared table.column generated
 // (changeset.Config.Generated).
 func (t *tracking) isGenerated(table, column string) bool {
 	return t != nil && t.generated[strings.ToLower(table)][column]
+}
+
+// captureHooks plug the capture into the write path (hooks.go) when
+// tables are tracked: on PostgreSQL each statement's text is noted (what
+// it names decides whether the capture must be read; see
+// dbconn.WriteTx.NoteStatement), and before commit the run's changes are
+// read into its changeset.
+func (r *Registry) captureHooks() writeHooks {
+	var h writeHooks
+	if r.tracked == nil {
+		return h
+	}
+	if r.tx.Engine == engine.Postgres {
+		h.statement = append(h.statement, func(cs *callState, query string, rows int64, err error) {
+			if err == nil {
+				cs.wtx.NoteStatement(query, rows)
+			}
+		})
+	}
+	h.beforeCommit = append(h.beforeCommit, func(ctx context.Context, cs *callState) error { return cs.captureChanges(ctx) })
+	return h
+}
+
+// historyHooks plug the history into the write path (hooks.go) when
+// tables are tracked: before commit, once the preview let the run go on,
+// the run's changeset is stored in its transaction.
+func (r *Registry) historyHooks() writeHooks {
+	if r.tracked == nil {
+		return writeHooks{}
+	}
+	return writeHooks{beforeCommit: []func(context.Context, *callState) error{
+		func(ctx context.Context, cs *callState) error { return r.storeChanges(ctx, cs, cs.wtx.Tx) },
+	}}
 }
 
 // captureChanges ends the capture of a write run, after its handler, in

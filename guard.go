@@ -1,7 +1,6 @@
 package llmtool
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,206 +9,6 @@ import (
 
 	"github.com/llmtool/llmtool/internal/schema"
 )
-
-// Entity declares a kind of entity that tool inputs reference by ID, such as
-// a note, and the checks every tool that references it gets. Declare each
-// kind once, next to the data layer, and ship it with the module whose
-// tools reference it (Module.WithEntities):
-//
-//	var Note = &llmtool.Entity{
-//	    Kind: "note",
-//	    Exists: func(c *llmtool.ReadCtx, id string) (bool, error) {
-//	        var n int
-//	        err := c.QueryRow(`SELECT count(*) FROM notes WHERE noteId = ?`, id).Scan(&n)
-//	        return n > 0, err
-//	    },
-//	    System:       func(_ *llmtool.ReadCtx, id string) (bool, error) { return id == "root", nil },
-//	    Protected:    func(c *llmtool.ReadCtx, id string) (bool, error) { ... },
-//	    NotFoundNext: "Call search_notes to find the note's ID.",
-//	}
-//
-//	var Tools = llmtool.DefineTools("notes", getNote, cloneNote).WithEntities(Note)
-//
-// A field references an entity with the ref tag:
-//
-//	type CloneNoteIn struct {
-//	    NoteID   string `json:"noteId" ref:"note" desc:"ID of the note to clone."`
-//	    ParentID string `json:"parentNoteId" ref:"note,system-ok" desc:"ID of the new parent."`
-//	}
-//
-// The tag's first word is the entity kind. The option system-ok says the
-// tool does not change the referenced entity itself (a new parent, a
-// relation target), so system entities are accepted there; every other
-// reference in a write tool refuses them. The safe default means a
-// forgotten option is a loud refusal, never a silent hole. ref works on
-// string and integer fields, pointers to them, slices of them, and fields
-// of nested structs and slices of structs. An optional field (omitempty)
-// left empty is not checked; a required one always is. IDs reach the
-// checks as strings; integer fields are formatted in decimal.
-//
-// # Order
-//
-// Every call runs two layers of guards inside its transaction, after the
-// arguments are validated and before the handler:
-//
-//  1. Entity guards, in four stages, each stage over every referenced ID
-//     in declaration order before the next stage starts:
-//     exists → system (write tools only) → protected → the principal may act.
-//  2. Tool guards, given with Guards, in the order given.
-//
-// The first check that fails ends the call with its error, and nothing is
-// written. Every message of a built-in guard ends with the corrective next
-// action. A check function that returns an error makes the call fail as an
-// internal error (logged, generic message).
-//
-// The registry refuses to register a tool whose input references a kind no
-// registered module declares, naming the tool, the field and the fix;
-// package lint reports it when a loader's module does.
-type Entity struct {
-	// Kind is the name ref tags use, such as "note". Required.
-	Kind string
-	// Noun names one entity in messages, such as "note" or "attribute";
-	// the default is Kind with underscores as spaces.
-	Noun string
-	// Exists reports whether the entity exists. Required. A missing
-	// entity ends the call with a not-found error.
-	Exists func(c *ReadCtx, id string) (bool, error)
-	// System reports whether the entity is a system entity, which write
-	// tools must never delete, move, clone or rename (such as the root
-	// note). Optional. It is checked only for
-	// write tools, and not for fields tagged system-ok.
-	System func(c *ReadCtx, id string) (bool, error)
-	// Protected reports whether the entity is protected: a model must
-	// neither read nor change it, whatever the tool. Optional.
-	Protected func(c *ReadCtx, id string) (bool, error)
-	// MayRead reports whether the call's principal (PrincipalFrom(c), which
-	// may be nil) may read the entity. Read tools consult it. Optional.
-	MayRead func(c *ReadCtx, id string) (bool, error)
-	// MayChange reports whether the call's principal may change the
-	// entity. Write tools consult it (and not MayRead). Optional.
-	MayChange func(c *ReadCtx, id string) (bool, error)
-	// NotFoundNext is the corrective next action of the not-found error,
-	// such as "Call search_notes to find the note's ID.". The default
-	// asks for the ID of an existing entity.
-	NotFoundNext string
-	// Complete returns IDs of existing entities that start with prefix, at
-	// most limit of them, for a client completing a resource template
-	// variable or a prompt argument that references this kind
-	// (Registry.Complete). Optional: without it such values do not
-	// complete. It runs in a read snapshot as the caller's principal; the
-	// registry drops the IDs of protected entities and of those MayRead
-	// refuses, so it need not filter them itself (a Complete that leaves
-	// out protected entities in its query keeps the list full: the
-	// registry asks for limit IDs and drops, it does not ask again).
-	Complete func(c *ReadCtx, prefix string, limit int) ([]string, error)
-}
-
-func (e *Entity) noun() string {
-	if e.Noun != "" {
-		return e.Noun
-	}
-	return strings.ReplaceAll(e.Kind, "_", " ")
-}
-
-// validate reports what is wrong with a declaration.
-func (e *Entity) validate() error {
-	switch {
-	case e == nil:
-		return errors.New("nil entity")
-	case e.Kind == "" || strings.ContainsAny(e.Kind, ", \t"):
-		return fmt.Errorf("entity kind %q must be a non-empty word such as \"note\"", e.Kind)
-	case e.Exists == nil:
-		return fmt.Errorf("entity %q has no Exists check; every entity kind needs one", e.Kind)
-	}
-	return nil
-}
-
-// WithEntities returns a copy of m that also declares the given entity
-// kinds, so the tools of any module registered in the same registry can
-// reference them with ref tags. Ship a module's entities with it:
-//
-//	var Tools = llmtool.DefineTools("notes", getNote, cloneNote).WithEntities(Note)
-//
-// A module may consist of entities only, for kinds the host declares
-// itself. WithEntities panics on a declaration without Kind or Exists, so
-// the module's tests catch it.
-func (m *Module) WithEntities(entities ...*Entity) *Module {
-	c := *m
-	c.entities = append(append([]*Entity(nil), m.entities...), entities...)
-	for _, e := range entities {
-		if err := e.validate(); err != nil {
-			panic(fmt.Sprintf("llmtool: module %q: %v", m.name, err))
-		}
-	}
-	return &c
-}
-
-// entityDecl is a declared kind and the module that declared it.
-type entityDecl struct {
-	entity *Entity
-	module string
-}
-
-// declareLocked records the entity kinds of m. It is idempotent for the
-// same *Entity and refuses two declarations of one kind.
-func (r *Registry) declareLocked(m *Module, commit bool) error {
-	cur := r.entityMap()
-	var next map[string]entityDecl
-	for _, e := range m.entities {
-		if d, ok := cur[e.Kind]; ok {
-			if d.entity != e {
-				return fmt.Errorf("llmtool: entity kind %q is declared by both module %q and module %q; declare it once and share the *llmtool.Entity", e.Kind, d.module, m.name)
-			}
-			continue
-		}
-		if next == nil {
-			next = make(map[string]entityDecl, len(cur)+len(m.entities))
-			for k, v := range cur {
-				next[k] = v
-			}
-		}
-		if d, ok := next[e.Kind]; ok && d.entity != e {
-			return fmt.Errorf("llmtool: module %q declares entity kind %q twice", m.name, e.Kind)
-		}
-		next[e.Kind] = entityDecl{entity: e, module: m.name}
-	}
-	if commit && next != nil {
-		r.entities.Store(&next)
-	}
-	return nil
-}
-
-func (r *Registry) entityMap() map[string]entityDecl {
-	if p := r.entities.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// checkRefsLocked reports the first reference in m's tools to a kind that is
-// neither declared nor declared by m itself.
-func (r *Registry) checkRefsLocked(m *Module) error {
-	cur := r.entityMap()
-	own := make(map[string]bool, len(m.entities))
-	for _, e := range m.entities {
-		own[e.Kind] = true
-	}
-	for _, t := range m.tools {
-		for _, ref := range t.refs {
-			if _, ok := cur[ref.Kind]; !ok && !own[ref.Kind] {
-				return fmt.Errorf("llmtool: module %q: %w", m.name, &schema.RefError{Module: m.name, Tool: t.spec.Name, Field: ref.Field, Kind: ref.Kind})
-			}
-		}
-	}
-	return nil
-}
-
-// entity returns the declaration of an entity kind, if a registered module
-// declares it.
-func (r *Registry) entity(kind string) (*Entity, bool) {
-	d, ok := r.entityMap()[kind]
-	return d.entity, ok
-}
 
 // IsProtected reports whether the entity of the given kind and ID is
 // protected, for handlers that list entities (such as a search) and must
@@ -269,51 +68,82 @@ func (c *ReadCtx) checkRefs(in any) error {
 	}
 	if write {
 		for i, x := range ids {
-			e := ents[i]
-			if e.System == nil || x.Ref.SystemOK {
+			if x.Ref.SystemOK {
 				continue
 			}
-			sys, err := e.System(c, x.ID)
-			if err != nil {
-				return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, x.ID, err)
-			}
-			if sys {
-				return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), x.ID, x.Field, e.noun(), tool).
-					Next("Leave system " + plural(e.noun()) + " as they are and choose another " + e.noun() + ".")
+			if err := ents[i].checkSystem(c, x.ID, x.Field, tool); err != nil {
+				return err
 			}
 		}
 	}
 	for i, x := range ids {
-		e := ents[i]
-		if e.Protected == nil {
-			continue
-		}
-		p, err := e.Protected(c, x.ID)
-		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, x.ID, err)
-		}
-		if p {
-			return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), x.ID, x.Field).
-				Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
+		if err := ents[i].checkProtected(c, x.ID, x.Field); err != nil {
+			return err
 		}
 	}
 	for i, x := range ids {
-		e := ents[i]
-		may, verb := e.MayRead, "read"
-		if write {
-			may, verb = e.MayChange, "change"
+		if err := ents[i].checkMay(c, x.ID, x.Field, write); err != nil {
+			return err
 		}
-		if may == nil {
-			continue
-		}
-		ok, err := may(c, x.ID)
-		if err != nil {
-			return fmt.Errorf("llmtool: entity %s %q: may-%s check: %w", e.Kind, x.ID, verb, err)
-		}
-		if !ok {
-			return Denied("You may not %s %s %q (%s).", verb, e.noun(), x.ID, x.Field).
-				Next("Choose a " + e.noun() + " you have access to, or ask its owner to share it.")
-		}
+	}
+	return nil
+}
+
+// The stages of the entity guards after exists, for one entity: each
+// returns the refusal the model reads, naming the entity by id and field
+// (a tool's field, or the key column of a changed row, see rowChecks), or
+// nil. A tool's references and the rows a write changed meet the same
+// checks in the same words.
+
+// checkSystem refuses a change of a system entity by tool.
+func (e *Entity) checkSystem(c *ReadCtx, id, field, tool string) error {
+	if e.System == nil {
+		return nil
+	}
+	sys, err := e.System(c, id)
+	if err != nil {
+		return fmt.Errorf("llmtool: entity %s %q: system check: %w", e.Kind, id, err)
+	}
+	if sys {
+		return Denied("%s %q (%s) is a system %s; %s must not change it.", upperFirst(e.noun()), id, field, e.noun(), tool).
+			Next("Leave system " + plural(e.noun()) + " as they are and choose another " + e.noun() + ".")
+	}
+	return nil
+}
+
+// checkProtected refuses a protected entity.
+func (e *Entity) checkProtected(c *ReadCtx, id, field string) error {
+	if e.Protected == nil {
+		return nil
+	}
+	p, err := e.Protected(c, id)
+	if err != nil {
+		return fmt.Errorf("llmtool: entity %s %q: protected check: %w", e.Kind, id, err)
+	}
+	if p {
+		return Denied("%s %q (%s) is protected; tools may neither read nor change it.", upperFirst(e.noun()), id, field).
+			Next("Work with another " + e.noun() + ", or ask the user to remove the protection.")
+	}
+	return nil
+}
+
+// checkMay refuses an entity the call's principal may not read (write
+// false) or change (write true).
+func (e *Entity) checkMay(c *ReadCtx, id, field string, write bool) error {
+	may, verb := e.MayRead, "read"
+	if write {
+		may, verb = e.MayChange, "change"
+	}
+	if may == nil {
+		return nil
+	}
+	ok, err := may(c, id)
+	if err != nil {
+		return fmt.Errorf("llmtool: entity %s %q: may-%s check: %w", e.Kind, id, verb, err)
+	}
+	if !ok {
+		return Denied("You may not %s %s %q (%s).", verb, e.noun(), id, field).
+			Next("Choose a " + e.noun() + " you have access to, or ask its owner to share it.")
 	}
 	return nil
 }

@@ -55,6 +55,7 @@ type Registry struct {
 	tracked  *tracking                             // Options.Changesets; nil when no table is tracked (changesets.go)
 	retryFor time.Duration                         // Options.RetryFor (retry.go)
 	turns    turns                                 // a starving write's turn to run alone (retry.go)
+	hooks    writeHooks                            // the features of the write path, at their points (hooks.go)
 }
 
 type entry struct {
@@ -124,6 +125,7 @@ func NewRegistry(db *sql.DB, opts *Options, modules ...*Module) (*Registry, erro
 	if err := r.useRole(opts); err != nil { // role.go: after llmtool's tables exist
 		return nil, err
 	}
+	r.initHooks() // hooks.go: once the features are configured
 	for _, m := range modules {
 		if m == nil {
 			continue // Add reports it

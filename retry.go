@@ -207,6 +207,46 @@ func (r *Registry) runWrites(ctx context.Context, t *Tool, args []byte, pa *prep
 	return out, committed, nil
 }
 
+// runAgain is the one decision whether a write's run that failed with err,
+// at any point after BEGIN, runs again: a run that lost to other writes
+// (a serialization failure, a deadlock, SQLite's lock held by another
+// process, PostgreSQL's stale plan, or a statement the handler ran that
+// lost, even if the handler ignored its error) runs again while the
+// call's deadline allows. So does a commit that PostgreSQL's capture
+// check refused because a tracked row changed that the statements did not
+// name: the run again reads the capture, as the tool's calls will from
+// now on (changesets.go). A refusal or a failure of the call never runs
+// again. A deadline that passes once the call lost, or while it waited
+// for other transactions, is contention (errContended).
+//
+// A statement the handler ran through a prepared *sql.Stmt runs where
+// llmtool does not see it (database/sql's type, not llmtool's): if it
+// lost and the handler swallowed its error, PostgreSQL's transaction is
+// found ended (25P02) only by llmtool's own statements, and the call
+// fails saying so, since what failed is not known.
+func (r *Registry) runAgain(ctx context.Context, cs *callState, p *retry, err error) (again bool, _ error) {
+	if cs.refusal() != nil || cs.failure() != nil {
+		return false, err
+	}
+	if engine.Aborted(err) && cs.returned && !cs.retryable.Load() {
+		return false, fmt.Errorf("llmtool: tool %s: a statement of its run failed, which ended PostgreSQL's transaction, but its handler returned no error: return every statement's error (a statement that lost to another write then runs the call again): %w", cs.tool.spec.Name, err)
+	}
+	lost := engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load()
+	if engine.Untaken(err) && !cs.exact {
+		r.tracked.exact.Store(cs.tool.spec.Name, true)
+		lost = true
+	}
+	switch {
+	case lost && ctx.Err() == nil:
+		return true, err
+	case lost:
+		return false, p.ended(ctx.Err(), err)
+	case r.contended(ctx, cs, p, err):
+		return false, fmt.Errorf("%w: %w", errContended, err)
+	}
+	return false, err
+}
+
 // contended reports whether the call's deadline ended a run while it
 // waited for other transactions, err being the run's error: in a run after
 // one that lost (runs > 1), or, on PostgreSQL, with a statement the
@@ -219,6 +259,16 @@ func (r *Registry) contended(ctx context.Context, cs *callState, p *retry, err e
 	}
 	return p.runs > 1 || cs.cut.Load() && cs.lockWait
 }
+
+// retryHooks plug retry into the write path (hooks.go): a statement of
+// the handler that failed is classified as it fails.
+var retryHooks = writeHooks{statement: []func(*callState, string, int64, error){
+	func(cs *callState, query string, _ int64, err error) {
+		if err != nil {
+			cs.stmtFailed(query, err)
+		}
+	},
+}}
 
 // stmtFailed notes a write call's statement query that failed with err:
 // one that lost to another write makes the run roll back and run again

@@ -95,6 +95,8 @@ type callState struct {
 	content      []Content       // parts of a Rich result
 	preview      *previewState   // counts changed rows when the call previews (approval.go)
 	summary      string          // WriteCtx.Describe
+	out          []byte          // the handler's output, once it returned (a write's before-commit hooks)
+	returned     bool            // the write handler returned nil: what fails after it is llmtool's own statements
 	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
 	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
@@ -138,26 +140,50 @@ func (c *ReadCtx) QueryRow(query string, args ...any) *sql.Row {
 // QueryContext is Query with an explicit context, so a *ReadCtx satisfies
 // the query interfaces of database/sql-style data layers (as *sql.Tx does).
 func (c *ReadCtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if !c.call.enter() {
-		return nil, c.late("Query")
+	return statement(c, "Query", query, func(text string) (*sql.Rows, int64, error) {
+		rows, err := c.q.QueryContext(ctx, text, args...)
+		return rows, -1, err
+	}, (*sql.Rows).Close)
+}
+
+// statement is the one path of a handler's statements: Exec, Query,
+// QueryRow and PrepareContext each send theirs through it, so every
+// statement meets the same checks and the same hooks, whichever method
+// ran it. op names the method for a use after the handler returned; run
+// sends text, the statement as checked, and returns what the method
+// returns, the rows it changed (-1 when the method cannot tell) and its
+// error; discard releases what run returned when the statement turns
+// out refused.
+//
+// The boundary is not a hook, because no call may go without it: on
+// PostgreSQL check reads the text before it is sent, on SQLite the
+// authorizer decides as the engine compiles it and denied collects what
+// it refused. A write call's statement hooks (hooks.go) see each
+// statement after it ran.
+func statement[T any](c *ReadCtx, op, query string, run func(text string) (T, int64, error), discard func(T) error) (T, error) {
+	var zero T
+	cs := c.call
+	if !cs.enter() {
+		return zero, c.late(op)
 	}
-	defer c.call.mu.RUnlock()
-	query, err := c.call.check(query)
+	defer cs.mu.RUnlock()
+	text, err := cs.check(query)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	c.call.wtx.NoteStatement(query, -1) // a write call's capture on PostgreSQL (changesets.go)
-	rows, err := c.q.QueryContext(ctx, query, args...)
-	if rerr := c.call.denied(query); rerr != nil {
-		if rows != nil {
-			rows.Close()
+	v, rows, err := run(text)
+	if rerr := cs.denied(text); rerr != nil {
+		if err == nil {
+			_ = discard(v)
 		}
-		return nil, rerr
+		return zero, rerr
 	}
-	if err != nil && c.tx != nil {
-		c.call.stmtFailed(query, err) // retry.go
+	if c.tx != nil {
+		for _, f := range cs.reg.hooks.statement {
+			f(cs, text, rows, err)
+		}
 	}
-	return rows, err
+	return v, err
 }
 
 // enter reports whether the call is still running, holding mu for reading
@@ -183,23 +209,12 @@ func (cs *callState) finish() {
 // QueryRowContext is QueryRow with an explicit context. After the handler
 // returned, the row's Scan reports sql.ErrTxDone.
 func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if !c.call.enter() {
-		return c.call.reg.tx.ErrRow.Row(c.late("QueryRow"))
-	}
-	defer c.call.mu.RUnlock()
-	query, err := c.call.check(query)
-	if err != nil {
+	row, err := statement(c, "QueryRow", query, func(text string) (*sql.Row, int64, error) {
+		row := c.q.QueryRowContext(ctx, text, args...)
+		return row, -1, row.Err()
+	}, func(*sql.Row) error { return nil })
+	if row == nil {
 		return c.call.reg.tx.ErrRow.Row(err)
-	}
-	c.call.wtx.NoteStatement(query, -1) // a write call's capture on PostgreSQL (changesets.go)
-	row := c.q.QueryRowContext(ctx, query, args...)
-	if rerr := c.call.denied(query); rerr != nil {
-		return c.call.reg.tx.ErrRow.Row(rerr)
-	}
-	if c.tx != nil {
-		if err := row.Err(); err != nil {
-			c.call.stmtFailed(query, err) // retry.go
-		}
 	}
 	return row
 }
@@ -210,29 +225,14 @@ func (c *ReadCtx) QueryRowContext(ctx context.Context, query string, args ...any
 // statement belongs to the call: it is closed when the handler returns
 // (on a read call, with its connection, which is not reused), and its
 // rows must be closed before then, as any rows. Close it when done, as
-// any *sql.Stmt.
-//
-// Its statements run as the call's queries do, except that a write call's
-// preview of an approval (see NeedsApproval) counts only the rows changed
-// through Exec.
+// any *sql.Stmt. Its statements run as the call's queries do: a preview
+// counts the rows they change (see NeedsApproval), and a run that lost to
+// another write runs again.
 func (c *ReadCtx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if !c.call.enter() {
-		return nil, c.late("PrepareContext")
-	}
-	defer c.call.mu.RUnlock()
-	query, err := c.call.check(query)
-	if err != nil {
-		return nil, err
-	}
-	c.call.wtx.NoteStatement(query, -1) // a write call's capture on PostgreSQL (changesets.go)
-	st, err := c.q.PrepareContext(ctx, query)
-	if rerr := c.call.denied(query); rerr != nil {
-		if st != nil {
-			st.Close()
-		}
-		return nil, rerr
-	}
-	return st, err
+	return statement(c, "PrepareContext", query, func(text string) (*sql.Stmt, int64, error) {
+		st, err := c.q.PrepareContext(ctx, text)
+		return st, -1, err
+	}, (*sql.Stmt).Close)
 }
 
 // Engine returns the database's engine, "sqlite" or "postgres", for the
@@ -272,30 +272,17 @@ func (c *WriteCtx) Exec(query string, args ...any) (sql.Result, error) {
 // ExecContext is Exec with an explicit context, so a *WriteCtx satisfies the
 // DBTX-style interfaces of generated data layers.
 func (c *WriteCtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if !c.call.enter() {
-		return nil, c.late("Exec")
-	}
-	defer c.call.mu.RUnlock()
-	query, err := c.call.check(query)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.tx.ExecContext(ctx, query, args...)
-	if rerr := c.call.denied(query); rerr != nil {
-		return nil, rerr
-	}
-	if err != nil {
-		c.call.stmtFailed(query, err) // retry.go
-	}
-	if err == nil && (c.call.preview != nil || c.call.wtx.Noting()) {
-		if n, nerr := res.RowsAffected(); nerr == nil {
-			c.call.wtx.NoteStatement(query, n) // PostgreSQL's capture (changesets.go)
-			if c.call.preview != nil {
-				c.call.preview.record(c.call.reg.tx.Dialect, query, n)
-			}
+	return statement(&c.ReadCtx, "Exec", query, func(text string) (sql.Result, int64, error) {
+		res, err := c.tx.ExecContext(ctx, text, args...)
+		if err != nil {
+			return nil, -1, err
 		}
-	}
-	return res, err
+		n, nerr := res.RowsAffected()
+		if nerr != nil {
+			n = -1
+		}
+		return res, n, nil
+	}, func(sql.Result) error { return nil })
 }
 
 // AfterCommit registers f to run after the transaction commits, in
@@ -422,16 +409,17 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	return out, nil
 }
 
-// execWrite is one run of a write call, p its retry policy. again reports
-// a run that lost to other writes (engine.Retryable, and PostgreSQL's
-// stale plan): nothing was saved, and the handler may run again on a
-// fresh transaction. An error wrapping errContended is a run that the
-// call's deadline ended while it waited for other transactions.
+// execWrite is one run of a write call, p its retry policy. It reads
+//
+//	begin → handler → before commit → commit → after commit
+//
+// with each feature at the points it registered (hooks.go). again reports
+// a run that lost to other writes: nothing was saved, and the handler may
+// run again on a fresh transaction; runAgain (retry.go) alone decides it.
+// An error wrapping errContended is a run that the call's deadline ended
+// while it waited for other transactions.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
 	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
-	if cs.preview != nil {
-		cs.preview.reset() // a run again starts counting afresh
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, p.ended(err, nil) // retry.go
 	}
@@ -441,13 +429,56 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 		return nil, false, again, err
 	}
 	cs.wtx, cs.policy = wt, wt.Policy
-	tx := wt.Tx
 	defer func() { r.tx.EndWrite(wt, cs.refusal() != nil) }()
-	if err := r.tx.StartCall(ctx, wt); err != nil { // capture on (changesets.go), guards and handler run as Options.Role (role.go)
-		_ = tx.Rollback()
-		return nil, false, false, beginErr(ctx, err)
+	for _, f := range r.hooks.begin {
+		if err := f(ctx, cs); err != nil {
+			_ = wt.Tx.Rollback()
+			return nil, false, false, beginErr(ctx, err)
+		}
 	}
-	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: tx, tx: tx}}
+	out, abandoned, err := r.runWriteHandler(ctx, cs, args)
+	if abandoned {
+		return nil, false, false, err
+	}
+	// From here on only llmtool's own statements run on the connection:
+	// the handler returned, its context refuses new statements, and its
+	// *sql.Tx waits for any in flight before it commits or rolls back.
+	wt.Policy.SetMode(dbconn.ModeOwn)
+	cs.out, cs.returned = out, err == nil
+	for _, f := range r.hooks.beforeCommit {
+		if err != nil {
+			break
+		}
+		err = f(ctx, cs)
+	}
+	if err == nil {
+		err = r.commit(ctx, cs)
+	}
+	if err != nil {
+		_ = wt.Tx.Rollback() // nothing to roll back after a failed commit
+		if errors.Is(err, errRolledBack) {
+			res.Content = cs.content
+			return out, false, false, nil
+		}
+		again, err = r.runAgain(ctx, cs, p, err) // retry.go
+		return nil, false, again, err
+	}
+	for _, f := range r.hooks.afterCommit {
+		f(cs)
+	}
+	res.Content, res.Changeset = cs.content, cs.changes
+	return out, true, false, nil
+}
+
+// runWriteHandler runs a write run's guards and handler in cs's
+// transaction, and returns what ended it: the handler's error, or the
+// call's refusal or failure, which stick whatever the handler returns,
+// or the context's end. abandoned reports a handler that ran on past the
+// grace after the call's context ended (dbconn.Pool.Watch), whose
+// transaction the watch already rolled back.
+func (r *Registry) runWriteHandler(ctx context.Context, cs *callState, args []byte) (out []byte, abandoned bool, err error) {
+	wt, t := cs.wtx, cs.tool
+	w := &WriteCtx{ReadCtx{parent: ctx, call: cs, q: wt.Tx, tx: wt.Tx}}
 	w.write = w
 	r.tx.Watch(ctx, wt, func() {
 		r.logger().Error("llmtool: write handler ran on after its call's context ended; llmtool rolled its transaction back, closed its connection and let other writes go on (return when the handler's context is done)",
@@ -459,90 +490,40 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	cs.lockWait = locks.Stop()
 	if !wt.Claim() {
 		cs.finish()
-		return nil, false, false, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
+		return nil, true, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
 	}
 	cs.finish()
 	_ = cs.denied("")
 	if refused := cs.refusal(); refused != nil {
-		err = refused
+		return nil, false, refused
 	} else if failed := cs.failure(); failed != nil {
-		err = failed
+		return nil, false, failed
 	} else if err == nil {
 		err = ctx.Err() // cancelled while the handler ran: roll back
 	}
-	// From here on only llmtool's own statements run on the connection:
-	// the handler returned, its context refuses new statements, and its
-	// *sql.Tx waits for any in flight before it commits or rolls back.
-	wt.Policy.SetMode(dbconn.ModeOwn)
-	if err == nil {
-		if d := wt.CheckTriggers(ctx); d != nil {
-			err = cs.refuseStatement(d.Refusal(""))
-		}
+	return out, false, err
+}
+
+// commit commits a run, in the span llmtool.commit when traced.
+func (r *Registry) commit(ctx context.Context, cs *callState) error {
+	_, span := r.startChild(ctx, cs.traced, spanCommit)
+	err := cs.wtx.Tx.Commit()
+	endChild(span, err)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	if err == nil {
-		err = r.tx.LeaveRole(ctx, tx) // role.go: llmtool's own statements run as the connecting user
-	}
-	if err == nil {
-		err = cs.captureChanges(ctx) // changesets.go
-	}
-	if err != nil {
-		_ = tx.Rollback()
-		lost := cs.refusal() == nil && cs.failure() == nil && (engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load())
-		switch { // retry.go
-		case lost && ctx.Err() == nil:
-			again = true
-		case lost:
-			err = p.ended(ctx.Err(), err)
-		case r.contended(ctx, cs, p, err):
-			err = fmt.Errorf("%w: %w", errContended, err)
-		}
-		return nil, false, again, err
-	}
-	if cs.preview != nil {
-		commit, err := r.finishPreview(ctx, cs.preview, out, cs.summary, cs.changes, tx)
-		if !commit {
-			_ = tx.Rollback()
-			if err == nil {
-				res.Content = cs.content
-			}
-			return out, false, false, err
-		}
-	}
-	err = r.storeChanges(ctx, cs, tx) // changesets.go
-	if err == nil {
-		err = r.auditTx(&w.ReadCtx) // audit.go: the record commits or rolls back with the write
-	}
-	if err != nil {
-		_ = tx.Rollback()
-		if engine.Retryable(err) || engine.StalePlan(err) {
-			if ctx.Err() == nil {
-				return nil, false, true, err
-			}
-			err = p.ended(ctx.Err(), err)
-		}
-		return nil, false, false, err
-	}
-	_, commitSpan := r.startChild(ctx, pa.traced, spanCommit)
-	err = tx.Commit()
-	endChild(commitSpan, err)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, false, false, ctx.Err()
-		}
-		if engine.Untaken(err) && !cs.exact {
-			// A tracked row changed that the statements did not name:
-			// run again, reading the capture, as the tool's calls will
-			// from now on (changesets.go).
-			r.tracked.exact.Store(t.spec.Name, true)
-			return nil, false, true, fmt.Errorf("llmtool: commit: %w", err)
-		}
-		return nil, false, engine.Retryable(err) || cs.retryable.Load(), fmt.Errorf("llmtool: commit: %w", err)
-	}
+	return fmt.Errorf("llmtool: commit: %w", err)
+}
+
+// runAfterCommit runs the handler's AfterCommit functions, the last hook
+// of the write path.
+func runAfterCommit(cs *callState) {
 	for _, f := range cs.afterCommit {
-		r.afterCommit(t.spec.Name, f)
+		cs.reg.afterCommit(cs.tool.spec.Name, f)
 	}
-	res.Content, res.Changeset = cs.content, cs.changes
-	return out, true, false, nil
 }
 
 // readOnlyErr reports whether err is the database refusing a write in a

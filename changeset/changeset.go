@@ -263,6 +263,12 @@ type Config struct {
 	// undo_changes, as llmtool.Scopes declares them for a tool: those of
 	// the host's other write tools, usually.
 	Scopes []string
+	// ReadScopes are the OAuth scopes a caller needs to see and call
+	// list_changes and read changes://recent, whose rows show what the
+	// host's tables held: those of the host's read tools, usually. Nil
+	// means Scopes, so the history is never open to a token the host's
+	// tools would refuse.
+	ReadScopes []string
 	// MayUndo decides whether the caller of undo_changes may undo e, a
 	// change another principal made (its own principal always may), in
 	// the caller's tenant: an administrator, say, or anyone in a shared

@@ -29,9 +29,10 @@ import (
 const (
 	askDelete = "Tool delete_note asks to make this change: Delete note 1 \"Hello\". (notes: 1 deleted). Approve it?\n\nIts result would be: {\"status\":\"deleted\"}"
 	askAgain  = "The data changed since you approved, so nothing was saved. Tool delete_note now asks to make this change: Delete note 1 \"Greetings\". (notes: 1 deleted). Approve it?\n\nIts result would be: {\"status\":\"deleted\"}"
-	// ask_in_write inserts with INSERT ... RETURNING through QueryRow, which
-	// the registry's preview does not count (it counts Exec's rows).
-	askWrite = "Tool ask_in_write asks to make this change: notes: 1 updated. Approve it?\n\nIts result would be: {\"id\":2,\"title\":\"Ada (asked: Title of the new note?)\",\"body\":\"asked\"}"
+	// ask_in_write inserts with INSERT ... RETURNING through QueryRow and
+	// then updates the row with Exec: the preview counts both, as the
+	// database saw them.
+	askWrite = "Tool ask_in_write asks to make this change: notes: 1 inserted, 1 updated. Approve it?\n\nIts result would be: {\"id\":2,\"title\":\"Ada (asked: Title of the new note?)\",\"body\":\"asked\"}"
 	denied   = "The user denied this change. Nothing was saved. Ask the user what to do instead."
 )
 

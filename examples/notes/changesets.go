@@ -17,6 +17,7 @@ var Changesets = changeset.Config{
 		"attributes": {"attributeId", "rowid"},
 		"revisions":  {"revisionId", "dateCreated", "rowid"},
 	},
-	Tools:  true,
-	Scopes: []string{ScopeWrite},
+	Tools:      true,
+	Scopes:     []string{ScopeWrite},
+	ReadScopes: []string{ScopeRead},
 }

@@ -135,18 +135,6 @@ func (c *Capture) hook(d sqlite.SQLitePreUpdateData) {
 	c.changes = append(c.changes, ch)
 }
 
-// installHook puts c's pre-update hook on conn (SQLite).
-func installHook(conn *sql.Conn, c *Capture) error {
-	return conn.Raw(func(dc any) error {
-		h, ok := dc.(sqlite.HookRegisterer)
-		if !ok {
-			return fmt.Errorf("llmtool: this SQLite connection (%T) offers no pre-update hook (sqlite.HookRegisterer) to capture changesets with; open it with modernc.org/sqlite", dc)
-		}
-		h.RegisterPreUpdateHook(c.hook)
-		return nil
-	})
-}
-
 // uninstallHook removes the pre-update hook from conn.
 func uninstallHook(conn *sql.Conn) {
 	_ = conn.Raw(func(dc any) error {

@@ -31,12 +31,13 @@ type WriteTx struct {
 	Tx     *sql.Tx
 	Policy *Policy // SQLite's authorizer; nil on PostgreSQL
 
-	pool    *Pool              // the pool that began it
-	wc      *writeConn         // SQLite's write connection
-	capture *Capture           // records the call's changes to tracked tables; nil if none are
-	pg      *pgCall            // PostgreSQL's capture, once StartCall turned it on
-	cancel  context.CancelFunc // ends the transaction's context
-	state   atomic.Int32       // writeRunning, writeEnding or writeAbandoned
+	pool    *Pool                 // the pool that began it
+	wc      *writeConn            // SQLite's write connection
+	capture *Capture              // records the call's changes to tracked tables; nil if none are
+	pg      *pgCall               // PostgreSQL's capture, once StartCall turned it on
+	pgBase  map[string]TableCount // PostgreSQL: the session's counts when the run began counting (count.go)
+	cancel  context.CancelFunc    // ends the transaction's context
+	state   atomic.Int32          // writeRunning, writeEnding or writeAbandoned
 
 	// The watch of Watch: stopWatch unregisters it; ended, closed by
 	// Claim, tells its goroutine that the call no longer needs watching.
@@ -55,9 +56,9 @@ const (
 // writeConn is SQLite's write connection, with its authorizer's policy.
 // The holder of the write token owns Pool.writer.
 type writeConn struct {
-	conn    *sql.Conn
-	policy  Policy
-	capture *Capture // its pre-update hook's, when tables are tracked
+	conn   *sql.Conn
+	policy Policy
+	hook   *rowHook // its pre-update hook (count.go), once a run tracks or counts
 }
 
 // BeginWrite starts a write transaction, with the connection's authorizer
@@ -118,16 +119,17 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 				return w, err
 			}
 			if c := NewCapture(t.Track, t.MaxValue); c != nil {
-				if err := installHook(conn, c); err != nil {
+				h := &rowHook{capture: c}
+				if err := installRowHook(conn, h); err != nil {
 					discard(conn)
 					return w, err
 				}
-				w.wc.capture = c
+				w.wc.hook = h
 			}
 		}
 	}
-	if w.wc != nil {
-		w.capture = w.wc.capture
+	if w.wc != nil && w.wc.hook != nil {
+		w.capture = w.wc.hook.capture
 	}
 	// BEGIN waits for a lock under ctx; the transaction then lives on a
 	// context only EndWrite ends. A context that cannot end serves as it

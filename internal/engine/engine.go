@@ -229,3 +229,7 @@ func UniqueViolation(err error) bool {
 	}
 	return false
 }
+
+// Aborted reports whether err is PostgreSQL refusing a statement in a
+// transaction that an earlier statement's failure ended (25P02).
+func Aborted(err error) bool { return sqlState(err) == "25P02" }
