@@ -145,10 +145,12 @@ func (h *logHandler) WithGroup(string) slog.Handler { return h }
 
 // The users, their bearer tokens and tenants.
 var (
-	alice       = &llmtool.Principal{ID: "alice", Name: "Alice"}
-	bob         = &llmtool.Principal{ID: "bob", Name: "Bob"}
-	secTokens   = map[string]*llmtool.Principal{"alice-token": alice, "bob-token": bob}
-	secTenantOf = map[string]string{"alice": "A", "bob": "B"}
+	alice = &llmtool.Principal{ID: "alice", Name: "Alice"}
+	bob   = &llmtool.Principal{ID: "bob", Name: "Bob"}
+	// writer is a user of tenant A whose token grants notes:write alone.
+	writer      = &llmtool.Principal{ID: "writer", Name: "Writer", Scopes: []string{notes.ScopeWrite}}
+	secTokens   = map[string]*llmtool.Principal{"alice-token": alice, "bob-token": bob, "writer-token": writer}
+	secTenantOf = map[string]string{"alice": "A", "bob": "B", "writer": "A"}
 )
 
 // secToken is the server's own token, which its signing keys are derived

@@ -66,9 +66,9 @@ func noteEntity() *llmtool.Entity {
 		NotFoundNext: "Call search_notes or get_child_notes to find the note's ID.",
 		// With the store's tracking (Changesets), every row of notes a
 		// write changes meets these checks before commit, whatever tool
-		// changed it; a rename or a type change of a system note is
-		// refused, as its deletion is.
-		Table: "notes", Key: "noteId", SystemColumns: []string{"title", "type", "mime"},
+		// changed it; a rename, a type change or a (soft) deletion of a
+		// system note is refused.
+		Table: "notes", Key: "noteId", SystemColumns: []string{"title", "type", "mime", "isDeleted"},
 		// Completion of note IDs in MCP clients (the note resource's
 		// {noteId}, summarize_note's noteId): the registry drops protected
 		// notes from what this returns.
