@@ -91,6 +91,12 @@
 //	→ encode the result, cut to its budget → commit or roll back
 //	→ after-commit hooks → Result → audit
 //
+// A write's run reads begin → handler → before commit → commit → after
+// commit, and llmtool's features (retry, the role, the capture, the row
+// checks, the preview, the history, the audit) plug in at those points,
+// each registered once; every statement of a handler, through Exec,
+// Query, QueryRow or PrepareContext, takes the same path through them.
+//
 // So a call gets the same result bytes and database state over MCP and in
 // chat. Every call carries a principal ([WithPrincipal], the authenticated
 // user), a tenant ([WithTenant], the workspace or chat whose settings decide
@@ -139,6 +145,13 @@
 // MayChange). Then the tool's [Guards] run in the order given. No tool can
 // forget a check: it comes from the parameter's type. Package guard has
 // ready-made guards (RequireRole, DenyValues).
+//
+// The checks can follow the data too. An entity that names its tracked table
+// and ID column ([Entity].Table and Key, with [Options].Changesets) has
+// them run before commit on every row of that table a write updated or
+// deleted, whatever tool or statement changed it: a tool that forgot its
+// ref tag, undo_changes, a cascade, a trigger. They see the data as it was
+// before the call, and refuse in the ref checks' words; nothing is saved.
 //
 // # Policy and tenants
 //
@@ -212,7 +225,10 @@
 // with the tool, principal, tenant and [Call].Conversation (the MCP
 // session, or the chat's conversation); the call's audit record names its
 // entry. [changeset.List] reads it by tenant, principal, conversation or
-// row; Retention prunes it.
+// row; Retention prunes it. The built-in readers list_changes and
+// changes://recent need Changesets.ReadScopes (Scopes when nil), and leave
+// out the rows of entities that are protected or that MayRead refuses to
+// the reader, counting them in "withheld".
 //
 // Undo: the built-in write tool undo_changes ({"id": 42}, {"since": 40}
 // for the conversation's changes after 40, or {} for its last one) sets
