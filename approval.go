@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmtool/llmtool/approval"
@@ -116,10 +118,27 @@ var previewHooks = writeHooks{
 }
 
 // buildPreview returns a run's preview: out, the rows it changed per
-// table (counts, in the order of the tables' names), summary (Describe)
-// and its changeset.
+// table, summary (Describe) and its changeset. The tables come in the
+// order the run first changed them where the changeset tells (tracked
+// tables), then the others in the order of their names (counts'), so a
+// person reads the table the tool is about first.
 func buildPreview(out []byte, counts []dbconn.TableCount, summary string, set *changeset.Set) *approval.Preview {
 	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(counts)), Summary: summary, Changeset: set}
+	var first []string
+	if set != nil {
+		for _, row := range set.Rows {
+			if !slices.Contains(first, row.Table) {
+				first = append(first, row.Table)
+			}
+		}
+	}
+	rank := func(c dbconn.TableCount) int {
+		if i := slices.IndexFunc(first, func(t string) bool { return strings.EqualFold(t, c.Table) }); i >= 0 {
+			return i
+		}
+		return len(first)
+	}
+	slices.SortStableFunc(counts, func(a, b dbconn.TableCount) int { return rank(a) - rank(b) })
 	for _, c := range counts {
 		pv.Changes = append(pv.Changes, approval.TableChange{Table: c.Table, Inserted: c.Inserted, Updated: c.Updated, Deleted: c.Deleted})
 	}

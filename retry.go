@@ -207,12 +207,12 @@ func (r *Registry) runWrites(ctx context.Context, t *Tool, args []byte, pa *prep
 	return out, committed, nil
 }
 
-// runAgain is the one decision whether a write's run that failed with err,
-// at any point after BEGIN, runs again: a run that lost to other writes
-// (a serialization failure, a deadlock, SQLite's lock held by another
-// process, PostgreSQL's stale plan, or a statement the handler ran that
-// lost, even if the handler ignored its error) runs again while the
-// call's deadline allows. So does a commit that PostgreSQL's capture
+// runAgain is the one decision whether a write's run that failed with err
+// runs again. A BEGIN that failed is beginFailed's to judge. After it, a
+// run that lost to other writes (a serialization failure, a deadlock,
+// SQLite's lock held by another process, PostgreSQL's stale plan, or a
+// statement the handler ran that lost, even if the handler ignored its
+// error) runs again while the call's deadline allows. So does a commit that PostgreSQL's capture
 // check refused because a tracked row changed that the statements did not
 // name: the run again reads the capture, as the tool's calls will from
 // now on (changesets.go). A refusal or a failure of the call never runs
@@ -225,6 +225,9 @@ func (r *Registry) runWrites(ctx context.Context, t *Tool, args []byte, pa *prep
 // found ended (25P02) only by llmtool's own statements, and the call
 // fails saying so, since what failed is not known.
 func (r *Registry) runAgain(ctx context.Context, cs *callState, p *retry, err error) (again bool, _ error) {
+	if cs.wtx == nil {
+		return beginFailed(ctx, err) // no transaction began
+	}
 	if cs.refusal() != nil || cs.failure() != nil {
 		return false, err
 	}

@@ -425,7 +425,7 @@ func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prep
 	}
 	wt, err := r.beginWrite(ctx, t, pa.traced) // the write lock and BEGIN (telemetry.go)
 	if err != nil {
-		again, err = beginFailed(ctx, err) // retry.go
+		again, err = r.runAgain(ctx, cs, p, err)
 		return nil, false, again, err
 	}
 	cs.wtx, cs.policy = wt, wt.Policy
