@@ -290,6 +290,36 @@ func trimResults(qs []string) []string {
 	return qs
 }
 
+// serveHTTP runs the binary over HTTP on a free port of the loopback
+// interface, and returns the process, its stderr, and the MCP endpoint's
+// URL and the bearer token its banner gives.
+func serveHTTP(t *testing.T, bin, db string) (cmd *exec.Cmd, stderr *syncBuffer, url, token string) {
+	t.Helper()
+	cmd = exec.CommandContext(t.Context(), bin, "-addr", "127.0.0.1:0", "-db", db)
+	stdoutPipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+
+	// The banner gives the URL and the token.
+	var banner strings.Builder
+	sc := bufio.NewScanner(stdoutPipe)
+	for sc.Scan() && (url == "" || token == "") {
+		banner.WriteString(sc.Text() + "\n")
+		if m := regexp.MustCompile(`MCP endpoint:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+		if m := regexp.MustCompile(`Bearer token:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			token = m[1]
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdoutPipe) }()
+	require.NotEmpty(t, url, "banner:\n%s\nstderr:\n%s", banner.String(), stderr.String())
+	require.Regexp(t, `^http://127\.0\.0\.1:\d+/mcp$`, url)
+	return cmd, stderr, url, token
+}
+
 func TestEndToEnd(t *testing.T) {
 	bin := buildBinary(t)
 
@@ -337,33 +367,8 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("http", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		db := filepath.Join(dir, "notes.db")
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0", "-db", db)
-		stdoutPipe, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-
-		// The banner gives the URL and the token.
-		var banner strings.Builder
-		var url, token string
-		sc := bufio.NewScanner(stdoutPipe)
-		for sc.Scan() && (url == "" || token == "") {
-			banner.WriteString(sc.Text() + "\n")
-			if m := regexp.MustCompile(`MCP endpoint:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url = m[1]
-			}
-			if m := regexp.MustCompile(`Bearer token:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				token = m[1]
-			}
-		}
-		go func() { _, _ = io.Copy(io.Discard, stdoutPipe) }()
-		require.NotEmpty(t, url, "banner:\n%s\nstderr:\n%s", banner.String(), stderr.String())
-		require.Regexp(t, `^http://127\.0\.0\.1:\d+/mcp$`, url)
+		db := filepath.Join(t.TempDir(), "notes.db")
+		cmd, stderr, url, token := serveHTTP(t, bin, db)
 		file, err := os.ReadFile(db + ".token")
 		require.NoError(t, err)
 		require.Equal(t, token, strings.TrimSpace(string(file)), "the token is kept next to the database")
