@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,10 +14,10 @@ import (
 	"github.com/llmtool/llmtool/examples/notes"
 )
 
-// TestInvalidIDRefused sends notes-mcp, over stdio and over HTTP, a
-// create_note whose id is an object: it is refused with Invalid Request
-// and creates nothing, and the same call with an integer id, sent next,
-// creates the note.
+// TestInvalidIDRefused sends notes-mcp, over stdio and over stateless
+// HTTP, a create_note whose id is an object: it is refused with Invalid
+// Request and creates nothing, and the same call with an integer id, sent
+// next, creates the note.
 func TestInvalidIDRefused(t *testing.T) {
 	bin := buildBinary(t)
 	create := func(id string) string {
@@ -46,14 +45,7 @@ func TestInvalidIDRefused(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "notes.db")
-		cmd := exec.CommandContext(t.Context(), bin, "-stdio", "-db", db)
-		stdin, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
+		cmd, stdin, stdout, stderr := serveStdio(t, bin, "-db", db)
 		lines := bufio.NewScanner(stdout)
 		lines.Buffer(nil, 1<<20)
 		// response sends msg and returns the next line that is not a
@@ -71,7 +63,7 @@ func TestInvalidIDRefused(t *testing.T) {
 			return ""
 		}
 		require.Contains(t, response(initialize), `"serverInfo"`)
-		_, err = io.WriteString(stdin, initialized+"\n")
+		_, err := io.WriteString(stdin, initialized+"\n")
 		require.NoError(t, err)
 		writesOn(t, db)
 
@@ -87,40 +79,14 @@ func TestInvalidIDRefused(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "notes.db")
-		_, _, url, token := serveHTTP(t, bin, db)
-		session := ""
-		post := func(body string) (int, string) {
-			t.Helper()
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Authorization", "Bearer "+token)
-			if session != "" {
-				req.Header.Set("Mcp-Session-Id", session)
-			}
-			res, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer res.Body.Close()
-			if id := res.Header.Get("Mcp-Session-Id"); id != "" {
-				session = id
-			}
-			b, err := io.ReadAll(res.Body)
-			require.NoError(t, err)
-			return res.StatusCode, string(b)
-		}
-		status, body := post(initialize)
-		require.Equal(t, http.StatusOK, status, body)
-		require.NotEmpty(t, session)
-		status, body = post(initialized)
-		require.Equal(t, http.StatusAccepted, status, body)
+		_, _, url, token := serveHTTP(t, bin, db, "-stateless")
 		writesOn(t, db)
 
-		status, body = post(create(`{"x":1}`))
+		status, _, body := rawPost(t, url, token, create(`{"x":1}`))
 		require.Equal(t, http.StatusBadRequest, status, body)
 		require.JSONEq(t, refusal, body)
 		require.Equal(t, 0, created(t, db), "the refused call created nothing")
-		status, body = post(create(`2`))
+		status, _, body = rawPost(t, url, token, create(`2`))
 		require.Equal(t, http.StatusOK, status, body)
 		answered(t, body)
 		require.Equal(t, 1, created(t, db))

@@ -290,12 +290,28 @@ func trimResults(qs []string) []string {
 	return qs
 }
 
-// serveHTTP runs the binary over HTTP on a free port of the loopback
-// interface, and returns the process, its stderr, and the MCP endpoint's
-// URL and the bearer token its banner gives.
-func serveHTTP(t *testing.T, bin, db string) (cmd *exec.Cmd, stderr *syncBuffer, url, token string) {
+// serveStdio runs the binary over stdio, with args after -stdio, and
+// returns the process, its stdin and stdout, and its stderr.
+func serveStdio(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout io.ReadCloser, stderr *syncBuffer) {
 	t.Helper()
-	cmd = exec.CommandContext(t.Context(), bin, "-addr", "127.0.0.1:0", "-db", db)
+	cmd = exec.CommandContext(t.Context(), bin, append([]string{"-stdio"}, args...)...)
+	var err error
+	stdin, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err = cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	return cmd, stdin, stdout, stderr
+}
+
+// serveHTTP runs the binary over HTTP on a free port of the loopback
+// interface, with args after -db, and returns the process, its stderr, and
+// the MCP endpoint's URL and the bearer token its banner gives.
+func serveHTTP(t *testing.T, bin, db string, args ...string) (cmd *exec.Cmd, stderr *syncBuffer, url, token string) {
+	t.Helper()
+	cmd = exec.CommandContext(t.Context(), bin, append([]string{"-addr", "127.0.0.1:0", "-db", db}, args...)...)
 	stdoutPipe, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr = &syncBuffer{}
@@ -320,20 +336,31 @@ func serveHTTP(t *testing.T, bin, db string) (cmd *exec.Cmd, stderr *syncBuffer,
 	return cmd, stderr, url, token
 }
 
+// rawPost posts one JSON-RPC message to url with the token, without a
+// session, and returns the status, the Mcp-Session-Id header and the body.
+func rawPost(t *testing.T, url, token, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, res.Header.Get("Mcp-Session-Id"), string(b)
+}
+
 func TestEndToEnd(t *testing.T) {
 	bin := buildBinary(t)
 
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "notes.db")
-		cmd := exec.CommandContext(t.Context(), bin, "-stdio", "-db", db)
-		stdin, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		stdoutPipe, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stdout, stderr syncBuffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
+		cmd, stdin, stdoutPipe, stderr := serveStdio(t, bin, "-db", db)
+		var stdout syncBuffer
 
 		// Everything the server writes to stdout goes to the client and to
 		// stdout, to check afterwards that it was protocol only.
