@@ -153,6 +153,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "Batch requests are not supported "+rev+"; send one JSON-RPC message per request.")
 			return
 		}
+		if id, bad := checkMessage(body); bad != nil { // jsonrpc.go
+			writeRPC(w, http.StatusBadRequest, id, bad.code, bad.message)
+			return
+		}
 	}
 	ctx = withHeaderTrace(ctx, r.Header) // the client's trace context (tracing.go)
 
@@ -238,17 +242,9 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 
 // writeRPC answers with a JSON-RPC error response and the HTTP status.
 func writeRPC(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   any             `json:"error"`
-	}{"2.0", id, map[string]any{"code": code, "message": msg}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(errorResponse(id, code, msg))
 }
 
 // checkRebinding refuses, on a loopback listener, a Host or Origin header

@@ -406,22 +406,33 @@ func (w *httpWriter) Flush() {
 func (w *httpWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // lineWriter is the output of ServeStdio: mcp-go writes each message as
-// one line in one Write.
+// one line in one Write, from several goroutines (a request's, the
+// notifications', a request of the server's to the client), and
+// checkedInput its refusals.
 type lineWriter struct {
+	mu  sync.Mutex // one line at a time
 	out io.Writer
 	ex  *exchange
 }
 
-func (w lineWriter) Write(p []byte) (int, error) {
+func (w *lineWriter) Write(p []byte) (int, error) {
 	msg, out := bytes.TrimRight(p, "\n"), p
 	if w.ex.pending() {
 		if re, status := w.ex.rewrite(msg); status != 0 {
 			out = append(re, '\n')
 		}
 	}
-	if _, err := w.out.Write(out); err != nil {
+	if err := w.line(out); err != nil {
 		return 0, err
 	}
 	w.ex.box.flush(w.ex.box.match(nil, msg, false))
 	return len(p), nil
+}
+
+// line writes one line whole.
+func (w *lineWriter) line(p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.out.Write(p)
+	return err
 }

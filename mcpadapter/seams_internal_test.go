@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,6 +165,33 @@ func TestMCPGoSeams(t *testing.T) {
 		out := <-outcomes
 		require.Empty(t, out.unlike)
 		require.True(t, out.onGet, "no notification of the call went on the GET stream")
+	})
+
+	// jsonrpc.go: mcp-go serves a request whatever its id is, and takes a
+	// message with an id and nothing else for an empty response (202
+	// Accepted), so the adapter's transports refuse both before it.
+	t.Run("a request runs whatever its id", func(t *testing.T) {
+		t.Parallel()
+		m := server.NewMCPServer("bare", "1")
+		var runs atomic.Int64
+		m.AddTool(mcp.Tool{Name: "count"}, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			runs.Add(1)
+			return mcp.NewToolResultText("ok"), nil
+		})
+		ts := httptest.NewServer(server.NewStreamableHTTPServer(m, server.WithStateLess(true)))
+		t.Cleanup(ts.Close)
+		post := func(body string) int {
+			resp, err := http.Post(ts.URL, "application/json", strings.NewReader(body))
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			return resp.StatusCode
+		}
+		ids := []string{`{"x":1}`, `true`, `[1]`, `1.5`}
+		for _, id := range ids {
+			require.Equal(t, http.StatusOK, post(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"count"}}`), id)
+		}
+		require.Equal(t, int64(len(ids)), runs.Load())
+		require.Equal(t, http.StatusAccepted, post(`{"jsonrpc":"2.0","id":7}`))
 	})
 
 	// resources.go: a catch-all template serves every URI, with the URI

@@ -121,7 +121,10 @@
 // request bodies, authenticate (Options.Authenticator: 401 and 403 as an
 // OAuth resource server, auth.go), pick the tenant (Options.TenantFunc),
 // bound sessions and keep each to the principal and tenant that opened it,
-// before mcp-go serves the request.
+// before mcp-go serves the request. On every transport, a message whose id
+// is neither a string nor an integer (an object, an array, a boolean, a
+// fractional number), or that has an id but no method, result or error,
+// is answered with Invalid Request (-32600; HTTP 400) and never served.
 //
 // A call's span is the registry's (llmtool.Options.TracerProvider); the
 // adapter makes it continue the client's trace, from the W3C trace context

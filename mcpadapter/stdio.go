@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log"
@@ -24,7 +25,38 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	ctx = server.WithSupportedProtocolVersions(ctx, protocolVersions())
 	ss := server.NewStdioServer(s.mcp)
 	ss.SetErrorLogger(log.New(slogWriter{s}, "", 0))
-	return ss.Listen(ctx, in, lineWriter{out: out, ex: ex})
+	w := &lineWriter{out: out, ex: ex}
+	return ss.Listen(ctx, &checkedInput{in: bufio.NewReader(in), out: w}, w)
+}
+
+// checkedInput is the input ServeStdio hands mcp-go: the lines of in that
+// checkMessage lets through (jsonrpc.go). It answers a line it refuses
+// itself, on out, and reads on.
+type checkedInput struct {
+	in   *bufio.Reader
+	out  *lineWriter
+	line []byte // what mcp-go has not read yet of the line let through
+	err  error  // in's, once line is read
+}
+
+func (c *checkedInput) Read(p []byte) (int, error) {
+	for len(c.line) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		var line []byte
+		line, c.err = c.in.ReadBytes('\n')
+		if id, bad := checkMessage(line); bad != nil {
+			if err := c.out.line(errorResponse(id, bad.code, bad.message)); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		c.line = line
+	}
+	n := copy(p, c.line)
+	c.line = c.line[n:]
+	return n, nil
 }
 
 // slogWriter forwards mcp-go's log.Logger lines to the adapter's logger.

@@ -290,20 +290,77 @@ func trimResults(qs []string) []string {
 	return qs
 }
 
+// serveStdio runs the binary over stdio, with args after -stdio, and
+// returns the process, its stdin and stdout, and its stderr.
+func serveStdio(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout io.ReadCloser, stderr *syncBuffer) {
+	t.Helper()
+	cmd = exec.CommandContext(t.Context(), bin, append([]string{"-stdio"}, args...)...)
+	var err error
+	stdin, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err = cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	return cmd, stdin, stdout, stderr
+}
+
+// serveHTTP runs the binary over HTTP on a free port of the loopback
+// interface, with args after -db, and returns the process, its stderr, and
+// the MCP endpoint's URL and the bearer token its banner gives.
+func serveHTTP(t *testing.T, bin, db string, args ...string) (cmd *exec.Cmd, stderr *syncBuffer, url, token string) {
+	t.Helper()
+	cmd = exec.CommandContext(t.Context(), bin, append([]string{"-addr", "127.0.0.1:0", "-db", db}, args...)...)
+	stdoutPipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+
+	// The banner gives the URL and the token.
+	var banner strings.Builder
+	sc := bufio.NewScanner(stdoutPipe)
+	for sc.Scan() && (url == "" || token == "") {
+		banner.WriteString(sc.Text() + "\n")
+		if m := regexp.MustCompile(`MCP endpoint:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+		if m := regexp.MustCompile(`Bearer token:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			token = m[1]
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdoutPipe) }()
+	require.NotEmpty(t, url, "banner:\n%s\nstderr:\n%s", banner.String(), stderr.String())
+	require.Regexp(t, `^http://127\.0\.0\.1:\d+/mcp$`, url)
+	return cmd, stderr, url, token
+}
+
+// rawPost posts one JSON-RPC message to url with the token, without a
+// session, and returns the status, the Mcp-Session-Id header and the body.
+func rawPost(t *testing.T, url, token, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, res.Header.Get("Mcp-Session-Id"), string(b)
+}
+
 func TestEndToEnd(t *testing.T) {
 	bin := buildBinary(t)
 
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "notes.db")
-		cmd := exec.CommandContext(t.Context(), bin, "-stdio", "-db", db)
-		stdin, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		stdoutPipe, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stdout, stderr syncBuffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
+		cmd, stdin, stdoutPipe, stderr := serveStdio(t, bin, "-db", db)
+		var stdout syncBuffer
 
 		// Everything the server writes to stdout goes to the client and to
 		// stdout, to check afterwards that it was protocol only.
@@ -337,33 +394,8 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("http", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		db := filepath.Join(dir, "notes.db")
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0", "-db", db)
-		stdoutPipe, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-
-		// The banner gives the URL and the token.
-		var banner strings.Builder
-		var url, token string
-		sc := bufio.NewScanner(stdoutPipe)
-		for sc.Scan() && (url == "" || token == "") {
-			banner.WriteString(sc.Text() + "\n")
-			if m := regexp.MustCompile(`MCP endpoint:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url = m[1]
-			}
-			if m := regexp.MustCompile(`Bearer token:\s+(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				token = m[1]
-			}
-		}
-		go func() { _, _ = io.Copy(io.Discard, stdoutPipe) }()
-		require.NotEmpty(t, url, "banner:\n%s\nstderr:\n%s", banner.String(), stderr.String())
-		require.Regexp(t, `^http://127\.0\.0\.1:\d+/mcp$`, url)
+		db := filepath.Join(t.TempDir(), "notes.db")
+		cmd, stderr, url, token := serveHTTP(t, bin, db)
 		file, err := os.ReadFile(db + ".token")
 		require.NoError(t, err)
 		require.Equal(t, token, strings.TrimSpace(string(file)), "the token is kept next to the database")

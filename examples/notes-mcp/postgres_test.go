@@ -129,23 +129,6 @@ func pgRunBinary(t *testing.T, bin string, env []string, args ...string) (stdout
 	return o.String(), e.String(), 0
 }
 
-// pgRawPost posts one JSON-RPC message to url with the token, without a
-// session, and returns the status, the Mcp-Session-Id header and the body.
-func pgRawPost(t *testing.T, url, token, body string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, res.Header.Get("Mcp-Session-Id"), string(b)
-}
-
 // pgCountNotes counts the rows of the notes table, deleted ones included.
 func pgCountNotes(t *testing.T, dsn string) int {
 	t.Helper()
@@ -234,11 +217,11 @@ func TestPostgresEndToEnd(t *testing.T) {
 
 		// No session: the server hands out no session ID, and a request
 		// that never initialized is served.
-		code, session, body := pgRawPost(t, s.url, s.token,
+		code, session, body := rawPost(t, s.url, s.token,
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Empty(t, session, "a stateless server hands out no session ID")
-		code, _, body = pgRawPost(t, s.url, s.token, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_note","arguments":{"noteId":"roadmap"}}}`)
+		code, _, body = rawPost(t, s.url, s.token, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_note","arguments":{"noteId":"roadmap"}}}`)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `\"title\":\"Roadmap\"`)
 		// The session-bound GET stream does not exist.
@@ -252,7 +235,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 		require.NotEqual(t, http.StatusOK, res.StatusCode, "no GET stream without sessions")
 
 		// Without the token: 401, as with sessions.
-		code, _, _ = pgRawPost(t, s.url, "wrong", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+		code, _, _ = rawPost(t, s.url, "wrong", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 		require.Equal(t, http.StatusUnauthorized, code)
 
 		c := pgClient(t, s)
