@@ -33,9 +33,41 @@
 // scripted.go). It speaks the same OpenAI-compatible protocol over HTTP on
 // a loopback port, so the chat goes the same way as with a real model.
 //
+// # What it guards against, and what it does not
+//
+// The sign-in is a demo's: whoever can reach the server picks a name, with
+// no password, and is that person. That is why it listens on 127.0.0.1
+// only by default: anyone who can reach another -addr can sign in as
+// either user (it says so when it starts). A real host signs people in
+// its own way (its login, single sign-on), keeps its own sessions, and
+// hands the chat the principal it already has (llmtool.WithPrincipal), as
+// workspace.go does here with the demo's user.
+//
+// What the demo's session does do: a sign-in is a random token in an
+// HttpOnly, SameSite=Lax cookie (Secure when served over TLS) whose digest
+// the app's database keeps; it ends 12 hours after the sign-in, or when
+// the person presses "Sign out", on the server too: a copied cookie stops
+// working then.
+//
+// Every request, /mcp's too, must name this server in its Host header: a
+// loopback name (localhost, 127.0.0.1, [::1]), the address the request
+// came to, or a name given with -host (repeat it, or separate names with
+// commas), for a reverse proxy that keeps the original Host. Others get
+// 403: a page of another site whose name was rebound to 127.0.0.1 (DNS
+// rebinding) reaches nothing. A request that changes something (any
+// method but GET, HEAD, OPTIONS), sign-in and sign-out included, must come
+// from the app's own page: one whose Origin header (or, without it,
+// Sec-Fetch-Site or Referer) names another origin gets 403, so another
+// site's form cannot sign the browser in as ana (login CSRF), nor post to
+// the API.
+//
+// Every request body is bounded at 1 MiB, /mcp's too, and a chat message
+// at 8000 characters; over either, the answer is 413 with the limit, and
+// nothing is stored.
+//
 // Usage:
 //
-//	notes-web [-addr HOST:PORT] [-data DIR]
+//	notes-web [-addr HOST:PORT] [-data DIR] [-host NAME]...
 package main
 
 import (
@@ -46,6 +78,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -73,13 +106,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs := flag.NewFlagSet("notes-web", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8090", "the address to serve the page and /mcp on")
 	dir := fs.String("data", ".", "the `folder` of the databases (app.db, notes-ana.db, notes-ben.db), created if missing")
+	var hosts []string
+	fs.Func("host", "a `name` (or name:port) to serve besides localhost, 127.0.0.1, [::1] and -addr's address, as a reverse proxy sends it in the Host header; repeat it, or separate names with commas", func(s string) error {
+		for h := range strings.SplitSeq(s, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hosts = append(hosts, h)
+			}
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	cfg := &config{dir: *dir, logger: quietLogger()}
+	cfg := &config{dir: *dir, hosts: hosts, logger: quietLogger()}
 	if ep, ok, err := endpointFromEnv(getenv); err != nil {
 		return err
 	} else if ok {
@@ -105,6 +147,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "notes-web: http://%s/ (model: %s)\n", ln.Addr(), cfg.label)
 	fmt.Fprintf(stdout, "MCP: http://%s/mcp with Authorization: Bearer %s (ana) or %s (ben)\n", ln.Addr(), a.mcpToken("ana"), a.mcpToken("ben"))
+	if ip, err := netip.ParseAddrPort(ln.Addr().String()); err != nil || !ip.Addr().IsLoopback() {
+		fmt.Fprintf(stdout, "notes-web: warning: %s is not a loopback address, and the demo's sign-in has no password: whoever reaches it can sign in as %s\n", ln.Addr(), strings.Join(users, " or "))
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
