@@ -53,14 +53,17 @@ func (a *app) guard(next http.Handler) http.Handler {
 	})
 }
 
-// checkRequest is the rule mcpadapter applies to /mcp on a loopback
-// listener, for the whole app: the Host header must be a loopback name,
-// the address the request came to, or a name of -host; and a request that
-// changes something (any method but GET, HEAD and OPTIONS) from a browser
-// must come from a page of the same origin, as its Origin header says, or
-// without one its Sec-Fetch-Site or Referer header. A request without
-// any of the three is not a browser's page's (curl, an MCP client), and a
-// page cannot leave them out.
+// checkRequest is, for the whole app, the rule mcpadapter applies to /mcp
+// on a loopback listener (mcpadapter.Options.AllowedHosts holds -host's
+// names, so both agree): the Host header must be a loopback name, the
+// address the request came to, or a name of -host. Its rule for Origin is
+// stricter here, for the sake of the cookie, which a browser sends to
+// every port of 127.0.0.1: a request that changes something (any method
+// but GET, HEAD and OPTIONS) must come from a page of the request's own
+// origin, as its Origin header says, or without one its Sec-Fetch-Site or
+// Referer header; not from any loopback origin. A request without any of
+// the three is no browser page's (curl, an MCP client), and a page
+// cannot leave them out.
 func (a *app) checkRequest(r *http.Request) error {
 	if !a.serves(r) {
 		//lint:ignore ST1005 the message is the 403 response body, a sentence that starts with the header's name
@@ -82,6 +85,7 @@ func (a *app) checkRequest(r *http.Request) error {
 		from = fmt.Sprintf("Referer %q", ref)
 	}
 	if from != "" {
+		//lint:ignore ST1005 the message is the 403 response body, a sentence
 		return fmt.Errorf("This request comes from %s, not from this server's own page, so it was refused and nothing changed (cross-site request protection): open the page at %s and do it there.",
 			from, home(r, r.Host))
 	}

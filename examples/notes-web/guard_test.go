@@ -63,6 +63,12 @@ func (s *site) sessions() int {
 	return n
 }
 
+// conversation starts a conversation and returns its id and path.
+func (s *site) conversation(c *http.Client) (int64, string) {
+	id := s.newConversation(c)
+	return id, fmt.Sprintf("/api/conversations/%d", id)
+}
+
 // untouched asserts that conversation id holds nothing yet.
 func (s *site) untouched(id int64) {
 	s.t.Helper()
@@ -82,8 +88,7 @@ func TestForeignHost(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "notes.example")
 	ana := s.client("ana")
-	id := s.newConversation(ana)
-	conv := fmt.Sprintf("/api/conversations/%d", id)
+	id, conv := s.conversation(ana)
 	port := s.port()
 	refused := func(host, name string) string {
 		return fmt.Sprintf(`{"error":"Host \"%s\" is not a name this server serves (DNS rebinding protection): open the page at http://127.0.0.1:%s/, or start notes-web with -host %s to serve that name."}`, host, port, name)
@@ -131,8 +136,7 @@ func TestCrossOrigin(t *testing.T) {
 	t.Parallel()
 	s := newSite(t)
 	ana := s.client("ana")
-	id := s.newConversation(ana)
-	conv := fmt.Sprintf("/api/conversations/%d", id)
+	id, conv := s.conversation(ana)
 	page := "http://127.0.0.1:" + s.port() + "/"
 	refused := func(from string) string {
 		return fmt.Sprintf(`{"error":%q}`, "This request comes from "+from+", not from this server's own page, so it was refused and nothing changed (cross-site request protection): open the page at "+page+" and do it there.")
@@ -223,8 +227,7 @@ func TestOversizedBodies(t *testing.T) {
 	t.Parallel()
 	s := newSite(t)
 	ana := s.client("ana")
-	id := s.newConversation(ana)
-	conv := fmt.Sprintf("/api/conversations/%d", id)
+	id, conv := s.conversation(ana)
 	big := strings.Repeat("x", 2<<20)
 	tooLargeBody := `{"error":"The request is larger than this server's limit of 1 MiB (1048576 bytes); send a smaller one: a chat message has at most 8000 characters."}`
 	tests := []struct {

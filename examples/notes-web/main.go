@@ -33,37 +33,38 @@
 // scripted.go). It speaks the same OpenAI-compatible protocol over HTTP on
 // a loopback port, so the chat goes the same way as with a real model.
 //
-// # What it guards against, and what it does not
+// # The demo's sign-in, and what guards it
 //
-// The sign-in is a demo's: whoever can reach the server picks a name, with
-// no password, and is that person. That is why it listens on 127.0.0.1
-// only by default: anyone who can reach another -addr can sign in as
-// either user (it says so when it starts). A real host signs people in
-// its own way (its login, single sign-on), keeps its own sessions, and
-// hands the chat the principal it already has (llmtool.WithPrincipal), as
-// workspace.go does here with the demo's user.
+// The sign-in is a demo's: whoever reaches the server picks a name, with
+// no password, and is that person. On 127.0.0.1, the default -addr, that
+// is whoever uses the machine; on any other address, whoever reaches it
+// on the network (the command warns then). A real host signs people in
+// its own way (its login page, single sign-on), keeps its own sessions,
+// and hands the chat the principal it already knows
+// (llmtool.WithPrincipal, as workspace.go does with the demo's user).
 //
-// What the demo's session does do: a sign-in is a random token in an
-// HttpOnly, SameSite=Lax cookie (Secure when served over TLS) whose digest
-// the app's database keeps; it ends 12 hours after the sign-in, or when
-// the person presses "Sign out", on the server too: a copied cookie stops
-// working then.
+// Still, the demo's session is a sound one: a random token in an HttpOnly,
+// SameSite=Lax cookie, Secure when the request came over TLS (behind a
+// proxy that ends TLS it comes over HTTP: a real host knows its scheme
+// from its configuration), whose SHA-256 the app's database keeps with the
+// user. It ends 12 hours after the sign-in, or on "Sign out", which
+// deletes it on the server: a copied cookie stops working then too.
 //
 // Every request, /mcp's too, must name this server in its Host header: a
 // loopback name (localhost, 127.0.0.1, [::1]), the address the request
 // came to, or a name given with -host (repeat it, or separate names with
-// commas), for a reverse proxy that keeps the original Host. Others get
-// 403: a page of another site whose name was rebound to 127.0.0.1 (DNS
+// commas), such as the one a reverse proxy passes on. Others get 403, so
+// a page of another site whose name was rebound to 127.0.0.1 (DNS
 // rebinding) reaches nothing. A request that changes something (any
-// method but GET, HEAD, OPTIONS), sign-in and sign-out included, must come
-// from the app's own page: one whose Origin header (or, without it,
+// method but GET, HEAD and OPTIONS), signing in and out included, must
+// come from the app's own page: one whose Origin header (or, without one,
 // Sec-Fetch-Site or Referer) names another origin gets 403, so another
-// site's form cannot sign the browser in as ana (login CSRF), nor post to
-// the API.
+// site's form cannot sign the browser in (login CSRF) or out, nor post to
+// the API. Another port of 127.0.0.1 is another origin.
 //
-// Every request body is bounded at 1 MiB, /mcp's too, and a chat message
+// Every request body is bounded at 1 MiB (/mcp's too), and a chat message
 // at 8000 characters; over either, the answer is 413 with the limit, and
-// nothing is stored.
+// nothing of the request is stored.
 //
 // Usage:
 //
