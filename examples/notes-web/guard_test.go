@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -266,4 +268,60 @@ func TestOversizedBodies(t *testing.T) {
 	status, stream := s.call(ana, http.MethodPost, conv+"/send", `{"text":"`+strings.Repeat("é", maxMessage)+`"}`)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "user", items(t, stream)[0]["type"])
+}
+
+// lines is a writer whose every Write is a line on a channel: what run
+// prints.
+type lines chan string
+
+func (l lines) Write(p []byte) (int, error) {
+	l <- string(p)
+	return len(p), nil
+}
+
+// The command serves the names of -host, repeated or separated by
+// commas, over a real listener, and refuses others.
+func TestRunHosts(t *testing.T) {
+	t.Parallel()
+	out := make(lines, 8)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir(), "-host", "notes.example, other.example", "-host", "third.example:8443"},
+			func(string) string { return "" }, out)
+	}()
+	var first string
+	select {
+	case first = <-out:
+	case err := <-done:
+		t.Fatalf("run ended: %v", err)
+	case <-time.After(30 * time.Second): // a hung test's end, not a synchronization
+		t.Fatal("run printed nothing")
+	}
+	base, _, ok := strings.Cut(strings.TrimPrefix(first, "notes-web: "), " ")
+	require.True(t, ok, first)
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	tests := []struct {
+		host   string
+		status int
+	}{
+		{u.Host, 200},
+		{"notes.example", 200},
+		{"other.example:" + u.Port(), 200},
+		{"third.example:8443", 200},
+		{"third.example:9999", 403},
+		{"evil.example", 403},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(http.MethodGet, base, nil)
+		require.NoError(t, err)
+		req.Host = tt.host
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, tt.status, res.StatusCode, tt.host)
+	}
+	cancel()
+	require.NoError(t, <-done)
 }
