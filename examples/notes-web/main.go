@@ -11,30 +11,6 @@
 // notes-ben.db) and conversations of their own (app.db), all in the
 // current directory (-data changes it).
 //
-// The chat streams: the model's words as it writes them, and a card per
-// tool call with its friendly name and outcome. A write that needs
-// approval (deleting a note) shows the exact rows it would change, with
-// Approve and Deny; a committed write has Undo. Stop ends the turn, and a
-// write in progress rolls back. The tree and the open note follow every
-// change, the chat's and those of MCP clients: the same registry is
-// served over MCP at /mcp, each user with the bearer token the command
-// prints.
-//
-// The model is configured as examples/chat's is: OPENAI_MODEL, with
-// OPENAI_API_KEY, and OPENAI_BASE_URL for another OpenAI-compatible server
-// (llama.cpp, Ollama, vLLM: the key may then be left out):
-//
-//	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run -C examples/notes-web .
-//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b go run -C examples/notes-web .
-//
-// Without OPENAI_MODEL it runs a scripted model, labelled so on the page,
-// which understands a few phrasings ("create a note called Ideas under
-// Projects", "rename Ideas to Plans", "delete Plans", "undo"; see
-// scripted.go). It speaks the same OpenAI-compatible protocol over HTTP on
-// a loopback port, so the chat goes the same way as with a real model.
-//
-// # The demo's sign-in, and what guards it
-//
 // The sign-in is a demo's: whoever reaches the server picks a name, with
 // no password, and is that person. On 127.0.0.1, the default -addr, that
 // is whoever uses the machine; on any other address, whoever reaches it
@@ -65,6 +41,28 @@
 // Every request body is bounded at 1 MiB (/mcp's too), and a chat message
 // at 8000 characters; over either, the answer is 413 with the limit, and
 // nothing of the request is stored.
+//
+// The chat streams: the model's words as it writes them, and a card per
+// tool call with its friendly name and outcome. A write that needs
+// approval (deleting a note) shows the exact rows it would change, with
+// Approve and Deny; a committed write has Undo. Stop ends the turn, and a
+// write in progress rolls back. The tree and the open note follow every
+// change, the chat's and those of MCP clients: the same registry is
+// served over MCP at /mcp, each user with the bearer token the command
+// prints.
+//
+// The model is configured as examples/chat's is: OPENAI_MODEL, with
+// OPENAI_API_KEY, and OPENAI_BASE_URL for another OpenAI-compatible server
+// (llama.cpp, Ollama, vLLM: the key may then be left out):
+//
+//	OPENAI_MODEL=gpt-4.1-mini OPENAI_API_KEY=sk-... go run -C examples/notes-web .
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5:7b go run -C examples/notes-web .
+//
+// Without OPENAI_MODEL it runs a scripted model, labelled so on the page,
+// which understands a few phrasings ("create a note called Ideas under
+// Projects", "rename Ideas to Plans", "delete Plans", "undo"; see
+// scripted.go). It speaks the same OpenAI-compatible protocol over HTTP on
+// a loopback port, so the chat goes the same way as with a real model.
 //
 // Usage:
 //
