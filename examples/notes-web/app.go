@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -26,9 +23,6 @@ import (
 	"github.com/llmtool/llmtool/sqlite"
 )
 
-// users are the demo's two people, who sign in by picking their name.
-var users = []string{"ana", "ben"}
-
 //go:embed web
 var webFS embed.FS
 
@@ -41,18 +35,18 @@ type config struct {
 	endpoint chatadapter.Endpoint // the model's API
 	label    string               // the model, as the page names it
 	scripted bool                 // the model is the built-in scripted one
+	hosts    []string             // the names served besides the loopback ones and the listening address (-host)
 	logger   *slog.Logger         // the registries' and MCP servers' log
 }
 
 // app is the web app: the app's database, a workspace per user, and the
 // turns running now.
 type app struct {
-	cfg        *config
-	store      *store
-	sessionKey []byte
-	ws         map[string]*workspace
-	tokens     map[string]string // MCP bearer token → user
-	static     http.Handler
+	cfg    *config
+	store  *store
+	ws     map[string]*workspace
+	tokens map[string]string // MCP bearer token → user
+	static http.Handler
 
 	mu      sync.Mutex
 	running map[int64]bool // conversations with a turn running
@@ -78,9 +72,6 @@ func newApp(ctx context.Context, cfg *config) (*app, error) {
 	fail := func(err error) (*app, error) {
 		a.close()
 		return nil, err
-	}
-	if a.sessionKey, err = st.key(ctx, "session"); err != nil {
-		return fail(err)
 	}
 	approvalKey, err := st.key(ctx, "approval")
 	if err != nil {
@@ -117,11 +108,12 @@ func (a *app) mcpToken(user string) string {
 	return ""
 }
 
+// handler serves the page, its API and /mcp, behind guard.
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", a.index)
-	mux.HandleFunc("POST /login", a.login)
-	mux.HandleFunc("POST /logout", a.logout)
+	mux.HandleFunc("POST /login", a.login)   // session.go
+	mux.HandleFunc("POST /logout", a.logout) // session.go
 	mux.Handle("GET /static/", a.static)
 	mux.Handle("/mcp", http.HandlerFunc(a.serveMCP))
 
@@ -149,45 +141,7 @@ func (a *app) handler() http.Handler {
 	api("POST /api/conversations/{id}/send", a.send)     // chat.go
 	api("POST /api/conversations/{id}/answer", a.answer) // chat.go
 	api("POST /api/conversations/{id}/undo", a.undo)     // chat.go
-	return mux
-}
-
-// Signing in: a cookie holding the user's name and its HMAC under the
-// app's session key, so a page cannot claim to be the other user.
-
-const cookieName = "notes_web_user"
-
-func (a *app) sign(user string) string {
-	m := hmac.New(sha256.New, a.sessionKey)
-	m.Write([]byte(user))
-	return user + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-func (a *app) workspaceOf(r *http.Request) *workspace {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil
-	}
-	user, _, _ := strings.Cut(c.Value, ".")
-	if !hmac.Equal([]byte(c.Value), []byte(a.sign(user))) {
-		return nil
-	}
-	return a.ws[user]
-}
-
-func (a *app) login(w http.ResponseWriter, r *http.Request) {
-	user := r.FormValue("user")
-	if a.ws[user] == nil {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("Sign in as one of %s.", strings.Join(users, ", ")))
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: a.sign(user), Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-func (a *app) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return a.guard(mux)
 }
 
 func (a *app) index(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +152,7 @@ func (a *app) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = pages.ExecuteTemplate(w, "index.html", map[string]any{
-		"User": ws.user, "Name": ws.principal.Name, "Model": a.cfg.label, "Scripted": a.cfg.scripted, "Phrasings": phrasings,
+		"User": ws.user, "Name": ws.principal.Name, "Model": a.cfg.label, "Scripted": a.cfg.scripted, "Phrasings": phrasings, "MaxMessage": maxMessage,
 	})
 }
 

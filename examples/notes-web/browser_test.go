@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,9 +31,10 @@ import (
 
 const chromium = "/usr/bin/chromium"
 
-// newBrowser starts Chromium for the test, or skips it where there is
-// none (CI, which installs it, fails instead).
-func newBrowser(t *testing.T) context.Context {
+// newBrowser starts Chromium for the test, with flags besides the usual
+// ones, or skips it where there is none (CI, which installs it, fails
+// instead).
+func newBrowser(t *testing.T, flags ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -43,6 +46,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(1400, 860))
+	opts = append(opts, flags...)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	bctx, cancel := chromedp.NewContext(actx)
@@ -303,6 +307,12 @@ func TestBrowserTwoUsers(t *testing.T) {
 	require.Equal(t, 404, eval[int](ben, fmt.Sprintf(`fetch("/api/conversations/%d").then(r => r.status)`, anaConv)))
 	require.Equal(t, []string{"create a note called Ben's list under Recipes"}, eval[[]string](ben, `[...document.querySelectorAll("#conversations option")].map(o => o.textContent)`))
 	ben.screenshot("ben.png")
+
+	// Ben signs out: the sign-in page, and his session is gone from the
+	// server; Ana's stays.
+	ben.do(chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login")))
+	require.Equal(t, 1, s.sessions())
+	require.True(t, eval[bool](ana, `fetch("/api/tree").then(r => r.ok)`))
 }
 
 // A change made over MCP, by a real MCP client on /mcp with the user's
@@ -335,4 +345,34 @@ func TestBrowserMCPChange(t *testing.T) {
 	// Ben's token reaches Ben's notes; no token reaches none.
 	status, _ := s.call(http.DefaultClient, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
 	require.Equal(t, http.StatusUnauthorized, status)
+}
+
+// The attacks of other sites' pages, in the browser: a name rebound to
+// 127.0.0.1 (DNS rebinding; Chromium's host resolver rules stand in for
+// the attacker's DNS) gets the refusal instead of the page, and another
+// site's form that posts to /login signs no one in.
+func TestBrowserOtherSites(t *testing.T) {
+	s := newSite(t)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<form method="post" action="%s/login"><input name="user" value="ana"></form><script>document.forms[0].submit()</script>`, s.srv.URL)
+	}))
+	t.Cleanup(evil.Close)
+	browser := newBrowser(t, chromedp.Flag("host-resolver-rules", "MAP rebound.test 127.0.0.1, MAP evil.test 127.0.0.1"))
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	p := &page{t: t, ctx: ctx, s: s}
+	port := s.port()
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("http://rebound.test:"+port+"/"))) // the tab's first action, on its context: the tab lives as long
+	require.Equal(t, `{"error":"Host \"rebound.test:`+port+`\" is not a name this server serves (DNS rebinding protection): open the page at http://127.0.0.1:`+port+`/, or start notes-web with -host rebound.test to serve that name."}`,
+		eval[string](p, `document.body.innerText.trim()`))
+
+	_, evilPort, err := net.SplitHostPort(strings.TrimPrefix(evil.URL, "http://"))
+	require.NoError(t, err)
+	p.do(chromedp.Navigate("http://evil.test:" + evilPort + "/"))
+	p.until(`location.pathname === "/login" && document.body.innerText.includes("cross-site request protection")`)
+	require.Contains(t, eval[string](p, `document.body.innerText`), `This request comes from Origin \"http://evil.test:`+evilPort+`\"`)
+	require.Zero(t, s.sessions())
+	p.do(chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#login")))
 }

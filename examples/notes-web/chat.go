@@ -234,11 +234,20 @@ func (a *app) send(w http.ResponseWriter, r *http.Request, ws *workspace) {
 	var in struct {
 		Text string `json:"text"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || strings.TrimSpace(in.Text) == "" {
-		httpError(w, http.StatusBadRequest, `Send {"text": "..."}, not empty.`)
+	const usage = `Send {"text": "..."}, not empty.`
+	if !readJSON(w, r, &in, usage) {
 		return
 	}
-	a.claimed(w, r, ws, func(c *conversation) { a.sendIn(w, r, ws, c, strings.TrimSpace(in.Text)) })
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		httpError(w, http.StatusBadRequest, usage)
+		return
+	}
+	if msg := messageTooLong(text); msg != "" {
+		httpError(w, http.StatusRequestEntityTooLarge, msg)
+		return
+	}
+	a.claimed(w, r, ws, func(c *conversation) { a.sendIn(w, r, ws, c, text) })
 }
 
 func (a *app) sendIn(w http.ResponseWriter, r *http.Request, ws *workspace, c *conversation, text string) {
@@ -276,8 +285,7 @@ func (a *app) answer(w http.ResponseWriter, r *http.Request, ws *workspace) {
 		Property string          `json:"property"`
 		Value    json.RawMessage `json:"value"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		httpError(w, http.StatusBadRequest, `Send {"approve": true} or {"approve": false}, or a question's {"property": ..., "value": ...}.`)
+	if !readJSON(w, r, &in, `Send {"approve": true} or {"approve": false}, or a question's {"property": ..., "value": ...}.`) {
 		return
 	}
 	answer := ask.ElicitResult{Action: ask.Decline}
@@ -312,8 +320,12 @@ func (a *app) undo(w http.ResponseWriter, r *http.Request, ws *workspace) {
 	var in struct {
 		Changeset int64 `json:"changeset"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Changeset <= 0 {
-		httpError(w, http.StatusBadRequest, `Send {"changeset": N}, the id of a change.`)
+	const usage = `Send {"changeset": N}, the id of a change.`
+	if !readJSON(w, r, &in, usage) {
+		return
+	}
+	if in.Changeset <= 0 {
+		httpError(w, http.StatusBadRequest, usage)
 		return
 	}
 	a.claimed(w, r, ws, func(c *conversation) { a.undoIn(w, r, ws, c, in.Changeset) })

@@ -46,6 +46,7 @@ func (g *gate) hold(ctx context.Context) error {
 type site struct {
 	t     *testing.T
 	dir   string
+	hosts []string // -host
 	gate  *gate
 	app   *app
 	srv   *httptest.Server
@@ -53,9 +54,11 @@ type site struct {
 	ep    chatadapter.Endpoint
 }
 
-func newSite(t *testing.T) *site {
+// newSite starts a site that serves hosts besides the loopback names
+// (-host).
+func newSite(t *testing.T, hosts ...string) *site {
 	t.Helper()
-	s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
+	s := &site{t: t, dir: t.TempDir(), hosts: hosts, gate: newGate(), saved: make(chan int64, 16)}
 	ep, stop, err := startScripted(&scripted{hold: s.gate.hold})
 	require.NoError(t, err)
 	t.Cleanup(stop)
@@ -67,7 +70,7 @@ func newSite(t *testing.T) *site {
 // start opens the app over the site's folder (again, for a restart).
 func (s *site) start(ep chatadapter.Endpoint) {
 	s.t.Helper()
-	cfg := &config{dir: s.dir, endpoint: ep, label: "the scripted model (no OPENAI_MODEL set)", scripted: true, logger: quietLogger()}
+	cfg := &config{dir: s.dir, hosts: s.hosts, endpoint: ep, label: "the scripted model (no OPENAI_MODEL set)", scripted: true, logger: quietLogger()}
 	a, err := newApp(context.Background(), cfg)
 	require.NoError(s.t, err)
 	a.turnSaved = func(id int64) { s.saved <- id }

@@ -11,6 +11,37 @@
 // notes-ben.db) and conversations of their own (app.db), all in the
 // current directory (-data changes it).
 //
+// The sign-in is a demo's: whoever reaches the server picks a name, with
+// no password, and is that person. On 127.0.0.1, the default -addr, that
+// is whoever uses the machine; on any other address, whoever reaches it
+// on the network (the command warns then). A real host signs people in
+// its own way (its login page, single sign-on), keeps its own sessions,
+// and hands the chat the principal it already knows
+// (llmtool.WithPrincipal, as workspace.go does with the demo's user).
+//
+// Still, the demo's session is a sound one: a random token in an HttpOnly,
+// SameSite=Lax cookie, Secure when the request came over TLS (behind a
+// proxy that ends TLS it comes over HTTP: a real host knows its scheme
+// from its configuration), whose SHA-256 the app's database keeps with the
+// user. It ends 12 hours after the sign-in, or on "Sign out", which
+// deletes it on the server: a copied cookie stops working then too.
+//
+// Every request, /mcp's too, must name this server in its Host header: a
+// loopback name (localhost, 127.0.0.1, [::1]), the address the request
+// came to, or a name given with -host (repeat it, or separate names with
+// commas), such as the one a reverse proxy passes on. Others get 403, so
+// a page of another site whose name was rebound to 127.0.0.1 (DNS
+// rebinding) reaches nothing. A request that changes something (any
+// method but GET, HEAD and OPTIONS), signing in and out included, must
+// come from the app's own page: one whose Origin header (or, without one,
+// Sec-Fetch-Site or Referer) names another origin gets 403, so another
+// site's form cannot sign the browser in (login CSRF) or out, nor post to
+// the API. Another port of 127.0.0.1 is another origin.
+//
+// Every request body is bounded at 1 MiB (/mcp's too), and a chat message
+// at 8000 characters; over either, the answer is 413 with the limit, and
+// nothing of the request is stored.
+//
 // The chat streams: the model's words as it writes them, and a card per
 // tool call with its friendly name and outcome. A write that needs
 // approval (deleting a note) shows the exact rows it would change, with
@@ -57,7 +88,7 @@
 //
 // Usage:
 //
-//	notes-web [-addr HOST:PORT] [-data DIR]
+//	notes-web [-addr HOST:PORT] [-data DIR] [-host NAME]...
 package main
 
 import (
@@ -68,6 +99,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -95,13 +127,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs := flag.NewFlagSet("notes-web", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8090", "the address to serve the page and /mcp on")
 	dir := fs.String("data", ".", "the `folder` of the databases (app.db, notes-ana.db, notes-ben.db), created if missing")
+	var hosts []string
+	fs.Func("host", "a `name` (or name:port) to serve besides localhost, 127.0.0.1, [::1] and -addr's address, as a reverse proxy sends it in the Host header; repeat it, or separate names with commas", func(s string) error {
+		for h := range strings.SplitSeq(s, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hosts = append(hosts, h)
+			}
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	cfg := &config{dir: *dir, logger: quietLogger()}
+	cfg := &config{dir: *dir, hosts: hosts, logger: quietLogger()}
 	if ep, ok, err := endpointFromEnv(getenv); err != nil {
 		return err
 	} else if ok {
@@ -127,6 +168,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "notes-web: http://%s/ (model: %s)\n", ln.Addr(), cfg.label)
 	fmt.Fprintf(stdout, "MCP: http://%s/mcp with Authorization: Bearer %s (ana) or %s (ben)\n", ln.Addr(), a.mcpToken("ana"), a.mcpToken("ben"))
+	if ip, err := netip.ParseAddrPort(ln.Addr().String()); err != nil || !ip.Addr().IsLoopback() {
+		fmt.Fprintf(stdout, "notes-web: warning: %s is not a loopback address, and the demo's sign-in has no password: whoever reaches it can sign in as %s\n", ln.Addr(), strings.Join(users, " or "))
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -13,7 +13,7 @@ import (
 // The app's own database: each user's conversations, with the messages
 // the model reads, the turn paused for approval (chatadapter's JSON of a
 // paused Transcript), and the log the page draws the conversation from;
-// and the app's keys.
+// the app's keys; and the sessions of signed-in people (session.go).
 
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
@@ -30,6 +30,11 @@ CREATE INDEX IF NOT EXISTS conversations_user ON conversations (user, id);
 CREATE TABLE IF NOT EXISTS app_keys (
 	name TEXT PRIMARY KEY,
 	key  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+	digest  BLOB PRIMARY KEY, -- SHA-256 of the cookie's token
+	user    TEXT NOT NULL,
+	expires INTEGER NOT NULL  -- Unix seconds
 );`
 
 // errNoConversation is a conversation that does not exist or is another

@@ -73,9 +73,11 @@ func openWorkspace(ctx context.Context, cfg *config, user, mcpToken string, appr
 		return nil, err
 	}
 	w.mcp = mcpadapter.New(w.reg, &mcpadapter.Options{
-		Name:   "notes-web",
-		Tenant: user,
-		Logger: cfg.logger,
+		Name:         "notes-web",
+		Tenant:       user,
+		Logger:       cfg.logger,
+		AllowedHosts: cfg.hosts,
+		MaxBodyBytes: maxBody,
 		Authenticator: mcpadapter.BearerAuth(func(_ context.Context, token string) (*llmtool.Principal, error) {
 			if subtle.ConstantTimeCompare([]byte(token), []byte(mcpToken)) != 1 {
 				return nil, errors.New("unknown token")
