@@ -138,9 +138,10 @@ func (p *previewState) reset() {
 // previewDigest is the preview's fingerprint: what an approval approves.
 // With tracked tables it binds the changeset too (changeset.Set.Digest):
 // the rows' keys and values before, and what their columns change to,
-// but for the values the host declared generated and those f.masked
-// labels (the engine's, approval_fresh.go); and the tool's output unless
-// f found it fresh.
+// but for the values the host declared generated, read from f.masked
+// when set (an approved run's, its made values put back to the shown
+// ones: approval_fresh.go); and the tool's output unless f found it
+// fresh.
 func (r *Registry) previewDigest(pv *approval.Preview, f *fresh) string {
 	h := sha256.New()
 	var n [8]byte
@@ -298,11 +299,16 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, out []byt
 	}
 	if p.first != nil || p.mode == previewApprove {
 		// The shown run and the approved run: their digests are compared.
-		if err := r.bindMade(ctx, tx, pv.Changeset, &p.fresh); err != nil {
+		if err := r.bindMade(ctx, tx, pv.Changeset, &p.fresh, p.mode == previewApprove); err != nil {
 			return false, err
 		}
 	}
 	p.sum = r.previewDigest(pv, &p.fresh)
+	if p.mode == previewApprove && p.sum != p.want && p.fresh.masked != nil {
+		// Asked again, this run is the one shown: bind it as it is.
+		p.fresh.masked = nil
+		p.sum = r.previewDigest(pv, &p.fresh)
+	}
 	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
 	}

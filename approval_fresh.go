@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,18 +32,20 @@ import (
 //
 // A call that asks for approval therefore runs twice, both runs rolled
 // back, with the same data; the second run's preview is the one shown
-// and bound. A column of an inserted row whose value differs between
-// the runs is the engine's (made) if the catalog says the engine makes
-// it and the value is one the engine gave in that run: on PostgreSQL,
-// after the highest value the earlier run showed and no later than the
-// sequence's last value; on SQLite, next after the table's other rows.
-// The token carries the made columns and the highest value shown, so the
-// approved run checks its own values the same way. A value that repeats
-// a made or generated value of the same run (a new row's id in its
-// child's foreign key) is bound as a reference to that value. Every
-// other value, a quote read from elsewhere or a random value the tool
-// makes up, is bound as shown: the approved run that changes it asks
-// again, showing the new value, and commits nothing.
+// and bound, as it is. A column of an inserted row whose value differs
+// between the runs is the engine's (a made column) if the catalog says
+// the engine makes it and each value is one the engine gave in that run:
+// on PostgreSQL, after the highest value the earlier run inserted and no
+// later than the sequence's last value; on SQLite, next after the
+// table's other rows. The token carries the made columns and the values
+// the shown run gave them and the generated columns, in the order of the
+// rows; the approved run checks its own made values the same way, and
+// its digest reads its changeset with each of its made and generated
+// values, and any value that repeats one (a new row's id in its child's
+// foreign key), put back to the value the person was shown. Every other
+// value, a quote read from elsewhere or a random value the tool makes
+// up, is bound as shown: the approved run that changes it asks again,
+// showing the new value, and commits nothing.
 //
 // The tool's output is not the change: it goes to the model, not into
 // the database. When the change is bound row by row (a changeset of
@@ -57,12 +60,14 @@ import (
 type fresh struct {
 	result  bool            // the output differed and the change is bound row by row: left unbound
 	columns map[string]bool // freshKey(table, column): the engine makes these (made columns)
-	// floors holds, per made column on PostgreSQL, the highest value the
-	// shown run inserted: a later run's values come after it.
-	floors map[string]string
-	// masked is the run's changeset as its digest binds it (bindMade):
-	// made values and references to made or generated values replaced
-	// by labels; nil to bind the changeset as it is. Not in the token.
+	// shown holds, per made column the engine gave and per generated
+	// column, the values of the run the person was shown (during a
+	// request's second run, the first run's), in the order of the rows
+	// that set them.
+	shown map[string][]string
+	// masked is an approved run's changeset as its digest binds it, its
+	// made values put back to the shown ones (bindMade); nil to bind the
+	// changeset as it is. Not in the token.
 	masked *changeset.Set
 }
 
@@ -72,128 +77,133 @@ func freshKey(table, column string) string { return table + "\x00" + column }
 // first, b the second, whose preview is shown.
 func (r *Registry) revealFresh(ctx context.Context, tx *sql.Tx, a, b *approval.Preview) (fresh, error) {
 	f := fresh{result: !bytes.Equal(a.Result, b.Result) && b.Changeset != nil && b.Changeset.NotUndoable == ""}
-	if a.Changeset == nil || b.Changeset == nil || len(a.Changeset.Rows) != len(b.Changeset.Rows) {
+	if a.Changeset == nil || b.Changeset == nil {
 		return f, nil
 	}
-	for i, ra := range a.Changeset.Rows {
-		rb := b.Changeset.Rows[i]
-		if ra.Op != changeset.Insert || rb.Op != changeset.Insert || ra.Table != rb.Table {
-			continue // only an inserted row has values the engine makes
+	// The n-th row a run inserted into a table is the other run's n-th.
+	ins := func(set *changeset.Set) map[string][]changeset.Values {
+		m := make(map[string][]changeset.Values)
+		for _, row := range set.Rows {
+			if row.Op == changeset.Insert {
+				m[row.Table] = append(m[row.Table], row.After)
+			}
 		}
-		for c, v := range ra.After {
-			k := freshKey(ra.Table, c)
-			if bytes.Equal(v, rb.After[c]) || f.columns[k] {
-				continue
-			}
-			made, err := r.madeColumnsOf(ctx, tx, ra.Table)
-			if err != nil {
-				return f, err
-			}
-			if _, ok := made[c]; !ok {
-				continue // bound as shown
-			}
-			if f.columns == nil {
-				f.columns = make(map[string]bool)
-			}
-			f.columns[k] = true
-			if hi, ok := highest(a.Changeset, ra.Table, c); ok && r.tx.Engine == engine.Postgres {
-				if f.floors == nil {
-					f.floors = make(map[string]string)
+		return m
+	}
+	ia, ib := ins(a.Changeset), ins(b.Changeset)
+	for _, table := range slices.Sorted(maps.Keys(ia)) {
+		ra, rb := ia[table], ib[table]
+		if len(ra) != len(rb) {
+			continue
+		}
+		made, err := r.madeColumnsOf(ctx, tx, table)
+		if err != nil {
+			return f, err
+		}
+		for c := range made {
+			k := freshKey(table, c)
+			for i := range ra {
+				if !bytes.Equal(ra[i][c], rb[i][c]) {
+					if f.columns == nil {
+						f.columns, f.shown = make(map[string]bool), make(map[string][]string)
+					}
+					f.columns[k] = true
+					f.shown[k] = setValues(a.Changeset, table, c, false)
+					break
 				}
-				f.floors[k] = strconv.FormatInt(hi, 10)
 			}
 		}
 	}
 	return f, nil
 }
 
-// highest is the highest integer value of column in set's inserted rows
-// of table; false if one is not an integer, or there are none.
-func highest(set *changeset.Set, table, column string) (int64, bool) {
-	vals, ok := insertedInts(set, table, column)
-	if !ok || len(vals) == 0 {
-		return 0, false
-	}
-	return slices.Max(vals), true
-}
-
-// insertedInts returns the values of column in set's inserted rows of
-// table; false if one is not an integer.
-func insertedInts(set *changeset.Set, table, column string) ([]int64, bool) {
-	var vals []int64
+// setValues returns the values of column in the rows of set that set it
+// (inserted rows; and, with updated, updated rows that change it), as
+// JSON, in order; null values too.
+func setValues(set *changeset.Set, table, column string, updated bool) []string {
+	var vals []string
 	for _, row := range set.Rows {
-		if row.Table != table || row.Op != changeset.Insert {
-			continue
+		if row.Table == table && sets(row, column, updated) {
+			vals = append(vals, string(row.After[column]))
 		}
-		v, err := strconv.ParseInt(string(row.After[column]), 10, 64)
-		if err != nil {
-			return nil, false
-		}
-		vals = append(vals, v)
 	}
-	return vals, true
+	return vals
 }
 
-// bindMade decides, for a run whose digest an approval binds (the shown
-// run, the approved run), which values of set the engine made, and sets
-// f.masked to set as the digest binds it; f.floors becomes this run's,
-// for a token that shows this run.
-func (r *Registry) bindMade(ctx context.Context, tx *sql.Tx, set *changeset.Set, f *fresh) error {
-	f.masked = nil
+func sets(row changeset.Row, column string, updated bool) bool {
+	return row.Op == changeset.Insert || (updated && row.Op == changeset.Update && !bytes.Equal(row.Before[column], row.After[column]))
+}
+
+// bindMade finds, in a run whose digest an approval binds (the shown
+// run, the approved run), the made values the engine gave and the
+// generated values, and makes them f.shown, for a token that shows this
+// run. For an approved run (approved) it sets f.masked to set with those
+// values, and the values that repeat them, put back to the shown run's.
+func (r *Registry) bindMade(ctx context.Context, tx *sql.Tx, set *changeset.Set, f *fresh, approved bool) error {
+	prev := f.shown
+	f.shown, f.masked = nil, nil
 	if set == nil {
 		return nil
 	}
-	made := make(map[string]bool, len(f.columns))
-	var floors map[string]string
+	cur := make(map[string][]string)
 	for k := range f.columns {
 		table, column, _ := strings.Cut(k, "\x00")
-		vals, ok := insertedInts(set, table, column)
-		if !ok || len(vals) == 0 {
-			continue // bound as shown
-		}
-		if r.tx.Engine == engine.Postgres {
-			if floors == nil {
-				floors = make(map[string]string)
-			}
-			floors[k] = strconv.FormatInt(slices.Max(vals), 10)
-		}
-		ok, err := r.engineGave(ctx, tx, set, table, column, vals, f.floors[k])
+		vals := setValues(set, table, column, false)
+		ok, err := r.engineGave(ctx, tx, set, table, column, vals, prev[k])
 		if err != nil {
 			return err
 		}
-		made[k] = ok
+		if ok {
+			cur[k] = vals
+		}
 	}
-	f.floors = floors
-	f.masked = maskMade(set, made, r.tracked.isGenerated)
+	for _, row := range set.Rows {
+		for c := range row.After {
+			if k := freshKey(row.Table, c); r.tracked.isGenerated(row.Table, c) && cur[k] == nil && sets(row, c, true) {
+				cur[k] = setValues(set, row.Table, c, true)
+			}
+		}
+	}
+	if len(cur) > 0 {
+		f.shown = cur
+	}
+	if approved {
+		f.masked = putBack(set, cur, prev)
+	}
 	return nil
 }
 
 // engineGave reports whether the engine gave vals, the values of column
-// in the rows set inserted into table, in this run; floor is the highest
-// value the shown run inserted (PostgreSQL).
-func (r *Registry) engineGave(ctx context.Context, tx *sql.Tx, set *changeset.Set, table, column string, vals []int64, floor string) (bool, error) {
+// in the rows set inserted into table, in this run; prev are the values
+// of the run before (PostgreSQL).
+func (r *Registry) engineGave(ctx context.Context, tx *sql.Tx, set *changeset.Set, table, column string, vals, prev []string) (bool, error) {
 	cols, err := r.madeColumnsOf(ctx, tx, table)
 	if err != nil {
 		return false, err
 	}
 	mc, ok := cols[column]
-	if !ok {
+	ints, ok2 := parseInts(vals)
+	if !ok || !ok2 || len(ints) == 0 {
 		return false, nil
 	}
 	if r.tx.Engine == engine.Postgres {
-		// A sequence only moves on: the run's values come after the
-		// shown run's highest, and no later than the last value the
-		// sequence gave (any session's, so a value given by the
-		// statement could pass only if it falls among those).
-		lo, err := strconv.ParseInt(floor, 10, 64)
-		if err != nil {
+		// A sequence only moves on: the run's values come after the run
+		// before's, and no later than the last value the sequence gave
+		// (any session's: a value given by the statement passes only if
+		// it falls among those).
+		before, ok := parseInts(prev)
+		if !ok || len(before) == 0 {
 			return false, nil
+		}
+		lo := slices.Max(before)
+		if mc.down {
+			lo = slices.Min(before)
 		}
 		var last sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT CASE WHEN has_sequence_privilege($1::regclass, 'SELECT, USAGE') THEN pg_sequence_last_value($1::regclass) END`, mc.seq).Scan(&last); err != nil {
 			return false, fmt.Errorf("llmtool: read sequence %s: %w", mc.seq, err)
 		}
-		for _, v := range vals {
+		for _, v := range ints {
 			if !last.Valid || (!mc.down && (v <= lo || v > last.Int64)) || (mc.down && (v >= lo || v < last.Int64)) {
 				return false, nil
 			}
@@ -203,7 +213,7 @@ func (r *Registry) engineGave(ctx context.Context, tx *sql.Tx, set *changeset.Se
 	// SQLite gives a new row the rowid after the table's highest: the
 	// run's values come after every other row's, deleted ones included,
 	// one each.
-	ids, _ := json.Marshal(vals)
+	ids, _ := json.Marshal(ints)
 	var hi sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT max(rowid) FROM `+quoteIdent(table)+` WHERE rowid NOT IN (SELECT value FROM json_each(?))`, string(ids)).Scan(&hi); err != nil {
 		return false, fmt.Errorf("llmtool: read table %s's rowids: %w", table, err)
@@ -219,46 +229,73 @@ func (r *Registry) engineGave(ctx context.Context, tx *sql.Tx, set *changeset.Se
 			}
 		}
 	}
-	for _, v := range vals {
-		if v <= hi.Int64 || v > hi.Int64+int64(len(vals)) {
+	for _, v := range ints {
+		if v <= hi.Int64 || v > hi.Int64+int64(len(ints)) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-// maskMade returns set as a digest binds it: in inserted rows, the values
-// of made columns (made[freshKey] true) replaced by labels, and any value
-// a row sets that repeats a made or generated value of the same set
-// replaced by that value's label, numbered in the order the rows set
-// them; so the digest binds a reference to the new value, not the value.
-func maskMade(set *changeset.Set, made map[string]bool, generated func(table, column string) bool) *changeset.Set {
-	labels := make(map[string]json.RawMessage)
-	for _, row := range set.Rows {
-		for _, c := range sortedCols(row.After) {
-			v := row.After[c]
-			if string(v) == "null" || !(generated(row.Table, c) || (row.Op == changeset.Insert && made[freshKey(row.Table, c)])) {
-				continue
+func parseInts(vals []string) ([]int64, bool) {
+	ints := make([]int64, len(vals))
+	for i, s := range vals {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		ints[i] = v
+	}
+	return ints, true
+}
+
+// putBack returns set with its made and generated values (cur, by
+// column, in the order of the rows that set them) put back to the shown
+// run's (shown), and every other value a row sets that repeats one of
+// them put back too, where it repeats values that were all one value
+// when shown; nil when there is nothing to put back. A column whose
+// values are not as many as shown stays as it is, and so differs.
+func putBack(set *changeset.Set, cur, shown map[string][]string) *changeset.Set {
+	to := make(map[string]string) // a value of this run → the shown one
+	mixed := make(map[string]bool)
+	for k, vals := range cur {
+		if len(vals) != len(shown[k]) {
+			continue
+		}
+		for i, v := range vals {
+			if w, ok := to[v]; ok && w != shown[k][i] {
+				mixed[v] = true
 			}
-			if _, ok := labels[string(v)]; !ok {
-				labels[string(v)] = json.RawMessage(fmt.Sprintf(`{"$made":%d}`, len(labels)+1))
-			}
+			to[v] = shown[k][i]
 		}
 	}
-	if len(labels) == 0 {
+	for v := range mixed {
+		delete(to, v)
+	}
+	if len(to) == 0 {
 		return nil
 	}
 	out := &changeset.Set{ID: set.ID, NotUndoable: set.NotUndoable, Rows: make([]changeset.Row, len(set.Rows))}
+	at := make(map[string]int) // position of the next value per column
 	for i, row := range set.Rows {
 		out.Rows[i] = row
 		if row.Op == changeset.Delete {
 			continue
 		}
 		after := make(changeset.Values, len(row.After))
-		for c, v := range row.After {
-			l, ok := labels[string(v)]
-			if ok && !generated(row.Table, c) && (row.Op == changeset.Insert || !bytes.Equal(row.Before[c], v)) {
-				v = l // a value the row sets, not one it keeps
+		for _, c := range sortedCols(row.After) {
+			v := row.After[c]
+			k := freshKey(row.Table, c)
+			switch vals, made := cur[k]; {
+			case made && sets(row, c, true):
+				if n := at[k]; len(vals) == len(shown[k]) {
+					v = json.RawMessage(shown[k][n])
+				}
+				at[k]++
+			case sets(row, c, true):
+				if w, ok := to[string(v)]; ok {
+					v = json.RawMessage(w) // a reference to a made value
+				}
 			}
 			after[c] = v
 		}
@@ -365,23 +402,24 @@ func readMadeColumns(ctx context.Context, tx *sql.Tx, e engine.Engine, table str
 	return cols, nil
 }
 
-// encode writes f for a token: "r" or "-" for the output, then the made
-// columns' keys in order, a line each, with "\x00" and the floor when
-// there is one.
+// encode writes f for a token: "r" or "-" for the output, then a line
+// per made column ("table\x00column") and a line per column with shown
+// values ("=table\x00column\x00" and their JSON array), in order.
 func (f *fresh) encode() string {
-	keys := make([]string, 0, len(f.columns))
+	lines := make([]string, 0, len(f.columns)+len(f.shown))
 	for k := range f.columns {
-		if fl, ok := f.floors[k]; ok {
-			k += "\x00" + fl
-		}
-		keys = append(keys, k)
+		lines = append(lines, k)
 	}
-	slices.Sort(keys)
+	for k, vals := range f.shown {
+		b, _ := json.Marshal(vals)
+		lines = append(lines, "="+k+"\x00"+string(b))
+	}
+	slices.Sort(lines)
 	head := "-"
 	if f.result {
 		head = "r"
 	}
-	return strings.Join(append([]string{head}, keys...), "\n")
+	return strings.Join(append([]string{head}, lines...), "\n")
 }
 
 // decodeFresh reads what encode wrote; a token is signed, so it holds
@@ -389,20 +427,22 @@ func (f *fresh) encode() string {
 func decodeFresh(s string) fresh {
 	lines := strings.Split(s, "\n")
 	f := fresh{result: lines[0] == "r"}
-	for _, k := range lines[1:] {
+	for _, line := range lines[1:] {
+		if v, ok := strings.CutPrefix(line, "="); ok {
+			table, rest, _ := strings.Cut(v, "\x00")
+			column, vals, _ := strings.Cut(rest, "\x00")
+			if f.shown == nil {
+				f.shown = make(map[string][]string)
+			}
+			var shown []string
+			_ = json.Unmarshal([]byte(vals), &shown)
+			f.shown[freshKey(table, column)] = shown
+			continue
+		}
 		if f.columns == nil {
 			f.columns = make(map[string]bool)
 		}
-		table, rest, _ := strings.Cut(k, "\x00")
-		column, floor, ok := strings.Cut(rest, "\x00")
-		k = freshKey(table, column)
-		f.columns[k] = true
-		if ok {
-			if f.floors == nil {
-				f.floors = make(map[string]string)
-			}
-			f.floors[k] = floor
-		}
+		f.columns[line] = true
 	}
 	return f
 }
