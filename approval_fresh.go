@@ -65,6 +65,10 @@ type fresh struct {
 	// request's second run, the first run's), in the order of the rows
 	// that set them.
 	shown map[string][]string
+	// refs holds, per column of the shown run that repeats made or
+	// generated values (a child's foreign key to a new row), the columns
+	// whose values it repeats.
+	refs map[string][]string
 	// masked is an approved run's changeset as its digest binds it, its
 	// made values put back to the shown ones (bindMade); nil to bind the
 	// changeset as it is. Not in the token.
@@ -140,8 +144,8 @@ func sets(row changeset.Row, column string, updated bool) bool {
 // run. For an approved run (approved) it sets f.masked to set with those
 // values, and the values that repeat them, put back to the shown run's.
 func (r *Registry) bindMade(ctx context.Context, tx *sql.Tx, set *changeset.Set, f *fresh, approved bool) error {
-	prev := f.shown
-	f.shown, f.masked = nil, nil
+	prev, prevRefs := f.shown, f.refs
+	f.shown, f.refs, f.masked = nil, nil, nil
 	if set == nil {
 		return nil
 	}
@@ -165,12 +169,44 @@ func (r *Registry) bindMade(ctx context.Context, tx *sql.Tx, set *changeset.Set,
 		}
 	}
 	if len(cur) > 0 {
-		f.shown = cur
+		f.shown, f.refs = cur, repeats(set, cur)
 	}
 	if approved {
-		f.masked = putBack(set, cur, prev)
+		f.masked = putBack(set, cur, prev, prevRefs)
 	}
 	return nil
+}
+
+// repeats finds the columns whose values, in the rows of set that set
+// them, repeat values of cur's columns (made and generated), and which.
+func repeats(set *changeset.Set, cur map[string][]string) map[string][]string {
+	in := make(map[string][]string) // a value → the columns of cur that hold it
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		for _, v := range cur[k] {
+			if v != "null" && !slices.Contains(in[v], k) {
+				in[v] = append(in[v], k)
+			}
+		}
+	}
+	var refs map[string][]string
+	for _, row := range set.Rows {
+		for c, v := range row.After {
+			k := freshKey(row.Table, c)
+			if _, made := cur[k]; made || !sets(row, c, true) {
+				continue
+			}
+			for _, m := range in[string(v)] {
+				if refs == nil {
+					refs = make(map[string][]string)
+				}
+				if !slices.Contains(refs[k], m) {
+					refs[k] = append(refs[k], m)
+					slices.Sort(refs[k])
+				}
+			}
+		}
+	}
+	return refs
 }
 
 // engineGave reports whether the engine gave vals, the values of column
@@ -251,26 +287,20 @@ func parseInts(vals []string) ([]int64, bool) {
 
 // putBack returns set with its made and generated values (cur, by
 // column, in the order of the rows that set them) put back to the shown
-// run's (shown), and every other value a row sets that repeats one of
-// them put back too, where it repeats values that were all one value
-// when shown; nil when there is nothing to put back. A column whose
-// values are not as many as shown stays as it is, and so differs.
-func putBack(set *changeset.Set, cur, shown map[string][]string) *changeset.Set {
-	to := make(map[string]string) // a value of this run → the shown one
-	mixed := make(map[string]bool)
+// run's (shown), and the values of the columns that repeated them in the
+// shown run (refs) put back too where they repeat one; nil when there is
+// nothing to put back. A column whose values are not as many as shown
+// stays as it is, and so differs.
+func putBack(set *changeset.Set, cur, shown, refs map[string][]string) *changeset.Set {
+	to := make(map[string]map[string]string) // per column, a value of this run → the shown one
 	for k, vals := range cur {
 		if len(vals) != len(shown[k]) {
 			continue
 		}
+		to[k] = make(map[string]string, len(vals))
 		for i, v := range vals {
-			if w, ok := to[v]; ok && w != shown[k][i] {
-				mixed[v] = true
-			}
-			to[v] = shown[k][i]
+			to[k][v] = shown[k][i]
 		}
-	}
-	for v := range mixed {
-		delete(to, v)
 	}
 	if len(to) == 0 {
 		return nil
@@ -293,8 +323,11 @@ func putBack(set *changeset.Set, cur, shown map[string][]string) *changeset.Set 
 				}
 				at[k]++
 			case sets(row, c, true):
-				if w, ok := to[string(v)]; ok {
-					v = json.RawMessage(w) // a reference to a made value
+				for _, m := range refs[k] {
+					if w, ok := to[m][string(v)]; ok {
+						v = json.RawMessage(w) // a reference to a made value
+						break
+					}
 				}
 			}
 			after[c] = v
@@ -403,16 +436,20 @@ func readMadeColumns(ctx context.Context, tx *sql.Tx, e engine.Engine, table str
 }
 
 // encode writes f for a token: "r" or "-" for the output, then a line
-// per made column ("table\x00column") and a line per column with shown
-// values ("=table\x00column\x00" and their JSON array), in order.
+// per made column ("table\x00column"), a line per column with shown
+// values ("=table\x00column\x00" and their JSON array) and one per
+// column that repeats them ("@table\x00column\x00" and the columns'
+// JSON array), in order.
 func (f *fresh) encode() string {
-	lines := make([]string, 0, len(f.columns)+len(f.shown))
+	lines := make([]string, 0, len(f.columns)+len(f.shown)+len(f.refs))
 	for k := range f.columns {
 		lines = append(lines, k)
 	}
-	for k, vals := range f.shown {
-		b, _ := json.Marshal(vals)
-		lines = append(lines, "="+k+"\x00"+string(b))
+	for prefix, m := range map[string]map[string][]string{"=": f.shown, "@": f.refs} {
+		for k, vals := range m {
+			b, _ := json.Marshal(vals)
+			lines = append(lines, prefix+k+"\x00"+string(b))
+		}
 	}
 	slices.Sort(lines)
 	head := "-"
@@ -428,15 +465,19 @@ func decodeFresh(s string) fresh {
 	lines := strings.Split(s, "\n")
 	f := fresh{result: lines[0] == "r"}
 	for _, line := range lines[1:] {
-		if v, ok := strings.CutPrefix(line, "="); ok {
-			table, rest, _ := strings.Cut(v, "\x00")
+		if line != "" && (line[0] == '=' || line[0] == '@') {
+			table, rest, _ := strings.Cut(line[1:], "\x00")
 			column, vals, _ := strings.Cut(rest, "\x00")
-			if f.shown == nil {
-				f.shown = make(map[string][]string)
+			m := &f.shown
+			if line[0] == '@' {
+				m = &f.refs
 			}
-			var shown []string
-			_ = json.Unmarshal([]byte(vals), &shown)
-			f.shown[freshKey(table, column)] = shown
+			if *m == nil {
+				*m = make(map[string][]string)
+			}
+			var list []string
+			_ = json.Unmarshal([]byte(vals), &list)
+			(*m)[freshKey(table, column)] = list
 			continue
 		}
 		if f.columns == nil {
