@@ -37,15 +37,23 @@ import (
 // the engine makes it and each value is one the engine gave in that run:
 // on PostgreSQL, after the highest value the earlier run inserted and no
 // later than the sequence's last value; on SQLite, next after the
-// table's other rows. The token carries the made columns and the values
+// table's other rows. The token carries the made columns, the values
 // the shown run gave them and the generated columns, in the order of the
-// rows; the approved run checks its own made values the same way, and
-// its digest reads its changeset with each of its made and generated
-// values, and any value that repeats one (a new row's id in its child's
-// foreign key), put back to the value the person was shown. Every other
-// value, a quote read from elsewhere or a random value the tool makes
-// up, is bound as shown: the approved run that changes it asks again,
-// showing the new value, and commits nothing.
+// rows, and which columns repeated those values (a new row's id in its
+// child's foreign key). The approved run checks its own made values the
+// same way, and its digest reads its changeset with its made and
+// generated values, and the values of those columns that repeat them,
+// put back to the values the person was shown. Every other value, a
+// quote read from elsewhere or a random value the tool makes up, is
+// bound as shown: the approved run that changes it asks again, showing
+// the new value, and commits nothing.
+//
+// A value the statement gives passes for the engine's only if it falls
+// among the values the sequence gave since the shown run (on SQLite,
+// only if it is the rowid the engine would have given). What the check
+// cannot tell apart otherwise asks again: a sequence with CACHE above 1
+// whose sessions hand out values out of order, an AUTOINCREMENT rowid
+// after a deleted highest row, a new id repeated inside a text.
 //
 // The tool's output is not the change: it goes to the model, not into
 // the database. When the change is bound row by row (a changeset of
