@@ -63,6 +63,10 @@ const (
 	previewDryRun              // roll back and answer with the preview
 	previewRequest             // roll back and answer with an approval request
 	previewApprove             // commit only if the preview's digest is want
+	// previewIfDeletes commits unless the run deletes rows, and then asks
+	// as previewRequest does (undo_changes where the tenant requires
+	// approval of destructive tools: approval_undo.go).
+	previewIfDeletes
 )
 
 // previewState is a write call's preview bookkeeping.
@@ -75,7 +79,8 @@ type previewState struct {
 	held  bool   // previewApprove: the nonce is reserved in memory (approvals.reserve)
 	sum   string // the digest of preview, once built
 	// fresh is what the tool makes afresh on each run, found by a
-	// request's second run; an approved run reads it from its token.
+	// request's second run; an approved run reads it from its token
+	// (approval_fresh.go).
 	fresh fresh
 	first *approval.Preview // previewRequest: the first run's preview, during the second
 
@@ -148,8 +153,10 @@ func buildPreview(out []byte, counts []dbconn.TableCount, summary string, set *c
 // previewDigest is the preview's fingerprint: what an approval approves.
 // With tracked tables it binds the changeset too (changeset.Set.Digest):
 // the rows' keys and values before, and what their columns change to,
-// but for the values the host declared generated or f found fresh; and
-// the tool's output unless f found it fresh.
+// but for the values the host declared generated, read from f.masked
+// when set (an approved run's, its made values put back to the shown
+// ones: approval_fresh.go); and the tool's output unless f found it
+// fresh.
 func (r *Registry) previewDigest(pv *approval.Preview, f *fresh) string {
 	h := sha256.New()
 	var n [8]byte
@@ -171,29 +178,40 @@ func (r *Registry) previewDigest(pv *approval.Preview, f *fresh) string {
 		}
 	}
 	field([]byte(pv.Summary))
-	if pv.Changeset != nil {
-		field([]byte(pv.Changeset.Digest(func(table, column string) bool {
-			return r.tracked.isGenerated(table, column) || f.columns[freshKey(table, column)]
-		})))
+	set := pv.Changeset
+	if f.masked != nil {
+		set = f.masked
+	}
+	if set != nil {
+		field([]byte(set.Digest(r.tracked.isGenerated)))
 	}
 	var sum [sha256.Size]byte
 	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
 }
 
-// needsApproval reports whether a call of t in ctx's tenant needs approval:
-// the tool says so, or the tenant's settings do (tenant.Settings.SetApproval).
-func (r *Registry) needsApproval(ctx context.Context, t *Tool) bool {
+// approvalMode is how a call of t in ctx's tenant previews for approval:
+// previewRequest when the tool says so, or the tenant's settings do
+// (tenant.Settings.SetApproval); previewIfDeletes for the undo of
+// changes where the tenant requires approval of destructive tools
+// (approval_undo.go); else previewNone.
+func (r *Registry) approvalMode(ctx context.Context, t *Tool) previewMode {
 	if t.spec.ReadOnly {
-		return false
+		return previewNone
 	}
 	st := r.tenants.Get(ctx, nil, TenantFrom(ctx))
 	if on, ok := st.Approval[t.spec.Name]; ok {
-		return on
+		if on {
+			return previewRequest
+		}
+		return previewNone
 	}
-	if t.spec.NeedsApproval {
-		return true
+	switch {
+	case t.spec.NeedsApproval || (t.spec.Destructive && st.Approval[""]):
+		return previewRequest
+	case st.Approval[""] && isUndoTool(t):
+		return previewIfDeletes
 	}
-	return t.spec.Destructive && st.Approval[""]
+	return previewNone
 }
 
 // approvalOutcome is the call's approval step, for the audit record.
@@ -247,8 +265,10 @@ func (r *Registry) prepareApproval(ctx context.Context, t *Tool, call *Call, arg
 		return &previewState{mode: previewApprove, args: ad, want: c.Preview, nonce: c.Nonce, exp: c.Expires, fresh: decodeFresh(c.Fresh)}, nil
 	case call.DryRun:
 		return &previewState{mode: previewDryRun}, nil
-	case r.needsApproval(ctx, t):
-		p = &previewState{mode: previewRequest, args: argsDigest(args)}
+	default:
+		if mode := r.approvalMode(ctx, t); mode != previewNone {
+			p = &previewState{mode: mode, args: argsDigest(args)}
+		}
 	}
 	return p, nil
 }
@@ -280,10 +300,29 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, pv *appro
 	if p.mode == previewDryRun {
 		return false, nil
 	}
+	if p.mode == previewIfDeletes {
+		if !deletesRows(pv) {
+			return true, nil // the tool that makes this change would not ask
+		}
+		p.mode = previewRequest // so Registry.call runs it again, as a request
+	}
 	if p.first != nil {
-		p.fresh = revealFresh(p.first, pv)
+		if p.fresh, err = r.revealFresh(ctx, tx, p.first, pv); err != nil {
+			return false, err
+		}
+	}
+	if p.first != nil || p.mode == previewApprove {
+		// The shown run and the approved run: their digests are compared.
+		if err := r.bindMade(ctx, tx, pv.Changeset, &p.fresh, p.mode == previewApprove); err != nil {
+			return false, err
+		}
 	}
 	p.sum = r.previewDigest(pv, &p.fresh)
+	if p.mode == previewApprove && p.sum != p.want && p.fresh.masked != nil {
+		// Asked again, this run is the one shown: bind it as it is.
+		p.fresh.masked = nil
+		p.sum = r.previewDigest(pv, &p.fresh)
+	}
 	if p.mode == previewRequest || p.sum != p.want {
 		return false, nil
 	}
@@ -330,6 +369,8 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 		if p.sum == p.want {
 			return nil
 		}
+	case previewIfDeletes:
+		return nil // it deleted nothing, and committed
 	}
 	if p.args == "" {
 		p.args = argsDigest(args)

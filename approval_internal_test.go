@@ -62,3 +62,26 @@ func TestFreshInToken(t *testing.T) {
 		require.Equal(t, f, decodeFresh(c.Fresh))
 	}
 }
+
+// TestFreshValuesInToken: the values the shown run gave its made and
+// generated columns, and the columns that repeated them, come back from
+// the token as they went in, whatever bytes the values hold.
+func TestFreshValuesInToken(t *testing.T) {
+	t.Parallel()
+	var a approvals
+	a.init(nil)
+	ctx := context.Background()
+	f := fresh{
+		result:  true,
+		columns: map[string]bool{freshKey("notes", "id"): true},
+		shown: map[string][]string{
+			freshKey("notes", "id"):         {"7", "8"},
+			freshKey("notes", "updated_at"): {`"2026-12-07 23:00:00"`, "null", `"line\nbreak \u0000"`},
+		},
+		refs: map[string][]string{freshKey("children", "note_id"): {freshKey("notes", "id")}},
+	}
+	tok, _ := a.seal(ctx, "add_note", "args", "digest", f.encode())
+	c, err := a.open(ctx, "add_note", "args", tok)
+	require.NoError(t, err)
+	require.Equal(t, f, decodeFresh(c.Fresh))
+}

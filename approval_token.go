@@ -61,6 +61,8 @@ type approvals struct {
 	spentMu sync.Mutex
 	spent   map[int64]int64 // nonce → the token's expiry (Unix seconds)
 	sweeps  int
+
+	made madeColumns // the columns whose values the engine makes (approval_fresh.go)
 }
 
 // reserve records nonce as used until exp, and reports false if it was

@@ -663,9 +663,11 @@ var freshTools = llmtool.DefineTools("cs_fresh",
 )
 
 // TestChangesetApprovalFreshValues: values a tool makes afresh on each
-// run, undeclared, do not make every approval fail (the request's second
-// run finds them), while the rows' values before, and values the tool
-// takes from other data, stay bound.
+// run do not make every approval fail where they carry no decision (a
+// sequence's new id, found by the request's second run; a token in a
+// column the host declares generated), while the rows' values before,
+// and values the tool takes from other data, stay bound. A token the
+// host does not declare asks again: TestApprovalFreshValueBound.
 func TestChangesetApprovalFreshValues(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -675,15 +677,19 @@ func TestChangesetApprovalFreshValues(t *testing.T) {
 		// title before; after: its content after); "" when the approval
 		// commits.
 		before, after string
+		generated     bool // the host declares notes.content generated
 	}{
-		{"a new id, token and output", "fresh_add", `{"title": "New"}`, "", "", ""},
-		{"a new token in a row", "fresh_touch", `{"id": 1}`, "", "", ""},
-		{"the row changed before", "fresh_touch", `{"id": 1}`, `UPDATE notes SET title = 'Renamed' WHERE id = 1`, `"Renamed"`, ""},
-		{"a value from other data", "fresh_count", `{"id": 1}`, `UPDATE stats SET n = 42 WHERE k = 'notes'`, "", `"42"`},
+		{"a new id, token and output", "fresh_add", `{"title": "New"}`, "", "", "", true},
+		{"a new token in a row", "fresh_touch", `{"id": 1}`, "", "", "", true},
+		{"the row changed before", "fresh_touch", `{"id": 1}`, `UPDATE notes SET title = 'Renamed' WHERE id = 1`, `"Renamed"`, "", true},
+		{"a value from other data", "fresh_count", `{"id": 1}`, `UPDATE stats SET n = 42 WHERE k = 'notes'`, "", `"42"`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newCSFixture(t)
+			if tc.generated {
+				f.opts.Changesets.Generated = map[string][]string{"notes": {"updated_at", "content"}}
+			}
 			reg := newRegistryOpts(t, f.db, &f.opts, changesetTools, freshTools)
 			ctx := context.Background()
 			require.False(t, reg.Invoke(ctx, llmtool.Call{Tool: "cs_add", Args: []byte(`{"title": "First"}`)}).IsError)

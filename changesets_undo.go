@@ -174,6 +174,7 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 	}
 	me := principalID(c)
 	out := undoOut{Undone: []int64{}}
+	var undone []changeset.Entry // for the person who approves it (approval_undo.go)
 	u := undoer{c: c, sqlite: cs.reg.tx.Engine == engine.SQLite}
 	for _, e := range entries {
 		if in.Since != nil && (e.UndoneBy != 0 || (e.UndoOf != 0 && inRange[e.UndoOf])) {
@@ -198,13 +199,14 @@ func (cs *callState) undo(c *WriteCtx, in undoIn) (undoOut, error) {
 		}
 		out.Undone = append(out.Undone, e.ID)
 		cs.undid = append(cs.undid, e.ID)
+		undone = append(undone, e)
 	}
 	if len(u.conflicts) > 0 {
 		cs.undid = nil
 		return undoOut{}, Conflict("Nothing was undone, because %d row(s) changed since: %s.", len(u.conflicts), strings.Join(u.conflicts, "; ")).
 			Next("Tell the user which rows changed, and ask what to do.")
 	}
-	c.Describe("Undo changes %s", joinIDs(out.Undone))
+	c.Describe("%s", describeUndo(undone))
 	return out, nil
 }
 

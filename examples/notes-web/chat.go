@@ -333,7 +333,14 @@ func (a *app) undo(w http.ResponseWriter, r *http.Request, ws *workspace) {
 
 func (a *app) undoIn(w http.ResponseWriter, r *http.Request, ws *workspace, c *conversation, id int64) {
 	args, _ := json.Marshal(map[string]int64{"id": id})
-	res := ws.reg.Invoke(ws.as(r.Context()), llmtool.Call{Tool: "undo_changes", Args: args, Conversation: c.conversationID()})
+	call := llmtool.Call{Tool: "undo_changes", Args: args, Conversation: c.conversationID()}
+	res := ws.reg.Invoke(ws.as(r.Context()), call)
+	if res.Approval != nil {
+		// An undo that deletes rows asks, as deleting a note does; the
+		// person pressed Undo on the change themselves, which approves it.
+		call.Approval = &approval.Answer{Token: res.Approval.Token, Approved: true}
+		res = ws.reg.Invoke(ws.as(r.Context()), call)
+	}
 	if res.IsError {
 		writeJSON(w, item{"ok": false, "error": res.Text()})
 		return
