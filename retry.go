@@ -343,13 +343,17 @@ func newTurns() turns { return turns{token: make(chan struct{}, 1)} }
 
 // before readies p's next run: it takes the turn for a call that lost
 // starveAfter runs, or lets any call that waits for the turn or holds it
-// go first. It returns ctx's error if ctx ends while it waits. A nil
-// turns lets every run go.
+// go first. It returns ctx's error if ctx ends while it waits, and
+// context.DeadlineExceeded once p's deadline passes (Options.RetryFor
+// after the first run, for a call whose context has none): a waiting call
+// keeps to its own deadline. A nil turns lets every run go.
 func (tu *turns) before(ctx context.Context, p *retry) error {
 	switch {
 	case tu == nil, p.alone:
 		return nil
 	case p.runs >= starveAfter:
+		ctx, cancel := context.WithDeadline(ctx, p.deadline)
+		defer cancel()
 		if err := tu.take(ctx); err != nil {
 			return err
 		}
@@ -364,6 +368,8 @@ func (tu *turns) before(ctx context.Context, p *retry) error {
 	if free == nil {
 		return nil
 	}
+	ctx, cancel := context.WithDeadline(ctx, p.deadline)
+	defer cancel()
 	select {
 	case <-free:
 		return nil

@@ -113,10 +113,10 @@ func TestTurns(t *testing.T) {
 	t.Parallel()
 	tu := newTurns()
 	ctx := context.Background()
-	fresh := &retry{runs: 1}
+	fresh := &retry{runs: 1, deadline: time.Now().Add(time.Hour)}
 	require.NoError(t, tu.before(ctx, fresh), "no starving call: a run goes")
 
-	starving := &retry{runs: starveAfter}
+	starving := &retry{runs: starveAfter, deadline: time.Now().Add(time.Hour)}
 	require.NoError(t, tu.before(ctx, starving))
 	require.True(t, starving.alone)
 	require.Equal(t, starveAfter, starving.base, "its pauses start over")
@@ -124,7 +124,7 @@ func TestTurns(t *testing.T) {
 
 	waited := make(chan error, 1)
 	go func() { waited <- tu.before(ctx, fresh) }()
-	second := &retry{runs: starveAfter + 2}
+	second := &retry{runs: starveAfter + 2, deadline: time.Now().Add(time.Hour)}
 	took := make(chan error, 1)
 	go func() { took <- tu.before(ctx, second) }()
 	for tu.want.Load() < 2 { // the second starving call waits for the turn
@@ -133,8 +133,12 @@ func TestTurns(t *testing.T) {
 
 	short, cancel := context.WithCancel(ctx)
 	cancel()
-	require.ErrorIs(t, tu.before(short, &retry{runs: 1}), context.Canceled, "a run whose context ended stops waiting")
-	require.ErrorIs(t, tu.before(short, &retry{runs: starveAfter}), context.Canceled, "so does a starving call's")
+	require.ErrorIs(t, tu.before(short, &retry{runs: 1, deadline: time.Now().Add(time.Hour)}), context.Canceled, "a run whose context ended stops waiting")
+	require.ErrorIs(t, tu.before(short, &retry{runs: starveAfter, deadline: time.Now().Add(time.Hour)}), context.Canceled, "so does a starving call's")
+	// A call whose context has no deadline keeps to its own (RetryFor).
+	past := time.Now().Add(-time.Millisecond)
+	require.ErrorIs(t, tu.before(ctx, &retry{runs: 1, deadline: past}), context.DeadlineExceeded, "a run past its deadline stops waiting")
+	require.ErrorIs(t, tu.before(ctx, &retry{runs: starveAfter, deadline: past}), context.DeadlineExceeded, "so does a starving call's")
 
 	tu.leave() // the first starving call ends; the second takes the turn
 	require.NoError(t, <-took)
