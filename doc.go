@@ -214,11 +214,13 @@
 //
 // Exact approval: an approval's Preview.Changeset shows the person each row,
 // and the token binds its digest, so if anyone changes those rows before the
-// person answers, nothing is saved and they are asked again. Values a tool
-// makes afresh on each run are bound as changed, not to what: the columns
-// declared Generated, and what differs between the two rolled-back runs of a
-// call that asks for approval (a new id from a sequence, the time, a random
-// token). [Call].DryRun returns the changeset too.
+// person answers, nothing is saved and they are asked again. What the person
+// approves is what commits: a call that asks for approval runs twice, both
+// rolled back, and shows the second run; of the values that differ, only the
+// engine's new ids (a sequence's, a rowid) and the columns declared
+// Generated are bound as changed rather than to what, and any other value is
+// bound as shown, so an approved run that would commit another one asks
+// again. [Call].DryRun returns the changeset too.
 //
 // History: each committed changeset is stored in llmtool_changes in the
 // write's own transaction (it exists if and only if the write committed),
