@@ -1,54 +1,37 @@
 package llmtool
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"hash"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/internal/dbconn"
-	"github.com/llmtool/llmtool/internal/schema"
+	"github.com/llmtool/llmtool/internal/token"
 )
 
-// Approval tokens: what they bind, how they are signed and checked, and
-// how a used one is remembered (approval.go has the flow).
+// Approval tokens: what they bind and what a refusal says (approval.go
+// has the flow). Signing, checking and the memory of used tokens are
+// internal/token's.
 
-// approvalClaims are what a token binds.
+// approvalPurpose names approval tokens and their format among the
+// tokens one key signs.
+const approvalPurpose = "llmtool-approval-2"
+
+// approvalClaims are what a token binds: the call (tool, arguments,
+// principal, tenant, expiry, nonce) and the approval's own claims.
 type approvalClaims struct {
-	Tool      string
-	Args      string // digest of the canonical arguments
-	Principal string
-	Tenant    string
-	Preview   string // digest of the approved preview
-	Fresh     string // what the preview's digest left unbound (fresh.encode)
-	Expires   int64  // Unix seconds
-	Nonce     int64  // unique, 63 bits: the used tokens' key
+	token.Claims
+	Preview string // digest of the approved preview
+	Fresh   string // what the preview's digest left unbound (fresh.encode)
 }
 
 // approvals is a registry's approval configuration.
 type approvals struct {
-	key  []byte
-	ttl  time.Duration
-	now  func() time.Time
-	macs sync.Pool // HMAC-SHA256 hashes keyed with key, reset between uses
-
-	// Nonces need to be unique, not secret (the token is signed): a
-	// random start per registry, then a counter.
-	nonceBase uint64
-	nonces    atomic.Uint64
+	key    []byte // the signer's, for a test's replica
+	signer *token.Signer
+	ttl    time.Duration
+	now    func() time.Time
 
 	// spend records a token's nonce as used, in the approved call's
 	// transaction (shared keys only).
@@ -57,59 +40,26 @@ type approvals struct {
 	// shared is set when Options.ApprovalKey is: other processes honour
 	// this one's tokens, so a used token is recorded in the database.
 	// Otherwise only this process can, and remembers used tokens in spent.
-	shared  bool
-	spentMu sync.Mutex
-	spent   map[int64]int64 // nonce → the token's expiry (Unix seconds)
-	sweeps  int
+	shared bool
+	spent  token.Spent
 
 	made madeColumns // the columns whose values the engine makes (approval_fresh.go)
 }
 
 // reserve records nonce as used until exp, and reports false if it was
 // already.
-func (a *approvals) reserve(nonce, exp int64) bool {
-	a.spentMu.Lock()
-	defer a.spentMu.Unlock()
-	if _, used := a.spent[nonce]; used {
-		return false
-	}
-	if a.spent == nil {
-		a.spent = make(map[int64]int64)
-	}
-	a.spent[nonce] = exp
-	if a.sweeps++; a.sweeps >= 1024 {
-		// An expired token is refused as expired: forget it.
-		a.sweeps = 0
-		now := a.now().Unix()
-		for n, e := range a.spent {
-			if e < now {
-				delete(a.spent, n)
-			}
-		}
-	}
-	return true
-}
+func (a *approvals) reserve(nonce, exp int64) bool { return a.spent.Spend(nonce, exp, a.now()) }
 
 // release forgets a reservation whose commit did not happen.
-func (a *approvals) release(nonce int64) {
-	a.spentMu.Lock()
-	delete(a.spent, nonce)
-	a.spentMu.Unlock()
-}
+func (a *approvals) release(nonce int64) { a.spent.Forget(nonce) }
 
 func (a *approvals) init(o *Options) {
 	if o == nil {
 		o = &Options{}
 	}
-	a.key = slices.Clone(o.ApprovalKey) // checked by NewRegistry (signkey.Check)
-	a.shared = len(a.key) > 0
-	if len(a.key) == 0 {
-		a.key = make([]byte, 32)
-		_, _ = rand.Read(a.key)
-	}
-	var base [8]byte
-	_, _ = rand.Read(base[:])
-	a.nonceBase = binary.LittleEndian.Uint64(base[:])
+	a.shared = len(o.ApprovalKey) > 0 // checked by NewRegistry (signkey.Check)
+	a.signer = token.NewSigner(approvalPurpose, o.ApprovalKey)
+	a.key = a.signer.Key()
 	a.ttl = o.ApprovalTTL
 	if a.ttl <= 0 {
 		a.ttl = defaultApprovalTTL
@@ -118,99 +68,39 @@ func (a *approvals) init(o *Options) {
 	a.spend.Query = `INSERT INTO ` + approvalsTable + ` (nonce, used_at) VALUES ($1, $2)`
 }
 
-func (a *approvals) mac(body string) string {
-	h, _ := a.macs.Get().(hash.Hash)
-	if h == nil {
-		h = hmac.New(sha256.New, a.key)
-	}
-	h.Reset()
-	h.Write([]byte(body))
-	var sum [sha256.Size]byte
-	out := base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
-	a.macs.Put(h)
-	return out
-}
-
 // close closes the prepared statement, with the registry.
 func (a *approvals) close() { a.spend.Close() }
 
 // seal makes the token approving pv for this call.
 func (a *approvals) seal(ctx context.Context, tool, args, preview, fresh string) (string, time.Time) {
 	exp := a.now().Add(a.ttl)
-	c := approvalClaims{Tool: tool, Args: args, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
-		Preview: preview, Fresh: fresh, Expires: exp.Unix(), Nonce: int64((a.nonceBase + a.nonces.Add(1)) & (1<<63 - 1))}
-	body := base64.RawURLEncoding.EncodeToString(c.encode())
-	return body + "." + a.mac(body), exp
-}
-
-// encode writes the claims as length-prefixed fields ("3:abc"), which
-// decode reads back whatever bytes the principal or tenant hold.
-func (c *approvalClaims) encode() []byte {
-	b := make([]byte, 0, 160)
-	for _, f := range []string{c.Tool, c.Args, c.Principal, c.Tenant, c.Preview, c.Fresh} {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-	}
-	b = strconv.AppendInt(b, c.Expires, 10)
-	b = append(b, ':')
-	return strconv.AppendInt(b, c.Nonce, 10)
-}
-
-// decode reads what encode wrote.
-func (c *approvalClaims) decode(b []byte) bool {
-	next := func() (string, bool) {
-		i := bytes.IndexByte(b, ':')
-		if i < 0 {
-			return "", false
-		}
-		n, err := strconv.Atoi(string(b[:i]))
-		if err != nil || n < 0 || i+1+n > len(b) {
-			return "", false
-		}
-		f := string(b[i+1 : i+1+n])
-		b = b[i+1+n:]
-		return f, true
-	}
-	for _, f := range []*string{&c.Tool, &c.Args, &c.Principal, &c.Tenant, &c.Preview, &c.Fresh} {
-		v, ok := next()
-		if !ok {
-			return false
-		}
-		*f = v
-	}
-	exp, nonce, ok := strings.Cut(string(b), ":")
-	var err1, err2 error
-	c.Expires, err1 = strconv.ParseInt(exp, 10, 64)
-	c.Nonce, err2 = strconv.ParseInt(nonce, 10, 64)
-	return ok && err1 == nil && err2 == nil
+	c := token.Claims{Tool: tool, Args: args, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
+		Expires: exp.Unix(), Extra: []string{preview, fresh}}
+	return a.signer.Issue(&c), exp
 }
 
 // open checks a token against this call and returns its claims, or the
 // refusal a person and the model read.
-func (a *approvals) open(ctx context.Context, tool, args, token string) (*approvalClaims, error) {
-	body, sig, ok := strings.Cut(token, ".")
-	var c approvalClaims
-	if !ok || !hmac.Equal([]byte(sig), []byte(a.mac(body))) {
-		return nil, refusedApproval("The approval token is not one this server issued for this change.")
+func (a *approvals) open(ctx context.Context, tool, args, tok string) (*approvalClaims, error) {
+	c, why := a.signer.Check(tok, &token.Claims{Tool: tool, Args: args, Principal: principalID(ctx), Tenant: TenantFrom(ctx)}, a.now().Unix())
+	if why == token.OK && len(c.Extra) != 2 {
+		why = token.Forged
 	}
-	b, err := base64.RawURLEncoding.DecodeString(body)
-	if err != nil || !c.decode(b) {
-		return nil, refusedApproval("The approval token is not one this server issued for this change.")
-	}
-	switch {
-	case c.Tool != tool:
+	switch why {
+	case token.OK:
+		return &approvalClaims{Claims: *c, Preview: c.Extra[0], Fresh: c.Extra[1]}, nil
+	case token.OtherTool:
 		return nil, refusedApproval(fmt.Sprintf("The approval was given for tool %s, not %s.", c.Tool, tool))
-	case c.Args != args:
+	case token.OtherArgs:
 		return nil, refusedApproval("The approval was given for other arguments.")
-	case c.Principal != principalID(ctx):
+	case token.OtherUser:
 		return nil, refusedApproval("The approval was given to another user.")
-	case c.Tenant != TenantFrom(ctx):
+	case token.OtherTenant:
 		return nil, refusedApproval("The approval was given in another tenant.")
-	case a.now().Unix() > c.Expires:
+	case token.Expired:
 		return nil, refusedApproval(fmt.Sprintf("The approval expired at %s.", time.Unix(c.Expires, 0).UTC().Format(time.RFC3339)))
 	}
-	return &c, nil
+	return nil, refusedApproval("The approval token is not one this server issued for this change.")
 }
 
 func refusedApproval(msg string) *Error {
@@ -219,14 +109,5 @@ func refusedApproval(msg string) *Error {
 }
 
 // argsDigest fingerprints arguments independently of key order and
-// spacing: the JSON of their decoded value (numbers as sent, as
-// json.Number keeps them).
-func argsDigest(args []byte) string {
-	var v any = map[string]any{}
-	if d, err := schema.DecodeArguments(args); err == nil {
-		v = d
-	}
-	b, _ := json.Marshal(v) // map keys sorted
-	sum := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
+// spacing (token.ArgsDigest).
+func argsDigest(args []byte) string { return token.ArgsDigest(args) }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/signkey"
+	"github.com/llmtool/llmtool/internal/token"
 )
 
 // Shape names a provider's wire format for tool definitions, tool calls and
@@ -106,6 +108,8 @@ type Adapter struct {
 
 	toolSearch bool // Options.ToolSearch
 	budget     int  // Options.OutputBudget
+
+	seal *token.Signer // Options.SealKey's; nil: saved paused turns are plain (state.go)
 }
 
 // DefaultMaxParallel is how many read tools of one turn run at once unless
@@ -154,6 +158,17 @@ type Options struct {
 	// tool's own budget, never raises it. Default: 0, the tools' budgets
 	// only.
 	OutputBudget int
+
+	// SealKey seals the paused turns the adapter saves (json.Marshal of a
+	// paused Reply or Transcript): they are signed (HMAC-SHA256), and
+	// Adapter.Restore and Runner.Restore refuse one changed in any byte,
+	// and one saved plain. Set it when the store of paused turns is not
+	// trusted as the server itself is (a cookie, the browser, a shared
+	// cache); use the registry's llmtool.Options.ApprovalKey, which a
+	// turn's signature cannot be confused with, or another key of 32
+	// random bytes, the same on every replica. New panics for a key
+	// shorter than 16 bytes. Default: nil, paused turns are saved plain.
+	SealKey []byte
 }
 
 // New returns an Adapter for reg, configured by opts (nil for the
@@ -170,6 +185,12 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 		a.msgs = opts.Messages
 		a.toolSearch = opts.ToolSearch
 		a.budget = max(opts.OutputBudget, 0)
+		if len(opts.SealKey) > 0 {
+			if err := signkey.Check("chatadapter: Options.SealKey", opts.SealKey); err != nil {
+				panic(err.Error())
+			}
+			a.seal = token.NewSigner(turnPurpose, opts.SealKey)
+		}
 	}
 	return a
 }

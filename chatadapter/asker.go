@@ -2,15 +2,12 @@ package chatadapter
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 
 	"github.com/llmtool/llmtool/ask"
-	"github.com/llmtool/llmtool/internal/callinfo"
+	"github.com/llmtool/llmtool/internal/replay"
 )
 
 // Asking the person in chat. Dispatch and Run give every call an
@@ -19,15 +16,16 @@ import (
 // ask.ErrInputRequired, so nothing is held while the person thinks, and
 // the turn pauses at the call with its Question. The person's answer
 // joins the call's answers, and the call runs again from the start; each
-// ask.Elicit gets the answer to its question, matched by key and content,
-// so a question whose message or form changed since is asked anew. The
-// answers are plain data in the turn, which is why a paused turn can be
-// saved and resumed in another process.
+// ask.Elicit gets the answer to its question, matched by key and content
+// (internal/replay, as mcpadapter's), so a question whose message or form
+// changed since is asked anew. The answers are plain data in the turn,
+// which is why a paused turn can be saved and resumed in another process.
 //
 // Chat asks the person, never a model: ask.Sample and ask.Roots get
 // ask.ErrUnsupported.
 
-// answered is the person's answer to a call's question.
+// answered is the person's answer to a call's question, as a saved turn
+// holds it.
 type answered struct {
 	Key     string          `json:"key"`
 	Digest  string          `json:"digest"` // of the question's message and schema
@@ -35,16 +33,35 @@ type answered struct {
 	Content json.RawMessage `json:"content,omitempty"`
 }
 
+// elicited is an answer's value in the replay.
+type elicited struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
 // asker is one call's Asker.
 type asker struct {
-	answers []answered // every round's, in order
+	book *replay.Book[*Question]
+}
 
-	mu     sync.Mutex
-	run    any             // callinfo.Info.Run of the current run
-	count  int             // questions asked in the current run
-	keys   map[string]bool // keys asked under in the current run
-	asked  *Question       // the first question of the run without an answer
-	digest string
+func newAsker(answers []answered) *asker {
+	as := make([]replay.Answer, 0, len(answers))
+	for _, a := range answers {
+		v, _ := json.Marshal(elicited{Action: a.Action, Content: a.Content})
+		as = append(as, replay.Answer{Key: a.Key, Digest: a.Digest, Value: v})
+	}
+	return &asker{book: replay.New[*Question](as, "")}
+}
+
+// asked returns the first question of the last run without an answer,
+// and its digest, or nil.
+func (q *asker) asked() (*Question, string) {
+	if asked, _ := q.book.Asked(); len(asked) > 0 {
+		p := *asked[0].Request
+		p.Key = asked[0].Key // "elicit-N" for a question without a Key
+		return &p, asked[0].Digest
+	}
+	return nil, ""
 }
 
 // Reruns marks the asker as an ask.Rerunner, so write tools may ask.
@@ -57,38 +74,21 @@ func (q *asker) Sample(context.Context, ask.SampleRequest) (ask.SampleResult, er
 
 // Elicit answers from the person's answers, or asks them.
 func (q *asker) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
-	info, _ := ctx.Value(callinfo.Key{}).(callinfo.Info)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.keys == nil || q.run != info.Run {
-		q.run, q.count, q.keys, q.asked, q.digest = info.Run, 0, make(map[string]bool), nil, ""
-	}
-	q.count++
-	key := req.Key
-	if key == "" {
-		key = "elicit-" + strconv.Itoa(q.count)
-	}
-	if q.keys[key] {
-		return ask.ElicitResult{}, fmt.Errorf("two questions of one run under the key %q: give each its own Key", key)
-	}
-	q.keys[key] = true
-	d := digestOf(req.Message, string(req.Schema))
-	for i := len(q.answers) - 1; i >= 0; i-- {
-		if a := q.answers[i]; a.Key == key && a.Digest == d {
-			return ask.ElicitResult{Action: a.Action, Content: a.Content}, nil
+	var out ask.ElicitResult
+	question := &Question{Key: req.Key, Message: req.Message, Schema: req.Schema}
+	key, answered, err := q.book.Ask(ctx, "elicit", req.Key, question, func(v json.RawMessage) bool {
+		var e elicited
+		if json.Unmarshal(v, &e) != nil {
+			return false
 		}
-	}
-	if q.asked == nil {
-		q.asked, q.digest = &Question{Key: key, Message: req.Message, Schema: req.Schema}, d
+		out = ask.ElicitResult{Action: e.Action, Content: e.Content}
+		return true
+	}, []byte(req.Message), req.Schema)
+	switch {
+	case errors.Is(err, replay.ErrDuplicate):
+		return ask.ElicitResult{}, fmt.Errorf("two questions of one run under the key %q: give each its own Key", key)
+	case answered:
+		return out, nil
 	}
 	return ask.ElicitResult{}, fmt.Errorf("question %q asked: %w", key, ask.ErrInputRequired)
-}
-
-// digestOf is a short SHA-256 of parts, each length-prefixed.
-func digestOf(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s", len(p), p)
-	}
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
 }

@@ -236,7 +236,7 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 	}
 	var q *asker
 	if pause {
-		q = &asker{answers: st.answers}
+		q = newAsker(st.answers)
 		ctx = ask.With(ctx, q)
 	}
 	start := time.Now()
@@ -244,7 +244,12 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 	d := time.Since(start)
 	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
 	ev.Kind, ev.Duration, ev.IsError, ev.Err, ev.Result = CallFinished, d, res.IsError, res.Err, &res
-	asked := pause && q.asked != nil && errors.Is(res.Err, ask.ErrInputRequired)
+	var question *Question
+	var digest string
+	if pause {
+		question, digest = q.asked()
+	}
+	asked := question != nil && errors.Is(res.Err, ask.ErrInputRequired)
 	if (asked || pause && res.Approval != nil) && ev.FriendlyName == "" {
 		ev.FriendlyName = t.a.friendlyName(c.Name, spec, t.a.localeOf(ctx))
 	}
@@ -253,7 +258,7 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 		st.pending, st.token = t.a.approvalPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), res.Approval), res.Approval.Token
 		ev.Kind = CallPaused
 	case asked:
-		st.pending, st.digest = t.a.questionPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), q.asked), q.digest
+		st.pending, st.digest = t.a.questionPending(k, c, ev.FriendlyName, t.a.localeOf(ctx), question), digest
 		ev.Kind = CallPaused
 	default:
 		st.done = true

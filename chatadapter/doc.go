@@ -86,7 +86,12 @@
 // and resumes it from the request that brings the answer (Pending.Expires
 // bounds an approval's wait; resume with false when the person leaves,
 // so that every call gets its result). Adapter.Restore says what a saved
-// turn holds, and where to keep it.
+// turn holds. It comes in two forms. Plain, the default, it is not
+// signed: keep it where the server keeps its own data, with the
+// conversation. Sealed (Options.SealKey), it is signed, and Restore
+// refuses it if it was changed in any byte, and refuses a paused turn
+// saved plain: keep that form in any store not trusted as the server
+// itself, such as a cookie or the browser.
 //
 // # Run: the loop over net/http
 //

@@ -1,6 +1,7 @@
 package chatadapter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,17 @@ import (
 
 // savedVersion tells a saved turn's format.
 const savedVersion = 1
+
+// turnPurpose names sealed paused turns, and their format, among the
+// tokens one key signs (internal/token).
+const turnPurpose = "llmtool-chat-turn-1"
+
+// Refusals of a sealed form (Options.SealKey).
+var (
+	errSealBroken = errors.New("chatadapter: restore: the saved turn was changed since it was sealed, or sealed with another Options.SealKey: start the turn again, sending the person's last message to the model anew")
+	errUnsealed   = errors.New("chatadapter: restore: the saved turn is not sealed, and this adapter restores only sealed turns (Options.SealKey): start the turn again, sending the person's last message to the model anew")
+	errNoSealKey  = errors.New("chatadapter: restore: the saved turn is sealed: restore it with an adapter that has the Options.SealKey that sealed it")
+)
 
 var shapeIDs = [...]string{
 	OpenAIChat:            "openai-chat",
@@ -78,8 +90,8 @@ func (s savedOutcome) outcome() Outcome {
 var errResumed = errors.New("chatadapter: the reply was resumed already: save the one Resume returned")
 
 // MarshalJSON saves the reply: a paused one with its whole turn, for
-// Adapter.Restore to resume; a complete one with its outcomes and
-// messages.
+// Adapter.Restore to resume, sealed with Options.SealKey when the adapter
+// has one; a complete one with its outcomes and messages.
 func (r *Reply) MarshalJSON() ([]byte, error) {
 	s := savedReply{Version: savedVersion, At: -1, Messages: r.Messages}
 	for _, o := range r.Outcomes {
@@ -101,7 +113,11 @@ func (r *Reply) MarshalJSON() ([]byte, error) {
 			s.Calls = append(s.Calls, sc)
 		}
 	}
-	return json.Marshal(s)
+	b, err := json.Marshal(s)
+	if err != nil || r.paused == nil || r.paused.turn.a.seal == nil {
+		return b, err
+	}
+	return json.Marshal(r.paused.turn.a.seal.Seal(b)) // a JSON string
 }
 
 // UnmarshalJSON refuses: a saved reply needs a registry to resume with,
@@ -116,22 +132,57 @@ func (r *Reply) UnmarshalJSON([]byte) error {
 // copy restored (an approval's token is single-use, whichever copy spends
 // it).
 //
-// A saved turn holds its calls, the results of those that ran, and for
-// the pending call its approval token or the person's answers so far. It
-// is the host's, as the conversation is: it holds what the tools
-// answered, and it is not signed, so keep it where the conversation is
-// kept, not in the client. An approval's token is signed by the registry
-// and bound to the principal and tenant: to resume one in another
-// process, give its registry the same llmtool.Options.ApprovalKey. A
-// restored Outcome's Result has the JSON, IsError and Content it had; its
-// Err is nil, and its Text is empty for a failed call (the message is in
-// its JSON).
+// A saved turn holds its calls, the results of those that ran, the
+// preview the person is shown, and for the pending call its approval
+// token or the person's answers so far. It is the host's, as the
+// conversation is. Saved plain (the default), it is not signed: whoever
+// can change it can change what the model reads of the calls that ran
+// and what the person is shown (an approval's token still binds the
+// call), so keep it where the server keeps its own data, with the
+// conversation. With Options.SealKey it is saved sealed, a JSON string,
+// and Restore refuses it if it was changed in any byte, and refuses a
+// paused turn saved plain: keep that form in a store the server does not
+// trust as itself. Either way it holds what the tools answered, in
+// plain text.
+//
+// An approval's token is signed by the registry and bound to the
+// principal and tenant: to resume one in another process, give its
+// registry the same llmtool.Options.ApprovalKey (and a sealed turn's
+// adapter the same SealKey). A restored Outcome's Result has the JSON,
+// IsError and Content it had; its Err is nil, and its Text is empty for a
+// failed call (the message is in its JSON).
 func (a *Adapter) Restore(data []byte) (*Reply, error) {
+	s, err := a.readTurn(data)
+	if err != nil {
+		return nil, err
+	}
+	return a.restore(s)
+}
+
+// readTurn reads a saved reply, sealed (a JSON string) or plain.
+func (a *Adapter) readTurn(data []byte) (*savedReply, error) {
 	var s savedReply
+	if b := bytes.TrimSpace(data); len(b) > 0 && b[0] == '"' {
+		var sealed string
+		if err := json.Unmarshal(b, &sealed); err != nil {
+			return nil, fmt.Errorf("chatadapter: restore: %w", err)
+		}
+		if a.seal == nil {
+			return nil, errNoSealKey
+		}
+		payload, ok := a.seal.Open(sealed)
+		if !ok || json.Unmarshal(payload, &s) != nil {
+			return nil, errSealBroken
+		}
+		return &s, nil
+	}
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("chatadapter: restore: %w", err)
 	}
-	return a.restore(&s)
+	if a.seal != nil && s.Calls != nil {
+		return nil, errUnsealed
+	}
+	return &s, nil
 }
 
 func (a *Adapter) restore(s *savedReply) (*Reply, error) {
@@ -175,7 +226,7 @@ type savedTranscript struct {
 	Usage     Usage             `json:"usage"`
 	StepUsage []Usage           `json:"stepUsage,omitempty"`
 	Stopped   *savedStop        `json:"stopped,omitempty"`
-	Turn      *savedReply       `json:"turn,omitempty"` // the paused turn
+	Turn      json.RawMessage   `json:"turn,omitempty"` // the paused turn, a saved Reply
 }
 
 type savedStop struct {
@@ -185,7 +236,8 @@ type savedStop struct {
 }
 
 // MarshalJSON saves the transcript, with its paused turn, if any, for
-// Runner.Restore to resume.
+// Runner.Restore to resume; the turn is sealed as Reply.MarshalJSON seals
+// it, the conversation before it is not.
 func (t *Transcript) MarshalJSON() ([]byte, error) {
 	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage}
 	if s.Messages == nil {
@@ -202,12 +254,8 @@ func (t *Transcript) MarshalJSON() ([]byte, error) {
 		}
 	}
 	if t.reply != nil {
-		b, err := t.reply.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		s.Turn = new(savedReply)
-		if err := json.Unmarshal(b, s.Turn); err != nil {
+		var err error
+		if s.Turn, err = t.reply.MarshalJSON(); err != nil {
 			return nil, err
 		}
 	}
@@ -242,8 +290,12 @@ func (r *Runner) Restore(data []byte) (*Transcript, error) {
 			t.Stopped = &stopError{reason: ErrBudget, n: st.N, budget: st.Budget}
 		}
 	}
-	if s.Turn != nil {
-		reply, err := r.a.restore(s.Turn)
+	if len(s.Turn) > 0 && string(s.Turn) != "null" {
+		turn, err := r.a.readTurn(s.Turn)
+		if err != nil {
+			return nil, err
+		}
+		reply, err := r.a.restore(turn)
 		if err != nil {
 			return nil, err
 		}

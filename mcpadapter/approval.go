@@ -10,6 +10,8 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
+	"github.com/llmtool/llmtool/internal/replay"
+	"github.com/llmtool/llmtool/internal/token"
 )
 
 // Approval through the client, as the package documentation describes
@@ -64,9 +66,7 @@ func (r *round) askApproval(tool string, req *approval.Request, changed bool) er
 	if err != nil {
 		return fmt.Errorf("encoding the approval request: %w", err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.asked = append(r.asked, pendingRequest{question: question{Key: approvalAskKey, Method: q.Method, Digest: digest(params)}, req: q})
+	r.book.Add(replay.Asked[mcp.InputRequest]{Question: replay.Question{Key: approvalAskKey, Digest: token.Digest(params)}, Request: q})
 	r.approval = req.Token
 	return nil
 }
@@ -82,8 +82,8 @@ func (r *round) approvalAnswer() *approval.Answer {
 	if r.state == nil || r.state.Approval == "" {
 		return nil
 	}
-	a, ok := r.book[approvalAskKey]
-	if !ok || a.Method != mcp.MethodElicitationCreate || a.Digest == "" {
+	a, ok := r.book.Answer(approvalAskKey)
+	if !ok {
 		return nil
 	}
 	var res struct {

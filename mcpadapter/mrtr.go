@@ -3,15 +3,9 @@ package mcpadapter
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -19,7 +13,8 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
-	"github.com/llmtool/llmtool/internal/callinfo"
+	"github.com/llmtool/llmtool/internal/replay"
+	"github.com/llmtool/llmtool/internal/token"
 )
 
 // Asking the client by running again (SEP-2322, multi round-trip
@@ -47,38 +42,19 @@ import (
 // DefaultRequestStateTTL is how long a requestState stays valid.
 const DefaultRequestStateTTL = time.Hour
 
-// stateVersion prefixes the signed content, so a change of format cannot
-// be confused with an older state.
-const stateVersion = "llmtool-mrtr-1."
+// statePurpose names requestStates and their format among the tokens
+// one key signs (internal/token).
+const statePurpose = "llmtool-mrtr-2"
 
-// roundState is a requestState's content.
+// roundState is a requestState's own content, beside the call its token
+// binds (tool, arguments, principal, tenant, expiry, nonce).
 type roundState struct {
-	Tool    string     `json:"tool"`
-	Args    string     `json:"args"` // digest of the canonical arguments
-	Who     string     `json:"who"`  // digest of the principal's ID and the tenant
-	Expires int64      `json:"exp"`  // Unix seconds
-	Nonce   string     `json:"nonce"`
-	Round   int        `json:"round"` // 1 for the state of the first input-required result
-	Asked   []question `json:"asked"` // the requests of the latest round
-	Answers []answer   `json:"answers,omitempty"`
+	Round   int               `json:"round"` // 1 for the state of the first input-required result
+	Asked   []replay.Question `json:"asked"` // the requests of the latest round
+	Answers []replay.Answer   `json:"answers,omitempty"`
 	// Approval is the token of the approval the latest round asked for
 	// (approval.go), sent back in llmtool.Call.Approval with the answer.
 	Approval string `json:"approval,omitempty"`
-}
-
-// question is a request the client was asked in the latest round.
-type question struct {
-	Key    string        `json:"key"`
-	Method mcp.MCPMethod `json:"method"`
-	Digest string        `json:"digest"` // of the request's method and params
-}
-
-// answer is an answer of an earlier round, to the request with Digest.
-type answer struct {
-	Key    string          `json:"key"`
-	Method mcp.MCPMethod   `json:"method"`
-	Digest string          `json:"digest"`
-	Value  json.RawMessage `json:"value"`
 }
 
 // Refusals of a requestState: the sentence of the JSON-RPC error.
@@ -101,150 +77,68 @@ type stateError struct{ msg string }
 func (e *stateError) Error() string { return e.msg }
 func (e *stateError) Unwrap() error { return errState }
 
-// spentStates remembers the nonces of the states a server accepted, until
-// they expire.
-type spentStates struct {
-	mu    sync.Mutex
-	until map[string]time.Time
-	swept time.Time
+// call returns the claims binding a state to the call of tool with args
+// in ctx.
+func call(ctx context.Context, tool string, args json.RawMessage) *token.Claims {
+	return &token.Claims{Tool: tool, Args: token.ArgsDigest(args), Principal: principalID(llmtool.PrincipalFrom(ctx)), Tenant: llmtool.TenantFrom(ctx)}
 }
 
-// spend records nonce as used until exp and reports whether it was unused.
-func (s *spentStates) spend(nonce string, exp, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.until == nil {
-		s.until = make(map[string]time.Time)
-	}
-	if now.Sub(s.swept) > time.Minute {
-		for n, t := range s.until {
-			if now.After(t) {
-				delete(s.until, n)
-			}
-		}
-		s.swept = now
-	}
-	if _, used := s.until[nonce]; used {
-		return false
-	}
-	s.until[nonce] = exp
-	return true
-}
-
-// digest returns a short, URL-safe SHA-256 of parts, each length-prefixed.
-func digest(parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%d:", len(p))
-		h.Write(p)
-	}
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
-}
-
-// canonicalArgs returns the arguments in one spelling whatever the
-// client's key order and spacing, so a retry that re-encodes them binds to
-// the same state.
-func canonicalArgs(args json.RawMessage) []byte {
-	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
-		return []byte("{}")
-	}
-	d := json.NewDecoder(bytes.NewReader(args))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil {
-		return args
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return args
-	}
-	return b
-}
-
-// who binds a state to the principal and the tenant of the call.
-func who(ctx context.Context) string {
-	return digest([]byte(principalID(llmtool.PrincipalFrom(ctx))), []byte(llmtool.TenantFrom(ctx)))
-}
-
-// seal signs st and returns the requestState.
-func (s *Server) seal(st *roundState) (string, error) {
+// seal signs st for the call of tool with args in ctx and returns the
+// requestState.
+func (s *Server) seal(ctx context.Context, tool string, args json.RawMessage, st *roundState) (string, error) {
 	payload, err := json.Marshal(st)
 	if err != nil {
 		return "", err
 	}
-	body := base64.RawURLEncoding.EncodeToString(payload)
-	return body + "." + base64.RawURLEncoding.EncodeToString(s.mac(body)), nil
-}
-
-func (s *Server) mac(body string) []byte {
-	m := hmac.New(sha256.New, s.cfg.RequestStateKey)
-	m.Write([]byte(stateVersion))
-	m.Write([]byte(body))
-	return m.Sum(nil)
+	c := call(ctx, tool, args)
+	c.Expires, c.Extra = s.now().Add(s.cfg.RequestStateTTL).Unix(), []string{string(payload)}
+	return s.states.Issue(c), nil
 }
 
 // open verifies a requestState for the call of tool with args in ctx, and
 // spends it.
 func (s *Server) open(ctx context.Context, state, tool string, args json.RawMessage) (*roundState, error) {
-	body, sig, ok := strings.Cut(state, ".")
-	mac, err := base64.RawURLEncoding.DecodeString(sig)
-	if !ok || err != nil || !hmac.Equal(mac, s.mac(body)) {
-		return nil, &stateError{stateForged}
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(body)
-	var st roundState
-	if err != nil || json.Unmarshal(payload, &st) != nil {
-		return nil, &stateError{stateForged}
-	}
 	now := s.now()
-	switch {
-	case now.After(time.Unix(st.Expires, 0)):
-		return nil, &stateError{fmt.Sprintf(stateExpired, s.cfg.RequestStateTTL)}
-	case st.Tool != tool:
-		return nil, &stateError{stateOtherTool}
-	case st.Who != who(ctx):
-		return nil, &stateError{stateOtherUser}
-	case st.Args != digest(canonicalArgs(args)):
-		return nil, &stateError{stateOtherArgs}
-	case !s.spent.spend(st.Nonce, time.Unix(st.Expires, 0), now):
-		return nil, &stateError{stateReplayed}
+	c, why := s.states.Check(state, call(ctx, tool, args), now.Unix())
+	var st roundState
+	if why == token.OK && (len(c.Extra) != 1 || json.Unmarshal([]byte(c.Extra[0]), &st) != nil) {
+		why = token.Forged
 	}
-	return &st, nil
-}
-
-// pendingRequest is a request a run made that has no answer yet.
-type pendingRequest struct {
-	question
-	req mcp.InputRequest
+	switch why {
+	case token.OK:
+		if !s.spent.Spend(c.Nonce, c.Expires, now) {
+			return nil, &stateError{stateReplayed}
+		}
+		return &st, nil
+	case token.Expired:
+		return nil, &stateError{fmt.Sprintf(stateExpired, s.cfg.RequestStateTTL)}
+	case token.OtherTool:
+		return nil, &stateError{stateOtherTool}
+	case token.OtherUser, token.OtherTenant:
+		return nil, &stateError{stateOtherUser}
+	case token.OtherArgs:
+		return nil, &stateError{stateOtherArgs}
+	}
+	return nil, &stateError{stateForged}
 }
 
 // round is what a call's peer knows of the exchange: the answers it may
-// give, and what the current run used and asked.
+// give (internal/replay), and what the current run used and asked.
 type round struct {
-	mu sync.Mutex
-	// book holds the answers the run may use, by key: from the state, or
-	// sent by the client. An answer without method and digest (a first
-	// round's, sent without a state) answers any request under its key.
-	book   map[string]answer
-	state  *roundState // the verified state of this retry, nil on a first call
-	run    any         // callinfo.Info.Run of the current run
-	counts map[mcp.MCPMethod]int
-	keys   map[string]bool // keys the current run asked under
-	used   []answer        // answers the current run used
-	asked  []pendingRequest
-	// approval is the token of the approval question in asked, if any.
+	// book holds the answers the run may use: the state's, and those the
+	// client sent. An answer without a digest (a first round's, sent
+	// without a state) answers any request under its key.
+	book  *replay.Book[mcp.InputRequest]
+	state *roundState // the verified state of this retry, nil on a first call
+	// approval is the token of the approval question asked, if any.
 	approval string
 }
 
 // init builds, in r, the answers of a call from its verified state and
-// the client's inputResponses. A call that brings none (most calls) gets
-// no book.
+// the client's inputResponses.
 func (r *round) init(st *roundState, responses mcp.InputResponses) {
 	r.state = st
-	if st == nil && len(responses) == 0 {
-		return
-	}
-	r.book = make(map[string]answer)
+	var answers []replay.Answer
 	raw := func(key string) (json.RawMessage, bool) {
 		resp, ok := responses[key]
 		if !ok {
@@ -259,54 +153,37 @@ func (r *round) init(st *roundState, responses mcp.InputResponses) {
 	if st == nil {
 		for key := range responses {
 			if b, ok := raw(key); ok {
-				r.book[key] = answer{Key: key, Value: b}
+				answers = append(answers, replay.Answer{Key: key, Value: b})
 			}
 		}
-		return
-	}
-	for _, a := range st.Answers {
-		r.book[a.Key] = a
-	}
-	for _, q := range st.Asked { // keys the state did not ask under are ignored
-		if b, ok := raw(q.Key); ok {
-			r.book[q.Key] = answer{Key: q.Key, Method: q.Method, Digest: q.Digest, Value: b}
+	} else {
+		answers = st.Answers
+		for _, q := range st.Asked { // keys the state did not ask under are ignored
+			if b, ok := raw(q.Key); ok {
+				answers = append(answers, replay.Answer{Key: q.Key, Digest: q.Digest, Value: b})
+			}
 		}
 	}
+	r.book = replay.New[mcp.InputRequest](answers, approvalAskKey)
 }
 
 // ask answers req, made under key (or the method's next default key),
 // from the book, or records it and returns ask.ErrInputRequired. decode
 // checks and keeps the answer; an answer it refuses is asked again.
 func (r *round) ask(ctx context.Context, key string, req mcp.InputRequest, decode func(json.RawMessage) error) error {
-	info, _ := ctx.Value(callinfo.Key{}).(callinfo.Info)
 	params, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encoding the request: %w", err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.run != info.Run || r.counts == nil {
-		r.run, r.counts, r.keys, r.used, r.asked = info.Run, make(map[mcp.MCPMethod]int), make(map[string]bool), nil, nil
-	}
-	r.counts[req.Method]++
-	if key == "" {
-		key = fmt.Sprintf("%s-%d", defaultKey(req.Method), r.counts[req.Method])
-	}
-	if key == approvalAskKey {
+	key, answered, err := r.book.Ask(ctx, defaultKey(req.Method), key, req, func(v json.RawMessage) bool { return decode(v) == nil }, params)
+	switch {
+	case errors.Is(err, replay.ErrReserved):
 		return fmt.Errorf("the key %q is the adapter's, for approvals: give the request another Key", key)
-	}
-	if r.keys[key] {
+	case errors.Is(err, replay.ErrDuplicate):
 		return fmt.Errorf("two requests of one run under the key %q: give each request its own Key", key)
+	case answered:
+		return nil
 	}
-	r.keys[key] = true
-	d := digest(params)
-	if a, ok := r.book[key]; ok && (a.Method == "" || a.Method == req.Method) && (a.Digest == "" || a.Digest == d) {
-		if decode(a.Value) == nil {
-			r.used = append(r.used, answer{Key: key, Method: req.Method, Digest: d, Value: a.Value})
-			return nil
-		}
-	}
-	r.asked = append(r.asked, pendingRequest{question: question{Key: key, Method: req.Method, Digest: d}, req: req})
 	return fmt.Errorf("%s %q asked: %w", req.Method, key, ask.ErrInputRequired)
 }
 
@@ -321,10 +198,8 @@ func defaultKey(m mcp.MCPMethod) string {
 }
 
 // pending returns the last run's requests and the answers it used.
-func (r *round) pending() ([]pendingRequest, []answer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.asked, r.used
+func (r *round) pending() ([]replay.Asked[mcp.InputRequest], []replay.Answer) {
+	return r.book.Asked()
 }
 
 // inputRequired renders the last run's requests as an input-required
@@ -341,30 +216,23 @@ func (s *Server) inputRequired(ctx context.Context, tool string, args json.RawMe
 // the call named target (a tool's name, or a prompt's as "prompt:" name).
 func (s *Server) inputRequests(ctx context.Context, tool string, args json.RawMessage, r *round) (*server.InputRequestBuilder, error) {
 	asked, used := r.pending()
-	st := &roundState{
-		Tool: tool, Args: digest(canonicalArgs(args)), Who: who(ctx),
-		Expires:  s.now().Add(s.cfg.RequestStateTTL).Unix(),
-		Nonce:    rand.Text(),
-		Round:    1,
-		Answers:  used,
-		Approval: r.approval,
-	}
+	st := &roundState{Round: 1, Answers: used, Approval: r.approval}
 	if r.state != nil {
 		st.Round = r.state.Round + 1
 	}
 	b := server.NewInputRequestBuilder("")
 	for _, p := range asked {
-		st.Asked = append(st.Asked, p.question)
-		switch p.req.Method {
+		st.Asked = append(st.Asked, p.Question)
+		switch p.Request.Method {
 		case mcp.MethodElicitationCreate:
-			b.Elicit(p.Key, *p.req.Elicitation)
+			b.Elicit(p.Key, *p.Request.Elicitation)
 		case mcp.MethodSamplingCreateMessage:
-			b.Sample(p.Key, *p.req.Sampling)
+			b.Sample(p.Key, *p.Request.Sampling)
 		case mcp.MethodListRoots:
 			b.Roots(p.Key)
 		}
 	}
-	state, err := s.seal(st)
+	state, err := s.seal(ctx, tool, args, st)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/internal/replay"
+	"github.com/llmtool/llmtool/internal/token"
 )
 
 // newRound builds the answers of a call from its verified state and the
@@ -33,7 +35,7 @@ func TestRoundAnswers(t *testing.T) {
 	digestOf := func(req mcp.InputRequest) string {
 		b, err := json.Marshal(req)
 		require.NoError(t, err)
-		return digest(b)
+		return token.Digest(b)
 	}
 	responses := func(raw string) mcp.InputResponses {
 		var r mcp.InputResponses
@@ -49,13 +51,13 @@ func TestRoundAnswers(t *testing.T) {
 		answered  bool
 	}{
 		{name: "answer to the question asked", ask: "Sure?", answered: true, responses: accepted,
-			state: &roundState{Asked: []question{{Key: "confirm", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Sure?"))}}}},
+			state: &roundState{Asked: []replay.Question{{Key: "confirm", Digest: digestOf(elicit("Sure?"))}}}},
 		{name: "the question changed since", ask: "Delete 3 notes?", responses: accepted,
-			state: &roundState{Asked: []question{{Key: "confirm", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Delete 2 notes?"))}}}},
+			state: &roundState{Asked: []replay.Question{{Key: "confirm", Digest: digestOf(elicit("Delete 2 notes?"))}}}},
 		{name: "a key the state did not ask", ask: "Sure?", responses: accepted,
-			state: &roundState{Asked: []question{{Key: "other", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Sure?"))}}}},
+			state: &roundState{Asked: []replay.Question{{Key: "other", Digest: digestOf(elicit("Sure?"))}}}},
 		{name: "an earlier round's answer", ask: "Sure?", answered: true,
-			state: &roundState{Answers: []answer{{Key: "confirm", Method: mcp.MethodElicitationCreate, Digest: digestOf(elicit("Sure?")), Value: json.RawMessage(`{"action":"accept","content":{"ok":true}}`)}}}},
+			state: &roundState{Answers: []replay.Answer{{Key: "confirm", Digest: digestOf(elicit("Sure?")), Value: json.RawMessage(`{"action":"accept","content":{"ok":true}}`)}}}},
 		{name: "first round without a state", ask: "Sure?", responses: accepted, answered: true},
 		{name: "an answer that is not one", ask: "Sure?", responses: `{"confirm":12345}`},
 		{name: "no answer", ask: "Sure?", responses: `{"wrong_key":{"action":"accept","content":{}}}`},
@@ -114,7 +116,7 @@ func TestApprovalKeyReserved(t *testing.T) {
 // 2026-07-28 ten times, then fail the call).
 func TestApprovalAnswer(t *testing.T) {
 	t.Parallel()
-	state := &roundState{Approval: "tok", Asked: []question{{Key: approvalAskKey, Method: mcp.MethodElicitationCreate, Digest: "d"}}}
+	state := &roundState{Approval: "tok", Asked: []replay.Question{{Key: approvalAskKey, Digest: "d"}}}
 	for _, tc := range []struct {
 		name      string
 		state     *roundState

@@ -155,6 +155,7 @@ import (
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/internal/callinfo"
+	"github.com/llmtool/llmtool/internal/token"
 )
 
 // protocolVersions returns the revisions the adapter serves, newest first:
@@ -179,9 +180,12 @@ type Server struct {
 	mcp *server.MCPServer
 	now func() time.Time // the clock of requestStates
 
+	// requestStates (mrtr.go): their signer, and those already used.
+	states *token.Signer
+	spent  token.Spent
+
 	listings listings    // the callers' tools/list listings (listing.go)
 	sessions sessions    // sessions, listen streams, subscriptions (notify.go)
-	spent    spentStates // requestStates already used (mrtr.go)
 	events   *eventStore // the events of Handler's SSE streams; nil: not resumable
 	requests sync.Map    // context.Context of a request → its Options.OnRequest end
 
@@ -199,7 +203,7 @@ type Server struct {
 // Options.TenantFunc), the HTTP checks and the session limits.
 func New(reg *llmtool.Registry, opts *Options) *Server {
 	cfg := withDefaults(opts)
-	s := &Server{reg: reg, cfg: cfg, now: time.Now}
+	s := &Server{reg: reg, cfg: cfg, now: time.Now, states: token.NewSigner(statePurpose, cfg.RequestStateKey)}
 	if cfg.ReplayEvents > 0 {
 		s.events = newEventStore(cfg.ReplayEvents, cfg.ReplayAge)
 	}

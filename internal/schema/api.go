@@ -6,7 +6,8 @@
 // messages that tell a model what to send instead. It also finds the
 // ref-tagged fields the entity guards check.
 //
-// The root package is its only user; nothing here is API.
+// The root package is its user, and internal/token (ArgsDigest decodes
+// arguments as calls do); nothing here is API.
 package schema
 
 import (

@@ -1,7 +1,8 @@
 // Package signkey holds the one rule for the keys llmtool signs with
-// (HMAC-SHA256): llmtool.Options.ApprovalKey, which signs approval tokens,
-// and mcpadapter.Options.RequestStateKey, which signs the requestState of
-// input-required results.
+// (HMAC-SHA256, internal/token): llmtool.Options.ApprovalKey, which signs
+// approval tokens, mcpadapter.Options.RequestStateKey, which signs the
+// requestState of input-required results, and chatadapter.Options.SealKey,
+// which seals saved paused turns.
 package signkey
 
 import "fmt"
