@@ -36,6 +36,7 @@ type Capture struct {
 	schema  int64
 	cols    map[string]Columns
 	shadows map[string]bool
+	wal     int8 // the database is in WAL mode: 1, it is not: -1, not asked yet: 0 (capture_text.go)
 
 	mu        sync.Mutex
 	on        bool
@@ -287,6 +288,11 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 		before, bk := w.capture.values(ch.table, c, ch.oldVals, ch.oldRowID, set)
 		after, ak := w.capture.values(ch.table, c, ch.newVals, ch.rowID, set)
 		m.add(ch.table, ch.op, before, after, bk, ak)
+	}
+	// Text is read again before rows that end as they began are dropped:
+	// a text cut short may look unchanged.
+	if err := w.exactText(ctx, set, cols); err != nil { // capture_text.go
+		return nil, err
 	}
 	m.finish()
 	if len(set.Rows) == 0 && set.NotUndoable == "" {

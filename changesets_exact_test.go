@@ -1,0 +1,161 @@
+package llmtool_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/pgtest"
+)
+
+// The history records what is stored, byte for byte, and undo writes it
+// back: SQLite text with a NUL byte, text that is not valid UTF-8, and
+// rows whose UNIQUE values a call swapped through a temporary one.
+
+// stored is notes.title of note 7 as stored: its type and its bytes in
+// hex.
+func (f *csFixture) stored(t *testing.T) string {
+	t.Helper()
+	var typ, hex string
+	require.NoError(t, f.db.QueryRow(`SELECT typeof(title), hex(title) FROM notes WHERE id = 7`).Scan(&typ, &hex))
+	return typ + " " + hex
+}
+
+// undo undoes change id and fails the test unless it undid it.
+func (f *csFixture) undo(t *testing.T, id int64) llmtool.Result {
+	t.Helper()
+	res := f.call(t, context.Background(), "undo_changes", fmt.Sprintf(`{"id": %d}`, id))
+	require.False(t, res.IsError, res.Text())
+	require.JSONEq(t, fmt.Sprintf(`{"undone": [%d]}`, id), string(res.JSON))
+	return res
+}
+
+// TestChangesetExactText: SQLite text with a NUL byte, or whose bytes
+// are not valid UTF-8, is recorded as stored (the first as a JSON string,
+// the second as {"$text": base64}), and each undo, of an insert, an
+// update of another column, an update of the text, and a delete, puts
+// back the same bytes, as text. PostgreSQL's text holds neither.
+func TestChangesetExactText(t *testing.T) {
+	t.Parallel()
+	if pgtest.FromEnv() {
+		t.Skip("PostgreSQL text holds no NUL byte and only valid UTF-8")
+	}
+	for _, tc := range []struct {
+		name       string
+		value, hex string // the title as SQL, and as stored
+		json       string // as recorded
+		other      string // another title of the same kind, as SQL
+		otherJSON  string
+	}{
+		{"a NUL byte", `'a' || char(0) || 'b'`, "610062", `"a\u0000b"`, `'a' || char(0) || 'c'`, `"a\u0000c"`},
+		{"not UTF-8", `CAST(x'c328ff' AS TEXT)`, "C328FF", `{"$text":"wyj/"}`, `CAST(x'c329ff' AS TEXT)`, `{"$text":"wyn/"}`},
+		{"both", `CAST(x'c300ff' AS TEXT)`, "C300FF", `{"$text":"wwD/"}`, `CAST(x'c301ff' AS TEXT)`, `{"$text":"wwH/"}`},
+		{"a NUL byte first", `char(0) || 'z'`, "007A", `"\u0000z"`, `char(0)`, `"\u0000"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCSFixture(t)
+			ctx := context.Background()
+			sql := func(q string) llmtool.Result {
+				t.Helper()
+				res := f.call(t, ctx, "cs_sql", string(mustJSON(t, csSQLIn{SQL: []string{q}})))
+				require.False(t, res.IsError, res.Text())
+				require.NotNil(t, res.Changeset)
+				return res
+			}
+			want := "text " + tc.hex
+
+			ins := sql(`INSERT INTO notes (id, title) VALUES (7, ` + tc.value + `)`)
+			require.Equal(t, want, f.stored(t))
+			require.Equal(t, tc.json, string(ins.Changeset.Rows[0].After["title"]), "an insert records the text")
+
+			other := sql(`UPDATE notes SET content = 'changed' WHERE id = 7`)
+			require.Equal(t, tc.json, string(other.Changeset.Rows[0].Before["title"]))
+			require.Equal(t, tc.json, string(other.Changeset.Rows[0].After["title"]))
+			f.undo(t, other.Changeset.ID)
+			require.Equal(t, want, f.stored(t))
+
+			retitle := sql(`UPDATE notes SET title = ` + tc.other + ` WHERE id = 7`)
+			require.Equal(t, tc.json, string(retitle.Changeset.Rows[0].Before["title"]))
+			require.Equal(t, tc.otherJSON, string(retitle.Changeset.Rows[0].After["title"]))
+			f.undo(t, retitle.Changeset.ID)
+			require.Equal(t, want, f.stored(t), "undo puts back the bytes before")
+
+			del := sql(`DELETE FROM notes WHERE id = 7`)
+			require.Equal(t, tc.json, string(del.Changeset.Rows[0].Before["title"]))
+			undo := f.undo(t, del.Changeset.ID)
+			require.Equal(t, want, f.stored(t), "undo of the delete puts back the bytes")
+			require.Equal(t, "notes", undo.Changeset.Rows[1].Table)
+			require.Equal(t, tc.json, string(undo.Changeset.Rows[1].After["title"]), "and records them")
+
+			f.undo(t, ins.Changeset.ID)
+			require.Zero(t, f.count(t, "notes"))
+		})
+	}
+}
+
+// TestChangesetUndoSwap: a swap of two UNIQUE values through a temporary
+// one undoes, whether one call made it or several, and the undo's own
+// undo redoes it.
+func TestChangesetUndoSwap(t *testing.T) {
+	t.Parallel()
+	steps := []string{
+		`UPDATE uniq SET s = 'tmp' WHERE id = 3`,
+		`UPDATE uniq SET s = 'x' WHERE id = 4`,
+		`UPDATE uniq SET s = 'y' WHERE id = 3`,
+	}
+	for _, tc := range []struct {
+		name  string
+		calls [][]string
+		rows  int // the rows the undo changes
+	}{
+		{"one call", [][]string{steps}, 2},
+		{"two calls", [][]string{steps[:2], steps[2:]}, 2},
+		{"three calls", [][]string{steps[:1], steps[1:2], steps[2:]}, 2},
+		{"one call, swapped back, one changed", [][]string{append(append([]string(nil), steps...),
+			`UPDATE uniq SET s = 'tmp' WHERE id = 4`, `UPDATE uniq SET s = 'x' WHERE id = 3`, `UPDATE uniq SET s = 'y' WHERE id = 4`,
+			`UPDATE uniq SET s = 'z' WHERE id = 3`)}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCSFixture(t)
+			ctx := context.Background()
+			for _, q := range []string{
+				`CREATE TABLE uniq (id INTEGER PRIMARY KEY, s TEXT NOT NULL UNIQUE)`,
+				`INSERT INTO uniq VALUES (3, 'x'), (4, 'y')`,
+			} {
+				_, err := f.db.Exec(q)
+				require.NoError(t, err)
+			}
+			f.opts.Changesets.Tables = append(f.opts.Changesets.Tables, "uniq")
+			f.reg = f.registry(t, f.db)
+			state := func() string {
+				t.Helper()
+				var s string
+				require.NoError(t, f.db.QueryRow(`SELECT string_agg(s, ',' ORDER BY id) FROM uniq`).Scan(&s))
+				return s
+			}
+			var first int64
+			for i, qs := range tc.calls {
+				res := f.call(t, ctx, "cs_sql", string(mustJSON(t, csSQLIn{SQL: qs})))
+				require.False(t, res.IsError, res.Text())
+				if i == 0 {
+					first = res.Changeset.ID
+				}
+			}
+			after := state()
+			undo := f.call(t, ctx, "undo_changes", fmt.Sprintf(`{"since": %d}`, first-1))
+			require.False(t, undo.IsError, undo.Text())
+			require.Len(t, undo.Changeset.Rows, tc.rows)
+			require.Equal(t, "x,y", state())
+
+			redo := f.undo(t, undo.Changeset.ID)
+			require.Equal(t, after, state(), "undoing the undo redoes the swap")
+			f.undo(t, redo.Changeset.ID)
+			require.Equal(t, "x,y", state())
+		})
+	}
+}
