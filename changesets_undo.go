@@ -194,7 +194,8 @@ func (u *undoer) entry(e changeset.Entry) error {
 		if pass == 0 {
 			wrong = backSteps(e.Rows) // nil unless the rows keep their steps
 		}
-		for i := len(e.Rows) - 1; i >= 0 && (pass > 0 || wrong == nil); i-- {
+		stepped := wrong != nil
+		for i := len(e.Rows) - 1; i >= 0 && !stepped; i-- {
 			r := e.Rows[i]
 			if pass > 0 {
 				ok, err := u.is(r.Table, r.Key, r.Before)
