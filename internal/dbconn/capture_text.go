@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/llmtool/llmtool/changeset"
 )
@@ -51,7 +52,7 @@ func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[st
 		if r.Op == "" {
 			continue // inserted and deleted: nothing to read
 		}
-		if err := c.reread(ctx, w.Tx, r.Table, cols[r.Table], r.Key, r.After, set); err != nil {
+		if err := c.reread(ctx, w.txQuerier(), r.Table, cols[r.Table], r.Key, r.After, set); err != nil {
 			return err
 		}
 		if hasText(r.Before) {
@@ -83,6 +84,58 @@ func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[st
 		}
 	}
 	return nil
+}
+
+// textStmts are the statements that read a row's text in a write's
+// transaction, one per table and columns, each prepared once (Prepared):
+// parsing one for each call would cost more than running it.
+type textStmts struct {
+	mu sync.Mutex
+	m  map[string]*Prepared
+}
+
+// get returns the statement for query.
+func (s *textStmts) get(query string) *Prepared {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.m[query]
+	if p == nil {
+		if s.m == nil {
+			s.m = make(map[string]*Prepared)
+		}
+		p = &Prepared{Query: query}
+		s.m[query] = p
+	}
+	return p
+}
+
+// Close closes the statements.
+func (s *textStmts) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.m {
+		p.Close()
+	}
+	s.m = nil
+}
+
+// txRows reads rows in a write's transaction on the pool's prepared
+// statements.
+type txRows struct{ w *WriteTx }
+
+func (w *WriteTx) txQuerier() rowQuerier { return txRows{w} }
+
+func (q txRows) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := q.w.pool.text.get(query).In(ctx, q.w.pool.DB, q.w.Tx)
+	if err != nil {
+		return q.w.Tx.QueryRowContext(ctx, query, args...) // the same statement, parsed here
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// rowQuerier is what reread reads a row on.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // walReads reports whether another connection may read the state before
@@ -119,7 +172,7 @@ func isText(raw []byte) bool {
 
 // reread reads the text values of v, a row of table as q sees it, and
 // replaces those whose bytes differ.
-func (c *Capture) reread(ctx context.Context, q Querier, table string, cols Columns, key, v changeset.Values, set *changeset.Set) error {
+func (c *Capture) reread(ctx context.Context, q rowQuerier, table string, cols Columns, key, v changeset.Values, set *changeset.Set) error {
 	var names []string
 	for n, raw := range v {
 		if isText(raw) {
