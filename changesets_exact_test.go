@@ -145,6 +145,14 @@ func TestChangesetUndoSwap(t *testing.T) {
 				if i == 0 {
 					first = res.Changeset.ID
 				}
+				if tc.name == "one call" {
+					// The rows keep their steps, since a value moved.
+					require.JSONEq(t, `[
+						{"table":"uniq","op":"update","key":{"id":3},"before":{"id":3,"s":"x"},"after":{"id":3,"s":"y"},
+							"steps":[{"seq":0},{"seq":2,"before":{"id":3,"s":"tmp"}}]},
+						{"table":"uniq","op":"update","key":{"id":4},"before":{"id":4,"s":"y"},"after":{"id":4,"s":"x"},"steps":[{"seq":1}]}
+					]`, rowsJSON(t, res.Changeset))
+				}
 			}
 			after := state()
 			undo := f.call(t, ctx, "undo_changes", fmt.Sprintf(`{"since": %d}`, first-1))
