@@ -16,32 +16,38 @@ import (
 
 // SQLite text with a NUL byte. The pre-update hook hands over text as
 // modernc reads it, up to its first NUL byte (libc.GoString): the public
-// SQLitePreUpdateData has no length, and SQL cannot run inside the hook.
-// A statement of llmtool's own reads such text exactly, as CAST(x AS
-// BLOB), which is the text's bytes however many NULs it holds. So once
-// the handler returned, the rows' text values are read again by the
-// rows' identity (rowid, or primary key in a WITHOUT ROWID table):
+// SQLitePreUpdateData gives no length, SQL cannot run inside the hook, and
+// triggers that could record CAST(old.x AS BLOB) would be the host's
+// schema, not llmtool's. A statement of llmtool's own reads such text
+// exactly, as CAST(x AS BLOB), the text's bytes however many NULs it
+// holds. So once the handler returned, the merged rows' text values are
+// read again by the rows' identity (rowid, or primary key in a WITHOUT
+// ROWID table):
 //
 //   - a row's values after the call in the call's own transaction, where
 //     each row is as the call left it;
-//   - its values before, the database's state before the call, in a read
-//     transaction on another connection: the write holds SQLite's write
-//     lock from its BEGIN IMMEDIATE, so no commit came in between, and in
-//     WAL mode a reader sees the last commit while the write goes on.
-//     Only in WAL mode (which sqlite.Open sets and NewRegistry asks for),
-//     and only when the pool reserves read connections (so one is there
-//     while the write holds its own): a reader in another journal mode
-//     would wait for the writer, a :memory: database has no other
-//     connection. There, text before the call stays as the hook read it.
+//   - its values before, which are the row as the call found it, as the
+//     last commit left it, in a read transaction on another connection:
+//     the write holds SQLite's write lock, so nothing committed since it
+//     began, and in WAL mode a reader sees the last commit while the
+//     write goes on. Only in WAL mode (which sqlite.Open sets and
+//     NewRegistry asks for), and only when the pool reserves read
+//     connections (so one is there while the write holds its own): a
+//     reader in another journal mode may wait for the writer, a :memory:
+//     database has no other connection. There, text before the call stays
+//     as the hook read it.
 //
 // A value read again replaces the hook's when its bytes differ, which is
-// only ever the case for text with a NUL byte. What stays as the hook read
-// it: a row's values between two changes of one call (Row.Steps), and a
-// text key with a NUL byte in a WITHOUT ROWID table (the identity itself
-// is cut, so the rows are merged and found by the cut key).
+// only ever the case for text with a NUL byte; nothing tells which text
+// has one without reading it. What stays as the hook read it: a row's
+// values between two changes of one call (Row.Steps), and a text key with
+// a NUL byte in a WITHOUT ROWID table (the identity itself is cut, so the
+// rows are merged and found by the cut key).
 //
-// Each re-read costs a statement per row with text, and the one before
-// the call a read transaction; the figures are in BENCHMARKS.md.
+// The cost is a statement per row with text after the call, and a read
+// transaction for the rows with text before it: on a tracked one-row
+// UPDATE (BenchmarkChangesetRatio) about 0.3 of the untracked write each,
+// a read transaction's WAL locks being system calls.
 
 // exactText reads again the text values of set's rows (see above).
 func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[string]Columns) error {
@@ -126,11 +132,15 @@ type txRows struct{ w *WriteTx }
 func (w *WriteTx) txQuerier() rowQuerier { return txRows{w} }
 
 func (q txRows) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := q.w.pool.text.get(query).In(ctx, q.w.pool.DB, q.w.Tx)
-	if err != nil {
-		return q.w.Tx.QueryRowContext(ctx, query, args...) // the same statement, parsed here
+	// Preparing on the database takes one of its connections, which a
+	// host that leaves llmtool no more than the writer's may not have
+	// free: there, each call parses the statement.
+	if cap(q.w.pool.idle) > 0 {
+		if st, err := q.w.pool.text.get(query).In(ctx, q.w.pool.DB, q.w.Tx); err == nil {
+			return st.QueryRowContext(ctx, args...)
+		}
 	}
-	return st.QueryRowContext(ctx, args...)
+	return q.w.Tx.QueryRowContext(ctx, query, args...)
 }
 
 // rowQuerier is what reread reads a row on.
