@@ -2,6 +2,7 @@ package llmtool_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 
@@ -166,4 +167,33 @@ func TestChangesetUndoSwap(t *testing.T) {
 			require.Equal(t, "x,y", state())
 		})
 	}
+}
+
+// TestChangesetExactTextNotWAL: in another journal mode no second
+// connection reads the state before a write (it could wait for the
+// writer), so text before the call stays as the pre-update hook read it,
+// cut at its NUL byte; the text after it is read again, and the call does
+// not wait.
+func TestChangesetExactTextNotWAL(t *testing.T) {
+	t.Parallel()
+	if pgtest.FromEnv() {
+		t.Skip("SQLite's journal modes")
+	}
+	f := newCSFixture(t)
+	require.NoError(t, f.reg.Close())
+	require.NoError(t, f.db.Close()) // the fixture's handles keep WAL mode
+	db, err := sql.Open("sqlite", "file:"+f.where+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(DELETE)&_pragma=foreign_keys(1)&_txlock=immediate")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	var mode string
+	require.NoError(t, db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	require.Equal(t, "delete", mode)
+	f.db, f.reg = db, f.registry(t, db)
+	_, err = db.Exec(`INSERT INTO notes (id, title) VALUES (7, 'a' || char(0) || 'b')`)
+	require.NoError(t, err)
+
+	res := f.call(t, context.Background(), "cs_sql", `{"sql": ["UPDATE notes SET content = 'changed' WHERE id = 7"]}`)
+	require.False(t, res.IsError, res.Text())
+	require.Equal(t, `"a"`, string(res.Changeset.Rows[0].Before["title"]))
+	require.Equal(t, `"a\u0000b"`, string(res.Changeset.Rows[0].After["title"]))
 }
