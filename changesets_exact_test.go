@@ -197,3 +197,39 @@ func TestChangesetExactTextNotWAL(t *testing.T) {
 	require.Equal(t, `"a"`, string(res.Changeset.Rows[0].Before["title"]))
 	require.Equal(t, `"a\u0000b"`, string(res.Changeset.Rows[0].After["title"]))
 }
+
+// TestChangesetExactTextTableKinds: text is read again by each kind of
+// row identity: a hidden rowid (a rowid table keyed by text), the rowid
+// (no primary key), the primary key (WITHOUT ROWID).
+func TestChangesetExactTextTableKinds(t *testing.T) {
+	t.Parallel()
+	if pgtest.FromEnv() {
+		t.Skip("SQLite's rowid")
+	}
+	for _, tc := range []struct{ name, ddl, rows string }{
+		{"hidden rowid", `CREATE TABLE tk (k TEXT PRIMARY KEY, v TEXT)`,
+			`[{"table":"tk","op":"delete","key":{"k":"key"},"before":{"k":"key","rowid":1,"v":"a\u0000b"}}]`},
+		{"rowid", `CREATE TABLE tk (k TEXT, v TEXT)`,
+			`[{"table":"tk","op":"delete","key":{"rowid":1},"before":{"k":"key","v":"a\u0000b"}}]`},
+		{"without rowid", `CREATE TABLE tk (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID`,
+			`[{"table":"tk","op":"delete","key":{"k":"key"},"before":{"k":"key","v":"a\u0000b"}}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCSFixture(t)
+			for _, q := range []string{tc.ddl, `INSERT INTO tk VALUES ('key', 'a' || char(0) || 'b')`} {
+				_, err := f.db.Exec(q)
+				require.NoError(t, err)
+			}
+			f.opts.Changesets.Tables = append(f.opts.Changesets.Tables, "tk")
+			f.reg = f.registry(t, f.db)
+			res := f.call(t, context.Background(), "cs_sql", `{"sql": ["DELETE FROM tk"]}`)
+			require.False(t, res.IsError, res.Text())
+			require.JSONEq(t, tc.rows, rowsJSON(t, res.Changeset))
+			f.undo(t, res.Changeset.ID)
+			var stored string
+			require.NoError(t, f.db.QueryRow(`SELECT typeof(v) || ' ' || hex(v) FROM tk`).Scan(&stored))
+			require.Equal(t, "text 610062", stored)
+		})
+	}
+}
