@@ -256,7 +256,11 @@ func (u *undoer) entry(e changeset.Entry) error {
 	}
 	for pass := 0; ; pass++ {
 		var wrong []changeset.Row // in the reverse order of the change
-		for i := len(e.Rows) - 1; i >= 0; i-- {
+		if pass == 0 {
+			wrong = backSteps(e.Rows) // nil unless the rows keep their steps
+		}
+		stepped := wrong != nil
+		for i := len(e.Rows) - 1; i >= 0 && !stepped; i-- {
 			r := e.Rows[i]
 			if pass > 0 {
 				ok, err := u.is(r.Table, r.Key, r.Before)
@@ -279,6 +283,37 @@ func (u *undoer) entry(e changeset.Entry) error {
 			return fmt.Errorf("llmtool: undo change %d: the database's triggers changed its rows again after %d passes", e.ID, pass)
 		}
 	}
+}
+
+// backSteps returns what undoes rows that keep their steps
+// (changeset.Row.Steps, see dbconn's merger): each step undone, the last
+// first, as a row set back to its values before that step. Nil when the
+// rows keep no steps: then each row changed once, and the rows in
+// reverse are the steps in reverse.
+func backSteps(rows []changeset.Row) []changeset.Row {
+	type back struct {
+		seq int
+		row changeset.Row
+	}
+	var all []back
+	for _, r := range rows {
+		for j, st := range r.Steps {
+			before := st.Before
+			if j == 0 {
+				before = r.Before
+			}
+			all = append(all, back{st.Seq, changeset.Row{Table: r.Table, Op: r.Op, Key: r.Key, Before: before}})
+		}
+	}
+	slices.SortFunc(all, func(a, b back) int { return b.seq - a.seq })
+	out := make([]changeset.Row, len(all))
+	for i, b := range all {
+		out[i] = b.row
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // heldError is a row's restore that a foreign key refused for now

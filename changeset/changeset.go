@@ -18,7 +18,9 @@
 //
 // Values are JSON, exactly as stored: on SQLite an integer is a JSON
 // integer, a real always has a fraction or exponent (1.0), text is a
-// string, a blob is {"$bytes": "<base64>"}; on PostgreSQL a value is its
+// string (text whose bytes are not valid UTF-8, which a JSON string
+// cannot hold, is {"$text": "<base64>"}), a blob is {"$bytes":
+// "<base64>"}; on PostgreSQL a value is its
 // column's to_jsonb. So a value compares equal only to the same stored
 // value, and undo writes back exactly what was there.
 package changeset
@@ -56,6 +58,21 @@ type Row struct {
 	Key    Values `json:"key"`
 	Before Values `json:"before,omitempty"`
 	After  Values `json:"after,omitempty"`
+	// Steps are the row's changes in the order of all the call's row
+	// changes, present when the order matters to undo it: when a row
+	// changed more than once and a value moved between rows (a swap of
+	// two unique values through a third, say), which undoing the merged
+	// rows one by one would break. Undo then undoes each step, last
+	// first, as the database accepted them.
+	Steps []Step `json:"steps,omitempty"`
+}
+
+// Step is one change of a row: Seq is its place among the call's row
+// changes, Before the row's values before it (nil: the row did not
+// exist). A row's first step has no Before: it is the row's Before.
+type Step struct {
+	Seq    int    `json:"seq"`
+	Before Values `json:"before,omitempty"`
 }
 
 // Changed returns the columns an update changed, sorted; for an insert or
@@ -208,18 +225,18 @@ func Excerpt(v json.RawMessage) string {
 	}
 	var s string
 	if json.Unmarshal(v, &s) == nil {
-		r := []rune(s)
-		if len(r) > excerptLen {
-			s = string(r[:excerptLen]) + "…"
-		}
-		return fmt.Sprintf("%q", s)
+		return quoteCut(s)
 	}
 	var special struct {
 		Bytes   *string `json:"$bytes"`
+		Text    *string `json:"$text"`
 		Omitted *int64  `json:"$omitted"`
 	}
 	if json.Unmarshal(v, &special) == nil {
 		switch {
+		case special.Text != nil:
+			b, _ := base64.StdEncoding.DecodeString(*special.Text)
+			return quoteCut(string(b)) // bad bytes as \x escapes
 		case special.Bytes != nil:
 			return fmt.Sprintf("<%d bytes>", base64.StdEncoding.DecodedLen(len(*special.Bytes)))
 		case special.Omitted != nil:
@@ -231,6 +248,15 @@ func Excerpt(v json.RawMessage) string {
 		out = string(r[:excerptLen]) + "…"
 	}
 	return out
+}
+
+// quoteCut quotes text for a person, cut to excerptLen characters.
+func quoteCut(s string) string {
+	r := []rune(s)
+	if len(r) > excerptLen {
+		s = string(r[:excerptLen]) + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // Config says which tables a registry tracks, and how it keeps their

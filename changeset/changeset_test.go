@@ -29,6 +29,8 @@ func TestString(t *testing.T) {
 			`insert notes (id=7): body=null, id=7, title="Plans"`},
 		{"delete", changeset.Row{Table: "notes", Op: changeset.Delete, Key: values(t, `{"id": 7}`), Before: values(t, `{"id": 7, "title": "Plans", "data": {"$bytes": "AAEC"}}`)},
 			`delete notes (id=7): data=<3 bytes>, id=7, title="Plans"`},
+		{"text not valid UTF-8, and a NUL byte", changeset.Row{Table: "notes", Op: changeset.Delete, Key: values(t, `{"id": 7}`), Before: values(t, `{"id": 7, "title": {"$text": "wyj/"}, "body": "a\u0000b"}`)},
+			`delete notes (id=7): body="a\x00b", id=7, title="\xc3(\xff"`},
 		{"update, the rest of the row", changeset.Row{Table: "notes", Op: changeset.Update, Key: values(t, `{"id": 7}`),
 			Before: values(t, `{"id": 7, "title": "Plans", "done": 0, "body": "the original words"}`),
 			After:  values(t, `{"id": 7, "title": "Plans", "done": 1, "body": "the original words"}`)},

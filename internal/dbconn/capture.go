@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -35,6 +36,7 @@ type Capture struct {
 	schema  int64
 	cols    map[string]Columns
 	shadows map[string]bool
+	wal     int8 // the database is in WAL mode: 1, it is not: -1, not asked yet: 0 (capture_text.go)
 
 	mu        sync.Mutex
 	on        bool
@@ -275,6 +277,11 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 		after, ak := w.capture.values(ch.table, c, ch.newVals, ch.rowID, set)
 		m.add(ch.table, ch.op, before, after, bk, ak)
 	}
+	// Text is read again before rows that end as they began are dropped:
+	// a text cut short may look unchanged.
+	if err := w.exactText(ctx, set, cols); err != nil { // capture_text.go
+		return nil, err
+	}
 	m.finish()
 	if len(set.Rows) == 0 && set.NotUndoable == "" {
 		return nil, nil
@@ -313,6 +320,7 @@ func (c *Capture) values(table string, cols Columns, vals []any, rowID int64, se
 type merger struct {
 	set *changeset.Set
 	at  map[string]int // table and key → index in set.Rows
+	seq int            // the row changes merged so far
 }
 
 func rowKey(table string, key changeset.Values) string {
@@ -334,12 +342,16 @@ func (m *merger) add(table string, op changeset.Op, before, after, bk, ak change
 	}
 	k := rowKey(table, key)
 	i, seen := m.at[k]
+	seq := m.seq
+	m.seq++
 	if !seen {
 		m.at[k] = len(m.set.Rows)
-		m.set.Rows = append(m.set.Rows, changeset.Row{Table: table, Op: op, Key: key, Before: before, After: after})
+		m.set.Rows = append(m.set.Rows, changeset.Row{Table: table, Op: op, Key: key, Before: before, After: after,
+			Steps: []changeset.Step{{Seq: seq}}})
 		return
 	}
 	r := &m.set.Rows[i]
+	r.Steps = append(r.Steps, changeset.Step{Seq: seq, Before: before})
 	switch {
 	case op == changeset.Delete && r.Op == changeset.Insert:
 		r.Op = "" // inserted and deleted: nothing
@@ -354,11 +366,59 @@ func (m *merger) add(table string, op changeset.Op, before, after, bk, ak change
 	}
 }
 
-// finish drops rows that end as they began.
+// finish drops rows that end as they began, and the rows' steps unless
+// undo needs them.
+//
+// Undo sets the rows back one statement each, and the engines check a
+// UNIQUE constraint at each row (PostgreSQL's NOT DEFERRABLE ones too,
+// and SQLite's cannot be deferred). The reverse of the order in which
+// the call changed the rows is one the database accepts, as each state
+// on the way back is one it accepted forward; merged rows keep that
+// order while each row changed once. A row changed more than once can
+// have passed through a value that let another row take its old one (a
+// swap: s='tmp' on row 3, s='x' on row 4, s='y' on row 3); setting such
+// rows back one merged row at a time collides whatever the order, so the
+// steps are kept and undone last first. Kept only then: when a row
+// changed more than once and one row's changed value after the call is
+// another's before it (a value moved), so the common call stores nothing
+// more.
 func (m *merger) finish() {
 	m.set.Rows = slicesDelete(m.set.Rows, func(r changeset.Row) bool {
 		return r.Op == "" || (r.Op == changeset.Update && len(r.Changed()) == 0)
 	})
+	again := slices.ContainsFunc(m.set.Rows, func(r changeset.Row) bool { return len(r.Steps) > 1 })
+	if again && m.moved() {
+		return
+	}
+	for i := range m.set.Rows {
+		m.set.Rows[i].Steps = nil
+	}
+}
+
+// moved reports whether a value some row held before the call is one
+// that another row of its table was changed to.
+func (m *merger) moved() bool {
+	held := make(map[string]int) // table, column, value → the row that held it, -1 for several
+	for i, r := range m.set.Rows {
+		for c, v := range r.Before {
+			k, at := r.Table+"\x00"+c+"\x00"+string(v), i
+			if _, dup := held[k]; dup {
+				at = -1
+			}
+			held[k] = at
+		}
+	}
+	for i, r := range m.set.Rows {
+		for c, v := range r.After {
+			if r.Before != nil && string(r.Before[c]) == string(v) {
+				continue
+			}
+			if j, ok := held[r.Table+"\x00"+c+"\x00"+string(v)]; ok && j != i {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func slicesDelete(rows []changeset.Row, drop func(changeset.Row) bool) []changeset.Row {
@@ -375,8 +435,9 @@ func slicesDelete(rows []changeset.Row, drop func(changeset.Row) bool) []changes
 var errTooLarge = errors.New("value larger than the limit, not recorded")
 
 // EncodeSQLite encodes a SQLite value as a changeset value: an integer as
-// a JSON integer, a real with a fraction or exponent, text as a string,
-// a blob as {"$bytes": base64}. A text or blob over maxValue bytes is
+// a JSON integer, a real with a fraction or exponent, text as a string
+// (text that is not valid UTF-8 as {"$text": base64}, its bytes), a blob
+// as {"$bytes": base64}. A text or blob over maxValue bytes is
 // {"$omitted": size}, with an error; so is a real JSON cannot hold
 // (NaN, ±Inf).
 func EncodeSQLite(v any, maxValue int) (json.RawMessage, error) {
@@ -397,6 +458,12 @@ func EncodeSQLite(v any, maxValue int) (json.RawMessage, error) {
 	case string:
 		if len(x) > maxValue {
 			return omitted(len(x)), errTooLarge
+		}
+		if !utf8.ValidString(x) {
+			// A JSON string holds UTF-8 only (encoding/json would
+			// write U+FFFD for each bad byte): the bytes go as a
+			// blob's do, tagged as text so that undo binds a string.
+			return json.RawMessage(`{"$text":"` + base64.StdEncoding.EncodeToString([]byte(x)) + `"}`), nil
 		}
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -435,12 +502,17 @@ func DecodeSQLite(raw json.RawMessage) (any, error) {
 	case raw[0] == '{':
 		var special struct {
 			Bytes   *string `json:"$bytes"`
+			Text    *string `json:"$text"`
 			Omitted *int64  `json:"$omitted"`
 		}
 		if err := json.Unmarshal(raw, &special); err != nil {
 			return nil, err
 		}
-		if special.Bytes == nil {
+		switch {
+		case special.Text != nil:
+			b, err := base64.StdEncoding.DecodeString(*special.Text)
+			return string(b), err // a string binds as TEXT, byte for byte
+		case special.Bytes == nil:
 			return nil, errors.New("a value that was not recorded")
 		}
 		return base64.StdEncoding.DecodeString(*special.Bytes)

@@ -51,6 +51,7 @@ type Pool struct {
 	// version is PRAGMA schema_version, read when tables are tracked on
 	// SQLite (see Capture.fresh).
 	version Prepared
+	text    textStmts // SQLite: the statements that read text again (capture_text.go)
 
 	writes chan struct{} // one token: writes are serialized per registry (SQLite)
 	// writer is SQLite's write connection between writes, owned by the
@@ -114,6 +115,7 @@ func (t *Pool) Close() {
 	}
 	t.ErrRow.Close()
 	t.version.Close()
+	t.text.Close()
 }
 
 func (t *Pool) drain() {
