@@ -35,6 +35,8 @@ const (
 	discardInstead    = "leave the session to llmtool and the host: llmtool hands each connection back as it found it."
 	schemaReason      = "creates or renames a schema, which can shadow the application's tables for every later call through the search path"
 	schemaInstead     = "create and rename schemas in the application's own migrations, not in a tool's SQL."
+	foreignReason     = "creates or changes a foreign table, whose rows another connection or a file holds, outside the call's transaction"
+	foreignInstead    = "define foreign tables in the host's migrations; a tool may read them."
 
 	tempReason       = "creates or changes an object that lives with the connection, not the database"
 	tempSchemaReason = "names an object in the temp schema, which lives with the connection, not the database"
@@ -219,8 +221,13 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 	case "SYSTEM", "DATABASE", "TABLESPACE", "SUBSCRIPTION", "PUBLICATION", "SERVER":
 		return sc.refuseRest(start, serverReason, serverConfInstead)
 	case "FOREIGN":
-		if obj2 == "DATA" {
+		switch {
+		case obj2 == "DATA":
 			return sc.refuseRest(start, serverReason, serverConfInstead)
+		case obj2 == "TABLE" && kw != "DROP":
+			// Its rows come from another connection or a file, by names
+			// in its options ('llmtool_changes' on a loopback server).
+			return sc.refuseRest(start, foreignReason, foreignInstead)
 		}
 	case "SCHEMA":
 		if kw == "CREATE" || kw == "ALTER" {

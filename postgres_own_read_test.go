@@ -1,0 +1,130 @@
+package llmtool_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/tenant"
+)
+
+// TestPostgresOwnTablesUnread: issue 37. Without Options.Role, tenant A's
+// tools try to read tenant B's history (llmtool_changes, whose rows hold
+// what B's writes changed) in every spelling: quoted, qualified, in any
+// case, with comments and Unicode escapes, through a CTE, a subquery or
+// TABLE, through functions that read a table by a name given as a value
+// or every table at once, through the column statistics, and through the
+// statements that run dynamic SQL, copy or change the search path. Each
+// spelling first runs as the host, to show that it does read B's secret;
+// through Invoke, from a read tool and from a write tool, each is refused
+// before it reaches the server, and nothing of B's comes back. llmtool's
+// own statements still read and write the table: B's list_changes lists
+// B's changes.
+func TestPostgresOwnTablesUnread(t *testing.T) {
+	t.Parallel()
+	db, _ := openPG(t)
+	opts := &llmtool.Options{TenantCacheTTL: tenant.NoCache, Logger: quietLogger(),
+		Changesets: changeset.Config{Tables: []string{"items"}, Tools: true}}
+	reg, err := llmtool.NewRegistry(db, opts, securityTools)
+	require.NoError(t, err)
+	t.Cleanup(func() { reg.Close() })
+	bg := context.Background()
+	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
+	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
+	require.NoError(t, reg.Tenants().SetWrites(bg, "b", true))
+	const secret = "secret-of-b"
+	for i := range 3 {
+		res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: mustJSON(t, map[string]any{"name": fmt.Sprintf("%s-%d", secret, i), "qty": i})})
+		require.False(t, res.IsError, res.Text())
+	}
+	// The statistics autovacuum would gather; the XML functions' target.
+	for _, q := range []string{`ANALYZE llmtool_changes`, `CREATE SCHEMA hist`, `CREATE VIEW hist.v AS SELECT rows FROM llmtool_changes`} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+
+	const (
+		named   = "names a table llmtool keeps for itself (llmtool_*), which no tool may read"
+		readIns = "llmtool's tables hold every tenant's settings, approvals and history: read them through the Registry (Tenants().Writes, changeset.List, the list_changes tool), never in a tool's SQL."
+		byValue = "reads a table or a cursor named by a value (a string or an OID), which llmtool cannot check"
+		every   = "reads every table of the database or of a schema, llmtool's own among them"
+		xmlIns  = "name the tables in the query (SELECT ... FROM t), where llmtool checks them; build XML with xmlelement, xmlforest and xmlagg."
+		stats   = "reads the planner's column statistics, which hold sample values of every table, llmtool's own among them"
+		statIns = "read the host's tables themselves; leave column statistics to the planner."
+		sqlText = "runs SQL given as text, which llmtool cannot check"
+		textIns = "run the query as a statement of its own, which llmtool checks."
+	)
+	tests := []struct {
+		sql, reason, instead string
+		reads                bool // run as the host, the statement's first column holds B's secret
+	}{
+		{`SELECT rows FROM llmtool_changes WHERE tenant = 'b'`, named, readIns, true},
+		{`select ROWS from LLMTOOL_CHANGES`, named, readIns, true},
+		{`SELECT rows FROM "llmtool_changes"`, named, readIns, true},
+		{`SELECT rows FROM public.llmtool_changes`, named, readIns, true},
+		{`SELECT rows FROM "public"."llmtool_changes"`, named, readIns, true},
+		{`SELECT rows FROM public . /* x */ llmtool_changes`, named, readIns, true},
+		{`SELECT rows FROM/* a /* nested */ one */llmtool_changes`, named, readIns, true},
+		{`SELECT rows FROM U&"llmtool\005Fchanges"`, named, readIns, true},
+		{`SELECT rows FROM u&"\006c\006cmtool\005fchanges"`, named, readIns, true},
+		{`SELECT rows FROM U&"!006C!006Cmtool_changes" UESCAPE '!'`, named, readIns, true},
+		{`SELECT rows FROM U&"\+00006Clmtool_changes"`, named, readIns, true},
+		{`SELECT rows FROM (TABLE llmtool_changes) AS c`, named, readIns, true},
+		{`WITH c AS (SELECT rows FROM llmtool_changes) SELECT rows FROM c`, named, readIns, true},
+		{`SELECT (SELECT string_agg(rows, ',') FROM llmtool_changes)`, named, readIns, true},
+		{`SELECT row_to_json(c)::text FROM llmtool_changes AS c`, named, readIns, true},
+		{`SELECT table_to_xml('llmtool_changes', true, false, '')::text`, "calls table_to_xml, which " + byValue, xmlIns, true},
+		{`SELECT table_to_xml(('llmtool' || '_changes')::regclass, true, false, '')::text`, "calls table_to_xml, which " + byValue, xmlIns, true},
+		{`SELECT pg_catalog.table_to_xml_and_xmlschema('hist.v', true, false, '')::text`, "calls table_to_xml_and_xmlschema, which " + byValue, xmlIns, true},
+		{`SELECT U&"table\005Fto\005Fxml"('hist.v', true, false, '')::text`, `calls "table_to_xml", which ` + byValue, xmlIns, true},
+		{`SELECT schema_to_xml('hist', true, false, '')::text`, "calls schema_to_xml, which " + every, xmlIns, true},
+		{`SELECT database_to_xml(true, false, '')::text`, "calls database_to_xml, which " + every, xmlIns, true},
+		{`SELECT query_to_xml('TABLE llmtool' || '_changes', true, false, '')::text`, "calls query_to_xml, which " + sqlText, textIns, true},
+		{`SELECT string_agg(histogram_bounds::text, ',') FROM pg_stats`, stats, statIns, true},
+		{`SELECT string_agg(stavalues1::text, ',') FROM pg_statistic`, stats, statIns, true},
+		{`COPY llmtool_changes TO STDOUT`, "copies between a table and a file, a program or the client's stream, outside the queries llmtool checks",
+			"insert rows with INSERT (many at once with several VALUES rows or unnest) and read them with SELECT; files, programs and bulk loads are the host's business.", false},
+		{`EXPLAIN ANALYZE EXECUTE history`, "runs a statement prepared on the session, which llmtool cannot check",
+			"run the statement itself, with its arguments: the driver prepares and caches statements.", false},
+		{`SET search_path = hist, public`, "changes the settings of the session or of the call's transaction", settingInstead, false},
+		{`SELECT set_config('search_path', 'hist, public', true)`, "calls set_config, which changes the session's settings", settingInstead, false},
+	}
+	for _, tt := range tests {
+		require.LessOrEqual(t, len(tt.sql), 80, "the refusal quotes the statement whole: %s", tt.sql)
+		if tt.reads {
+			// Without the check: the host's own connection reads B's
+			// secret this way.
+			var got string
+			require.NoError(t, db.QueryRow(tt.sql).Scan(&got), tt.sql)
+			require.Contains(t, got, secret, tt.sql)
+		}
+		for _, tool := range []string{"query_sql", "run_sql"} {
+			res := reg.Invoke(a, llmtool.Call{Tool: tool, Args: mustJSON(t, modelSQL{SQL: tt.sql})})
+			require.True(t, res.IsError, "%s: %s", tool, tt.sql)
+			require.ErrorIs(t, res.Err, llmtool.ErrStatementRefused, "%s: %s", tool, tt.sql)
+			require.EqualError(t, res.Err, refusedBy(tool, tt.sql, tt.reason, tt.instead), "%s: %s", tool, tt.sql)
+			require.Equal(t, "Internal error in "+tool+"; the details were logged. Try again once; if it fails again, tell the user the tool is failing.", res.Text())
+			require.NotContains(t, string(res.JSON), secret, "%s: %s", tool, tt.sql)
+		}
+	}
+
+	// A view the write creates over the history is refused with it.
+	res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: `CREATE VIEW spy AS SELECT rows FROM llmtool_changes`})})
+	require.EqualError(t, res.Err, refusedBy("run_sql", `CREATE VIEW spy AS SELECT rows FROM llmtool_changes`, ownRefusal, ownInstead))
+	var views int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM pg_views WHERE viewname = 'spy'`).Scan(&views))
+	require.Zero(t, views)
+
+	// llmtool's own statements are not the tools': B's history is listed,
+	// and A's refused calls recorded nothing in it.
+	res = reg.Invoke(b, llmtool.Call{Tool: "list_changes", Args: []byte(`{"all": true}`)})
+	require.False(t, res.IsError, res.Text())
+	require.Contains(t, string(res.JSON), secret)
+	var entries int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_changes`).Scan(&entries))
+	require.Equal(t, 3, entries)
+}
