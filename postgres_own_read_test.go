@@ -18,7 +18,8 @@ import (
 // case, with comments and Unicode escapes, through a CTE, a subquery or
 // TABLE, through functions that read a table by a name given as a value
 // or every table at once, through the column statistics, and through the
-// statements that run dynamic SQL, copy or change the search path. Each
+// statements that run dynamic SQL, copy or change the search path, and
+// through a trigger function that takes a table's name as a string. Each
 // spelling first runs as the host, to show that it does read B's secret;
 // through Invoke, from a read tool and from a write tool, each is refused
 // before it reaches the server, and nothing of B's comes back. llmtool's
@@ -118,6 +119,29 @@ func TestPostgresOwnTablesUnread(t *testing.T) {
 	var views int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM pg_views WHERE viewname = 'spy'`).Scan(&views))
 	require.Zero(t, views)
+
+	// A trigger function that takes a table's name as a string argument
+	// (contrib's refint deletes from it) is refused that name.
+	trigger := `CREATE TRIGGER spy BEFORE DELETE ON items FOR EACH ROW EXECUTE FUNCTION check_foreign_key(1, 'cascade', 'id', 'llmtool_changes', 'id')`
+	if _, err := db.Exec(`CREATE EXTENSION IF NOT EXISTS refint`); err == nil {
+		// As the host, in a transaction rolled back: deleting item 1
+		// deletes B's history entry 1.
+		tx, err := db.Begin()
+		require.NoError(t, err)
+		for _, q := range []string{trigger, `DELETE FROM items WHERE id = 1`} {
+			_, err := tx.Exec(q)
+			require.NoError(t, err, q)
+		}
+		var left int
+		require.NoError(t, tx.QueryRow(`SELECT count(*) FROM llmtool_changes`).Scan(&left))
+		require.Equal(t, 2, left, "the trigger deleted a history entry")
+		require.NoError(t, tx.Rollback())
+	} else {
+		t.Logf("contrib's refint is not installed (%v): its trigger is not run", err)
+	}
+	res = reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: trigger})})
+	require.EqualError(t, res.Err, refusedBy("run_sql", trigger[:77]+"...", "gives its trigger function a string that names, or may name, a table llmtool keeps for itself (llmtool_*)",
+		"pass trigger functions plain names of the host's tables ('notes'), without escapes."))
 
 	// llmtool's own statements are not the tools': B's history is listed,
 	// and A's refused calls recorded nothing in it.

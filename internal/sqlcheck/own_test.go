@@ -243,6 +243,11 @@ func TestOwnTablesByValue(t *testing.T) {
 		{`DO $$ BEGIN EXECUTE 'SELECT 1'; END $$`, "runs an anonymous code block, whose statements llmtool cannot check", doInstead},
 		{`CREATE FOREIGN TABLE spy (rows text) SERVER loopback OPTIONS (table_name 'llmtool_changes')`, foreignReason, foreignInstead},
 		{`ALTER FOREIGN TABLE remote_notes OPTIONS (SET table_name 'llmtool_changes')`, foreignReason, foreignInstead},
+		{`CREATE TRIGGER t BEFORE DELETE ON notes FOR EACH ROW EXECUTE FUNCTION check_foreign_key(1, 'cascade', 'id', 'llmtool_changes', 'id')`, triggerArgReason, triggerArgInstead},
+		{`CREATE TRIGGER t BEFORE DELETE ON notes FOR EACH ROW EXECUTE PROCEDURE check_foreign_key(1, 'cascade', 'id', 'public.LLMTOOL_CHANGES', 'id')`, triggerArgReason, triggerArgInstead},
+		{`CREATE TRIGGER t BEFORE DELETE ON notes FOR EACH ROW EXECUTE FUNCTION check_foreign_key(1, 'cascade', 'id', E'llmtool\137changes', 'id')`, triggerArgReason, triggerArgInstead},
+		{`CREATE TRIGGER t BEFORE DELETE ON notes FOR EACH ROW EXECUTE FUNCTION check_foreign_key(1, 'cascade', 'id', U&'llmtool\005Fchanges', 'id')`, triggerArgReason, triggerArgInstead},
+		{`CREATE CONSTRAINT TRIGGER t AFTER DELETE ON notes FOR EACH ROW EXECUTE FUNCTION f($$llmtool_changes$$)`, triggerArgReason, triggerArgInstead},
 		{`SET search_path = evil, public`, setReason, pgSetInstead},
 		{`SELECT set_config('search_path', 'evil, public', true)`, "calls set_config, which changes the session's settings", pgSetInstead},
 	}
@@ -260,6 +265,8 @@ func TestOwnTablesByValue(t *testing.T) {
 		`SELECT * FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
 		`SELECT table_to_xml FROM notes`,
 		`DROP FOREIGN TABLE remote_notes`,
+		`CREATE TRIGGER t BEFORE UPDATE ON notes FOR EACH ROW EXECUTE FUNCTION tsvector_update_trigger(tsv, 'pg_catalog.english', title, body)`,
+		`CREATE TRIGGER t BEFORE DELETE ON notes FOR EACH ROW EXECUTE FUNCTION check_foreign_key(1, 'cascade', 'id', 'tags', 'note_id')`,
 		`SELECT xmlelement(name note, xmlforest(id, title)) FROM notes`,
 	} {
 		require.Nil(t, Check(Postgres, q), q)

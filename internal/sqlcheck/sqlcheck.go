@@ -37,8 +37,11 @@
 // identifier, which the tokenizer decodes, UESCAPE included. So are, on
 // PostgreSQL, the functions that read a table by a name held in a value
 // (table_to_xml, database_to_xml, crosstab, ...), which no text check
-// could follow, and the column statistics (pg_stats), which hold sample
-// values of every table.
+// could follow, a trigger whose function gets such a name as a string
+// argument, foreign tables (whose options name a table as a string), and
+// the column statistics (pg_stats), which hold sample values of every
+// table. A function of the host's that reads llmtool's tables is beyond a
+// text check: Options.Role stops it.
 //
 // [Rebind] turns SQLite's ? and ?NNN placeholders into PostgreSQL's $N,
 // so a tool module is written once for both engines; [Cache.CheckRebind]
