@@ -58,6 +58,8 @@ func TestPostgresOwnTablesUnread(t *testing.T) {
 		statIns = "read the host's tables themselves; leave column statistics to the planner."
 		sqlText = "runs SQL given as text, which llmtool cannot check"
 		textIns = "run the query as a statement of its own, which llmtool checks."
+		ownSeq  = "names its sequence by a value that may be one of llmtool's (llmtool_*): setting it would make llmtool's next history entries collide, reading it counts every tenant's"
+		seqIns  = "name the host's sequence as a plain string: setval('notes_id_seq', n)."
 	)
 	tests := []struct {
 		sql, reason, instead string
@@ -87,6 +89,8 @@ func TestPostgresOwnTablesUnread(t *testing.T) {
 		{`SELECT query_to_xml('TABLE llmtool' || '_changes', true, false, '')::text`, "calls query_to_xml, which " + sqlText, textIns, true},
 		{`SELECT string_agg(histogram_bounds::text, ',') FROM pg_stats`, stats, statIns, true},
 		{`SELECT string_agg(stavalues1::text, ',') FROM pg_statistic`, stats, statIns, true},
+		{`SELECT setval('llmtool_changes_id_seq', 1)::text`, "calls setval, which " + ownSeq, seqIns, false},
+		{`SELECT pg_sequence_last_value('llmtool_changes_id_seq')::text`, "calls pg_sequence_last_value, which " + ownSeq, seqIns, false},
 		{`COPY llmtool_changes TO STDOUT`, "copies between a table and a file, a program or the client's stream, outside the queries llmtool checks",
 			"insert rows with INSERT (many at once with several VALUES rows or unnest) and read them with SELECT; files, programs and bulk loads are the host's business.", false},
 		{`EXPLAIN ANALYZE EXECUTE history`, "runs a statement prepared on the session, which llmtool cannot check",
@@ -112,6 +116,16 @@ func TestPostgresOwnTablesUnread(t *testing.T) {
 			require.NotContains(t, string(res.JSON), secret, "%s: %s", tool, tt.sql)
 		}
 	}
+
+	// Set back, llmtool's sequence would make B's next tracked write
+	// collide with its own history.
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec(`SELECT setval('llmtool_changes_id_seq', 1)`)
+	require.NoError(t, err)
+	_, err = tx.Exec(`INSERT INTO llmtool_changes (tool, principal, tenant, conversation, created_at, rows, not_undoable) VALUES ('', '', 'b', '', 0, '', '')`)
+	require.ErrorContains(t, err, "duplicate key value violates unique constraint")
+	require.NoError(t, tx.Rollback())
 
 	// A view the write creates over the history is refused with it.
 	res := reg.Invoke(a, llmtool.Call{Tool: "run_sql", Args: mustJSON(t, modelSQL{SQL: `CREATE VIEW spy AS SELECT rows FROM llmtool_changes`})})
