@@ -2,6 +2,7 @@ package llmtool_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 
@@ -30,13 +31,8 @@ func TestPostgresOwnTablesUnread(t *testing.T) {
 	db, _ := openPG(t)
 	opts := &llmtool.Options{TenantCacheTTL: tenant.NoCache, Logger: quietLogger(),
 		Changesets: changeset.Config{Tables: []string{"items"}, Tools: true}}
-	reg, err := llmtool.NewRegistry(db, opts, securityTools)
-	require.NoError(t, err)
-	t.Cleanup(func() { reg.Close() })
-	bg := context.Background()
-	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
-	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
-	require.NoError(t, reg.Tenants().SetWrites(bg, "b", true))
+	reg, a, b := securityRegistry(t, db, opts)
+	require.NoError(t, reg.Tenants().SetWrites(context.Background(), "b", true))
 	const secret = "secret-of-b"
 	for i := range 3 {
 		res := reg.Invoke(b, llmtool.Call{Tool: "add_item", Args: mustJSON(t, map[string]any{"name": fmt.Sprintf("%s-%d", secret, i), "qty": i})})
@@ -165,4 +161,17 @@ func TestPostgresOwnTablesUnread(t *testing.T) {
 	var entries int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM llmtool_changes`).Scan(&entries))
 	require.Equal(t, 3, entries)
+}
+
+// securityRegistry returns a registry over db with the security tools,
+// closed when t ends, and the contexts of tenants a, whose writes are on,
+// and b.
+func securityRegistry(t *testing.T, db *sql.DB, opts *llmtool.Options) (reg *llmtool.Registry, a, b context.Context) {
+	t.Helper()
+	reg, err := llmtool.NewRegistry(db, opts, securityTools)
+	require.NoError(t, err)
+	t.Cleanup(func() { reg.Close() })
+	bg := context.Background()
+	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
+	return reg, llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
 }

@@ -117,12 +117,8 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 	_, err := db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
 	require.NoError(t, err)
 	opts := &llmtool.Options{ApprovalKey: []byte("a key the replicas share, 32 b."), TenantCacheTTL: tenant.NoCache, Logger: quietLogger()}
-	reg, err := llmtool.NewRegistry(db, opts, securityTools)
-	require.NoError(t, err)
-	t.Cleanup(func() { reg.Close() })
+	reg, a, b := securityRegistry(t, db, opts)
 	bg := context.Background()
-	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
-	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
 	require.NoError(t, reg.Tenants().SetApproval(bg, "a", "", true)) // every destructive tool asks in tenant a
 
 	// A used approval token.
