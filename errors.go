@@ -247,8 +247,10 @@ const readToolWrite = "is a read tool, so the database refuses its writes"
 
 // dbConditionOf classifies err by the SQLite result code of the first error
 // in its chain with a Code() int method (modernc.org/sqlite's *sqlite.Error
-// has one; the core does not import the driver), or, when the chain has
-// none, by SQLite's message for the code, which other drivers return.
+// has one; the core does not import the driver, and NewRegistry refuses
+// other SQLite drivers), never by a message: a handler's error, or a
+// not-found message quoting the model's argument, may say "disk I/O
+// error".
 func dbConditionOf(err error) dbCondition {
 	if c := pgConditionOf(err); c != dbNone {
 		return c
@@ -267,18 +269,6 @@ func dbConditionOf(err error) dbCondition {
 		case sqliteIOErr:
 			c = dbIOErr
 		case sqliteCorrupt, sqliteNotADB:
-			c = dbCorrupt
-		}
-	} else {
-		msg := err.Error()
-		switch {
-		case strings.Contains(msg, "database or disk is full"):
-			c = dbFull
-		case strings.Contains(msg, "attempt to write a readonly database"):
-			c = dbReadOnly
-		case strings.Contains(msg, "disk I/O error"):
-			c = dbIOErr
-		case strings.Contains(msg, "database disk image is malformed"), strings.Contains(msg, "file is not a database"):
 			c = dbCorrupt
 		}
 	}

@@ -320,7 +320,7 @@ var sneakyWrite = llmtool.Read("sneaky_write", "Try to write from a read tool.",
 
 // TestDatabaseTroubleDetection checks how errors are told apart: by the
 // result code on the chain (extended codes included) whatever the message,
-// by SQLite's message for drivers without codes, and that a read tool's
+// never by the message of an error without one, and that a read tool's
 // refused write and other codes stay generic internal errors. A busy or
 // locked write runs again until Options.RetryFor (short here), then
 // reports the busy sentence.
@@ -349,13 +349,15 @@ func TestDatabaseTroubleDetection(t *testing.T) {
 		{"code not a database", "fail_with", `{"code":26,"msg":"bad header"}`, corrupt},
 		{"code other", "fail_with", `{"code":1,"msg":"database is locked"}`, generic},
 		{"code constraint", "fail_with", `{"code":2067,"msg":"UNIQUE constraint failed: items.name"}`, generic},
-		{"text busy", "fail_with", `{"msg":"database is locked"}`, busy},
+		// An error without a code is the handler's, whatever it says (a
+		// not-found message may quote the model's argument).
+		{"text busy", "fail_with", `{"msg":"database is locked"}`, generic},
 		{"text locked", "fail_with", `{"msg":"database table is locked: items"}`, generic},
-		{"text full", "fail_with", `{"msg":"database or disk is full"}`, full},
-		{"text read-only", "fail_with", `{"msg":"attempt to write a readonly database"}`, ro},
-		{"text I/O", "fail_with", `{"msg":"disk I/O error"}`, ioerr},
-		{"text corrupt", "fail_with", `{"msg":"database disk image is malformed"}`, corrupt},
-		{"text not a database", "fail_with", `{"msg":"file is not a database"}`, corrupt},
+		{"text full", "fail_with", `{"msg":"database or disk is full"}`, generic},
+		{"text read-only", "fail_with", `{"msg":"attempt to write a readonly database"}`, generic},
+		{"text I/O", "fail_with", `{"msg":"disk I/O error"}`, generic},
+		{"text corrupt", "fail_with", `{"msg":"database disk image is malformed"}`, generic},
+		{"text not a database", "fail_with", `{"msg":"file is not a database"}`, generic},
 		{"text other", "fail_with", `{"msg":"disk on fire"}`, generic},
 		{"read tool's refused write", "sneaky_write", `{}`,
 			"Internal error in sneaky_write; the details were logged. Try again once; if it fails again, tell the user the tool is failing."},

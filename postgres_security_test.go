@@ -117,12 +117,8 @@ func TestPostgresOwnStateUnreachable(t *testing.T) {
 	_, err := db.Exec(`INSERT INTO items (name) VALUES ('pear'), ('plum')`)
 	require.NoError(t, err)
 	opts := &llmtool.Options{ApprovalKey: []byte("a key the replicas share, 32 b."), TenantCacheTTL: tenant.NoCache, Logger: quietLogger()}
-	reg, err := llmtool.NewRegistry(db, opts, securityTools)
-	require.NoError(t, err)
-	t.Cleanup(func() { reg.Close() })
+	reg, a, b := securityRegistry(t, db, opts)
 	bg := context.Background()
-	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
-	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
 	require.NoError(t, reg.Tenants().SetApproval(bg, "a", "", true)) // every destructive tool asks in tenant a
 
 	// A used approval token.
@@ -284,9 +280,9 @@ func pgRoles(t *testing.T, attrs ...string) []string {
 
 // TestPostgresRole: with Options.Role, the server refuses what the role
 // has no privilege for, whatever the statement check makes of the text:
-// a write to a host table the role has no grant on, and a host function
-// that writes llmtool's tenant settings (the text names no llmtool table,
-// so only the role stops it). Reads run as the role too. llmtool's own
+// a write to a host table the role has no grant on, and host functions
+// that write llmtool's tenant settings or read its audit (the text names
+// no llmtool table, so only the role stops them). Reads run as the role too. llmtool's own
 // statements (the audit record, a used approval) still run, as the
 // connecting user, and no role outlives its call. Without the role, the
 // same function call turns on another tenant's writes.
@@ -315,6 +311,8 @@ func TestPostgresRole(t *testing.T) {
 	// caller's privileges (SECURITY INVOKER).
 	_, err = db.Exec(`CREATE FUNCTION all_writes_on() RETURNS void LANGUAGE sql AS $$ UPDATE llmtool_scope_settings SET enabled = 1 $$`)
 	require.NoError(t, err)
+	_, err = db.Exec(`CREATE FUNCTION audited() RETURNS text LANGUAGE sql AS $$ SELECT count(*)::text FROM llmtool_audit $$`)
+	require.NoError(t, err)
 	bg := context.Background()
 	a, b := llmtool.WithTenant(bg, "a"), llmtool.WithTenant(bg, "b")
 	require.NoError(t, reg.Tenants().SetWrites(bg, "a", true))
@@ -334,8 +332,10 @@ func TestPostgresRole(t *testing.T) {
 			err: "ERROR: permission denied for table secrets (SQLSTATE 42501)"},
 		{name: "llmtool's table through a host function", tool: "run_sql", sql: `SELECT all_writes_on()`,
 			err: "ERROR: permission denied for table llmtool_scope_settings (SQLSTATE 42501)"},
-		{name: "llmtool's audit, read", tool: "query_sql", sql: `SELECT count(*)::text FROM llmtool_audit`,
+		{name: "llmtool's audit, read through a host function", tool: "query_sql", sql: `SELECT audited()`,
 			err: "ERROR: permission denied for table llmtool_audit (SQLSTATE 42501)"},
+		{name: "llmtool's audit, read", tool: "query_sql", sql: `SELECT count(*)::text FROM llmtool_audit`,
+			err: "llmtool: statement refused: tool query_sql ran statement `SELECT count(*)::text FROM llmtool_audit` names a table llmtool keeps for itself (llmtool_*), which no tool may read; llmtool's tables hold every tenant's settings, approvals and history: read them through the Registry (Tenants().Writes, changeset.List, the list_changes tool), never in a tool's SQL."},
 	}
 	for _, tt := range tests {
 		res := reg.Invoke(a, llmtool.Call{Tool: tt.tool, Args: mustJSON(t, modelSQL{SQL: tt.sql})})

@@ -13,6 +13,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -118,30 +119,43 @@ const (
 // holds, which it may get once that connection's transaction ends:
 // SQLITE_BUSY (the write lock, past the busy timeout, or at a BEGIN
 // IMMEDIATE refused at once) and SQLITE_LOCKED_SHAREDCACHE (a table lock
-// in shared-cache mode), from a driver that reports SQLite's extended
-// result code (a Code() int method, as modernc.org/sqlite's errors have)
-// or, from one that does not, SQLite's message for SQLITE_BUSY. A plain
-// SQLITE_LOCKED is not: it is a conflict within the connection (a DROP
-// TABLE under the statement's own open rows), which comes back however
-// often the transaction runs.
+// in shared-cache mode), by SQLite's extended result code (a Code() int
+// method, as modernc.org/sqlite's errors have; NewRegistry refuses other
+// SQLite drivers). A plain SQLITE_LOCKED is not: it is a conflict within
+// the connection (a DROP TABLE under the statement's own open rows),
+// which comes back however often the transaction runs. The message is
+// never read: a handler's error may say "database is locked" (a
+// not-found message quoting the model's argument, say), and taking it
+// for a lock would run the call again until its deadline.
 func Locked(err error) bool {
-	if err == nil {
+	var coded interface{ Code() int }
+	if !errors.As(err, &coded) {
 		return false
 	}
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		c := coded.Code()
-		return c&0xff == sqliteBusy || c == sqliteLockedSharedCache
-	}
-	return strings.Contains(err.Error(), "database is locked")
+	c := coded.Code()
+	return c&0xff == sqliteBusy || c == sqliteLockedSharedCache
 }
 
 // StalePlan reports whether err is PostgreSQL refusing a statement the
 // driver prepared before a schema change altered its result (0A000,
 // "cached plan must not change result type"). The driver forgets the
-// statement, so running the transaction again succeeds.
+// statement, so running the transaction again succeeds. 0A000 is every
+// feature_not_supported, whose messages may quote the statement's names
+// (cross-database references are not implemented: "a.b.c"), so the
+// server's error must say exactly that and nothing more: its own text,
+// as pgx gives it ("ERROR: ... (SQLSTATE 0A000)"), not the text of the
+// errors around it.
 func StalePlan(err error) bool {
-	return sqlState(err) == "0A000" && strings.Contains(err.Error(), "cached plan must not change result type")
+	var s interface{ SQLState() string }
+	if !errors.As(err, &s) || s.SQLState() != "0A000" {
+		return false
+	}
+	e, ok := s.(error)
+	if !ok {
+		return false
+	}
+	severity, msg, ok := strings.Cut(e.Error(), ": ")
+	return ok && !strings.ContainsAny(severity, " :") && msg == "cached plan must not change result type (SQLSTATE 0A000)"
 }
 
 // Busy reports whether err is PostgreSQL giving up on contention: a write
@@ -176,7 +190,15 @@ func ReadOnlyViolation(err error) bool { return sqlState(err) == "25006" }
 // is not accepting work right now: PostgreSQL's connection exceptions
 // (class 08), a server shutting down or starting up (57P01, 57P02,
 // 57P03), too many connections (53300), or the network refusing or
-// resetting the connection.
+// resetting the connection. A dial or a read that the caller's context
+// ended (its deadline passed, or it was cancelled) is not: the call ran
+// out of time, and the database may be fine.
+//
+// Errors are told apart by their types and codes, never by a message
+// that a handler or a model could have written. pgx gives one error no
+// code or type of its own: "conn closed", for a connection it closed
+// after a failure, which it returns as an error with a SafeToRetry
+// method; only such an error saying exactly that counts.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
@@ -184,23 +206,50 @@ func Unavailable(err error) bool {
 	if errors.Is(err, ErrNoAnswer) {
 		return true
 	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
 	switch st := sqlState(err); {
 	case strings.HasPrefix(st, "08"), st == "57P01", st == "57P02", st == "57P03", st == "53300":
 		return true
 	case st != "":
 		return false
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return true
 	}
 	var op *net.OpError
 	if errors.As(err, &op) {
 		return true
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "conn closed") ||
-		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "broken pipe") ||
-		strings.Contains(msg, "the database system is shutting down") || strings.Contains(msg, "the database system is starting up")
+	return inChain(err, func(e error) bool {
+		_, driver := e.(interface{ SafeToRetry() bool })
+		return driver && e.Error() == "conn closed"
+	})
+}
+
+// inChain reports whether f holds for err or an error it wraps.
+func inChain(err error, f func(error) bool) bool {
+	for err != nil {
+		if f(err) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if inChain(e, f) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // ErrNoAnswer marks a failure after which the database did not answer a

@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -78,7 +80,7 @@ func TestErrorClasses(t *testing.T) {
 		name                                   string
 		err                                    error
 		retryable, busy, unavailable, readOnly bool
-		full, locked                           bool
+		full, locked, stale                    bool
 	}{
 		{name: "serialization failure", err: pg("40001"), retryable: true, busy: true},
 		{name: "deadlock", err: pg("40P01"), retryable: true, busy: true},
@@ -98,8 +100,28 @@ func TestErrorClasses(t *testing.T) {
 		{name: "SQLITE_LOCKED_SHAREDCACHE", err: sqliteErr(262), retryable: true, locked: true},
 		{name: "SQLITE_CONSTRAINT_UNIQUE", err: sqliteErr(2067)},
 		{name: "a coded error's text is not read", err: codedText{"database is locked"}},
-		{name: "busy, said as text", err: errors.New("database is locked"), retryable: true, locked: true},
+		// A handler's error, or a not-found message that quotes the
+		// model's argument, says what it likes: it is not the database's.
+		{name: "busy, said as text", err: errors.New("database is locked")},
+		{name: "busy, quoted from the model", err: fmt.Errorf("rename_note: %w", errors.New(`Note "database is locked" not found.`))},
 		{name: "locked, said as text", err: errors.New("database table is locked: items")},
+		{name: "refused, said as text", err: errors.New(`Note "connection refused" not found.`)},
+		{name: "closed, said as text", err: errors.New("conn closed")},
+		{name: "EOF, said as text", err: errors.New(`arguments: not valid JSON (unexpected EOF)`)},
+		{name: "down, said as text", err: errors.New("FATAL: the database system is shutting down; broken pipe")},
+		{name: "stale plan, said as text", err: errors.New("ERROR: cached plan must not change result type (SQLSTATE 0A000)")},
+		{name: "stale plan, said around another 0A000", err: fmt.Errorf(`note "cached plan must not change result type": %w`, &pgconn.PgError{Severity: "ERROR", Code: "0A000", Message: "cross-database references are not implemented: a.b.c"})},
+		{name: "stale plan, quoted in another 0A000", err: &pgconn.PgError{Severity: "ERROR", Code: "0A000", Message: "cross-database references are not implemented: a.b.x: cached plan must not change result type"}},
+		{name: "stale plan", err: fmt.Errorf("query: %w", &pgconn.PgError{Severity: "ERROR", Code: "0A000", Message: "cached plan must not change result type"}), stale: true},
+		{name: "stale plan, localized severity", err: &pgconn.PgError{Severity: "FEHLER", Code: "0A000", Message: "cached plan must not change result type"}, stale: true},
+
+		{name: "the server closed the connection", err: fmt.Errorf("failed to receive message: %w", io.ErrUnexpectedEOF), unavailable: true},
+		{name: "broken pipe", err: fmt.Errorf("write: %w", syscall.EPIPE), unavailable: true},
+		{name: "a network error", err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, unavailable: true},
+		{name: "pgx closed the connection", err: fmt.Errorf("query: %w", closedConn{}), unavailable: true},
+		{name: "a dial the deadline ended", err: fmt.Errorf("dial error: %w", context.DeadlineExceeded)},
+		{name: "a dial cancelled", err: &net.OpError{Op: "dial", Net: "tcp", Err: context.Canceled}},
+		{name: "a ping that got no answer", err: fmt.Errorf("%w; %w: %w", context.Canceled, engine.ErrNoAnswer, context.DeadlineExceeded), unavailable: true},
 	} {
 		require.Equal(t, tc.locked, engine.Locked(tc.err), tc.name)
 		require.Equal(t, tc.retryable, engine.Retryable(tc.err), tc.name)
@@ -107,6 +129,7 @@ func TestErrorClasses(t *testing.T) {
 		require.Equal(t, tc.unavailable, engine.Unavailable(tc.err), tc.name)
 		require.Equal(t, tc.readOnly, engine.ReadOnlyViolation(tc.err), tc.name)
 		require.Equal(t, tc.full, engine.DiskFull(tc.err), tc.name)
+		require.Equal(t, tc.stale, engine.StalePlan(tc.err), tc.name)
 	}
 	require.False(t, engine.Unavailable(nil))
 	require.False(t, engine.Locked(nil))
@@ -125,10 +148,44 @@ type codedText struct{ msg string }
 func (e codedText) Error() string { return e.msg }
 func (e codedText) Code() int     { return 1 } // SQLITE_ERROR
 
+// closedConn is pgx's error for a connection it closed: its text, and a
+// SafeToRetry method.
+type closedConn struct{}
+
+func (closedConn) Error() string     { return "conn closed" }
+func (closedConn) SafeToRetry() bool { return true }
+
 func TestBrokenConn(t *testing.T) {
 	t.Parallel()
 	require.True(t, engine.BrokenConn(fmt.Errorf("query: %w", driver.ErrBadConn)))
 	require.True(t, engine.BrokenConn(fmt.Errorf("query: %w", sql.ErrConnDone)))
 	require.False(t, engine.BrokenConn(errors.New("driver: bad connection, said as text")))
 	require.False(t, engine.Unavailable(driver.ErrBadConn), "a busy connection is not a server that went away: only a ping tells")
+}
+
+// TestStalePlanOnPostgres: a real server's stale plan is one; a
+// feature_not_supported error (0A000) that quotes a name the statement
+// chose, saying the same words, is not.
+func TestStalePlanOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `CREATE TABLE t (a int)`)
+	require.NoError(t, err)
+	rows, err := conn.QueryContext(ctx, `SELECT * FROM t`) // prepared and cached by pgx
+	require.NoError(t, err)
+	require.NoError(t, rows.Close())
+	_, err = conn.ExecContext(ctx, `ALTER TABLE t ADD COLUMN b int`)
+	require.NoError(t, err)
+	_, err = conn.QueryContext(ctx, `SELECT * FROM t`)
+	require.ErrorContains(t, err, "cached plan must not change result type")
+	require.True(t, engine.StalePlan(err), "%v", err)
+
+	_, err = conn.ExecContext(ctx, `SELECT * FROM a.b."x: cached plan must not change result type"`)
+	require.EqualError(t, err, `ERROR: cross-database references are not implemented: "a.b.x: cached plan must not change result type" (SQLSTATE 0A000)`)
+	require.False(t, engine.StalePlan(err))
+	require.False(t, engine.StalePlan(fmt.Errorf("note %q: %w", "cached plan must not change result type", err)))
 }

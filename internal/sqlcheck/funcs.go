@@ -1,5 +1,7 @@
 package sqlcheck
 
+import "strings"
+
 // A refusedFunc is a function that acts on the session, the server or
 // files rather than on the call's data, so calling it from a query would
 // leave state behind the call's transaction or reach outside it.
@@ -7,6 +9,10 @@ type refusedFunc struct {
 	reason  string // completes "calls NAME, which ..."
 	instead string
 	args    int // refused only when called with this many arguments; 0: always
+	// named: refused unless the first argument is one plain string that
+	// names no table of llmtool's ('notes_id_seq'): a sequence function
+	// takes a regclass, which a string, an expression or an OID gives.
+	named bool
 }
 
 const (
@@ -16,6 +22,7 @@ const (
 	notifyInstead   = "return what changed from the handler and let the host notify its listeners."
 	linkInstead     = "give the tool what it needs in the host's database, through its module."
 	sqlTextInstead  = "run the query as a statement of its own, which llmtool checks."
+	namedInstead    = "name the tables in the query (SELECT ... FROM t), where llmtool checks them; build XML with xmlelement, xmlforest and xmlagg."
 )
 
 var (
@@ -25,6 +32,10 @@ var (
 	serverFile      = refusedFunc{reason: "reads or writes files on the database server", instead: fileInstead}
 	serverAdmin     = refusedFunc{reason: "acts on the server or on other sessions, outside the call's transaction", instead: serverInstead}
 	sqlText         = refusedFunc{reason: "runs SQL given as text, which llmtool cannot check", instead: sqlTextInstead}
+	tableByValue    = refusedFunc{reason: "reads a table or a cursor named by a value (a string or an OID), which llmtool cannot check", instead: namedInstead}
+	everyTable      = refusedFunc{reason: "reads every table of the database or of a schema, llmtool's own among them", instead: namedInstead}
+	rawPages        = refusedFunc{reason: "reads or changes the raw pages of a table or of the write-ahead log, which hold the rows of every table", instead: "read and change data through its tables."}
+	ownSequence     = refusedFunc{reason: "names its sequence by a value that may be one of llmtool's (" + ownPrefix + "*): setting it would make llmtool's next history entries collide, reading it counts every tenant's", instead: "name the host's sequence as a plain string: setval('notes_id_seq', n).", named: true}
 	sessionRandom   = refusedFunc{reason: "seeds the session's random numbers, which outlives the call", instead: "call random() unseeded; for repeatable values, derive them from the arguments (md5, hashtext)."}
 )
 
@@ -49,6 +60,26 @@ var refusedFuncs = map[string]refusedFunc{
 	"query_to_xml_and_xmlschema": sqlText,
 	"ts_stat":                    sqlText,
 	"ts_rewrite":                 {reason: sqlText.reason, instead: "use ts_rewrite(query, target, substitute), which takes tsquery values instead of a query.", args: 2},
+
+	// A table named by a value, not in the text: the check cannot tell
+	// the host's tables from llmtool's.
+	"table_to_xml":                  tableByValue,
+	"table_to_xmlschema":            tableByValue,
+	"table_to_xml_and_xmlschema":    tableByValue,
+	"cursor_to_xml":                 tableByValue,
+	"cursor_to_xmlschema":           tableByValue,
+	"schema_to_xml":                 everyTable,
+	"schema_to_xmlschema":           everyTable,
+	"schema_to_xml_and_xmlschema":   everyTable,
+	"database_to_xml":               everyTable,
+	"database_to_xmlschema":         everyTable,
+	"database_to_xml_and_xmlschema": everyTable,
+	"connectby":                     tableByValue, // tablefunc
+	"xpath_table":                   tableByValue, // xml2
+	"setval":                        ownSequence,
+	"pg_sequence_last_value":        ownSequence,
+	"get_raw_page":                  rawPages, // pageinspect
+	"bt_page_items":                 rawPages, // pageinspect, by an index's name
 
 	"pg_terminate_backend":           serverAdmin,
 	"pg_cancel_backend":              serverAdmin,
@@ -90,6 +121,9 @@ var refusedFuncPrefixes = []struct {
 	{"pg_logical_slot_", serverAdmin},       // reading a slot's changes consumes them
 	{"pg_wal_replay_", serverAdmin},         // pausing and resuming recovery
 	{"binary_upgrade_", serverAdmin},        // pg_upgrade's own
+	{"crosstab", sqlText},                   // tablefunc: crosstab, crosstab2, ...
+	{"heap_force_", rawPages},               // pg_surgery: heap_force_kill, heap_force_freeze
+	{"pg_get_wal_", rawPages},               // pg_walinspect: records and blocks
 }
 
 // maxFuncName bounds the names lookupFunc compares.
@@ -105,10 +139,10 @@ func lookupFunc(tok token) (refusedFunc, bool) {
 	if len(name) < len("dblink") || len(name) > maxFuncName {
 		return refusedFunc{}, false
 	}
-	// Every refused name starts with b, d, l, p, q, s or t: most
-	// identifiers end here, without a copy.
+	// Every refused name starts with b, c, d, g, h, l, p, q, s, t or x:
+	// most identifiers end here, without a copy.
 	switch name[0] | 0x20 {
-	case 'b', 'd', 'l', 'p', 'q', 's', 't':
+	case 'b', 'c', 'd', 'g', 'h', 'l', 'p', 'q', 's', 't', 'x':
 	default:
 		return refusedFunc{}, false
 	}
@@ -136,10 +170,29 @@ func lookupFunc(tok token) (refusedFunc, bool) {
 // name, whose "(" sc has just passed.
 func (sc *scanner) calledFunc(name token) (refusedFunc, bool) {
 	f, ok := lookupFunc(name)
-	if !ok || f.args == 0 {
-		return f, ok
+	switch {
+	case !ok:
+		return f, false
+	case f.named:
+		return f, !sc.plainFirstArg()
+	case f.args == 0:
+		return f, true
 	}
 	return f, sc.countArgs() == f.args
+}
+
+// plainFirstArg reports whether the call whose "(" sc has just passed
+// starts with one plain '...' string, without escapes, that names no
+// table of llmtool's, and a "," or ")" after it. It consumes nothing.
+func (sc *scanner) plainFirstArg() bool {
+	save := sc.i
+	defer func() { sc.i = save }()
+	arg := sc.next()
+	if arg.kind != tString || arg.text[0] != '\'' || strings.IndexByte(arg.text, '\\') >= 0 || containsFold(arg.text, "llmtool") {
+		return false
+	}
+	next := sc.next()
+	return next.kind == tOther && (next.text == "," || next.text == ")")
 }
 
 // countArgs counts the arguments of the call whose "(" sc has just

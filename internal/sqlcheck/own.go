@@ -22,36 +22,52 @@ var changeWords = map[string]bool{
 // t, MERGE INTO [ONLY] t, TRUNCATE [TABLE] [ONLY] t, u.
 var writeWords = map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "TRUNCATE": true}
 
+// statsTables are PostgreSQL's column statistics: they hold sample values
+// (most common values, histogram bounds) of every analyzed table's
+// columns, llmtool's own among them.
+var statsTables = map[string]bool{
+	"pg_stats": true, "pg_statistic": true, "pg_stats_ext": true, "pg_stats_ext_exprs": true, "pg_statistic_ext_data": true,
+}
+
 const (
 	ownReason       = "changes a table llmtool keeps for itself (" + ownPrefix + "*)"
 	ownInstead      = "change llmtool's settings through the Registry (Tenants().SetWrites, SetApproval, ...), never in a tool's SQL."
+	ownReadReason   = "names a table llmtool keeps for itself (" + ownPrefix + "*), which no tool may read"
+	ownReadInstead  = "llmtool's tables hold every tenant's settings, approvals and history: read them through the Registry (Tenants().Writes, changeset.List, the list_changes tool), never in a tool's SQL."
+	statsReason     = "reads the planner's column statistics, which hold sample values of every table, llmtool's own among them"
+	statsInstead    = "read the host's tables themselves; leave column statistics to the planner."
 	settingsReason  = "names pg_settings in a statement that changes data or schema, and a write to pg_settings changes the session's settings"
 	catalogReasonOf = "writes to the system catalog "
 	catalogInstead  = "leave the system catalogs to PostgreSQL: change the schema with CREATE, ALTER and DROP, and configure sessions where the host opens the database."
 )
 
-// protected refuses a text that changes what is not the host's data:
-// one of llmtool's own tables (a tool may read them, a tool that lists
-// the audit table, say, but not write them, or it could turn on write
-// tools for a tenant or forget that an approval was used), and on
-// PostgreSQL the server's settings through pg_settings (whose update rule
-// calls set_config at session level, so the next call on the pooled
-// connection would run with them) and the system catalogs.
+// protected refuses a text that reaches what is not the host's data: one
+// of llmtool's own tables, read or written (they hold every tenant's
+// settings, used approvals, audit and history: a write could turn on
+// write tools for a tenant or forget that an approval was used, a read
+// would show one tenant's history to another), and on PostgreSQL the
+// server's settings through pg_settings (whose update rule calls
+// set_config at session level, so the next call on the pooled connection
+// would run with them), the system catalogs, written, and the column
+// statistics, read (pg_stats shows sample values of llmtool's tables).
+// Functions that read a table by a name held in a value (table_to_xml,
+// database_to_xml, ...) are refused wherever they are called (funcs.go).
 //
 // Names are compared as PostgreSQL and SQLite resolve them: unquoted ones
 // in any case, quoted ones ("llmtool_x"), U&"..." identifiers decoded
 // (U&"llmtool\005Fx"), and a qualified name (public.llmtool_x) by its
 // last part. The pass is coarse on purpose: a text that names such a
-// table anywhere and changes anything anywhere is refused, so that no
-// way of reaching the table through a view, a rule, a trigger or a common
-// table expression is missed. backslashes reads '...' as PostgreSQL does
+// table anywhere is refused (as changing it when the text changes
+// anything anywhere), so that no way of reaching the table through a
+// view, a rule, a trigger or a common table expression is missed; a
+// string that holds the name ('llmtool_x') names nothing. backslashes reads '...' as PostgreSQL does
 // with standard_conforming_strings off (see Check).
 func protected(d Dialect, query string, backslashes bool) *Refusal {
 	if !mayNameProtected(d, query) {
 		return nil
 	}
 	sc := scanner{s: query, d: d, backslashes: backslashes}
-	own, settings, change := false, false, false
+	own, settings, change, stats := false, false, false, false
 	catalog := "" // the first system catalog a statement writes to
 	var ddl ddlHead
 	for {
@@ -71,6 +87,8 @@ func protected(d Dialect, query string, backslashes bool) *Refusal {
 			own = true
 		case d == Postgres && strings.EqualFold(name, "pg_settings"):
 			settings = true
+		case d == Postgres && hasPrefixFold(name, "pg_stat") && statsTables[strings.ToLower(name)]:
+			stats = true
 		}
 		if tok.kind != tWord {
 			continue
@@ -90,6 +108,10 @@ func protected(d Dialect, query string, backslashes bool) *Refusal {
 		return &Refusal{Statement: short(query), Reason: settingsReason, Instead: pgSetInstead}
 	case catalog != "":
 		return &Refusal{Statement: short(query), Reason: catalogReasonOf + catalog, Instead: catalogInstead}
+	case own:
+		return &Refusal{Statement: short(query), Reason: ownReadReason, Instead: ownReadInstead}
+	case stats:
+		return &Refusal{Statement: short(query), Reason: statsReason, Instead: statsInstead}
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ const (
 	discardInstead    = "leave the session to llmtool and the host: llmtool hands each connection back as it found it."
 	schemaReason      = "creates or renames a schema, which can shadow the application's tables for every later call through the search path"
 	schemaInstead     = "create and rename schemas in the application's own migrations, not in a tool's SQL."
+	triggerArgReason  = "gives its trigger function a string that names, or may name, a table llmtool keeps for itself (" + ownPrefix + "*)"
+	triggerArgInstead = "pass trigger functions plain names of the host's tables ('notes'), without escapes."
+	foreignReason     = "creates or changes a foreign table, whose rows another connection or a file holds, outside the call's transaction"
+	foreignInstead    = "define foreign tables in the host's migrations; a tool may read them."
 
 	tempReason       = "creates or changes an object that lives with the connection, not the database"
 	tempSchemaReason = "names an object in the temp schema, which lives with the connection, not the database"
@@ -219,8 +223,13 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 	case "SYSTEM", "DATABASE", "TABLESPACE", "SUBSCRIPTION", "PUBLICATION", "SERVER":
 		return sc.refuseRest(start, serverReason, serverConfInstead)
 	case "FOREIGN":
-		if obj2 == "DATA" {
+		switch {
+		case obj2 == "DATA":
 			return sc.refuseRest(start, serverReason, serverConfInstead)
+		case obj2 == "TABLE" && kw != "DROP":
+			// Its rows come from another connection or a file, by names
+			// in its options ('llmtool_changes' on a loopback server).
+			return sc.refuseRest(start, foreignReason, foreignInstead)
 		}
 	case "SCHEMA":
 		if kw == "CREATE" || kw == "ALTER" {
@@ -228,6 +237,10 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 			// default search path ("$user", public), so a table in it
 			// shadows the host's for every later call, in every tenant.
 			return sc.refuseRest(start, schemaReason, schemaInstead)
+		}
+	case "TRIGGER":
+		if sc.triggerArgNamesOwn() {
+			return sc.refuseRest(start, triggerArgReason, triggerArgInstead)
 		}
 	case "RULE":
 		// A rule's action runs as the rule fires; its statements are
@@ -241,6 +254,34 @@ func (sc *scanner) pgDDL(start int, kw string) *Refusal {
 		sc.i = save
 	}
 	return sc.scan(start, true)
+}
+
+// triggerArgNamesOwn reports whether the rest of a CREATE TRIGGER holds a
+// string that names one of llmtool's tables, or that the check cannot
+// read as plain text. A trigger function gets its arguments as strings,
+// and some use them as table names in SQL of their own (refint's
+// check_foreign_key deletes from the table its arguments name), where
+// 'llmtool_changes' is the table. Escapes (E'...', U&'...', a backslash)
+// could spell the name, and dollar quotes hide nothing either way, but
+// are refused alike: a trigger's arguments are names and words. It
+// consumes nothing.
+func (sc *scanner) triggerArgNamesOwn() bool {
+	save := sc.i
+	defer func() { sc.i = save }()
+	var prev token
+	for {
+		tok := sc.next()
+		switch tok.kind {
+		case tEOF, tSemi:
+			return false
+		case tString:
+			if tok.text[0] != '\'' || strings.IndexByte(tok.text, '\\') >= 0 || containsFold(tok.text, "llmtool") ||
+				prev.kind == tOther && prev.text == "&" {
+				return true
+			}
+		}
+		prev = tok
+	}
 }
 
 // isTempSchema reports whether tok names PostgreSQL's temporary schema:

@@ -213,10 +213,10 @@ func TestPostgresRefusalsMatter(t *testing.T) {
 	require.Equal(t, "1", one("SELECT count(*) FROM llmtool_marker"), "the COMMIT ran")
 
 	// CALL is allowed: a procedure cannot end llmtool's transaction.
-	exec("CREATE PROCEDURE llmtool_commits() LANGUAGE plpgsql AS $$ BEGIN COMMIT; END $$")
-	require.Nil(t, Check(Postgres, "CALL llmtool_commits()"))
+	exec("CREATE PROCEDURE commits_inside() LANGUAGE plpgsql AS $$ BEGIN COMMIT; END $$")
+	require.Nil(t, Check(Postgres, "CALL commits_inside()"))
 	exec("BEGIN")
-	_, err = conn.ExecContext(ctx, "CALL llmtool_commits()")
+	_, err = conn.ExecContext(ctx, "CALL commits_inside()")
 	require.ErrorContains(t, err, "invalid transaction termination")
 	exec("ROLLBACK")
 }

@@ -30,11 +30,18 @@
 // pg_settings (an UPDATE of it, or of a view over it, calls set_config at
 // session level), and writes to the system catalogs.
 //
-// On both engines a text that changes anything and names one of
-// llmtool's own tables (llmtool_*: tenant settings, used approvals, the
-// audit) is refused, however the name is spelled: in any case, quoted,
-// schema-qualified, or (PostgreSQL) as a U&"..." identifier, which the
-// tokenizer decodes, UESCAPE included.
+// On both engines a text that names one of llmtool's own tables
+// (llmtool_*: tenant settings, used approvals, the audit, the history),
+// to read it or to change it, is refused, however the name is spelled: in
+// any case, quoted, schema-qualified, or (PostgreSQL) as a U&"..."
+// identifier, which the tokenizer decodes, UESCAPE included. So are, on
+// PostgreSQL, the functions that read a table by a name held in a value
+// (table_to_xml, database_to_xml, crosstab, ...), which no text check
+// could follow, a trigger whose function gets such a name as a string
+// argument, foreign tables (whose options name a table as a string), and
+// the column statistics (pg_stats), which hold sample values of every
+// table. A function of the host's that reads llmtool's tables is beyond a
+// text check: Options.Role stops it.
 //
 // [Rebind] turns SQLite's ? and ?NNN placeholders into PostgreSQL's $N,
 // so a tool module is written once for both engines; [Cache.CheckRebind]
