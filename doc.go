@@ -298,7 +298,7 @@
 // nothing else: not the transaction, not the connection's state, not
 // llmtool's own tables (tenant settings, approvals, the audit). Statements
 // that would (COMMIT, SET, PRAGMA foreign_keys = OFF, ATTACH, temp objects,
-// writes to llmtool_* tables however spelled, ...) are refused with
+// reads and writes of llmtool_* tables however spelled, ...) are refused with
 // [ErrStatementRefused], the call fails whatever the handler returns, and the
 // connection goes back to the pool as the registry set it. On SQLite the
 // engine's own authorizer refuses them as it compiles each statement; on
