@@ -10,6 +10,7 @@ import (
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // The built-in tools of Options.Changesets.Tools: undo_changes applies the
@@ -434,7 +435,7 @@ func (r *Registry) newChangesResource() *Tool {
 			if err != nil {
 				return Rich{}, err
 			}
-			b, err := marshal(out)
+			b, err := jsonenc.Marshal(out)
 			if err != nil {
 				return Rich{}, err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Shape names a provider's wire format for tool definitions, tool calls and
@@ -337,8 +338,8 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 			return nil, err
 		}
 	}
-	name := json.RawMessage(appendString(nil, spec.Name))
-	desc := json.RawMessage(appendString(nil, spec.Description))
+	name := json.RawMessage(jsonenc.AppendString(nil, spec.Name))
+	desc := json.RawMessage(jsonenc.AppendString(nil, spec.Description))
 	var def object
 	switch shape {
 	case OpenAIChat, OpenAIChatStrict:

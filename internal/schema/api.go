@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Schema is an inferred (or supplied) input or output schema.
@@ -149,7 +151,7 @@ func (cs *compiledSchema) Example() string {
 			b = append(b, ", "...)
 		}
 		n++
-		b = appendJSONString(b, p.name)
+		b = jsonenc.AppendString(b, p.name)
 		b = append(b, ": "...)
 		switch {
 		case len(p.schema.enum) > 0:
