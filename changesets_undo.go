@@ -11,6 +11,7 @@ import (
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
 	"github.com/llmtool/llmtool/internal/jsonenc"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // The built-in tools of Options.Changesets.Tools: undo_changes applies the
@@ -337,7 +338,7 @@ func (u *undoer) is(table string, key, values changeset.Values) (bool, error) {
 		return false, err
 	}
 	var n int
-	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+quoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(&n); err != nil {
+	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+sqlcheck.QuoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(&n); err != nil {
 		return false, err
 	}
 	return (n > 0) == (values != nil), nil
@@ -349,7 +350,7 @@ func (u *undoer) restore(table string, key, values changeset.Values) error {
 	if !u.sqlite {
 		return u.pgRestore(table, key, values) // changesets_pg.go
 	}
-	t := quoteIdent(table)
+	t := sqlcheck.QuoteIdent(table)
 	where, args, err := sqliteConds(key, nil, nil)
 	if err != nil {
 		return err
@@ -372,7 +373,7 @@ func (u *undoer) restore(table string, key, values changeset.Values) error {
 		if vals[i], err = dbconn.DecodeSQLite(v); err != nil {
 			return fmt.Errorf("%s: %w", col, err)
 		}
-		quoted[i] = quoteIdent(col)
+		quoted[i] = sqlcheck.QuoteIdent(col)
 	}
 	var n int
 	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+t+` WHERE `+strings.Join(where, " AND "), args...).Scan(&n); err != nil {
@@ -398,7 +399,7 @@ func sqliteConds(values changeset.Values, conds []string, args []any) ([]string,
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", col, err)
 		}
-		conds = append(conds, quoteIdent(col)+" IS ?")
+		conds = append(conds, sqlcheck.QuoteIdent(col)+" IS ?")
 		args = append(args, v)
 	}
 	return conds, args, nil
@@ -419,11 +420,6 @@ func sortedCols(v changeset.Values) []string {
 	}
 	slices.Sort(cols)
 	return cols
-}
-
-// quoteIdent quotes a table or column name for SQL.
-func quoteIdent(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // newChangesResource is the history as a resource: the workspace's last
