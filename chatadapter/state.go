@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/shapename"
 )
 
 // Saving a turn. A paused Reply or Transcript holds everything its turn
@@ -22,12 +23,12 @@ import (
 const savedVersion = 1
 
 var shapeIDs = [...]string{
-	OpenAIChat:            "openai-chat",
-	OpenAIChatStrict:      "openai-chat-strict",
-	OpenAIResponses:       "openai-responses",
-	OpenAIResponsesStrict: "openai-responses-strict",
-	Anthropic:             "anthropic",
-	Gemini:                "gemini",
+	OpenAIChat:            shapename.OpenAIChat,
+	OpenAIChatStrict:      shapename.OpenAIChatStrict,
+	OpenAIResponses:       shapename.OpenAIResponses,
+	OpenAIResponsesStrict: shapename.OpenAIResponsesStrict,
+	Anthropic:             shapename.Anthropic,
+	Gemini:                shapename.Gemini,
 }
 
 func shapeByID(id string) (Shape, bool) {
