@@ -100,11 +100,7 @@ type callState struct {
 	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
 	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
-	retryable    atomic.Bool     // a statement lost to another write (engine.Retryable): run again
-	attempt      int             // the run of a write call: 1, more after retries
-	retryWait    time.Duration   // the time earlier runs and pauses took (retry.wait)
-	cut          atomic.Bool     // the call's deadline cut a statement of a write (retry.go)
-	lockWait     bool            // PostgreSQL: a session waited for a lock near the deadline (dbconn.LockWatch)
+	retry        runRetry        // a write run against other writes (retry.go)
 	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
 	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
 	exact        bool            // read the capture whatever the statements named (changesets.go)
@@ -419,7 +415,8 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 // An error wrapping errContended is a run that the call's deadline ended
 // while it waited for other transactions.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
+	cs.retry.attempt, cs.retry.wait = p.runs, p.wait()
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, p.ended(err, nil) // retry.go
 	}
@@ -487,7 +484,7 @@ func (r *Registry) runWriteHandler(ctx context.Context, cs *callState, args []by
 	wt.Policy.SetMode(dbconn.ModeWrite)
 	locks := r.tx.WatchLocks(ctx) // PostgreSQL: a lock wait near the deadline (retry.go)
 	out, err = r.run(t, &w.ReadCtx, args)
-	cs.lockWait = locks.Stop()
+	cs.retry.lockWait = locks.Stop()
 	if !wt.Claim() {
 		cs.finish()
 		return nil, true, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())
