@@ -51,32 +51,40 @@ func (c *ReadCtx) Err() error {
 	return nil
 }
 
+// doneSignal is a call's Done channel, made on first use; the call's ctxMu
+// guards it.
+type doneSignal struct {
+	ch         chan struct{}
+	closed     bool
+	stopParent func() bool // stops the caller's context from closing ch
+}
+
 // doneChan returns the call's Done channel, making it on first use.
 func (cs *callState) doneChan(parent context.Context) <-chan struct{} {
 	cs.ctxMu.Lock()
 	defer cs.ctxMu.Unlock()
-	if cs.doneCh == nil {
-		cs.doneCh = make(chan struct{})
+	if cs.ctxDone.ch == nil {
+		cs.ctxDone.ch = make(chan struct{})
 		if cs.done.Load() {
-			close(cs.doneCh)
-			cs.closed = true
+			close(cs.ctxDone.ch)
+			cs.ctxDone.closed = true
 		} else if parent.Done() != nil {
-			cs.stopParent = context.AfterFunc(parent, cs.closeDone)
+			cs.ctxDone.stopParent = context.AfterFunc(parent, cs.closeDone)
 		}
 	}
-	return cs.doneCh
+	return cs.ctxDone.ch
 }
 
 // closeDone closes the Done channel, if it was made.
 func (cs *callState) closeDone() {
 	cs.ctxMu.Lock()
 	defer cs.ctxMu.Unlock()
-	if cs.doneCh != nil && !cs.closed {
-		close(cs.doneCh)
-		cs.closed = true
+	if cs.ctxDone.ch != nil && !cs.ctxDone.closed {
+		close(cs.ctxDone.ch)
+		cs.ctxDone.closed = true
 	}
-	if cs.stopParent != nil {
-		cs.stopParent()
-		cs.stopParent = nil
+	if cs.ctxDone.stopParent != nil {
+		cs.ctxDone.stopParent()
+		cs.ctxDone.stopParent = nil
 	}
 }

@@ -109,12 +109,10 @@ type callState struct {
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
-	ctxMu      sync.Mutex
-	doneCh     chan struct{}
-	closed     bool
-	stopParent func() bool
-	refused    error
-	failed     error // set through callinfo.Info.Fail: the call fails whatever the handler returns
+	ctxMu   sync.Mutex
+	ctxDone doneSignal // the Done channel (context.go)
+	refused error
+	failed  error // set through callinfo.Info.Fail: the call fails whatever the handler returns
 }
 
 func (c *ReadCtx) late(op string) error {
