@@ -53,14 +53,10 @@ import (
 type ReadCtx struct {
 	parent context.Context // the caller's context
 	call   *callState
-	q      querier   // the read connection, or the write transaction
-	tx     *sql.Tx   // the write transaction, nil for read tools
-	write  *WriteCtx // set for write tools, so guards run in the same transaction
+	q      dbconn.Querier // the read connection inside BEGIN, or the write transaction
+	tx     *sql.Tx        // the write transaction, nil for read tools
+	write  *WriteCtx      // set for write tools, so guards run in the same transaction
 }
-
-// querier is what a read runs on: a *sql.Conn inside BEGIN for read tools, a
-// *sql.Tx for write tools.
-type querier = dbconn.Querier
 
 // WriteCtx is what a write tool's handler gets: everything a ReadCtx offers
 // plus Exec and AfterCommit. The handler runs in a write transaction that
