@@ -85,21 +85,24 @@ type callState struct {
 	// mu orders queries against the end of the call: queries hold it for
 	// reading, finish takes it for writing, so no query can start on a
 	// connection after it went back to the pool.
-	mu           sync.RWMutex
-	done         atomic.Bool
+	mu   sync.RWMutex
+	done atomic.Bool
+	// The flags stand together, packed: a read call's state and context
+	// are one allocation (execRead), which padding would move up a size
+	// class.
+	returned     bool // the write handler returned nil: what fails after it is llmtool's own statements
+	traced       bool // the call's span is recording: guards and handler get child spans (telemetry.go)
+	exact        bool // read the capture whatever the statements named (changesets.go)
 	afterCommit  []func()
 	content      []Content       // parts of a Rich result
 	preview      *previewState   // counts changed rows when the call previews (approval.go)
 	summary      string          // WriteCtx.Describe
 	out          []byte          // the handler's output, once it returned (a write's before-commit hooks)
-	returned     bool            // the write handler returned nil: what fails after it is llmtool's own statements
 	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
 	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
 	retry        runRetry        // a write run against other writes (retry.go)
-	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
 	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
-	exact        bool            // read the capture whatever the statements named (changesets.go)
 	undid        []int64         // the history entries an undo_changes call undoes
 	conversation string          // Call.Conversation
 
