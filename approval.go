@@ -198,7 +198,7 @@ func (r *Registry) approvalMode(ctx context.Context, t *Tool) previewMode {
 	if t.spec.ReadOnly {
 		return previewNone
 	}
-	st := r.tenants.Get(ctx, nil, TenantFrom(ctx))
+	st := r.tenants.Get(ctx, TenantFrom(ctx))
 	if on, ok := st.Approval[t.spec.Name]; ok {
 		if on {
 			return previewRequest

@@ -15,6 +15,7 @@ import (
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // Fresh values: what a tool's run makes anew, which differs from one run
@@ -259,7 +260,7 @@ func (r *Registry) engineGave(ctx context.Context, tx *sql.Tx, set *changeset.Se
 	// one each.
 	ids, _ := json.Marshal(ints)
 	var hi sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT max(rowid) FROM `+quoteIdent(table)+` WHERE rowid NOT IN (SELECT value FROM json_each(?))`, string(ids)).Scan(&hi); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT max(rowid) FROM `+sqlcheck.QuoteIdent(table)+` WHERE rowid NOT IN (SELECT value FROM json_each(?))`, string(ids)).Scan(&hi); err != nil {
 		return false, fmt.Errorf("llmtool: read table %s's rowids: %w", table, err)
 	}
 	for _, row := range set.Rows {
@@ -415,7 +416,7 @@ func (r *Registry) madeColumnsOf(ctx context.Context, tx *sql.Tx, table string) 
 func readMadeColumns(ctx context.Context, tx *sql.Tx, e engine.Engine, table string) (map[string]madeColumn, error) {
 	cols := make(map[string]madeColumn)
 	if e == engine.Postgres {
-		rows, err := tx.QueryContext(ctx, pgMadeColumns, quoteIdent(table))
+		rows, err := tx.QueryContext(ctx, pgMadeColumns, sqlcheck.QuoteIdent(table))
 		if err != nil {
 			return nil, fmt.Errorf("llmtool: read table %s's columns: %w", table, err)
 		}

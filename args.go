@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/llmtool/llmtool/internal/jsonenc"
 	"github.com/llmtool/llmtool/internal/schema"
 )
 
@@ -49,7 +50,7 @@ func (t *Tool) prepare(raw json.RawMessage) ([]byte, uint64, error) {
 		return raw, t.in.MissingDefaults(v), nil
 	}
 	if t.in.Root().ApplyDefaults(v) || dropped {
-		b, err := marshal(v)
+		b, err := jsonenc.Marshal(v)
 		return b, 0, err
 	}
 	return raw, 0, nil
@@ -104,24 +105,7 @@ func encodeOut(out any) ([]byte, error) {
 			return nil, errors.New("llmtool: result map has an \"error\" key, which is reserved for failed calls")
 		}
 	}
-	return marshal(out)
-}
-
-// marshal encodes v as compact JSON without HTML escaping.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // without Encode's newline
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	m, _ := marshal(s)
-	return append(b, m...)
+	return jsonenc.Marshal(out)
 }
 
 // invalidArgs turns a schema refusal into the InvalidArgs error the model

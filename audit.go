@@ -123,7 +123,7 @@ func (r *Registry) auditTx(ctx context.Context, cs *callState) error {
 	s := &cs.tool.spec
 	rec := audit.Record{Time: start, Tool: s.Name, Module: s.Module, Principal: principalID(ctx), Tenant: TenantFrom(ctx),
 		Outcome: audit.OutcomeOK, Duration: time.Since(start), Write: true, Committed: true,
-		Attempts: cs.attempt, RetryWait: cs.retryWait}
+		Attempts: cs.retry.attempt, RetryWait: cs.retry.wait}
 	if p := cs.preview; p != nil && p.mode == previewApprove {
 		rec.Approval = "approved" // the approved preview matched
 	}

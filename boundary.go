@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
@@ -115,78 +113,4 @@ func (cs *callState) refusal() error {
 	cs.ctxMu.Lock()
 	defer cs.ctxMu.Unlock()
 	return cs.refused
-}
-
-// The handler contexts are context.Contexts of their own: derived from the
-// caller's, and cancelled when the handler returns, so a goroutine waiting
-// on Done and a context derived with context.WithCancel(c) see the end of
-// the call. The channel is made only when someone asks for it, so a call
-// whose handler never calls Done costs nothing for it.
-
-// Deadline returns the caller's deadline.
-func (c *ReadCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-
-// Value returns the caller's context value for key.
-func (c *ReadCtx) Value(key any) any {
-	if _, ok := key.(callinfo.Key); ok {
-		return c.info()
-	}
-	return c.parent.Value(key)
-}
-
-// info describes the call to llmtool's own packages (package ask).
-func (c *ReadCtx) info() callinfo.Info {
-	in := callinfo.Info{Tool: c.call.tool.spec.Name, Write: c.write != nil, Run: c.call}
-	if c.call.done.Load() {
-		in.Late = c.late
-	} else {
-		in.Fail = c.call.fail
-	}
-	return in
-}
-
-// Done returns a channel that is closed when the caller cancels the call or
-// when the handler returns, whichever comes first.
-func (c *ReadCtx) Done() <-chan struct{} { return c.call.doneChan(c.parent) }
-
-// Err returns the caller's context error, or context.Canceled once the
-// handler has returned.
-func (c *ReadCtx) Err() error {
-	if err := c.parent.Err(); err != nil {
-		return err
-	}
-	if c.call.done.Load() {
-		return context.Canceled
-	}
-	return nil
-}
-
-// doneChan returns the call's Done channel, making it on first use.
-func (cs *callState) doneChan(parent context.Context) <-chan struct{} {
-	cs.ctxMu.Lock()
-	defer cs.ctxMu.Unlock()
-	if cs.doneCh == nil {
-		cs.doneCh = make(chan struct{})
-		if cs.done.Load() {
-			close(cs.doneCh)
-			cs.closed = true
-		} else if parent.Done() != nil {
-			cs.stopParent = context.AfterFunc(parent, cs.closeDone)
-		}
-	}
-	return cs.doneCh
-}
-
-// closeDone closes the Done channel, if it was made.
-func (cs *callState) closeDone() {
-	cs.ctxMu.Lock()
-	defer cs.ctxMu.Unlock()
-	if cs.doneCh != nil && !cs.closed {
-		close(cs.doneCh)
-		cs.closed = true
-	}
-	if cs.stopParent != nil {
-		cs.stopParent()
-		cs.stopParent = nil
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/llmtool/llmtool/internal/jsonenc"
 	"github.com/llmtool/llmtool/internal/text"
 )
 
@@ -131,7 +132,7 @@ func planBudget[In any](name string, outT reflect.Type, cfg *toolConfig) budget 
 			if err := c.call.decodeIn(args, &in); err != nil {
 				return nil, err
 			}
-			return marshal(f(in, shown))
+			return jsonenc.Marshal(f(in, shown))
 		}
 	}
 	return b
@@ -183,7 +184,7 @@ func (t *Tool) fit(c *ReadCtx, args, out []byte, limit int) ([]byte, error) {
 			fixed += len(m.key) + 1 + len(m.val)
 		}
 	}
-	markerKey := appendJSONString(nil, t.budget.marker)
+	markerKey := jsonenc.AppendString(nil, t.budget.marker)
 	size := func(n int, marker []byte) int {
 		s := fixed + 1 + len(markerKey) + 1 + len(marker) // ,"marker":{...}
 		if n > 0 {
@@ -418,7 +419,7 @@ func (t *Tool) marker(c *ReadCtx, args []byte, list string, shown, total int) ([
 	} else {
 		next = fmt.Sprintf("Showing %s of %s %s, as many as fit in the output budget; call %s again with narrower arguments to see the others.", text.Group(shown), text.Group(total), list, name)
 	}
-	return marshal(Truncated{Shown: shown, Total: total, List: list, Next: next})
+	return jsonenc.Marshal(Truncated{Shown: shown, Total: total, List: list, Next: next})
 }
 
 // overBudget is the failure of a result that cannot be cut to fit.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // Undo on PostgreSQL. A changeset's values are each column's to_jsonb,
@@ -32,7 +33,7 @@ func (u *undoer) pgColumnsOf(table string) (*pgColumns, error) {
 		return c, nil
 	}
 	rows, err := u.c.QueryContext(u.c, `SELECT a.attname::text, a.attgenerated <> '', a.attidentity = 'a'
-FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, quoteIdent(table))
+FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, sqlcheck.QuoteIdent(table))
 	if err != nil {
 		return nil, err
 	}
@@ -62,14 +63,14 @@ FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT 
 func pgKeyMatch(key changeset.Values) string {
 	conds := make([]string, 0, len(key))
 	for _, col := range sortedCols(key) {
-		q := quoteIdent(col)
+		q := sqlcheck.QuoteIdent(col)
 		conds = append(conds, "cur."+q+" = rec."+q)
 	}
 	return strings.Join(conds, " AND ")
 }
 
 func pgRecord(table string) string {
-	return `jsonb_populate_record(NULL::` + quoteIdent(table) + `, $1::jsonb) AS rec`
+	return `jsonb_populate_record(NULL::` + sqlcheck.QuoteIdent(table) + `, $1::jsonb) AS rec`
 }
 
 func jsonArg(v changeset.Values) (string, error) {
@@ -83,7 +84,7 @@ func (u *undoer) pgIs(table string, key, values changeset.Values) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	q := `SELECT count(*) FROM ` + quoteIdent(table) + ` AS cur, ` + pgRecord(table) + ` WHERE ` + pgKeyMatch(key)
+	q := `SELECT count(*) FROM ` + sqlcheck.QuoteIdent(table) + ` AS cur, ` + pgRecord(table) + ` WHERE ` + pgKeyMatch(key)
 	args := []any{k}
 	if values != nil {
 		v, err := jsonArg(values)
@@ -102,7 +103,7 @@ func (u *undoer) pgIs(table string, key, values changeset.Values) (bool, error) 
 
 // pgRestore is undoer.restore on PostgreSQL.
 func (u *undoer) pgRestore(table string, key, values changeset.Values) error {
-	t := quoteIdent(table)
+	t := sqlcheck.QuoteIdent(table)
 	if values == nil {
 		k, err := jsonArg(key)
 		if err != nil {
@@ -125,7 +126,7 @@ func (u *undoer) pgRestore(table string, key, values changeset.Values) error {
 	var names []string
 	for _, col := range sortedCols(values) {
 		if gone && cols.insert[col] || !gone && cols.update[col] && key[col] == nil {
-			names = append(names, quoteIdent(col))
+			names = append(names, sqlcheck.QuoteIdent(col))
 		}
 	}
 	if gone {

@@ -10,6 +10,8 @@ import (
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/jsonenc"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // The built-in tools of Options.Changesets.Tools: undo_changes applies the
@@ -373,7 +375,7 @@ func (u *undoer) is(table string, key, values changeset.Values) (bool, error) {
 		return false, err
 	}
 	var n int
-	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+quoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(&n); err != nil {
+	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+sqlcheck.QuoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(&n); err != nil {
 		return false, err
 	}
 	return (n > 0) == (values != nil), nil
@@ -385,7 +387,7 @@ func (u *undoer) restore(table string, key, values changeset.Values) error {
 	if !u.sqlite {
 		return u.pgRestore(table, key, values) // changesets_pg.go
 	}
-	t := quoteIdent(table)
+	t := sqlcheck.QuoteIdent(table)
 	where, args, err := sqliteConds(key, nil, nil)
 	if err != nil {
 		return err
@@ -408,7 +410,7 @@ func (u *undoer) restore(table string, key, values changeset.Values) error {
 		if vals[i], err = dbconn.DecodeSQLite(v); err != nil {
 			return fmt.Errorf("%s: %w", col, err)
 		}
-		quoted[i] = quoteIdent(col)
+		quoted[i] = sqlcheck.QuoteIdent(col)
 	}
 	var n int
 	if err := u.c.QueryRowContext(u.c, `SELECT count(*) FROM `+t+` WHERE `+strings.Join(where, " AND "), args...).Scan(&n); err != nil {
@@ -434,7 +436,7 @@ func sqliteConds(values changeset.Values, conds []string, args []any) ([]string,
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", col, err)
 		}
-		conds = append(conds, quoteIdent(col)+" IS ?")
+		conds = append(conds, sqlcheck.QuoteIdent(col)+" IS ?")
 		args = append(args, v)
 	}
 	return conds, args, nil
@@ -457,11 +459,6 @@ func sortedCols(v changeset.Values) []string {
 	return cols
 }
 
-// quoteIdent quotes a table or column name for SQL.
-func quoteIdent(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
-
 // newChangesResource is the history as a resource: the workspace's last
 // changes, as list_changes with all set gives them.
 func (r *Registry) newChangesResource() *Tool {
@@ -471,7 +468,7 @@ func (r *Registry) newChangesResource() *Tool {
 			if err != nil {
 				return Rich{}, err
 			}
-			b, err := marshal(out)
+			b, err := jsonenc.Marshal(out)
 			if err != nil {
 				return Rich{}, err
 			}

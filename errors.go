@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Kind classifies a tool error. It decides how the error is rendered for the
@@ -298,6 +299,6 @@ func pgConditionOf(err error) dbCondition {
 func errorJSON(msg string) []byte {
 	b := make([]byte, 0, len(msg)+16)
 	b = append(b, `{"error":`...)
-	b = appendJSONString(b, msg)
+	b = jsonenc.AppendString(b, msg)
 	return append(b, '}')
 }

@@ -231,10 +231,10 @@ func (r *Registry) runAgain(ctx context.Context, cs *callState, p *retry, err er
 	if cs.refusal() != nil || cs.failure() != nil {
 		return false, err
 	}
-	if engine.Aborted(err) && cs.returned && !cs.retryable.Load() {
+	if engine.Aborted(err) && cs.returned && !cs.retry.lost.Load() {
 		return false, fmt.Errorf("llmtool: tool %s: a statement of its run failed, which ended PostgreSQL's transaction, but its handler returned no error: return every statement's error (a statement that lost to another write then runs the call again): %w", cs.tool.spec.Name, err)
 	}
-	lost := engine.Retryable(err) || engine.StalePlan(err) || cs.retryable.Load()
+	lost := engine.Retryable(err) || engine.StalePlan(err) || cs.retry.lost.Load()
 	if engine.Untaken(err) && !cs.exact {
 		r.tracked.exact.Store(cs.tool.spec.Name, true)
 		lost = true
@@ -260,7 +260,17 @@ func (r *Registry) contended(ctx context.Context, cs *callState, p *retry, err e
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	return p.runs > 1 || cs.cut.Load() && cs.lockWait
+	return p.runs > 1 || cs.retry.cut.Load() && cs.retry.lockWait
+}
+
+// runRetry is what one run of a write call knows of the other writes it
+// met (retry.go): which run it is, and what its statements met.
+type runRetry struct {
+	attempt  int           // the run: 1, more after retries
+	wait     time.Duration // the time earlier runs and pauses took (retry.wait)
+	lost     atomic.Bool   // a statement lost to another write (engine.Retryable): run again
+	cut      atomic.Bool   // the call's deadline cut a statement
+	lockWait bool          // PostgreSQL: a session waited for a lock near the deadline (dbconn.LockWatch)
 }
 
 // retryHooks plug retry into the write path (hooks.go): a statement of
@@ -281,9 +291,9 @@ var retryHooks = writeHooks{statement: []func(*callState, string, int64, error){
 func (cs *callState) stmtFailed(query string, err error) {
 	switch {
 	case engine.Retryable(err):
-		cs.retryable.Store(true)
+		cs.retry.lost.Store(true)
 	case errors.Is(err, context.DeadlineExceeded):
-		cs.cut.Store(true)
+		cs.retry.cut.Store(true)
 	case engine.Untaken(err):
 		_ = cs.refuseStatement(untakenRefusal(query))
 	}

@@ -53,14 +53,10 @@ import (
 type ReadCtx struct {
 	parent context.Context // the caller's context
 	call   *callState
-	q      querier   // the read connection, or the write transaction
-	tx     *sql.Tx   // the write transaction, nil for read tools
-	write  *WriteCtx // set for write tools, so guards run in the same transaction
+	q      dbconn.Querier // the read connection inside BEGIN, or the write transaction
+	tx     *sql.Tx        // the write transaction, nil for read tools
+	write  *WriteCtx      // set for write tools, so guards run in the same transaction
 }
-
-// querier is what a read runs on: a *sql.Conn inside BEGIN for read tools, a
-// *sql.Tx for write tools.
-type querier = dbconn.Querier
 
 // WriteCtx is what a write tool's handler gets: everything a ReadCtx offers
 // plus Exec and AfterCommit. The handler runs in a write transaction that
@@ -89,36 +85,33 @@ type callState struct {
 	// mu orders queries against the end of the call: queries hold it for
 	// reading, finish takes it for writing, so no query can start on a
 	// connection after it went back to the pool.
-	mu           sync.RWMutex
-	done         atomic.Bool
+	mu   sync.RWMutex
+	done atomic.Bool
+	// The flags stand together, packed: a read call's state and context
+	// are one allocation (execRead), which padding would move up a size
+	// class.
+	returned     bool // the write handler returned nil: what fails after it is llmtool's own statements
+	traced       bool // the call's span is recording: guards and handler get child spans (telemetry.go)
+	exact        bool // read the capture whatever the statements named (changesets.go)
 	afterCommit  []func()
 	content      []Content       // parts of a Rich result
 	preview      *previewState   // counts changed rows when the call previews (approval.go)
 	summary      string          // WriteCtx.Describe
 	out          []byte          // the handler's output, once it returned (a write's before-commit hooks)
-	returned     bool            // the write handler returned nil: what fails after it is llmtool's own statements
 	fill         uint64          // top-level defaults to set on In (see schema.Schema.MissingDefaults)
 	wtx          *dbconn.WriteTx // the write transaction, nil for read tools
 	policy       *dbconn.Policy  // SQLite's authorizer on the call's connection; nil on PostgreSQL
-	retryable    atomic.Bool     // a statement lost to another write (engine.Retryable): run again
-	attempt      int             // the run of a write call: 1, more after retries
-	retryWait    time.Duration   // the time earlier runs and pauses took (retry.wait)
-	cut          atomic.Bool     // the call's deadline cut a statement of a write (retry.go)
-	lockWait     bool            // PostgreSQL: a session waited for a lock near the deadline (dbconn.LockWatch)
-	traced       bool            // the call's span is recording: guards and handler get child spans (telemetry.go)
+	retry        runRetry        // a write run against other writes (retry.go)
 	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
-	exact        bool            // read the capture whatever the statements named (changesets.go)
 	undid        []int64         // the history entries an undo_changes call undoes
 	conversation string          // Call.Conversation
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
-	ctxMu      sync.Mutex
-	doneCh     chan struct{}
-	closed     bool
-	stopParent func() bool
-	refused    error
-	failed     error // set through callinfo.Info.Fail: the call fails whatever the handler returns
+	ctxMu   sync.Mutex
+	ctxDone doneSignal // the Done channel (context.go)
+	refused error
+	failed  error // set through callinfo.Info.Fail: the call fails whatever the handler returns
 }
 
 func (c *ReadCtx) late(op string) error {
@@ -419,7 +412,8 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 // An error wrapping errContended is a run that the call's deadline ended
 // while it waited for other transactions.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, attempt: p.runs, retryWait: p.wait(), preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
+	cs.retry.attempt, cs.retry.wait = p.runs, p.wait()
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, p.ended(err, nil) // retry.go
 	}
@@ -487,7 +481,7 @@ func (r *Registry) runWriteHandler(ctx context.Context, cs *callState, args []by
 	wt.Policy.SetMode(dbconn.ModeWrite)
 	locks := r.tx.WatchLocks(ctx) // PostgreSQL: a lock wait near the deadline (retry.go)
 	out, err = r.run(t, &w.ReadCtx, args)
-	cs.lockWait = locks.Stop()
+	cs.retry.lockWait = locks.Stop()
 	if !wt.Claim() {
 		cs.finish()
 		return nil, true, fmt.Errorf("llmtool: tool %s: its handler ran on for more than %s after the call's context ended, so llmtool stopped the write: it rolled the transaction back and let other writes go on; nothing was saved: %w", t.spec.Name, r.tx.Grace(), ctx.Err())

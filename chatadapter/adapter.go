@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 	"github.com/llmtool/llmtool/internal/signkey"
 	"github.com/llmtool/llmtool/internal/token"
 )
@@ -103,8 +104,8 @@ type Adapter struct {
 	defs sync.Map // defKey → *toolDef
 
 	mu       sync.Mutex
-	sets     [numShapes][]*cachedSet   // most recent first
-	deferred [numShapes][]*deferredSet // Options.ToolSearch's sets (deferred.go), most recent first
+	sets     [numShapes][]*cachedSet // most recent first
+	deferred [numShapes][]*cachedSet // Options.ToolSearch's sets (deferred.go), most recent first
 
 	toolSearch bool // Options.ToolSearch
 	budget     int  // Options.OutputBudget
@@ -229,13 +230,34 @@ type toolDef struct {
 	err  error
 }
 
+// cachedSet is a cached tool set, by the tools listed and, with
+// Options.ToolSearch, the tools deferred.
 type cachedSet struct {
-	specs []*llmtool.Spec
-	set   *ToolSet
-	errs  []error
+	specs, unloaded []*llmtool.Spec
+	set             *ToolSet
+	errs            []error
 }
 
 const setCacheSize = 16
+
+// cachedSetOf returns the set of list, most recent first, made of specs
+// and unloaded, moving it to the front; or nil. The caller holds a.mu.
+func cachedSetOf(list []*cachedSet, specs, unloaded []*llmtool.Spec) *cachedSet {
+	for i, c := range list {
+		if slices.Equal(c.specs, specs) && slices.Equal(c.unloaded, unloaded) {
+			copy(list[1:i+1], list[:i])
+			list[0] = c
+			return c
+		}
+	}
+	return nil
+}
+
+// pushSet puts c at the front of *list, dropping the least recent beyond
+// setCacheSize. The caller holds a.mu.
+func pushSet(list *[]*cachedSet, c *cachedSet) {
+	*list = append([]*cachedSet{c}, (*list)[:min(len(*list), setCacheSize-1)]...)
+}
 
 // Tools returns the tool set for the tenant and principal in ctx
 // (llmtool.WithTenant, llmtool.WithPrincipal): exactly the tools
@@ -261,15 +283,9 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	}
 	specs, listErr := a.reg.List(ctx, nil)
 	a.mu.Lock()
-	for i, c := range a.sets[shape] {
-		if slices.Equal(c.specs, specs) {
-			if i > 0 { // move to front
-				copy(a.sets[shape][1:i+1], a.sets[shape][:i])
-				a.sets[shape][0] = c
-			}
-			a.mu.Unlock()
-			return c.set, joinErrs(listErr, c.errs)
-		}
+	if c := cachedSetOf(a.sets[shape], specs, nil); c != nil {
+		a.mu.Unlock()
+		return c.set, joinErrs(listErr, c.errs)
 	}
 	a.mu.Unlock()
 
@@ -293,8 +309,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	set.JSON = appendOrdered(make([]byte, 0, size), list)
 
 	a.mu.Lock()
-	c := &cachedSet{specs: slices.Clone(specs), set: set, errs: errs}
-	a.sets[shape] = append([]*cachedSet{c}, a.sets[shape][:min(len(a.sets[shape]), setCacheSize-1)]...)
+	pushSet(&a.sets[shape], &cachedSet{specs: slices.Clone(specs), set: set, errs: errs})
 	a.mu.Unlock()
 	return set, joinErrs(listErr, errs)
 }
@@ -358,8 +373,8 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 			return nil, err
 		}
 	}
-	name := json.RawMessage(appendString(nil, spec.Name))
-	desc := json.RawMessage(appendString(nil, spec.Description))
+	name := json.RawMessage(jsonenc.AppendString(nil, spec.Name))
+	desc := json.RawMessage(jsonenc.AppendString(nil, spec.Description))
 	var def object
 	switch shape {
 	case OpenAIChat, OpenAIChatStrict:

@@ -50,14 +50,6 @@ func ToolSearchTool(shape Shape) json.RawMessage {
 	return nil
 }
 
-// deferredSet is a cached tool set of Options.ToolSearch, by the tools
-// listed and the tools deferred.
-type deferredSet struct {
-	listed, unloaded []*llmtool.Spec
-	set              *ToolSet
-	errs             []error
-}
-
 // searchTools is Tools for a shape whose provider searches tools: the
 // tools listed (find_tools left out), then, when some on-demand tools are
 // not loaded, the provider's search tool and those tools, deferred.
@@ -68,15 +60,9 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 		return s.Name == "find_tools" && s.Module == "llmtool"
 	})
 	a.mu.Lock()
-	for i, c := range a.deferred[shape] {
-		if slices.Equal(c.listed, specs) && slices.Equal(c.unloaded, unloaded) {
-			if i > 0 { // move to front
-				copy(a.deferred[shape][1:i+1], a.deferred[shape][:i])
-				a.deferred[shape][0] = c
-			}
-			a.mu.Unlock()
-			return c.set, joinErrs(listErr, c.errs)
-		}
+	if c := cachedSetOf(a.deferred[shape], specs, unloaded); c != nil {
+		a.mu.Unlock()
+		return c.set, joinErrs(listErr, c.errs)
 	}
 	a.mu.Unlock()
 
@@ -119,8 +105,7 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 	set.JSON = appendOrdered(make([]byte, 0, size), rawList(set.Tools))
 
 	a.mu.Lock()
-	c := &deferredSet{listed: specs, unloaded: unloaded, set: set, errs: errs}
-	a.deferred[shape] = append([]*deferredSet{c}, a.deferred[shape][:min(len(a.deferred[shape]), setCacheSize-1)]...)
+	pushSet(&a.deferred[shape], &cachedSet{specs: specs, unloaded: unloaded, set: set, errs: errs})
 	a.mu.Unlock()
 	return set, joinErrs(listErr, errs)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // The schema adapters work on JSON values that keep the order of object
@@ -120,7 +122,7 @@ func parseValue(d *json.Decoder) (any, error) {
 	case json.Number:
 		return json.RawMessage(t.String()), nil
 	default:
-		b, err := marshal(t)
+		b, err := jsonenc.Marshal(t)
 		return json.RawMessage(b), err
 	}
 }
@@ -134,7 +136,7 @@ func appendOrdered(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, m.key)
+			b = jsonenc.AppendString(b, m.key)
 			b = append(b, ':')
 			b = appendOrdered(b, m.val)
 		}
@@ -151,7 +153,7 @@ func appendOrdered(b []byte, v any) []byte {
 	case json.RawMessage:
 		return append(b, v...)
 	case string:
-		return appendString(b, v)
+		return jsonenc.AppendString(b, v)
 	case bool:
 		if v {
 			return append(b, "true"...)
@@ -160,27 +162,9 @@ func appendOrdered(b []byte, v any) []byte {
 	case nil:
 		return append(b, "null"...)
 	}
-	m, err := marshal(v)
+	m, err := jsonenc.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("chatadapter: cannot encode %T: %v", v, err))
 	}
-	return append(b, m...)
-}
-
-// marshal encodes v as compact JSON without HTML escaping, as llmtool does.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	m, _ := marshal(s)
 	return append(b, m...)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // DefaultMaxSteps is how many requests Run sends at most in one turn
@@ -228,7 +229,7 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 		r.streams() // stream.go
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
-		b, err := marshal(opts.RequestFields[name])
+		b, err := jsonenc.Marshal(opts.RequestFields[name])
 		if err != nil {
 			return nil, fmt.Errorf("chatadapter: run: request field %q: %w", name, err)
 		}

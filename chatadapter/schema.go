@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // UnsupportedError reports a tool whose input schema a provider's tool
@@ -93,11 +95,11 @@ func schemaTypes(o object) []string {
 
 func typeValue(ts []string) any {
 	if len(ts) == 1 {
-		return json.RawMessage(appendString(nil, ts[0]))
+		return json.RawMessage(jsonenc.AppendString(nil, ts[0]))
 	}
 	a := make([]any, len(ts))
 	for i, t := range ts {
-		a[i] = json.RawMessage(appendString(nil, t))
+		a[i] = json.RawMessage(jsonenc.AppendString(nil, t))
 	}
 	return a
 }
@@ -173,7 +175,7 @@ func finish(typ any, desc string, n notes, rest object) object {
 		out = append(out, member{"type", typ})
 	}
 	if d := n.describe(desc); d != "" {
-		out = append(out, member{"description", json.RawMessage(appendString(nil, d))})
+		out = append(out, member{"description", json.RawMessage(jsonenc.AppendString(nil, d))})
 	}
 	return append(out, rest...)
 }
@@ -241,7 +243,7 @@ func (c *converter) strict(o object, path string, depth int) (object, error) {
 					s = nullable(s)
 				}
 				out = append(out, member{p.key, s})
-				names = append(names, json.RawMessage(appendString(nil, p.key)))
+				names = append(names, json.RawMessage(jsonenc.AppendString(nil, p.key)))
 			}
 			rest = append(rest, member{"properties", out}, member{"required", names})
 		case k == "additionalProperties":
@@ -330,7 +332,7 @@ func (c *converter) gemini(o object, path string) (object, error) {
 				case len(r) > 0 && r[0] == '"':
 					vals = append(vals, r)
 				default:
-					vals = append(vals, json.RawMessage(appendString(nil, string(r))))
+					vals = append(vals, json.RawMessage(jsonenc.AppendString(nil, string(r))))
 				}
 			}
 			rest = append(rest, member{"enum", vals})
@@ -392,5 +394,5 @@ func (c *converter) gemini(o object, path string) (object, error) {
 	if typ == "object" && !has(o, "properties") && path != "" {
 		return nil, c.fail(path, "is an object without properties, which Gemini refuses; remove the field or give it fields")
 	}
-	return finish(json.RawMessage(appendString(nil, strings.ToUpper(typ))), desc, n, rest), nil
+	return finish(json.RawMessage(jsonenc.AppendString(nil, strings.ToUpper(typ))), desc, n, rest), nil
 }

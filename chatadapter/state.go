@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/shapename"
 )
 
 // Saving a turn. A paused Reply or Transcript holds everything its turn
@@ -34,12 +35,12 @@ var (
 )
 
 var shapeIDs = [...]string{
-	OpenAIChat:            "openai-chat",
-	OpenAIChatStrict:      "openai-chat-strict",
-	OpenAIResponses:       "openai-responses",
-	OpenAIResponsesStrict: "openai-responses-strict",
-	Anthropic:             "anthropic",
-	Gemini:                "gemini",
+	OpenAIChat:            shapename.OpenAIChat,
+	OpenAIChatStrict:      shapename.OpenAIChatStrict,
+	OpenAIResponses:       shapename.OpenAIResponses,
+	OpenAIResponsesStrict: shapename.OpenAIResponsesStrict,
+	Anthropic:             shapename.Anthropic,
+	Gemini:                shapename.Gemini,
 }
 
 func shapeByID(id string) (Shape, bool) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Streaming for OpenAI Responses, Anthropic Messages and Gemini, as for
@@ -307,7 +309,7 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		}
 		if last := len(a.parts) - 1; last >= 0 && continues(a.parts[last], thought) {
 			prev, _ := stringValue(rawOf(a.parts[last], "text"))
-			a.parts[last] = a.parts[last].set("text", json.RawMessage(appendString(nil, prev+s)))
+			a.parts[last] = a.parts[last].set("text", json.RawMessage(jsonenc.AppendString(nil, prev+s)))
 			if sig, ok := p.get("thoughtSignature"); ok {
 				a.parts[last] = a.parts[last].set("thoughtSignature", sig)
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // ParseCalls extracts the tool calls of one model turn, in the model's
@@ -355,7 +356,7 @@ func dataURL(p llmtool.Content) string {
 }
 
 func textPart(typ, text string) object {
-	return object{{"type", json.RawMessage(appendString(nil, typ))}, {"text", text}}
+	return object{{"type", json.RawMessage(jsonenc.AppendString(nil, typ))}, {"text", text}}
 }
 
 // responsesParts renders parts as a function_call_output's output list

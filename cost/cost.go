@@ -46,6 +46,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/internal/shapename"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -56,13 +57,13 @@ type Shape string
 // The shapes a report covers, in this order unless Options.Shapes says
 // otherwise. The chat ones are chatadapter's shapes of the same names.
 const (
-	OpenAIChat            Shape = "openai-chat"
-	OpenAIChatStrict      Shape = "openai-chat-strict"
-	OpenAIResponses       Shape = "openai-responses"
-	OpenAIResponsesStrict Shape = "openai-responses-strict"
-	Anthropic             Shape = "anthropic"
-	Gemini                Shape = "gemini"
-	MCP                   Shape = "mcp"
+	OpenAIChat            Shape = shapename.OpenAIChat
+	OpenAIChatStrict      Shape = shapename.OpenAIChatStrict
+	OpenAIResponses       Shape = shapename.OpenAIResponses
+	OpenAIResponsesStrict Shape = shapename.OpenAIResponsesStrict
+	Anthropic             Shape = shapename.Anthropic
+	Gemini                Shape = shapename.Gemini
+	MCP                   Shape = shapename.MCP
 )
 
 var chatShapes = map[Shape]chatadapter.Shape{

@@ -19,6 +19,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Capture records the rows a write call changes in the tracked tables:
@@ -465,11 +466,7 @@ func EncodeSQLite(v any, maxValue int) (json.RawMessage, error) {
 			// blob's do, tagged as text so that undo binds a string.
 			return json.RawMessage(`{"$text":"` + base64.StdEncoding.EncodeToString([]byte(x)) + `"}`), nil
 		}
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(x)
-		return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n")), nil
+		return json.RawMessage(jsonenc.AppendString(nil, x)), nil
 	case []byte:
 		if len(x) > maxValue {
 			return omitted(len(x)), errTooLarge

@@ -200,7 +200,7 @@ func readTracked(ctx context.Context, q Querier, names string) (*pgTracking, boo
 			return nil, false, err
 		}
 		if len(tb.key) == 0 {
-			return nil, false, fmt.Errorf("llmtool: Options.Changesets: tracked table %s has no primary key, which its changes are recorded and undone by; add one (ALTER TABLE %s ADD PRIMARY KEY (...))", tb.given, quoteIdent(tb.name))
+			return nil, false, fmt.Errorf("llmtool: Options.Changesets: tracked table %s has no primary key, which its changes are recorded and undone by; add one (ALTER TABLE %s ADD PRIMARY KEY (...))", tb.given, sqlcheck.QuoteIdent(tb.name))
 		}
 		missing = missing || triggers < 2
 		tr.byOID[tb.oid] = tb
@@ -256,7 +256,7 @@ func (t *Pool) StartCall(ctx context.Context, w *WriteTx) error {
 	}
 	q := "SET LOCAL llmtool.capture = on"
 	if t.Role != "" {
-		q += "; SET LOCAL ROLE " + quoteIdent(t.Role)
+		q += "; SET LOCAL ROLE " + sqlcheck.QuoteIdent(t.Role)
 	}
 	if _, err := w.Tx.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("llmtool: start the call's capture of tracked tables (Options.Changesets): %w", err)

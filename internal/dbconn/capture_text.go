@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // SQLite text with a NUL byte. The pre-update hook hands over text as
@@ -204,18 +205,18 @@ func (c *Capture) reread(ctx context.Context, q rowQuerier, table string, cols C
 		if err != nil {
 			return fmt.Errorf("llmtool: read again the text of a row of %s: %w", table, err)
 		}
-		conds, args = append(conds, quoteIdent(k)+" IS ?"), append(args, x)
+		conds, args = append(conds, sqlcheck.QuoteIdent(k)+" IS ?"), append(args, x)
 	}
 	sel := make([]string, len(names))
 	for i, n := range names {
-		sel[i] = "CAST(" + quoteIdent(n) + " AS BLOB)"
+		sel[i] = "CAST(" + sqlcheck.QuoteIdent(n) + " AS BLOB)"
 	}
 	got := make([][]byte, len(names))
 	dest := make([]any, len(names))
 	for i := range got {
 		dest[i] = &got[i]
 	}
-	err := q.QueryRowContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+quoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(dest...)
+	err := q.QueryRowContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+sqlcheck.QuoteIdent(table)+` WHERE `+strings.Join(conds, " AND "), args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // a cut text key (see above)
 	}

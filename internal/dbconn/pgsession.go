@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // pgReadOn is the statement that readies a connection for read calls on
@@ -41,7 +42,7 @@ func (t *Pool) pgReadOn() string {
 	if t.Role == "" {
 		return on
 	}
-	return on + "; SET ROLE " + quoteIdent(t.Role)
+	return on + "; SET ROLE " + sqlcheck.QuoteIdent(t.Role)
 }
 
 func (t *Pool) pgReadOff() string {
@@ -59,8 +60,8 @@ func (t *Pool) EnterRole(ctx context.Context, tx *sql.Tx) error {
 	if t.Role == "" {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, "SET LOCAL ROLE "+quoteIdent(t.Role)); err != nil {
-		return fmt.Errorf("llmtool: run the tool as role %s (Options.Role): %w", quoteIdent(t.Role), err)
+	if _, err := tx.ExecContext(ctx, "SET LOCAL ROLE "+sqlcheck.QuoteIdent(t.Role)); err != nil {
+		return fmt.Errorf("llmtool: run the tool as role %s (Options.Role): %w", sqlcheck.QuoteIdent(t.Role), err)
 	}
 	return nil
 }
@@ -72,14 +73,9 @@ func (t *Pool) LeaveRole(ctx context.Context, tx *sql.Tx) error {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, "SET LOCAL ROLE NONE"); err != nil {
-		return fmt.Errorf("llmtool: leave role %s (Options.Role) for llmtool's own statements: %w", quoteIdent(t.Role), err)
+		return fmt.Errorf("llmtool: leave role %s (Options.Role) for llmtool's own statements: %w", sqlcheck.QuoteIdent(t.Role), err)
 	}
 	return nil
-}
-
-// quoteIdent quotes a name as a PostgreSQL identifier.
-func quoteIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 // roleQuery describes a role as the connecting user sees it: whether it
@@ -111,7 +107,7 @@ func (t *Pool) UseRole(ctx context.Context, role string) error {
 	if strings.IndexByte(role, 0) >= 0 {
 		return errors.New("llmtool: Options.Role contains a NUL byte")
 	}
-	q := quoteIdent(role)
+	q := sqlcheck.QuoteIdent(role)
 	var super, member, self bool
 	var user string
 	err := t.DB.QueryRowContext(ctx, roleQuery, role).Scan(&super, &member, &self, &user)
@@ -121,11 +117,11 @@ func (t *Pool) UseRole(ctx context.Context, role string) error {
 	case err != nil:
 		return fmt.Errorf("llmtool: Options.Role %q: look up the role: %w", role, err)
 	case self:
-		return fmt.Errorf("llmtool: Options.Role %q is the user llmtool connects as, which owns llmtool's own tables; name a role of its own: CREATE ROLE app_tools NOLOGIN; GRANT app_tools TO %s", role, quoteIdent(user))
+		return fmt.Errorf("llmtool: Options.Role %q is the user llmtool connects as, which owns llmtool's own tables; name a role of its own: CREATE ROLE app_tools NOLOGIN; GRANT app_tools TO %s", role, sqlcheck.QuoteIdent(user))
 	case super:
 		return fmt.Errorf("llmtool: Options.Role %q is a superuser, which every privilege check lets through; run ALTER ROLE %s NOSUPERUSER, or name another role", role, q)
 	case member:
-		return fmt.Errorf("llmtool: Options.Role %q is a member of %s, the user llmtool connects as, so a tool could act as that user and use its privileges on llmtool's own tables; run REVOKE %s FROM %s", role, quoteIdent(user), quoteIdent(user), q)
+		return fmt.Errorf("llmtool: Options.Role %q is a member of %s, the user llmtool connects as, so a tool could act as that user and use its privileges on llmtool's own tables; run REVOKE %s FROM %s", role, sqlcheck.QuoteIdent(user), sqlcheck.QuoteIdent(user), q)
 	}
 	tx, err := t.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -133,7 +129,7 @@ func (t *Pool) UseRole(ctx context.Context, role string) error {
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: nothing to keep
 	if _, err := tx.ExecContext(ctx, "SET LOCAL ROLE "+q); err != nil {
-		return fmt.Errorf("llmtool: Options.Role %q: %s may not switch to it (%w); run GRANT %s TO %s", role, quoteIdent(user), err, q, quoteIdent(user))
+		return fmt.Errorf("llmtool: Options.Role %q: %s may not switch to it (%w); run GRANT %s TO %s", role, sqlcheck.QuoteIdent(user), err, q, sqlcheck.QuoteIdent(user))
 	}
 	rows, err := tx.QueryContext(ctx, ownPrivileges)
 	if err != nil {

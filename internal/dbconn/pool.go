@@ -23,8 +23,10 @@ import (
 	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
-// Querier is what a call's reads run on: a reserved connection inside
-// BEGIN for read tools, a *sql.Tx for write tools.
+// Querier is what llmtool's own packages read through: a call's reserved
+// connection inside BEGIN for read tools, its *sql.Tx for write tools, or
+// a *sql.DB (the tenant settings). Hosts pass theirs to changeset.List,
+// which takes the public changeset.Queryer.
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

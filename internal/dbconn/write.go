@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
 // WriteTx is a write transaction on a connection the call holds, so the
@@ -360,7 +361,7 @@ func (w *WriteTx) CheckTriggers(ctx context.Context) *Denial {
 	p.triggers = nil
 	p.mu.Unlock()
 	for _, table := range tables {
-		name := `main."` + strings.ReplaceAll(table, `"`, `""`) + `"`
+		name := "main." + sqlcheck.QuoteIdent(table)
 		set, err := w.columns(ctx, table)
 		if err != nil {
 			continue // the table is gone: so are its triggers
@@ -391,7 +392,7 @@ func (w *WriteTx) columns(ctx context.Context, table string) (string, error) {
 		if err := rows.Scan(&c); err != nil {
 			return "", err
 		}
-		q := `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
+		q := sqlcheck.QuoteIdent(c)
 		set = append(set, q+" = "+q)
 	}
 	if err := rows.Err(); err != nil {

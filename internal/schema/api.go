@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Schema is an inferred (or supplied) input or output schema.
@@ -150,7 +152,7 @@ func (cs *compiledSchema) Example() string {
 			b = append(b, ", "...)
 		}
 		n++
-		b = appendJSONString(b, p.name)
+		b = jsonenc.AppendString(b, p.name)
 		b = append(b, ": "...)
 		switch {
 		case len(p.schema.enum) > 0:

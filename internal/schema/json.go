@@ -1,9 +1,9 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
+
+	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // Writing the schema document.
@@ -16,7 +16,7 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 			return append(b, "{}"...)
 		}
 		b = append(b, `{"description":`...)
-		b = appendJSONString(b, n.description)
+		b = jsonenc.AppendString(b, n.description)
 		return append(b, '}')
 	}
 	b = append(b, '{')
@@ -24,14 +24,14 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 	case 0:
 	case 1:
 		b = append(b, `"type":`...)
-		b = appendJSONString(b, n.types[0])
+		b = jsonenc.AppendString(b, n.types[0])
 	default:
 		b = append(b, `"type":[`...)
 		for i, t := range n.types {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, t)
+			b = jsonenc.AppendString(b, t)
 		}
 		b = append(b, ']')
 	}
@@ -40,7 +40,7 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 			b = append(b, `,"`...)
 			b = append(b, key...)
 			b = append(b, `":`...)
-			b = appendJSONString(b, v)
+			b = jsonenc.AppendString(b, v)
 		}
 	}
 	num := func(key, v string) {
@@ -87,7 +87,7 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, p.name)
+			b = jsonenc.AppendString(b, p.name)
 			b = append(b, ':')
 			b = p.schema.appendJSON(b)
 		}
@@ -101,7 +101,7 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 				} else {
 					b = append(b, ',')
 				}
-				b = appendJSONString(b, p.name)
+				b = jsonenc.AppendString(b, p.name)
 			}
 		}
 		if req {
@@ -115,27 +115,4 @@ func (n *schemaNode) appendJSON(b []byte) []byte {
 		b = append(b, `,"additionalProperties":false`...)
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string, without HTML escaping:
-// printable ASCII other than quote and backslash as it is, anything else
-// as encoding/json writes it.
-func appendJSONString(b []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
 }

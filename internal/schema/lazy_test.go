@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,12 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Differential fuzz tests of defining a tool: lazy compilation, the
-// defaults checked by the fast path and strings written by hand, each
-// against the reference it replaces. To search for more:
+// Differential fuzz tests of defining a tool: lazy compilation and the
+// defaults checked by the fast path, each against the reference it
+// replaces. To search for more:
 //
 //	go test -run '^$' -fuzz '^FuzzLazyCompile$' -fuzztime 1m .
-//	go test -run '^$' -fuzz '^FuzzAppendJSONString$' -fuzztime 1m .
 
 // eagerInfer is inferSchema as it was before compilation became lazy:
 // the whole document compiled at definition, then every default checked
@@ -299,23 +297,4 @@ func TestDefinitionCompilesNothing(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, 1, compiled, "a refusal asks jsonschema/v6")
 	require.Equal(t, `/mode: "c" is not an allowed value. Send one of "a", "b".`, cs.validationError(err).Message)
-}
-
-// referenceJSONString is appendJSONString's reference: encoding/json
-// without HTML escaping.
-func referenceJSONString(s string) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain text.", `a"b`, `a\b`, "<b>&", "é", "\x7f", "\x00", "\n\t", "\u2028\u2029", "\xff", "~ !#"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		require.Equal(t, referenceJSONString(s), string(appendJSONString([]byte("x"), s)[1:]), "%q", s)
-	})
 }

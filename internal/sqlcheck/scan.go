@@ -253,7 +253,7 @@ func (sc *scanner) unicodeIdent(start int) token {
 	if !ok { // PostgreSQL refuses it: keep the text, which names nothing
 		return token{kind: tQuoted, text: sc.s[start:sc.i]}
 	}
-	return token{kind: tQuoted, text: `"` + strings.ReplaceAll(name, `"`, `""`) + `"`}
+	return token{kind: tQuoted, text: QuoteIdent(name)}
 }
 
 // decodeUnicode replaces PostgreSQL's escapes in a U& identifier: esc

@@ -1,4 +1,4 @@
-package llmtool
+package jsonenc
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// marshal writes compact JSON without HTML escaping and without the
+// Marshal writes compact JSON without HTML escaping and without the
 // Encoder's newline.
 func TestMarshal(t *testing.T) {
 	t.Parallel()
@@ -23,7 +23,7 @@ func TestMarshal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := marshal(tc.v)
+			got, err := Marshal(tc.v)
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return
@@ -31,5 +31,23 @@ func TestMarshal(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.want, string(got))
 		})
+	}
+}
+
+// AppendString appends to what b holds, escaping as encoding/json does
+// but for HTML.
+func TestAppendString(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"", `""`},
+		{"plain text.", `"plain text."`},
+		{`a"b\c`, `"a\"b\\c"`},
+		{"<b>&", `"<b>&"`},
+		{"é", `"é"`},
+		{"\x00\n\t\x7f", `"\u0000\n\t` + "\x7f" + `"`},
+		{"\u2028\u2029", `"\u2028\u2029"`},
+		{"\xff", `"\ufffd"`},
+	} {
+		require.Equal(t, `x`+tc.want, string(AppendString([]byte("x"), tc.in)), "%q", tc.in)
 	}
 }
