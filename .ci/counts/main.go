@@ -4,6 +4,10 @@
 //   - the root package exports at most 110 names (functions, types,
 //     variables, constants and methods of exported types);
 //
+//   - the whole public surface, every non-internal package of the module
+//     counted the same way, exports at most 380 names (not the examples,
+//     testdata, the nested modules or the commands' package main);
+//
 //   - *Registry has at most 15 methods;
 //
 //   - no non-test Go file of the library (every package but the examples
@@ -17,6 +21,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/doc"
@@ -32,6 +37,7 @@ import (
 // The budget.
 const (
 	maxRootNames       = 110
+	maxSurfaceNames    = 380
 	maxRegistryMethods = 15
 	maxFileLines       = 600
 )
@@ -54,7 +60,7 @@ func main() {
 // the budget.
 func run(root string) ([]string, error) {
 	var problems []string
-	names, methods, err := exported(root, "Registry")
+	names, methods, _, err := exported(root, "Registry")
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +71,19 @@ func run(root string) ([]string, error) {
 	}
 	if methods > maxRegistryMethods {
 		problems = append(problems, fmt.Sprintf("*Registry has %d methods; at most %d (give the feature a handle or a package of its own)", methods, maxRegistryMethods))
+	}
+	pkgs, err := surface(root)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, p := range pkgs {
+		fmt.Printf("  %-28s %3d\n", p.dir, p.names)
+		total += p.names
+	}
+	fmt.Printf("public surface: %d exported names over %d packages (budget %d)\n", total, len(pkgs), maxSurfaceNames)
+	if total > maxSurfaceNames {
+		problems = append(problems, fmt.Sprintf("the public surface exports %d names; at most %d (move what only llmtool uses to internal/, or unexport it)", total, maxSurfaceNames))
 	}
 	long, err := longFiles(root)
 	if err != nil {
@@ -77,12 +96,15 @@ func run(root string) ([]string, error) {
 	return problems, nil
 }
 
+// errNoFiles is exported's answer for a directory without a package.
+var errNoFiles = errors.New("no non-test Go files")
+
 // exported counts the exported names of the package in dir and the
 // methods of its type typ.
-func exported(dir, typ string) (names, methods int, err error) {
+func exported(dir, typ string) (names, methods int, pkgName string, err error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	fset := token.NewFileSet()
 	var files []*ast.File
@@ -92,16 +114,16 @@ func exported(dir, typ string) (names, methods int, err error) {
 		}
 		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, "", err
 		}
 		files = append(files, f)
 	}
 	if len(files) == 0 {
-		return 0, 0, fmt.Errorf("no non-test Go files in %s", dir)
+		return 0, 0, "", fmt.Errorf("%s: %w", dir, errNoFiles)
 	}
 	d, err := doc.NewFromFiles(fset, files, "x")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	for _, c := range d.Consts {
 		names += len(c.Names)
@@ -123,7 +145,49 @@ func exported(dir, typ string) (names, methods int, err error) {
 			methods = len(t.Methods)
 		}
 	}
-	return names, methods, nil
+	return names, methods, d.Name, nil
+}
+
+// pkg is one package of the public surface and its count.
+type pkg struct {
+	dir   string
+	names int
+}
+
+// surface counts the exported names of every public package under root:
+// every directory with non-test Go files, except internal/ trees,
+// testdata, the examples, hidden directories, nested modules (a go.mod of
+// their own) and package main.
+func surface(root string) ([]pkg, error) {
+	var pkgs []pkg
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if path != root {
+			if strings.HasPrefix(name, ".") || name == "testdata" || name == "examples" || name == "internal" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+		}
+		n, _, pkgName, err := exported(path, "")
+		if errors.Is(err, errNoFiles) || pkgName == "main" {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(path)
+		if rel, err := filepath.Rel(root, path); err == nil {
+			dir = filepath.ToSlash(rel)
+		}
+		pkgs = append(pkgs, pkg{dir, n})
+		return nil
+	})
+	return pkgs, err
 }
 
 type file struct {
