@@ -253,8 +253,8 @@
 // protected entity is refused exactly as a read tool is. [Registry.List]
 // (with [ListOptions].Resources or Prompts) lists them, and
 // [Registry.Complete] completes their arguments: an enum from its values, a
-// ref field through [Entity].Complete. A write tool that declares [Changes]
-// reports the resources it changed to [Registry.OnResourceChange], which
+// ref field through [Entity].Complete. A write tool that declares [Updates]
+// reports the resources it updated to [Registry.OnResourceUpdate], which
 // mcpadapter sends to the clients subscribed to them. Tools, resources and
 // prompts share one namespace.
 //

@@ -43,7 +43,7 @@ type Registry struct {
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
 	pol      policy                                // principal, authorizer (policy.go)
 	tenants  *tenant.Settings                      // per-tenant switches, their cache and subscribers (tenant.go)
-	watchers watchers                              // OnResourceChange functions (changes.go)
+	watchers watchers                              // OnResourceUpdate functions (updates.go)
 	approve  approvals                             // the approval tokens' key and lifetime (approval.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
@@ -173,7 +173,7 @@ func (r *Registry) addLocked(m *Module) error {
 	if err := r.checkRefsLocked(m); err != nil {
 		return err
 	}
-	if err := r.checkChangesLocked(m); err != nil {
+	if err := r.checkUpdatesLocked(m); err != nil {
 		return err
 	}
 	_ = r.declareLocked(m, true)
@@ -463,8 +463,8 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		if err == nil && preview != nil {
 			err = r.previewResult(ctx, t, args, preview, &res)
 		}
-		if req.committed && len(t.changes) > 0 {
-			r.changed(t, args, res.JSON) // changes.go
+		if req.committed && len(t.updates) > 0 {
+			r.updated(t, args, res.JSON) // updates.go
 		}
 	}
 	if err == nil && t.kind == kindPrompt {

@@ -226,7 +226,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithInstructions(cfg.Instructions), // none when "" (omitted from initialize and discover)
 	)
 	s.registerDispatchers()
-	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceChange(s.resourceChanged)
+	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceUpdate(s.resourceUpdated)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
 }
