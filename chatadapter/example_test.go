@@ -287,7 +287,7 @@ func ExamplePending() {
 	}
 	p := reply.Pending
 	fmt.Printf("%s %s: %s\n", p.FriendlyName, p.Call.Args, p.Summary)
-	fmt.Println(string(p.Preview.Result), p.Preview.Changes)
+	fmt.Println(string(p.Preview.Result), p.Preview.Tables)
 	fmt.Println(len(reply.Messages), "messages until the person answers")
 	// Output:
 	// Erase guest {"name":"Ada"}: Erase Ada from the guestbook. (guests: 1 deleted)
