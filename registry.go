@@ -150,7 +150,7 @@ func (r *Registry) Add(m *Module) error {
 	err := r.addLocked(m)
 	r.mu.Unlock()
 	if err == nil {
-		r.tenants.Changed("")
+		r.tenants.Notify("")
 	}
 	return err
 }
@@ -286,7 +286,7 @@ func (r *Registry) SetEnabled(name string, on bool) error {
 	}
 	e.enabled.Store(on)
 	r.specs.Store(nil)
-	r.tenants.Changed("")
+	r.tenants.Notify("")
 	return nil
 }
 
