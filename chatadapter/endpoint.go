@@ -22,7 +22,9 @@ type Endpoint struct {
 	// Shape is the API's format: OpenAIChat (the zero value's), for
 	// OpenAI Chat Completions and every compatible server (llama.cpp,
 	// Ollama, vLLM), OpenAIResponses, Anthropic or Gemini. A strict shape
-	// sends strict tool schemas, as RunOptions.Strict does.
+	// (OpenAIChatStrict, OpenAIResponsesStrict) sends the strict-mode tool
+	// set, for models that support OpenAI's structured outputs: the one way
+	// to ask for strict schemas.
 	Shape Shape
 	// BaseURL is the API root including its version. Run posts to
 	//

@@ -30,12 +30,6 @@ type RunOptions struct {
 	// or less): DefaultMaxSteps.
 	MaxSteps int
 
-	// Strict sends the strict-mode tool set (OpenAIChatStrict,
-	// OpenAIResponsesStrict), for models that support OpenAI's structured
-	// outputs. Anthropic and Gemini have none and ignore it. Default:
-	// false, the plain set.
-	Strict bool
-
 	// System is the system prompt, sent in each API's place for it: a
 	// first system message for OpenAI Chat Completions, "instructions"
 	// for OpenAI Responses, "system" for Anthropic, "systemInstruction"
@@ -183,7 +177,7 @@ func textMessage(role, text string) json.RawMessage {
 type Runner struct {
 	a          *Adapter
 	ep         Endpoint
-	shape      Shape // the tool set's, a strict one with RunOptions.Strict
+	shape      Shape // Endpoint.Shape, OpenAIChat when 0
 	maxSteps   int
 	system     string
 	fields     object
@@ -209,11 +203,6 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 	}
 	if !r.shape.valid() {
 		return nil, fmt.Errorf("%w %d in the Endpoint", ErrShape, r.shape)
-	}
-	if opts.Strict && r.shape == OpenAIChat {
-		r.shape = OpenAIChatStrict
-	} else if opts.Strict && r.shape == OpenAIResponses {
-		r.shape = OpenAIResponsesStrict
 	}
 	if opts.MaxSteps > 0 {
 		r.maxSteps = opts.MaxSteps

@@ -303,14 +303,16 @@ func TestRunTenantWithoutWrites(t *testing.T) {
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 }
 
-// With Strict, Run sends the strict set and reads the nulls a strict model
-// sends for optional parameters as "not given".
+// With a strict shape, Run sends the strict set and reads the nulls a
+// strict model sends for optional parameters as "not given".
 func TestRunStrict(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m := newModel(t, reply(toolCalls([2]string{"get_item", `{"id":1,"maxChars":null}`})), reply(answer("An apple.")))
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")},
-		&chatadapter.RunOptions{Strict: true, RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
+	ep := m.endpoint()
+	ep.Shape = chatadapter.OpenAIChatStrict
+	tr, err := chatadapter.Run(f.ctx, f.a, ep, []json.RawMessage{chatadapter.UserMessage("Go.")},
+		&chatadapter.RunOptions{RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
 	require.NoError(t, err)
 	require.Equal(t, "An apple.", tr.Answer)
 	reqs := m.requests()

@@ -166,8 +166,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 
+	shape := a.shape
+	if *strict { // the strict variant of an OpenAI format; Anthropic and Gemini have none
+		shape = map[chatadapter.Shape]chatadapter.Shape{chatadapter.OpenAIChat: chatadapter.OpenAIChatStrict, chatadapter.OpenAIResponses: chatadapter.OpenAIResponsesStrict}[shape]
+		if shape == 0 {
+			shape = a.shape
+		}
+	}
 	ep := chatadapter.Endpoint{
-		Shape:   a.shape,
+		Shape:   shape,
 		BaseURL: strings.TrimSpace(getenv(a.env + "_BASE_URL")),
 		APIKey:  strings.TrimSpace(getenv(a.env + "_API_KEY")),
 		Model:   strings.TrimSpace(getenv(a.env + "_MODEL")),
@@ -189,7 +196,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	c := &config{
 		ep: ep, dbPath: *dbPath, tenant: *tenantName, writes: *writes, approve: *approve, verbose: *verbose,
-		run:   &chatadapter.RunOptions{MaxSteps: *steps, Strict: *strict, System: systemPrompt},
+		run:   &chatadapter.RunOptions{MaxSteps: *steps, System: systemPrompt},
 		msgs:  msgs,
 		local: *locale,
 		start: startPrompt{name: *prompt, args: promptArgs},
