@@ -19,9 +19,9 @@ import (
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/man"
 	"github.com/llmtool/llmtool/internal/signkey"
 	"github.com/llmtool/llmtool/internal/toolname"
-	"github.com/llmtool/llmtool/man"
 	"github.com/llmtool/llmtool/tenant"
 )
 
