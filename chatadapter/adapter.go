@@ -108,16 +108,16 @@ type Adapter struct {
 	budget     int  // Options.OutputBudget
 }
 
-// DefaultMaxParallel is how many read tools of one turn run at once unless
+// defaultMaxParallel is how many read tools of one turn run at once unless
 // Options.MaxParallel says otherwise.
-const DefaultMaxParallel = 4
+const defaultMaxParallel = 4
 
 // Options configures an Adapter. A nil *Options, like the zero value,
 // gives every field's default.
 type Options struct {
 	// MaxParallel bounds how many read tools of one turn run at once; 1
 	// runs every call one after another. Default (0 or less):
-	// DefaultMaxParallel.
+	// 4.
 	MaxParallel int
 
 	// Locale is the locale of the lines a host shows (events, pending
@@ -159,7 +159,7 @@ type Options struct {
 // New returns an Adapter for reg, configured by opts (nil for the
 // defaults).
 func New(reg *llmtool.Registry, opts *Options) *Adapter {
-	a := &Adapter{reg: reg, maxParallel: DefaultMaxParallel, locale: "en"}
+	a := &Adapter{reg: reg, maxParallel: defaultMaxParallel, locale: "en"}
 	if opts != nil {
 		if opts.MaxParallel > 0 {
 			a.maxParallel = opts.MaxParallel

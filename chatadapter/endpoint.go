@@ -82,13 +82,13 @@ func (e *HTTPError) Error() string {
 
 // Retries: what they cure and how long they wait.
 const (
-	// DefaultMaxRetries is how many times Run tries a request again unless
+	// defaultMaxRetries is how many times Run tries a request again unless
 	// RunOptions.MaxRetries says otherwise.
-	DefaultMaxRetries = 3
-	// DefaultRetryDelay is the first pause before a retry unless
+	defaultMaxRetries = 3
+	// defaultRetryDelay is the first pause before a retry unless
 	// RunOptions.RetryDelay says otherwise; each retry doubles it, up to
 	// maxBackoff.
-	DefaultRetryDelay = 500 * time.Millisecond
+	defaultRetryDelay = 500 * time.Millisecond
 
 	maxBackoff = 8 * time.Second
 	// maxRetryAfter is the longest wait a server may ask for: a longer

@@ -17,9 +17,9 @@ import (
 	"github.com/llmtool/llmtool/i18n"
 )
 
-// DefaultMaxSteps is how many requests Run sends at most in one turn
+// defaultMaxSteps is how many requests Run sends at most in one turn
 // unless RunOptions.MaxSteps says otherwise.
-const DefaultMaxSteps = 15
+const defaultMaxSteps = 15
 
 // RunOptions configures Run. A nil *RunOptions, like the zero value, gives
 // every field's default.
@@ -27,7 +27,7 @@ type RunOptions struct {
 	// MaxSteps is how many requests Run sends at most in one turn. Each
 	// request is a step; the tool calls it answers with run before the
 	// next. At the limit the turn stops (Transcript.Stopped). Default (0
-	// or less): DefaultMaxSteps.
+	// or less): 15.
 	MaxSteps int
 
 	// System is the system prompt, sent in each API's place for it: a
@@ -53,11 +53,11 @@ type RunOptions struct {
 	// MaxRetries is how many times Run tries a request again after a 429,
 	// a 5xx or a broken connection, waiting as the server asks
 	// (Retry-After) or RetryDelay, doubled each time; ctx bounds the
-	// whole. Default (0): DefaultMaxRetries; less than 0: none.
+	// whole. Default (0): 3; less than 0: none.
 	MaxRetries int
 
 	// RetryDelay is the first pause before a retry the server gave no
-	// time for. Default (0 or less): DefaultRetryDelay.
+	// time for. Default (0 or less): 500 ms.
 	RetryDelay time.Duration
 
 	// Stream asks the endpoint to stream each answer ("stream": true),
@@ -196,8 +196,8 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
-	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: DefaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
-		retries: DefaultMaxRetries, retryDelay: DefaultRetryDelay, client: ep.HTTPClient}
+	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: defaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
+		retries: defaultMaxRetries, retryDelay: defaultRetryDelay, client: ep.HTTPClient}
 	if r.shape == 0 {
 		r.shape = OpenAIChat
 	}

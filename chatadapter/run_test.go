@@ -256,9 +256,9 @@ func TestRunHTTPError(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, "{\"error\": {\"message\": \"model overloaded\",\n \"type\": \"server_error\"}}")
 	}
-	m := newModel(t, overloaded, overloaded, overloaded, overloaded) // the first try and DefaultMaxRetries
+	m := newModel(t, overloaded, overloaded, overloaded, overloaded) // the first try and the default 3 retries
 	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
-	require.Len(t, m.requests(), 1+chatadapter.DefaultMaxRetries)
+	require.Len(t, m.requests(), 1+3) // the first try and the default 3 retries
 	var he *chatadapter.HTTPError
 	require.True(t, errors.As(err, &he))
 	require.Equal(t, http.StatusInternalServerError, he.StatusCode)

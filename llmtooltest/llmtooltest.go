@@ -109,10 +109,10 @@ const (
 	// DefaultPrincipalID is the ID of the principal calls run as unless
 	// Options.Principal or Options.NoPrincipal says otherwise.
 	DefaultPrincipalID = "test-user"
-	// DefaultLeakGrace is how long the harness waits for goroutines started
+	// defaultLeakGrace is how long the harness waits for goroutines started
 	// during a call to finish, when some are still running as the call
 	// returns, before it reports them.
-	DefaultLeakGrace = time.Second
+	defaultLeakGrace = time.Second
 )
 
 // pprofLabel is the goroutine label that attributes goroutines to a call.
@@ -180,7 +180,7 @@ type Options struct {
 
 	// LeakGrace is how long the harness waits for goroutines started
 	// during a call to finish before it reports them; it does not wait at
-	// all when none is running. Default (0): DefaultLeakGrace;
+	// all when none is running. Default (0): a second;
 	// NoLeakGrace (or any negative duration) reports them without
 	// waiting.
 	LeakGrace time.Duration
@@ -260,7 +260,7 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 	grace := opts.LeakGrace
 	switch {
 	case grace == 0:
-		grace = DefaultLeakGrace
+		grace = defaultLeakGrace
 	case grace < 0:
 		grace = 0
 	}

@@ -44,8 +44,8 @@ import (
 // refuse a replay only when it reaches the replica that took the first
 // retry.
 
-// DefaultRequestStateTTL is how long a requestState stays valid.
-const DefaultRequestStateTTL = time.Hour
+// defaultRequestStateTTL is how long a requestState stays valid.
+const defaultRequestStateTTL = time.Hour
 
 // stateVersion prefixes the signed content, so a change of format cannot
 // be confused with an older state.

@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	tenantName := fs.String("tenant", "default", "tenant whose tool settings apply")
 	writes := fs.Bool("writes", false, "enable write tools in the tenant (persistent)")
 	approve := fs.Bool("approve", false, "ask before destructive tools commit in the tenant (persistent)")
-	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
+	steps := fs.Int("steps", 15, "at most this many requests per question")
 	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs; chat and responses)")
 	locale := fs.String("locale", "en", "language of the lines chat shows: en or de")
 	verbose := fs.Bool("v", false, "also show each request to the model, its retries and the tokens it used")
