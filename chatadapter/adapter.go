@@ -140,7 +140,9 @@ type Options struct {
 	// their APIs have one: for Anthropic Messages and OpenAI Responses
 	// (strict or not), Tools gives every tool the tenant may call, those
 	// not loaded yet marked "defer_loading": true, and the provider's
-	// search tool in place of find_tools (see ToolSearchTool). The
+	// search tool in place of find_tools (Anthropic's
+	// {"type":"tool_search_tool_bm25_20251119",...}, OpenAI's
+	// {"type":"tool_search"}). The
 	// provider then loads what the model searches for; the deferred
 	// definitions are in the request but not in the model's context.
 	// Other shapes get find_tools as without it. Default: false, every
@@ -235,7 +237,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
 	}
-	if a.toolSearch && ToolSearchTool(shape) != nil {
+	if a.toolSearch && toolSearchTool(shape) != nil {
 		return a.searchTools(ctx, shape) // deferred.go
 	}
 	specs, listErr := a.reg.List(ctx, nil)
