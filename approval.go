@@ -167,7 +167,7 @@ func (r *Registry) needsApproval(ctx context.Context, t *Tool) bool {
 	if t.spec.ReadOnly {
 		return false
 	}
-	st := r.tenants.Get(ctx, nil, TenantFrom(ctx))
+	st := r.tenants.Get(ctx, TenantFrom(ctx))
 	if on, ok := st.Approval[t.spec.Name]; ok {
 		return on
 	}

@@ -132,7 +132,7 @@ func (r *Registry) admit(ctx context.Context, e *entry) (context.Context, error)
 			NextAction: "Ask the user to sign in again granting " + strings.Join(missing, " ") + ", then call " + s.Name + " again.", err: ErrInsufficientScope}
 	}
 	tenant := TenantFrom(ctx)
-	st := r.tenants.Get(ctx, nil, tenant)
+	st := r.tenants.Get(ctx, tenant)
 	if st.Err != nil && !s.ReadOnly && engine.Unavailable(st.Err) {
 		// Writes stay off, and the model hears why: the database is
 		// down or restarting, not the tenant's switch.
@@ -214,7 +214,7 @@ func (r *Registry) visible(ctx context.Context, st *tenant.State, all *[]*Spec) 
 		return []*Spec{}
 	}
 	if st == nil {
-		st = r.tenants.Get(ctx, nil, TenantFrom(ctx))
+		st = r.tenants.Get(ctx, TenantFrom(ctx))
 	}
 	az := r.authorize()
 	scoped := p != nil && p.Scopes != nil

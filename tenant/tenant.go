@@ -247,18 +247,11 @@ func (s *Settings) List(ctx context.Context) ([]Setting, error) {
 	return out, nil
 }
 
-// Querier is what Get reads through: a *sql.DB, *sql.Conn or *sql.Tx.
-type Querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // Get returns tenant's settings, from the cache while it is fresh (see
-// Options.CacheTTL), else read through q: the database when q is nil, or
-// the transaction a caller already holds, so that it needs no second
-// connection. A failed read is logged and gives settings with writes off
+// Options.CacheTTL), else from the database. A failed read is logged and gives settings with writes off
 // and Err set; it is not cached, so the next call reads again (a database
 // that restarts must not leave writes off for a whole TTL).
-func (s *Settings) Get(ctx context.Context, q Querier, tenant string) *State {
+func (s *Settings) Get(ctx context.Context, tenant string) *State {
 	now := time.Now()
 	if s.ttl != 0 {
 		s.mu.RLock()
@@ -268,13 +261,10 @@ func (s *Settings) Get(ctx context.Context, q Querier, tenant string) *State {
 			return c.state
 		}
 	}
-	if q == nil {
-		if s.db == nil {
-			return &State{}
-		}
-		q = s.db
+	if s.db == nil {
+		return &State{}
 	}
-	st, err := s.read(ctx, q, tenant)
+	st, err := s.read(ctx, s.db, tenant)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &State{} // not cached: the caller gave up, the table may be fine
@@ -307,8 +297,13 @@ func (s *Settings) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// querier is what read reads through: a *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // read reads a tenant's settings through q.
-func (s *Settings) read(ctx context.Context, q Querier, tenant string) (*State, error) {
+func (s *Settings) read(ctx context.Context, q querier, tenant string) (*State, error) {
 	rows, err := q.QueryContext(ctx, `SELECT tool, enabled FROM `+table+` WHERE scope = $1`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("llmtool: read settings of tenant %q: %w", tenant, err)

@@ -22,7 +22,7 @@ func TestNoDatabase(t *testing.T) {
 	on, err := s.Writes(ctx, "wiki")
 	require.NoError(t, err)
 	require.False(t, on)
-	require.Equal(t, &tenant.State{}, s.Get(ctx, nil, "wiki"))
+	require.Equal(t, &tenant.State{}, s.Get(ctx, "wiki"))
 	require.EqualError(t, s.SetWrites(ctx, "wiki", true), "llmtool: the registry has no database")
 	_, err = s.List(ctx)
 	require.EqualError(t, err, "llmtool: the registry has no database")
@@ -40,12 +40,12 @@ func TestSecondHandle(t *testing.T) {
 	t.Cleanup(func() { reg.Close() })
 
 	other := tenant.New(db, &tenant.Options{CacheTTL: tenant.NoCache})
-	require.False(t, other.Get(ctx, nil, "wiki").Writes)
+	require.False(t, other.Get(ctx, "wiki").Writes)
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "wiki", true))
 	require.NoError(t, reg.Tenants().SetTool(ctx, "wiki", "purge", false))
 	require.NoError(t, reg.Tenants().SetApproval(ctx, "wiki", "", true))
 	require.Equal(t, &tenant.State{Writes: true, Tools: map[string]bool{"purge": false}, Approval: map[string]bool{"": true}},
-		other.Get(ctx, nil, "wiki"))
+		other.Get(ctx, "wiki"))
 
 	var heard []string
 	cancel := reg.Tenants().Subscribe(func(tenant string) { heard = append(heard, tenant) })
@@ -87,15 +87,15 @@ func TestExpire(t *testing.T) {
 	defer cancel()
 
 	s.Expire("wiki") // never read: nothing cached, nothing heard
-	require.False(t, s.Get(ctx, nil, "wiki").Writes)
+	require.False(t, s.Get(ctx, "wiki").Writes)
 	other := tenant.New(db, nil)
 	require.NoError(t, other.SetWrites(ctx, "wiki", true))
-	require.False(t, s.Get(ctx, nil, "wiki").Writes, "cached for an hour")
+	require.False(t, s.Get(ctx, "wiki").Writes, "cached for an hour")
 	require.Empty(t, heard)
 
 	s.Expire("wiki")
-	require.True(t, s.Get(ctx, nil, "wiki").Writes)
+	require.True(t, s.Get(ctx, "wiki").Writes)
 	require.Equal(t, []string{"wiki"}, heard)
 	require.NoError(t, other.SetWrites(ctx, "wiki", false))
-	require.True(t, s.Get(ctx, nil, "wiki").Writes, "cached again")
+	require.True(t, s.Get(ctx, "wiki").Writes, "cached again")
 }
