@@ -55,9 +55,11 @@ type Options struct {
 	// for. Default: nil, no authentication (calls run as Principal).
 	Authenticator Authenticator
 
-	// TenantFunc, when set, picks each HTTP request's tenant. Default: nil,
-	// every request has Tenant.
-	TenantFunc TenantFunc
+	// TenantFunc, when set, picks each HTTP request's tenant from the
+	// request and its principal, such as a workspace named in the path or
+	// granted to the user; an error refuses the request with 403 Forbidden
+	// and the error's text. Default: nil, every request has Tenant.
+	TenantFunc func(r *http.Request, p *llmtool.Principal) (string, error)
 
 	// ResourceMetadata is the URL of the server's OAuth protected resource
 	// metadata (RFC 9728), announced in the WWW-Authenticate header of 401
@@ -251,11 +253,6 @@ type AuthenticatorFunc func(r *http.Request) (*llmtool.Principal, error)
 
 // Authenticate calls f(r).
 func (f AuthenticatorFunc) Authenticate(r *http.Request) (*llmtool.Principal, error) { return f(r) }
-
-// TenantFunc picks the tenant of an HTTP request made by p, such as a
-// workspace named in the path or granted to the user. An error refuses the
-// request with 403 Forbidden and the error's text.
-type TenantFunc func(r *http.Request, p *llmtool.Principal) (string, error)
 
 // Request is what Options.OnRequest learns of a request.
 type Request struct {
