@@ -79,6 +79,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 	"unicode"
 	"unicode/utf8"
 
@@ -142,16 +143,9 @@ func (f Finding) String() string {
 	return f.Tool + ": " + f.Message + " [" + f.Rule + "]"
 }
 
-// TestingT is the part of *testing.T that [Require] uses.
-type TestingT interface {
-	Helper()
-	Errorf(format string, args ...any)
-	FailNow()
-}
-
 // Require fails the test, listing every finding, if [Check] finds
 // anything.
-func Require(t TestingT, reg *llmtool.Registry, opts *Options) {
+func Require(t testing.TB, reg *llmtool.Registry, opts *Options) {
 	t.Helper()
 	fs := Check(reg, opts)
 	for _, f := range fs {

@@ -222,7 +222,10 @@ func TestSkips(t *testing.T) {
 	require.Equal(t, "get_tag", fs[0].Tool)
 }
 
+// fakeT records what Require reports; the rest of testing.TB is not
+// called.
 type fakeT struct {
+	testing.TB
 	errors []string
 	failed bool
 }
