@@ -46,7 +46,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/mcpadapter"
+	"github.com/llmtool/llmtool/internal/mcptool"
 )
 
 // The formats a report covers, by the names the llmtoolcost command
@@ -267,7 +267,7 @@ func boolInt(b bool) int {
 // definition returns one tool's definition in the format named s.
 func definition(chat *chatadapter.Adapter, sp *llmtool.Spec, s string) (json.RawMessage, error) {
 	if s == mcpShape {
-		return mcpadapter.Definition(sp)
+		return mcptool.Definition(sp)
 	}
 	c, _ := chatShape(s)
 	return chat.Definition(sp, c)

@@ -20,6 +20,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/cost"
+	"github.com/llmtool/llmtool/internal/mcptool"
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/sqlite"
 )
@@ -227,7 +228,7 @@ func mustRow(t *testing.T, c *cost.Catalog, tool string, s string) cost.Row {
 	return r
 }
 
-// mcpadapter.Definition is byte for byte the entry mcpadapter serves in
+// The MCP definition cost counts (internal/mcptool) is byte for byte the entry mcpadapter serves in
 // tools/list, as a real MCP client receives it: a rich tool without an
 // output schema, a destructive write tool with its annotations.
 func TestMCPDefinitionMatchesListing(t *testing.T) {
@@ -272,7 +273,7 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &tl))
 		spec, ok := reg.Tool(ctx, tl.Name)
 		require.True(t, ok, tl.Name)
-		def, err := mcpadapter.Definition(spec)
+		def, err := mcptool.Definition(spec)
 		require.NoError(t, err)
 		var compact bytes.Buffer
 		require.NoError(t, json.Compact(&compact, raw))
@@ -283,11 +284,11 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 	require.Equal(t, map[string]bool{"greet": true, "forget": true, "poem": true, "tag": true, "man": true}, seen)
 
 	poem, _ := reg.Tool(ctx, "poem")
-	def, err := mcpadapter.Definition(poem)
+	def, err := mcptool.Definition(poem)
 	require.NoError(t, err)
 	require.NotContains(t, string(def), "outputSchema")
 	forget, _ := reg.Tool(ctx, "forget")
-	def, err = mcpadapter.Definition(forget)
+	def, err = mcptool.Definition(forget)
 	require.NoError(t, err)
 	require.Contains(t, string(def), `"annotations":{"title":"Forget","readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}`)
 }
