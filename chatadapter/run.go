@@ -148,10 +148,10 @@ func (e *stopError) text(msgs *i18n.Catalog, locale string) string {
 // TextMessage for Gemini).
 func UserMessage(text string) json.RawMessage { return textMessage("user", text) }
 
-// SystemMessage returns {"role":"system","content":text}, OpenAI Chat
-// Completions' system message. RunOptions.System sends a system prompt
-// in every API's place for it.
-func SystemMessage(text string) json.RawMessage { return textMessage("system", text) }
+// systemMessage returns {"role":"system","content":text}, OpenAI Chat
+// Completions' system message: how RunOptions.System, the one way to send
+// a system prompt, reaches that API.
+func systemMessage(text string) json.RawMessage { return textMessage("system", text) }
 
 // TextMessage returns a message of role ("user" or "assistant") with
 // text in shape's format: {"role","content"} for OpenAI's and Anthropic's
