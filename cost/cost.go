@@ -99,8 +99,16 @@ func isEstimate(name string) bool {
 	return c != chatadapter.OpenAIChat && c != chatadapter.OpenAIChatStrict && c != chatadapter.OpenAIResponses && c != chatadapter.OpenAIResponsesStrict
 }
 
-// ErrShape is returned for a format name that is not one of Shapes.
-var ErrShape = errors.New("cost: unknown shape")
+// shapeError is Report's error for a format name that is not one of
+// Shapes. It wraps chatadapter.ErrShape, the one error for an unknown
+// shape.
+type shapeError struct{ name string }
+
+func (e *shapeError) Error() string {
+	return fmt.Sprintf("cost: unknown shape %q; use one of %s", e.name, strings.Join(Shapes(), ", "))
+}
+
+func (e *shapeError) Unwrap() error { return chatadapter.ErrShape }
 
 // Options configures a report. A nil *Options, like the zero value, gives
 // every field's default.
@@ -168,9 +176,10 @@ type Catalog struct {
 
 // Report counts the tokens of reg's tool definitions: those the scope and
 // principal in ctx may list, or every tool with Options.AllTools. It
-// returns an error for an unknown shape or encoding, a module loader that
-// failed, or a definition that cannot be built other than an unsupported
-// schema (which Catalog.Unsupported lists instead).
+// returns an error for an unknown shape (wrapping chatadapter.ErrShape)
+// or encoding, a module loader that failed, or a definition that cannot
+// be built other than an unsupported schema (which Catalog.Unsupported
+// lists instead).
 func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog, error) {
 	var o Options
 	if opts != nil {
@@ -188,7 +197,7 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 	}
 	for _, s := range names {
 		if _, ok := chatShape(s); !ok {
-			return nil, fmt.Errorf("%w %q; use one of %s", ErrShape, s, strings.Join(Shapes(), ", "))
+			return nil, &shapeError{s}
 		}
 	}
 	var codec tokenizer.Codec

@@ -397,7 +397,7 @@ func TestReportErrors(t *testing.T) {
 		is   error
 	}{
 		{"unknown shape", &cost.Options{Shapes: []string{"openai"}},
-			`cost: unknown shape "openai"; use one of openai-chat, openai-chat-strict, openai-responses, openai-responses-strict, anthropic, gemini, mcp`, cost.ErrShape},
+			`cost: unknown shape "openai"; use one of openai-chat, openai-chat-strict, openai-responses, openai-responses-strict, anthropic, gemini, mcp`, chatadapter.ErrShape},
 		{"unknown encoding", &cost.Options{Encoding: "p50k_base"},
 			`cost: unknown encoding "p50k_base"; use o200k_base or cl100k_base`, nil},
 	} {
