@@ -311,10 +311,10 @@
 //
 // # Output budgets
 //
-// Models pay for every byte a tool returns. [OutputBudget] on a tool (or
-// [Options].OutputBudget for all; [Call].OutputBudget, which the adapters
-// set from their own options, lowers a budget for one consumer and never
-// raises it) cuts a longer result to fit, inside the call's transaction,
+// Models pay for every byte a tool returns. [OutputBudget] on a tool, or
+// [Call].OutputBudget for one consumer (which the adapters set from their
+// own OutputBudget option; it lowers a tool's budget, never raises it),
+// cuts a longer result to fit, inside the call's transaction,
 // keeping it valid against the output schema: the largest top-level list
 // keeps its longest prefix that fits, and the [Truncated] field the tool's
 // Out declares says how many were shown of how many and how to get the rest

@@ -51,7 +51,6 @@ type Registry struct {
 	chained  bool                                  // there is middleware: invoke is not call
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
-	budget   int                                   // Options.OutputBudget (budget.go)
 	tracked  *tracking                             // Options.Changesets; nil when no table is tracked (changesets.go)
 	retryFor time.Duration                         // Options.RetryFor (retry.go)
 	turns    turns                                 // a starving write's turn to run alone (retry.go)
@@ -308,7 +307,6 @@ func (r *Registry) configure(o *Options) {
 		r.pol.writesOffNext.Store(&action)
 	}
 	r.validateOutput.Store(o.ValidateOutput)
-	r.budget = max(o.OutputBudget, 0)
 	r.tx.WriteGrace = o.WriteGrace
 	if o.RetryFor > 0 {
 		r.retryFor = o.RetryFor

@@ -41,8 +41,8 @@ type Spec struct {
 	// scopes (Principal.Scopes nil) are not checked.
 	Scopes []string
 	// OutputBudget bounds the tool's results, in bytes of JSON
-	// (OutputBudget); 0 means the registry's default
-	// (Options.OutputBudget).
+	// (OutputBudget); 0 means none of its own, only the consumer's
+	// (Call.OutputBudget).
 	OutputBudget int
 }
 
