@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -72,7 +73,11 @@ func run(root string) ([]string, error) {
 	if methods > maxRegistryMethods {
 		problems = append(problems, fmt.Sprintf("*Registry has %d methods; at most %d (give the feature a handle or a package of its own)", methods, maxRegistryMethods))
 	}
-	pkgs, err := surface(root)
+	dirs, err := libraryDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := surface(root, dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +90,7 @@ func run(root string) ([]string, error) {
 	if total > maxSurfaceNames {
 		problems = append(problems, fmt.Sprintf("the public surface exports %d names; at most %d (move what only llmtool uses to internal/, or unexport it)", total, maxSurfaceNames))
 	}
-	long, err := longFiles(root)
+	long, err := longFiles(dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -155,39 +160,54 @@ type pkg struct {
 }
 
 // surface counts the exported names of every public package under root:
-// every directory with non-test Go files, except internal/ trees,
-// testdata, the examples, hidden directories, nested modules (a go.mod of
-// their own) and package main.
-func surface(root string) ([]pkg, error) {
+// every library directory (libraryDirs) with non-test Go files, except
+// internal/ trees, nested modules (a go.mod of their own) and package
+// main.
+func surface(root string, dirs []string) ([]pkg, error) {
 	var pkgs []pkg
+	var private []string // internal/ trees and nested modules
+	for _, dir := range dirs {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			return nil, err
+		}
+		rel = filepath.ToSlash(rel)
+		if slices.ContainsFunc(private, func(p string) bool { return strings.HasPrefix(rel+"/", p+"/") }) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); (err == nil && rel != ".") || filepath.Base(dir) == "internal" {
+			private = append(private, rel)
+			continue
+		}
+		n, _, pkgName, err := exported(dir, "")
+		if errors.Is(err, errNoFiles) || pkgName == "main" {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, pkg{rel, n})
+	}
+	return pkgs, nil
+}
+
+// libraryDirs returns the directories of the library under root, in
+// lexical order: every one but hidden ones (.ci itself), testdata and the
+// examples.
+func libraryDirs(root string) ([]string, error) {
+	var dirs []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
 		name := d.Name()
-		if path != root {
-			if strings.HasPrefix(name, ".") || name == "testdata" || name == "examples" || name == "internal" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
+		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples") {
+			return filepath.SkipDir
 		}
-		n, _, pkgName, err := exported(path, "")
-		if errors.Is(err, errNoFiles) || pkgName == "main" {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		dir := filepath.ToSlash(path)
-		if rel, err := filepath.Rel(root, path); err == nil {
-			dir = filepath.ToSlash(rel)
-		}
-		pkgs = append(pkgs, pkg{dir, n})
+		dirs = append(dirs, path)
 		return nil
 	})
-	return pkgs, err
+	return dirs, err
 }
 
 type file struct {
@@ -196,33 +216,27 @@ type file struct {
 }
 
 // longFiles returns the library's non-test Go files over the budget,
-// longest first: every file under root except tests, testdata, the
-// examples and hidden directories (.ci itself).
-func longFiles(root string) ([]file, error) {
+// longest first: every file in dirs except tests.
+func longFiles(dirs []string) ([]file, error) {
 	var long []file
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range dirs {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples") {
-				return filepath.SkipDir
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
 			}
-			return nil
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			if n := bytes.Count(src, []byte("\n")); n > maxFileLines {
+				long = append(long, file{path, n})
+			}
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if n := bytes.Count(src, []byte("\n")); n > maxFileLines {
-			long = append(long, file{path, n})
-		}
-		return nil
-	})
+	}
 	sort.Slice(long, func(i, j int) bool { return long[i].lines > long[j].lines })
-	return long, err
+	return long, nil
 }
