@@ -128,7 +128,7 @@ var previewHooks = writeHooks{
 // tables), then the others in the order of their names (counts'), so a
 // person reads the table the tool is about first.
 func buildPreview(out []byte, counts []dbconn.TableCount, summary string, set *changeset.Set) *approval.Preview {
-	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Changes: make([]approval.TableChange, 0, len(counts)), Summary: summary, Changeset: set}
+	pv := &approval.Preview{Result: json.RawMessage(bytes.Clone(out)), Tables: make([]approval.TableCount, 0, len(counts)), Summary: summary, Changeset: set}
 	var first []string
 	if set != nil {
 		for _, row := range set.Rows {
@@ -145,7 +145,7 @@ func buildPreview(out []byte, counts []dbconn.TableCount, summary string, set *c
 	}
 	slices.SortStableFunc(counts, func(a, b dbconn.TableCount) int { return rank(a) - rank(b) })
 	for _, c := range counts {
-		pv.Changes = append(pv.Changes, approval.TableChange{Table: c.Table, Inserted: c.Inserted, Updated: c.Updated, Deleted: c.Deleted})
+		pv.Tables = append(pv.Tables, approval.TableCount{Table: c.Table, Inserted: c.Inserted, Updated: c.Updated, Deleted: c.Deleted})
 	}
 	return pv
 }
@@ -170,7 +170,7 @@ func (r *Registry) previewDigest(pv *approval.Preview, f *fresh) string {
 	} else {
 		field(pv.Result)
 	}
-	for _, c := range pv.Changes {
+	for _, c := range pv.Tables {
 		field([]byte(c.Table))
 		for _, x := range []int64{c.Inserted, c.Updated, c.Deleted} {
 			binary.LittleEndian.PutUint64(n[:], uint64(x))

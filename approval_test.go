@@ -94,7 +94,7 @@ func TestApproval(t *testing.T) {
 		return f.reg.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(args), Approval: a})
 	}
 	wantPreview := approval.Preview{Result: json.RawMessage(`{"deleted":"n1","title":"Shopping"}`),
-		Changes: []approval.TableChange{{Table: "notes", Deleted: 3}}, Summary: `Delete note "Shopping" and its 2 child notes.`}
+		Tables: []approval.TableCount{{Table: "notes", Deleted: 3}}, Summary: `Delete note "Shopping" and its 2 child notes.`}
 
 	t.Run("request, then approve and commit", func(t *testing.T) {
 		t.Parallel()
@@ -207,7 +207,7 @@ func TestDryRun(t *testing.T) {
 	res := f.reg.Invoke(ctx, llmtool.Call{Tool: "rename_note", Args: []byte(`{"noteId":"n1","title":"Groceries"}`), DryRun: true})
 	require.False(t, res.IsError, res.Text())
 	require.JSONEq(t, `{"dryRun":true,"result":{"id":"n1","title":"Groceries"},"changes":[{"table":"notes","inserted":0,"updated":1,"deleted":0}]}`, string(res.JSON))
-	require.Equal(t, &approval.Preview{Result: json.RawMessage(`{"id":"n1","title":"Groceries"}`), Changes: []approval.TableChange{{Table: "notes", Updated: 1}}}, res.Preview)
+	require.Equal(t, &approval.Preview{Result: json.RawMessage(`{"id":"n1","title":"Groceries"}`), Tables: []approval.TableCount{{Table: "notes", Updated: 1}}}, res.Preview)
 	require.Nil(t, res.Approval)
 	require.Equal(t, before, noteTitles(t, f.db))
 
@@ -215,7 +215,7 @@ func TestDryRun(t *testing.T) {
 	res = f.reg.Invoke(ctx, llmtool.Call{Tool: "delete_note", Args: []byte(deleteN1), DryRun: true})
 	require.False(t, res.IsError, res.Text())
 	require.Nil(t, res.Approval)
-	require.Equal(t, int64(3), res.Preview.Changes[0].Deleted)
+	require.Equal(t, int64(3), res.Preview.Tables[0].Deleted)
 	require.Equal(t, before, noteTitles(t, f.db))
 	require.Equal(t, []string{"rename_note ok dry_run", "delete_note ok dry_run"}, f.audits())
 

@@ -27,7 +27,7 @@ func isUndoTool(t *Tool) bool { return t.spec.Module == "changesets" && t.spec.N
 // deletesRows reports whether the run of pv deleted rows: a statement
 // said so, or its changeset holds a deleted row (a cascade's, say).
 func deletesRows(pv *approval.Preview) bool {
-	for _, c := range pv.Changes {
+	for _, c := range pv.Tables {
 		if c.Deleted > 0 {
 			return true
 		}

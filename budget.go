@@ -18,10 +18,11 @@ import (
 //
 // A model pays for every byte a tool returns, and a client that gets too
 // much cuts it blindly. An output budget bounds the bytes of a tool's
-// result: the tool's own (OutputBudget), else the registry's default
-// (Options.OutputBudget), and the consumer's (Call.OutputBudget, which
-// the adapters set from their own OutputBudget option), the smaller of
-// the two when both are set. Budgets are counted in bytes, which is exact;
+// result, and has two homes, one per party: the tool's own
+// (OutputBudget), which its author sets, and the consumer's
+// (Call.OutputBudget), which the host sets for each consumer (a chat with
+// a small context window, an MCP client) through the adapter's own
+// OutputBudget option; the smaller of the two when both are set. Budgets are counted in bytes, which is exact;
 // for a budget in tokens, count about 4 bytes per token, the usual figure
 // for English text and JSON with the providers' tokenizers. A result over the budget is cut
 // by the registry, inside the call's transaction, so that it stays valid
@@ -139,13 +140,9 @@ func planBudget[In any](name string, outT reflect.Type, cfg *toolConfig) budget 
 }
 
 // outputBudget returns the budget of a call of t under ctx: the smaller of
-// the tool's (or the registry's default) and the consumer's
-// (Call.OutputBudget); 0 for none.
+// the tool's and the consumer's (Call.OutputBudget); 0 for none.
 func (r *Registry) outputBudget(ctx context.Context, t *Tool) int {
 	b := t.spec.OutputBudget
-	if b == 0 {
-		b = r.budget
-	}
 	if c, _ := ctx.Value(budgetKey{}).(int); c > 0 && (b == 0 || c < b) {
 		b = c
 	}

@@ -74,9 +74,9 @@ var (
 
 // budgetRegistry validates every result against its output schema, so a
 // cut result that broke it would fail the call.
-func budgetRegistry(t *testing.T, defaultBudget int) (*llmtool.Registry, *sql.DB) {
+func budgetRegistry(t *testing.T) (*llmtool.Registry, *sql.DB) {
 	db := openDB(t)
-	return newRegistryOpts(t, db, &llmtool.Options{ValidateOutput: true, OutputBudget: defaultBudget, Logger: quietLogger()}, budgetModule), db
+	return newRegistryOpts(t, db, &llmtool.Options{ValidateOutput: true, Logger: quietLogger()}, budgetModule), db
 }
 
 // referenceCut is the cut the registry must make, computed the slow way:
@@ -110,7 +110,6 @@ func TestOutputBudget(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		registry int // Options.OutputBudget
 		consumer int // Call.OutputBudget; 0 for none
 		tool     string
 		args     string
@@ -125,7 +124,7 @@ func TestOutputBudget(t *testing.T) {
 			want: `{"preamble":"","notes":[{"id":1,"title":"note 1"},{"id":2,"title":"note 2"},{"id":3,"title":"note 3"},{"id":4,"title":"note 4"},{"id":5,"title":"note 5"},{"id":6,"title":"note 6"},{"id":7,"title":"note 7"},{"id":8,"title":"note 8"}],"truncated":{"shown":8,"total":20,"list":"notes","next":"Showing 8 of 20 notes; call list_notes with {\"query\":\"plan\",\"offset\":8,\"n\":20} for the rest."}}`},
 		{name: "the consumer's budget lowers the tool's", consumer: 300, tool: "list_notes", args: `{"n":20,"offset":40}`,
 			want: `{"preamble":"","notes":[{"id":41,"title":"note 41"},{"id":42,"title":"note 42"},{"id":43,"title":"note 43"},{"id":44,"title":"note 44"}],"truncated":{"shown":4,"total":20,"list":"notes","next":"Showing 4 of 20 notes; call list_notes with {\"offset\":44,\"n\":20} for the rest."}}`},
-		{name: "the registry's default", registry: 300, tool: "plain_notes", args: `{"n":1000}`,
+		{name: "a tool without a budget of its own, under the consumer's", consumer: 300, tool: "plain_notes", args: `{"n":1000}`,
 			want: `{"preamble":"","notes":[{"id":1,"title":"note 1"},{"id":2,"title":"note 2"},{"id":3,"title":"note 3"}],"truncated":{"shown":3,"total":1000,"list":"notes","next":"Showing 3 of 1,000 notes, as many as fit in the output budget; call plain_notes again with narrower arguments to see the others."}}`},
 		{name: "no list left to show", consumer: 300, tool: "list_notes", args: `{"n":3,"body":200}`,
 			wantErr: over("list_notes", 303, 300)},
@@ -139,7 +138,7 @@ func TestOutputBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			reg, db := budgetRegistry(t, tt.registry)
+			reg, db := budgetRegistry(t)
 			ctx := context.Background()
 			res := reg.Invoke(ctx, llmtool.Call{Tool: tt.tool, Args: json.RawMessage(tt.args), OutputBudget: tt.consumer})
 			if tt.wantErr != "" {
@@ -166,7 +165,7 @@ func TestOutputBudget(t *testing.T) {
 // the reference's, byte for byte, and fits.
 func TestOutputBudgetReference(t *testing.T) {
 	t.Parallel()
-	reg, _ := budgetRegistry(t, 0)
+	reg, _ := budgetRegistry(t)
 	rng := rand.New(rand.NewSource(14))
 	seen := map[string]int{}
 	for range 200 {

@@ -35,8 +35,8 @@ type Call struct {
 	// OutputBudget bounds the result to this many bytes of JSON for the
 	// consumer that makes the call, such as a chat whose model has a small
 	// context window: adapters set it from their own OutputBudget option.
-	// It lowers the tool's budget (OutputBudget, Options.OutputBudget),
-	// never raises it; 0 means none.
+	// It lowers the tool's budget (OutputBudget), never raises it, and
+	// bounds a tool without one; 0 means none.
 	OutputBudget int
 	// Conversation names the conversation or session the call belongs
 	// to, recorded with its changeset (Options.Changesets) so that a

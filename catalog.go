@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/llmtool/llmtool/internal/man"
 	"github.com/llmtool/llmtool/internal/text"
-	"github.com/llmtool/llmtool/man"
 	"github.com/llmtool/llmtool/tenant"
 )
 

@@ -178,7 +178,7 @@ func (r *Registry) UnloadTools(tenant string) {
 	delete(r.demand.tenants, tenant)
 	r.demand.mu.Unlock()
 	if had {
-		r.tenants.Changed(tenant)
+		r.tenants.Notify(tenant)
 	}
 }
 
@@ -252,7 +252,7 @@ func (r *Registry) findTools(ctx context.Context, st *tenant.State, in findIn) (
 	}
 	tenant := TenantFrom(ctx)
 	if r.load(tenant, names) {
-		r.tenants.Changed(tenant)
+		r.tenants.Notify(tenant)
 	}
 	var b strings.Builder
 	noun := "tools"

@@ -271,8 +271,8 @@
 // protected entity is refused exactly as a read tool is. [Registry.List]
 // (with [ListOptions].Resources or Prompts) lists them, and
 // [Registry.Complete] completes their arguments: an enum from its values, a
-// ref field through [Entity].Complete. A write tool that declares [Changes]
-// reports the resources it changed to [Registry.OnResourceChange], which
+// ref field through [Entity].Complete. A write tool that declares [Updates]
+// reports the resources it updated to [Registry.OnResourceUpdate], which
 // mcpadapter sends to the clients subscribed to them. Tools, resources and
 // prompts share one namespace.
 //
@@ -329,10 +329,10 @@
 //
 // # Output budgets
 //
-// Models pay for every byte a tool returns. [OutputBudget] on a tool (or
-// [Options].OutputBudget for all; [Call].OutputBudget, which the adapters
-// set from their own options, lowers a budget for one consumer and never
-// raises it) cuts a longer result to fit, inside the call's transaction,
+// Models pay for every byte a tool returns. [OutputBudget] on a tool, or
+// [Call].OutputBudget for one consumer (which the adapters set from their
+// own OutputBudget option; it lowers a tool's budget, never raises it),
+// cuts a longer result to fit, inside the call's transaction,
 // keeping it valid against the output schema: the largest top-level list
 // keeps its longest prefix that fits, and the [Truncated] field the tool's
 // Out declares says how many were shown of how many and how to get the rest

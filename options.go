@@ -215,13 +215,6 @@ type Options struct {
 	// are run again the same way. Default (zero or negative): ten seconds.
 	RetryFor time.Duration
 
-	// OutputBudget bounds, in bytes of JSON, the results of the tools
-	// without a budget of their own (llmtool.OutputBudget): a longer
-	// result is cut to fit, or fails when the tool's Out cannot mark a
-	// cut (see Truncated). A consumer's budget (Call.OutputBudget) may
-	// lower it. Default: 0, no budget.
-	OutputBudget int
-
 	// Role, on PostgreSQL, names the role that tools' SQL runs as. Each
 	// call's transaction switches to it (SET LOCAL ROLE) before the
 	// guards and the handler run, and back to the user llmtool connects

@@ -19,9 +19,9 @@ import (
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
+	"github.com/llmtool/llmtool/internal/man"
 	"github.com/llmtool/llmtool/internal/signkey"
 	"github.com/llmtool/llmtool/internal/toolname"
-	"github.com/llmtool/llmtool/man"
 	"github.com/llmtool/llmtool/tenant"
 )
 
@@ -43,7 +43,7 @@ type Registry struct {
 	entities atomic.Pointer[map[string]entityDecl] // declared entity kinds (guard.go)
 	pol      policy                                // principal, authorizer (policy.go)
 	tenants  *tenant.Settings                      // per-tenant switches, their cache and subscribers (tenant.go)
-	watchers watchers                              // OnResourceChange functions (changes.go)
+	watchers watchers                              // OnResourceUpdate functions (updates.go)
 	approve  approvals                             // the approval tokens' key and lifetime (approval.go)
 	audits   atomic.Pointer[auditSinks]            // nil: the default slog sink (audit.go)
 	pages    []man.Page                            // Options.ManPages, by name (catalog.go)
@@ -51,7 +51,6 @@ type Registry struct {
 	chained  bool                                  // there is middleware: invoke is not call
 	tel      telemetry                             // Options.TracerProvider and MeterProvider (telemetry.go)
 	demand   demand                                // Options.OnDemand: tools loaded per tenant (discover.go)
-	budget   int                                   // Options.OutputBudget (budget.go)
 	tracked  *tracking                             // Options.Changesets; nil when no table is tracked (changesets.go)
 	retryFor time.Duration                         // Options.RetryFor (retry.go)
 	turns    turns                                 // a starving write's turn to run alone (retry.go)
@@ -150,7 +149,7 @@ func (r *Registry) Add(m *Module) error {
 	err := r.addLocked(m)
 	r.mu.Unlock()
 	if err == nil {
-		r.tenants.Changed("")
+		r.tenants.Notify("")
 	}
 	return err
 }
@@ -173,7 +172,7 @@ func (r *Registry) addLocked(m *Module) error {
 	if err := r.checkRefsLocked(m); err != nil {
 		return err
 	}
-	if err := r.checkChangesLocked(m); err != nil {
+	if err := r.checkUpdatesLocked(m); err != nil {
 		return err
 	}
 	_ = r.declareLocked(m, true)
@@ -286,7 +285,7 @@ func (r *Registry) SetEnabled(name string, on bool) error {
 	}
 	e.enabled.Store(on)
 	r.specs.Store(nil)
-	r.tenants.Changed("")
+	r.tenants.Notify("")
 	return nil
 }
 
@@ -308,7 +307,6 @@ func (r *Registry) configure(o *Options) {
 		r.pol.writesOffNext.Store(&action)
 	}
 	r.validateOutput.Store(o.ValidateOutput)
-	r.budget = max(o.OutputBudget, 0)
 	r.tx.WriteGrace = o.WriteGrace
 	if o.RetryFor > 0 {
 		r.retryFor = o.RetryFor
@@ -463,8 +461,8 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		if err == nil && preview != nil {
 			err = r.previewResult(ctx, t, args, preview, &res)
 		}
-		if req.committed && len(t.changes) > 0 {
-			r.changed(t, args, res.JSON) // changes.go
+		if req.committed && len(t.updates) > 0 {
+			r.updated(t, args, res.JSON) // updates.go
 		}
 	}
 	if err == nil && t.kind == kindPrompt {

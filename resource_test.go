@@ -257,7 +257,7 @@ var retitle = llmtool.Write("retitle_note", "Retitle a note.",
 	func(c *llmtool.WriteCtx, in RetitleIn) (struct{}, error) {
 		_, err := c.Exec(`UPDATE notes SET title = ? WHERE id = ?`, in.Title, in.NoteID)
 		return struct{}{}, err
-	}, llmtool.Changes("note", "about"))
+	}, llmtool.Updates("note", "about"))
 
 var addNote = llmtool.Write("add_note", "Add a note.",
 	func(c *llmtool.WriteCtx, in struct {
@@ -265,12 +265,12 @@ var addNote = llmtool.Write("add_note", "Add a note.",
 	}) (NewNoteOut, error) {
 		_, err := c.Exec(`INSERT INTO notes (id, title, owner) VALUES ('n9', ?, 'alice')`, in.Title)
 		return NewNoteOut{NoteID: "n9"}, err
-	}, llmtool.Changes("note"))
+	}, llmtool.Updates("note"))
 
 var failing = llmtool.Write("failing_retitle", "Retitle, then fail.",
 	func(c *llmtool.WriteCtx, in RetitleIn) (struct{}, error) {
 		return struct{}{}, llmtool.Conflict("Not now.")
-	}, llmtool.Changes("note"))
+	}, llmtool.Updates("note"))
 
 func TestResourceChanges(t *testing.T) {
 	t.Parallel()
@@ -278,7 +278,7 @@ func TestResourceChanges(t *testing.T) {
 	ctx := alice(context.Background())
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
 	var got []string
-	cancel := reg.OnResourceChange(func(uri string) { got = append(got, uri) })
+	cancel := reg.OnResourceUpdate(func(uri string) { got = append(got, uri) })
 
 	for _, c := range []llmtool.Call{
 		{Tool: "retitle_note", Args: []byte(`{"noteId":"n1","title":"Groceries"}`)},
@@ -294,8 +294,8 @@ func TestResourceChanges(t *testing.T) {
 	require.Len(t, got, 3)
 
 	_, err := llmtool.NewRegistry(openNotes(t), nil, llmtool.DefineTools("w", retitle).WithEntities(noteKind))
-	require.EqualError(t, err, `llmtool: tool "retitle_note" of module "w" declares Changes("note"), but no registered module defines a resource of that name; define it with llmtool.Resource, or register its module first`)
-	require.PanicsWithValue(t, `llmtool: tool "r": a Read tool changes no resource; Changes is for Write tools`, func() {
-		llmtool.Read("r", "d", func(*llmtool.ReadCtx, struct{}) (struct{}, error) { return struct{}{}, nil }, llmtool.Changes("note"))
+	require.EqualError(t, err, `llmtool: tool "retitle_note" of module "w" declares Updates("note"), but no registered module defines a resource of that name; define it with llmtool.Resource, or register its module first`)
+	require.PanicsWithValue(t, `llmtool: tool "r": a Read tool updates no resource; Updates is for Write tools`, func() {
+		llmtool.Read("r", "d", func(*llmtool.ReadCtx, struct{}) (struct{}, error) { return struct{}{}, nil }, llmtool.Updates("note"))
 	})
 }

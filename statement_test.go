@@ -66,7 +66,7 @@ func TestStatementPaths(t *testing.T) {
 	t.Parallel()
 	lose := pgtest.FromEnv()
 	type seen struct {
-		Preview   []approval.TableChange
+		Preview   []approval.TableCount
 		Changeset []changeset.Row
 		Committed []changeset.Row
 		DryRuns   int32
@@ -128,7 +128,7 @@ END $$`)
 			}
 			require.False(t, dry.IsError, "%s: %s", name, dry.Text())
 			require.NotNil(t, dry.Preview, name)
-			got.Preview = dry.Preview.Changes
+			got.Preview = dry.Preview.Tables
 			require.NotNil(t, dry.Preview.Changeset, name)
 			got.Changeset = dry.Preview.Changeset.Rows
 			got.DryRuns = runs.Swap(0)
@@ -146,7 +146,7 @@ END $$`)
 				continue
 			}
 			want = &got
-			require.Equal(t, []approval.TableChange{{Table: "items", Updated: 1}}, got.Preview, name)
+			require.Equal(t, []approval.TableCount{{Table: "items", Updated: 1}}, got.Preview, name)
 			require.Len(t, got.Changeset, 1, name)
 			require.Equal(t, changeset.Update, got.Changeset[0].Op, name)
 			require.Equal(t, 4, got.Qty, "%s: the dry run saved nothing, the call added one", name)
@@ -181,7 +181,7 @@ CREATE TRIGGER item_logged AFTER UPDATE ON items FOR EACH ROW EXECUTE FUNCTION l
 	reg := newRegistry(t, db, llmtool.DefineTools("triggers", rename))
 	res := reg.Invoke(context.Background(), llmtool.Call{Tool: "rename", DryRun: true})
 	require.False(t, res.IsError, res.Text())
-	require.Equal(t, []approval.TableChange{{Table: "item_log", Inserted: 1}, {Table: "items", Updated: 1}}, res.Preview.Changes)
+	require.Equal(t, []approval.TableCount{{Table: "item_log", Inserted: 1}, {Table: "items", Updated: 1}}, res.Preview.Tables)
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM item_log`).Scan(&n))
 	require.Zero(t, n, "a dry run saves nothing")

@@ -41,8 +41,8 @@ type Spec struct {
 	// scopes (Principal.Scopes nil) are not checked.
 	Scopes []string
 	// OutputBudget bounds the tool's results, in bytes of JSON
-	// (OutputBudget); 0 means the registry's default
-	// (Options.OutputBudget).
+	// (OutputBudget); 0 means none of its own, only the consumer's
+	// (Call.OutputBudget).
 	OutputBudget int
 }
 
@@ -63,7 +63,7 @@ type Tool struct {
 	refs    []schema.Ref
 	kind    toolKind     // a tool, a resource or a prompt
 	tmpl    *uriTemplate // a resource's URI template
-	changes []string     // the resources a write tool changes (Changes)
+	updates []string     // the resources a write tool updates (Updates)
 	budget  budget       // how a result over its output budget is cut (budget.go)
 }
 
@@ -95,7 +95,7 @@ func (t *Tool) Spec() *Spec { return &t.spec }
 type Option func(*toolConfig)
 
 type toolConfig struct {
-	changes     []string
+	updates     []string
 	spec        Spec
 	guards      []any
 	inputSchema json.RawMessage // supplied with InputSchema
@@ -236,10 +236,10 @@ func define[In, Out any](name, description string, read bool, opts []Option, han
 	if read && cfg.spec.NeedsApproval {
 		panic(fmt.Sprintf("llmtool: tool %q: a Read tool changes nothing to approve; NeedsApproval is for Write tools", name))
 	}
-	if read && len(cfg.changes) > 0 {
-		panic(fmt.Sprintf("llmtool: tool %q: a Read tool changes no resource; Changes is for Write tools", name))
+	if read && len(cfg.updates) > 0 {
+		panic(fmt.Sprintf("llmtool: tool %q: a Read tool updates no resource; Updates is for Write tools", name))
 	}
-	t := &Tool{spec: cfg.spec, changes: cfg.changes}
+	t := &Tool{spec: cfg.spec, updates: cfg.updates}
 	t.in = schema.Infer(name, "In", inT)
 	if cfg.inputSchema != nil {
 		t.in = schema.Supplied(name, inT, t.in, cfg.inputSchema)

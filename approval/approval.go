@@ -32,7 +32,7 @@ import (
 // (llmtool.WriteCtx.Describe).
 type Preview struct {
 	Result  json.RawMessage `json:"result"`
-	Changes []TableChange   `json:"changes"`
+	Tables  []TableCount    `json:"changes"` // JSON "changes", as the dry runs' and approvals' wire has it
 	Summary string          `json:"summary,omitempty"`
 	// Changeset is the exact change, row by row, to the tables the host
 	// tracks (llmtool.Options.Changesets); nil when none are tracked or
@@ -42,8 +42,9 @@ type Preview struct {
 	Changeset *changeset.Set `json:"changeset,omitempty"`
 }
 
-// TableChange counts the rows a write changed in one table.
-type TableChange struct {
+// TableCount counts the rows a write inserted, updated and deleted in
+// one table.
+type TableCount struct {
 	Table    string `json:"table"`
 	Inserted int64  `json:"inserted"`
 	Updated  int64  `json:"updated"`
@@ -54,7 +55,7 @@ type TableChange struct {
 // summary if it wrote one, then the rows changed per table.
 func (p *Preview) String() string {
 	var parts []string
-	for _, c := range p.Changes {
+	for _, c := range p.Tables {
 		var n []string
 		for _, x := range []struct {
 			n    int64

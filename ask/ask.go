@@ -92,9 +92,10 @@ type Rerunner interface {
 	Reruns() bool
 }
 
-// RootLister is an Asker that can also ask the client for its roots (MCP
-// roots/list). Roots returns ErrUnsupported for an Asker without it.
-type RootLister interface {
+// rootLister is an Asker that can also ask the client for its roots (MCP
+// roots/list), with a method Roots(ctx, RootsRequest) ([]Root, error).
+// Roots returns ErrUnsupported for an Asker without it.
+type rootLister interface {
 	Asker
 	// Roots asks the client for its roots.
 	Roots(ctx context.Context, req RootsRequest) ([]Root, error)
@@ -241,14 +242,14 @@ func Elicit(c *llmtool.ReadCtx, req ElicitRequest) (ElicitResult, error) {
 // Roots asks the client for its roots, as MCP roots/list. With a Rerunner
 // it returns the answer of an earlier run, or an error wrapping
 // ErrInputRequired. It returns an error wrapping ErrUnsupported when the
-// Asker is not a RootLister or the client has no roots capability, and
+// Asker has no Roots method or the client has no roots capability, and
 // one wrapping ErrInWrite inside a write tool when the Asker would block.
 func Roots(c *llmtool.ReadCtx, req RootsRequest) ([]Root, error) {
 	a, info, err := asker(c, "Roots")
 	if err != nil {
 		return nil, err
 	}
-	rl, ok := a.(RootLister)
+	rl, ok := a.(rootLister)
 	if !ok {
 		return nil, fmt.Errorf("llmtool: tool %s: Roots: the adapter serving this call cannot ask for roots: %w", info.Tool, ErrUnsupported)
 	}

@@ -85,8 +85,7 @@ func (s slogSink) Audit(ctx context.Context, rec Record) {
 // approval) and changeset (the call's entry in the history of changes,
 // 0 for none).
 type Table struct {
-	name   string
-	insert string
+	insert string // the INSERT of a record into the table NewTable named
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -114,7 +113,7 @@ func NewTable(ctx context.Context, db *sql.DB, name string) (*Table, error) {
 	if err := migrate.Apply(ctx, db, e, name, tableMigrations(name)); err != nil {
 		return nil, err
 	}
-	return &Table{name: name,
+	return &Table{
 		insert: `INSERT INTO ` + name + ` (at, tool, module, principal, scope, outcome, duration_us, committed, attempts, approval, changeset) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`}, nil
 }
 
@@ -145,9 +144,6 @@ func tableMigrations(name string) []migrate.Step {
 		{SQLite: []string{changeset("INTEGER")}, Postgres: []string{changeset("BIGINT")}},
 	}
 }
-
-// Name returns the table's name.
-func (t *Table) Name() string { return t.name }
 
 // Audit does nothing: the table holds committed write calls only, written
 // by AuditTx.

@@ -113,16 +113,16 @@ type Adapter struct {
 	seal *token.Signer // Options.SealKey's; nil: saved paused turns are plain (state.go)
 }
 
-// DefaultMaxParallel is how many read tools of one turn run at once unless
+// defaultMaxParallel is how many read tools of one turn run at once unless
 // Options.MaxParallel says otherwise.
-const DefaultMaxParallel = 4
+const defaultMaxParallel = 4
 
 // Options configures an Adapter. A nil *Options, like the zero value,
 // gives every field's default.
 type Options struct {
 	// MaxParallel bounds how many read tools of one turn run at once; 1
 	// runs every call one after another. Default (0 or less):
-	// DefaultMaxParallel.
+	// 4.
 	MaxParallel int
 
 	// Locale is the locale of the lines a host shows (events, pending
@@ -145,7 +145,9 @@ type Options struct {
 	// their APIs have one: for Anthropic Messages and OpenAI Responses
 	// (strict or not), Tools gives every tool the tenant may call, those
 	// not loaded yet marked "defer_loading": true, and the provider's
-	// search tool in place of find_tools (see ToolSearchTool). The
+	// search tool in place of find_tools (Anthropic's
+	// {"type":"tool_search_tool_bm25_20251119",...}, OpenAI's
+	// {"type":"tool_search"}). The
 	// provider then loads what the model searches for; the deferred
 	// definitions are in the request but not in the model's context.
 	// Other shapes get find_tools as without it. Default: false, every
@@ -175,7 +177,7 @@ type Options struct {
 // New returns an Adapter for reg, configured by opts (nil for the
 // defaults).
 func New(reg *llmtool.Registry, opts *Options) *Adapter {
-	a := &Adapter{reg: reg, maxParallel: DefaultMaxParallel, locale: "en"}
+	a := &Adapter{reg: reg, maxParallel: defaultMaxParallel, locale: "en"}
 	if opts != nil {
 		if opts.MaxParallel > 0 {
 			a.maxParallel = opts.MaxParallel
@@ -278,7 +280,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
 	}
-	if a.toolSearch && ToolSearchTool(shape) != nil {
+	if a.toolSearch && toolSearchTool(shape) != nil {
 		return a.searchTools(ctx, shape) // deferred.go
 	}
 	specs, listErr := a.reg.List(ctx, nil)

@@ -167,7 +167,7 @@ func TestResume(t *testing.T) {
 			require.Equal(t, chatadapter.ToolCall{ID: "c2", Name: "remove_item", Args: json.RawMessage(`{"id":1}`)}, p.Call)
 			require.Equal(t, "Remove item", p.FriendlyName)
 			require.Equal(t, approval.Preview{Result: json.RawMessage(`{"removed":1,"name":"apple"}`),
-				Changes: []approval.TableChange{{Table: "items", Deleted: 1}}, Summary: "Remove item 1 (apple)."}, p.Preview)
+				Tables: []approval.TableCount{{Table: "items", Deleted: 1}}, Summary: "Remove item 1 (apple)."}, p.Preview)
 			require.Equal(t, "Remove item 1 (apple). (items: 1 deleted)", p.Summary)
 			require.NotEmpty(t, p.Token)
 			require.WithinDuration(t, time.Now().Add(15*time.Minute), p.Expires, time.Minute)

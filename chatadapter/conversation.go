@@ -4,7 +4,7 @@ import "context"
 
 type conversationKey struct{}
 
-// WithConversation returns a context whose turns (Dispatch, Execute, Run
+// WithConversation returns a context whose turns (Dispatch, Run
 // and their resumptions) belong to the conversation id, such as the
 // host's primary key for it: every call they make carries it
 // (llmtool.Call.Conversation), so the changes the calls make are recorded

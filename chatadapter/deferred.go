@@ -31,7 +31,7 @@ const (
 	openAISearchName    = "tool_search"
 )
 
-// ToolSearchTool returns the definition of the tool search tool of shape's
+// toolSearchTool returns the definition of the tool search tool of shape's
 // provider, which Options.ToolSearch sends in place of find_tools, or nil
 // when the provider has none (OpenAI Chat Completions, Gemini):
 //
@@ -40,7 +40,7 @@ const (
 //     variant takes regular expressions);
 //   - OpenAI Responses (strict or not): {"type":"tool_search"}, searched by
 //     OpenAI's servers.
-func ToolSearchTool(shape Shape) json.RawMessage {
+func toolSearchTool(shape Shape) json.RawMessage {
 	switch shape {
 	case Anthropic:
 		return json.RawMessage(`{"type":"tool_search_tool_bm25_20251119","name":"` + anthropicSearchName + `"}`)
@@ -88,7 +88,7 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 		add(s, false)
 	}
 	if len(unloaded) > 0 {
-		set.Tools = append(set.Tools, ToolSearchTool(shape))
+		set.Tools = append(set.Tools, toolSearchTool(shape))
 		name := openAISearchName
 		if shape == Anthropic {
 			name = anthropicSearchName

@@ -88,7 +88,7 @@ type Reply struct {
 // committed, and Messages has a result for every call, so the
 // conversation stays whole.
 func (a *Adapter) Dispatch(ctx context.Context, shape Shape, turn []byte) (*Reply, error) {
-	calls, err := ParseCalls(shape, turn)
+	calls, err := parseCalls(shape, turn)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func cancelled(ctx context.Context, op string) error {
 	return nil
 }
 
-// Execute runs calls in the order described in the package documentation
+// execute runs calls in the order described in the package documentation
 // and returns their outcomes in the same order. It never fails: every
 // problem is an error Result.
 //
@@ -113,12 +113,12 @@ func cancelled(ctx context.Context, op string) error {
 // for optional parameters it leaves out mean "absent" to Invoke itself,
 // for every adapter.
 //
-// Execute does not wait for the person: a call that needs approval fails,
+// execute does not wait for the person: a call that needs approval fails,
 // as any failed call, with its approval request in
 // Outcome.Result.Approval, and the calls after it run; a tool that asks a
 // question gets ask.ErrUnsupported. Dispatch and Reply.Resume, or Run,
 // let the person answer first.
-func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
+func (a *Adapter) execute(ctx context.Context, calls []ToolCall) []Outcome {
 	t := a.newTurn(ctx, 0, calls)
 	t.execute(ctx, a.observer(ctx), 0, false)
 	return t.out
@@ -282,7 +282,7 @@ func (a *Adapter) friendlyName(tool string, spec *llmtool.Spec, locale string) s
 // or paused at call at.
 func (t *turn) reply(at int) *Reply {
 	if at < 0 {
-		return &Reply{Outcomes: t.out, Messages: Render(t.shape, t.out)}
+		return &Reply{Outcomes: t.out, Messages: render(t.shape, t.out)}
 	}
 	p := *t.state[at].pending
 	return &Reply{Outcomes: t.out[:at:at], Pending: &p, paused: &paused{turn: t, at: at}}

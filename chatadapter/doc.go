@@ -161,7 +161,7 @@
 // next set has the tools it found. With Options.ToolSearch, Anthropic
 // Messages and OpenAI Responses get every tool instead, the unloaded ones
 // marked "defer_loading": true, and the provider's own search tool (see
-// ToolSearchTool and ToolSet.Deferred).
+// ToolSet.Deferred).
 //
 // # Errors
 //

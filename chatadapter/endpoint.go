@@ -22,7 +22,9 @@ type Endpoint struct {
 	// Shape is the API's format: OpenAIChat (the zero value's), for
 	// OpenAI Chat Completions and every compatible server (llama.cpp,
 	// Ollama, vLLM), OpenAIResponses, Anthropic or Gemini. A strict shape
-	// sends strict tool schemas, as RunOptions.Strict does.
+	// (OpenAIChatStrict, OpenAIResponsesStrict) sends the strict-mode tool
+	// set, for models that support OpenAI's structured outputs: the one way
+	// to ask for strict schemas.
 	Shape Shape
 	// BaseURL is the API root including its version. Run posts to
 	//
@@ -80,13 +82,13 @@ func (e *HTTPError) Error() string {
 
 // Retries: what they cure and how long they wait.
 const (
-	// DefaultMaxRetries is how many times Run tries a request again unless
+	// defaultMaxRetries is how many times Run tries a request again unless
 	// RunOptions.MaxRetries says otherwise.
-	DefaultMaxRetries = 3
-	// DefaultRetryDelay is the first pause before a retry unless
+	defaultMaxRetries = 3
+	// defaultRetryDelay is the first pause before a retry unless
 	// RunOptions.RetryDelay says otherwise; each retry doubles it, up to
 	// maxBackoff.
-	DefaultRetryDelay = 500 * time.Millisecond
+	defaultRetryDelay = 500 * time.Millisecond
 
 	maxBackoff = 8 * time.Second
 	// maxRetryAfter is the longest wait a server may ask for: a longer

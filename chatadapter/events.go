@@ -178,7 +178,7 @@ func (e Event) render(msgs *i18n.Catalog, locale string) string {
 type eventsKey struct{}
 type localeKey struct{}
 
-// WithEvents returns a context whose turns (Dispatch, Execute, Run and
+// WithEvents returns a context whose turns (Dispatch, Run and
 // their resumptions) report their events to f. Calls to f are
 // serialized, in the order the events happen; f should return quickly.
 func WithEvents(ctx context.Context, f func(Event)) context.Context {

@@ -77,7 +77,10 @@ func ExampleNew() {
 	a := chatadapter.New(reg, &chatadapter.Options{MaxParallel: 2, Locale: "de", Messages: msgs})
 
 	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) { fmt.Println(e) })
-	a.Execute(ctx, []chatadapter.ToolCall{{ID: "1", Name: "greet", Args: json.RawMessage(`{"name":"Ada"}`)}})
+	turn := `[{"id":"1","type":"function","function":{"name":"greet","arguments":"{\"name\":\"Ada\"}"}}]`
+	if _, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(turn)); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
 	// Grüßen…
 	// Grüßen… done
@@ -222,7 +225,10 @@ func ExampleWithEvents() {
 
 	ctx := chatadapter.WithLocale(context.Background(), "de")
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { fmt.Println(e) })
-	a.Execute(ctx, []chatadapter.ToolCall{{ID: "1", Name: "greet", Args: json.RawMessage(`{"name":"Ada"}`)}})
+	turn := `[{"id":"1","type":"function","function":{"name":"greet","arguments":"{\"name\":\"Ada\"}"}}]`
+	if _, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(turn)); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
 	// Grüßen…
 	// Grüßen… done
@@ -287,7 +293,7 @@ func ExamplePending() {
 	}
 	p := reply.Pending
 	fmt.Printf("%s %s: %s\n", p.FriendlyName, p.Call.Args, p.Summary)
-	fmt.Println(string(p.Preview.Result), p.Preview.Changes)
+	fmt.Println(string(p.Preview.Result), p.Preview.Tables)
 	fmt.Println(len(reply.Messages), "messages until the person answers")
 	// Output:
 	// Erase guest {"name":"Ada"}: Erase Ada from the guestbook. (guests: 1 deleted)

@@ -29,7 +29,7 @@ import (
 // see through it.
 //
 // Adjacent messages of one role become one message of several parts.
-// Parts take the provider's forms as Render gives tool results theirs:
+// Parts take the provider's forms as render gives tool results theirs:
 //
 //   - OpenAIChat: {"role","content"}, content a string when every part is
 //     text, else a list: text, image_url and file (PDF) parts, and

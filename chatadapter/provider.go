@@ -121,7 +121,7 @@ func (r *Runner) body(messages []json.RawMessage, set *ToolSet) []byte {
 	switch r.shape.wire() {
 	case OpenAIChat:
 		if r.system != "" {
-			messages = append([]json.RawMessage{SystemMessage(r.system)}, messages...)
+			messages = append([]json.RawMessage{systemMessage(r.system)}, messages...)
 		}
 		body = object{{"model", r.ep.Model}, {"messages", rawList(messages)}}
 	case OpenAIResponses:

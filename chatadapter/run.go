@@ -18,9 +18,9 @@ import (
 	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
-// DefaultMaxSteps is how many requests Run sends at most in one turn
+// defaultMaxSteps is how many requests Run sends at most in one turn
 // unless RunOptions.MaxSteps says otherwise.
-const DefaultMaxSteps = 15
+const defaultMaxSteps = 15
 
 // RunOptions configures Run. A nil *RunOptions, like the zero value, gives
 // every field's default.
@@ -28,14 +28,8 @@ type RunOptions struct {
 	// MaxSteps is how many requests Run sends at most in one turn. Each
 	// request is a step; the tool calls it answers with run before the
 	// next. At the limit the turn stops (Transcript.Stopped). Default (0
-	// or less): DefaultMaxSteps.
+	// or less): 15.
 	MaxSteps int
-
-	// Strict sends the strict-mode tool set (OpenAIChatStrict,
-	// OpenAIResponsesStrict), for models that support OpenAI's structured
-	// outputs. Anthropic and Gemini have none and ignore it. Default:
-	// false, the plain set.
-	Strict bool
 
 	// System is the system prompt, sent in each API's place for it: a
 	// first system message for OpenAI Chat Completions, "instructions"
@@ -60,11 +54,11 @@ type RunOptions struct {
 	// MaxRetries is how many times Run tries a request again after a 429,
 	// a 5xx or a broken connection, waiting as the server asks
 	// (Retry-After) or RetryDelay, doubled each time; ctx bounds the
-	// whole. Default (0): DefaultMaxRetries; less than 0: none.
+	// whole. Default (0): 3; less than 0: none.
 	MaxRetries int
 
 	// RetryDelay is the first pause before a retry the server gave no
-	// time for. Default (0 or less): DefaultRetryDelay.
+	// time for. Default (0 or less): 500 ms.
 	RetryDelay time.Duration
 
 	// Stream asks the endpoint to stream each answer ("stream": true),
@@ -155,10 +149,10 @@ func (e *stopError) text(msgs *i18n.Catalog, locale string) string {
 // TextMessage for Gemini).
 func UserMessage(text string) json.RawMessage { return textMessage("user", text) }
 
-// SystemMessage returns {"role":"system","content":text}, OpenAI Chat
-// Completions' system message. RunOptions.System sends a system prompt
-// in every API's place for it.
-func SystemMessage(text string) json.RawMessage { return textMessage("system", text) }
+// systemMessage returns {"role":"system","content":text}, OpenAI Chat
+// Completions' system message: how RunOptions.System, the one way to send
+// a system prompt, reaches that API.
+func systemMessage(text string) json.RawMessage { return textMessage("system", text) }
 
 // TextMessage returns a message of role ("user" or "assistant") with
 // text in shape's format: {"role","content"} for OpenAI's and Anthropic's
@@ -184,7 +178,7 @@ func textMessage(role, text string) json.RawMessage {
 type Runner struct {
 	a          *Adapter
 	ep         Endpoint
-	shape      Shape // the tool set's, a strict one with RunOptions.Strict
+	shape      Shape // Endpoint.Shape, OpenAIChat when 0
 	maxSteps   int
 	system     string
 	fields     object
@@ -203,18 +197,13 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
-	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: DefaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
-		retries: DefaultMaxRetries, retryDelay: DefaultRetryDelay, client: ep.HTTPClient}
+	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: defaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
+		retries: defaultMaxRetries, retryDelay: defaultRetryDelay, client: ep.HTTPClient}
 	if r.shape == 0 {
 		r.shape = OpenAIChat
 	}
 	if !r.shape.valid() {
 		return nil, fmt.Errorf("%w %d in the Endpoint", ErrShape, r.shape)
-	}
-	if opts.Strict && r.shape == OpenAIChat {
-		r.shape = OpenAIChatStrict
-	} else if opts.Strict && r.shape == OpenAIResponses {
-		r.shape = OpenAIResponsesStrict
 	}
 	if opts.MaxSteps > 0 {
 		r.maxSteps = opts.MaxSteps

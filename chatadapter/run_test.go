@@ -256,9 +256,9 @@ func TestRunHTTPError(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, "{\"error\": {\"message\": \"model overloaded\",\n \"type\": \"server_error\"}}")
 	}
-	m := newModel(t, overloaded, overloaded, overloaded, overloaded) // the first try and DefaultMaxRetries
+	m := newModel(t, overloaded, overloaded, overloaded, overloaded) // the first try and the default 3 retries
 	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
-	require.Len(t, m.requests(), 1+chatadapter.DefaultMaxRetries)
+	require.Len(t, m.requests(), 1+3) // the first try and the default 3 retries
 	var he *chatadapter.HTTPError
 	require.True(t, errors.As(err, &he))
 	require.Equal(t, http.StatusInternalServerError, he.StatusCode)
@@ -303,14 +303,16 @@ func TestRunTenantWithoutWrites(t *testing.T) {
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 }
 
-// With Strict, Run sends the strict set and reads the nulls a strict model
-// sends for optional parameters as "not given".
+// With a strict shape, Run sends the strict set and reads the nulls a
+// strict model sends for optional parameters as "not given".
 func TestRunStrict(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m := newModel(t, reply(toolCalls([2]string{"get_item", `{"id":1,"maxChars":null}`})), reply(answer("An apple.")))
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")},
-		&chatadapter.RunOptions{Strict: true, RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
+	ep := m.endpoint()
+	ep.Shape = chatadapter.OpenAIChatStrict
+	tr, err := chatadapter.Run(f.ctx, f.a, ep, []json.RawMessage{chatadapter.UserMessage("Go.")},
+		&chatadapter.RunOptions{RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
 	require.NoError(t, err)
 	require.Equal(t, "An apple.", tr.Answer)
 	reqs := m.requests()

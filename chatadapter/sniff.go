@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// ShapeError is the error of Dispatch and ParseCalls for a turn in
+// ShapeError is the error of Dispatch for a turn in
 // another provider's format than the shape it was given, such as an
 // Anthropic message dispatched as OpenAIChat: without it the turn would
 // give no calls, and the mistake would show only when the provider

@@ -38,7 +38,7 @@ const (
 // p.String(), "Delete note "Plans". (notes: 3 deleted)".
 func previewLine(msgs *i18n.Catalog, locale string, p approval.Preview) string {
 	var tables []string
-	for _, c := range p.Changes {
+	for _, c := range p.Tables {
 		var counts []string
 		for _, x := range []struct {
 			n   int64

@@ -12,11 +12,11 @@ import (
 	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
-// ParseCalls extracts the tool calls of one model turn, in the model's
+// parseCalls extracts the tool calls of one model turn, in the model's
 // order. See Dispatch for the forms turn may take. A turn without tool
 // calls gives none and no error; a turn in another format than shape's
 // is a *ShapeError.
-func ParseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
+func parseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
 	}
@@ -210,7 +210,7 @@ func parseGemini(turn []byte) ([]ToolCall, error) {
 	return calls, nil
 }
 
-// Render returns the outcomes' results as messages to append to the
+// render returns the outcomes' results as messages to append to the
 // conversation, in shape's format (see Reply.Messages). A result's content
 // is its JSON: the tool's output, or {"error": "..."} for a failed call
 // (for Anthropic in one text block, with is_error set; for Gemini as the
@@ -219,7 +219,7 @@ func parseGemini(turn []byte) ([]ToolCall, error) {
 // Anthropic, text, images and files for OpenAI Responses, inline data for
 // Gemini; OpenAI Chat Completions takes text only, so other parts are
 // named in a placeholder line.
-func Render(shape Shape, outcomes []Outcome) []json.RawMessage {
+func render(shape Shape, outcomes []Outcome) []json.RawMessage {
 	if len(outcomes) == 0 {
 		return nil
 	}

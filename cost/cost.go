@@ -46,74 +46,70 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/internal/mcptool"
 	"github.com/llmtool/llmtool/internal/shapename"
-	"github.com/llmtool/llmtool/mcpadapter"
 )
 
-// Shape names where a catalog goes: a chat provider's tools field or an
-// MCP tools/list. Its value is the name the llmtoolcost command takes.
-type Shape string
-
-// The shapes a report covers, in this order unless Options.Shapes says
-// otherwise. The chat ones are chatadapter's shapes of the same names.
-const (
-	OpenAIChat            Shape = shapename.OpenAIChat
-	OpenAIChatStrict      Shape = shapename.OpenAIChatStrict
-	OpenAIResponses       Shape = shapename.OpenAIResponses
-	OpenAIResponsesStrict Shape = shapename.OpenAIResponsesStrict
-	Anthropic             Shape = shapename.Anthropic
-	Gemini                Shape = shapename.Gemini
-	MCP                   Shape = shapename.MCP
-)
-
-var chatShapes = map[Shape]chatadapter.Shape{
-	OpenAIChat:            chatadapter.OpenAIChat,
-	OpenAIChatStrict:      chatadapter.OpenAIChatStrict,
-	OpenAIResponses:       chatadapter.OpenAIResponses,
-	OpenAIResponsesStrict: chatadapter.OpenAIResponsesStrict,
-	Anthropic:             chatadapter.Anthropic,
-	Gemini:                chatadapter.Gemini,
+// The formats a report covers, by the names the llmtoolcost command
+// takes ("anthropic", "mcp"), in this order unless Options.Shapes says
+// otherwise: chatadapter's shapes (its Shape type is the one Shape), then
+// "mcp", an MCP tools/list, which is no chat shape.
+var shapes = []struct {
+	name string
+	chat chatadapter.Shape // 0 for "mcp"
+}{
+	{shapename.OpenAIChat, chatadapter.OpenAIChat},
+	{shapename.OpenAIChatStrict, chatadapter.OpenAIChatStrict},
+	{shapename.OpenAIResponses, chatadapter.OpenAIResponses},
+	{shapename.OpenAIResponsesStrict, chatadapter.OpenAIResponsesStrict},
+	{shapename.Anthropic, chatadapter.Anthropic},
+	{shapename.Gemini, chatadapter.Gemini},
+	{mcpShape, 0},
 }
 
-// Shapes returns every shape, in report order, in a new slice the caller
+// mcpShape is the name of an MCP tools/list.
+const mcpShape = shapename.MCP
+
+// Shapes returns the names of every format a report may cover, in report
+// order ("openai-chat", ..., "gemini", "mcp"), in a new slice the caller
 // may keep and change.
-func Shapes() []Shape {
-	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini, MCP}
+func Shapes() []string {
+	names := make([]string, len(shapes))
+	for i, s := range shapes {
+		names[i] = s.name
+	}
+	return names
 }
 
-// shapeList returns the shapes' names, separated by commas.
-func shapeList() string {
-	names := make([]string, 0, len(chatShapes)+1)
-	for _, s := range Shapes() {
-		names = append(names, string(s))
+// chatShape returns the chatadapter shape of the format named name, 0 for
+// "mcp", and false for an unknown name.
+func chatShape(name string) (chatadapter.Shape, bool) {
+	for _, s := range shapes {
+		if s.name == name {
+			return s.chat, true
+		}
 	}
-	return strings.Join(names, ", ")
+	return 0, false
 }
 
-// String returns the format's full name, such as "Anthropic Messages" or
-// "MCP tools/list".
-func (s Shape) String() string {
-	if s == MCP {
-		return "MCP tools/list"
-	}
-	if c, ok := chatShapes[s]; ok {
-		return c.String()
-	}
-	return fmt.Sprintf("Shape(%q)", string(s))
+// isEstimate reports whether counts in the format named name are
+// estimates: true for every format but the OpenAI ones, whose tokenizer is
+// the one counting.
+func isEstimate(name string) bool {
+	c, _ := chatShape(name)
+	return c != chatadapter.OpenAIChat && c != chatadapter.OpenAIChatStrict && c != chatadapter.OpenAIResponses && c != chatadapter.OpenAIResponsesStrict
 }
 
-// Estimated reports whether counts in this shape are estimates: true for
-// every shape but the OpenAI ones, whose tokenizer is the one counting.
-func (s Shape) Estimated() bool {
-	switch s {
-	case OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict:
-		return false
-	}
-	return true
+// shapeError is Report's error for a format name that is not one of
+// Shapes. It wraps chatadapter.ErrShape, the one error for an unknown
+// shape.
+type shapeError struct{ name string }
+
+func (e *shapeError) Error() string {
+	return fmt.Sprintf("cost: unknown shape %q; use one of %s", e.name, strings.Join(Shapes(), ", "))
 }
 
-// ErrShape is returned for a Shape that is not one of the constants.
-var ErrShape = errors.New("cost: unknown shape")
+func (e *shapeError) Unwrap() error { return chatadapter.ErrShape }
 
 // Options configures a report. A nil *Options, like the zero value, gives
 // every field's default.
@@ -125,8 +121,9 @@ type Options struct {
 	// (Registry.List), which is what their requests carry.
 	AllTools bool
 
-	// Shapes are the formats to report, in this order. Default: Shapes().
-	Shapes []Shape
+	// Shapes are the formats to report, by name (see Shapes), in this
+	// order. Default: Shapes().
+	Shapes []string
 
 	// Encoding is the OpenAI encoding that counts: "o200k_base" (GPT-4o,
 	// GPT-4.1, GPT-5, the o-series) or "cl100k_base" (GPT-4, GPT-3.5).
@@ -143,11 +140,11 @@ type Options struct {
 type Row struct {
 	Tool   string `json:"tool"`
 	Module string `json:"module"`
-	Shape  Shape  `json:"shape"`
+	Shape  string `json:"shape"`  // the format's name, such as "anthropic" (Shapes)
 	Bytes  int    `json:"bytes"`  // length of the definition's JSON
 	Tokens int    `json:"tokens"` // tokens of that JSON
 	// Estimate is true where no tokenizer of the provider counted: the
-	// OpenAI count scaled by Options.EstimateFactor (see Shape.Estimated).
+	// OpenAI count scaled by Options.EstimateFactor (every format but the OpenAI ones).
 	Estimate bool `json:"estimate"`
 }
 
@@ -165,8 +162,8 @@ type Catalog struct {
 	Encoding string `json:"encoding"`
 	// EstimateFactor is the factor of the estimated counts.
 	EstimateFactor float64 `json:"estimateFactor"`
-	// Shapes are the shapes reported, in order.
-	Shapes []Shape `json:"shapes"`
+	// Shapes are the names of the formats reported, in order.
+	Shapes []string `json:"shapes"`
 	// Tools are the tools reported, in the order Registry.List gives
 	// them (llmtool's own tools last).
 	Tools []string `json:"tools"`
@@ -180,9 +177,10 @@ type Catalog struct {
 
 // Report counts the tokens of reg's tool definitions: those the scope and
 // principal in ctx may list, or every tool with Options.AllTools. It
-// returns an error for an unknown shape or encoding, a module loader that
-// failed, or a definition that cannot be built other than an unsupported
-// schema (which Catalog.Unsupported lists instead).
+// returns an error for an unknown shape (wrapping chatadapter.ErrShape)
+// or encoding, a module loader that failed, or a definition that cannot
+// be built other than an unsupported schema (which Catalog.Unsupported
+// lists instead).
 func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog, error) {
 	var o Options
 	if opts != nil {
@@ -194,13 +192,13 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 	if o.EstimateFactor <= 0 {
 		o.EstimateFactor = 1
 	}
-	shapes := o.Shapes
-	if len(shapes) == 0 {
-		shapes = Shapes()
+	names := o.Shapes
+	if len(names) == 0 {
+		names = Shapes()
 	}
-	for _, s := range shapes {
-		if _, ok := chatShapes[s]; !ok && s != MCP {
-			return nil, fmt.Errorf("%w %q; use one of %s", ErrShape, string(s), shapeList())
+	for _, s := range names {
+		if _, ok := chatShape(s); !ok {
+			return nil, &shapeError{s}
 		}
 	}
 	var codec tokenizer.Codec
@@ -218,14 +216,14 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 		return nil, err
 	}
 	c := &Catalog{AllTools: o.AllTools, Encoding: o.Encoding, EstimateFactor: o.EstimateFactor,
-		Shapes: slices.Clone(shapes), Tools: make([]string, 0, len(specs)), Rows: make([]Row, 0, len(specs)*len(shapes))}
+		Shapes: slices.Clone(names), Tools: make([]string, 0, len(specs)), Rows: make([]Row, 0, len(specs)*len(names))}
 	if !o.AllTools {
 		c.Tenant = llmtool.TenantFrom(ctx)
 	}
 	chat := chatadapter.New(reg, nil)
 	for _, sp := range specs {
 		c.Tools = append(c.Tools, sp.Name)
-		for _, s := range shapes {
+		for _, s := range names {
 			def, err := definition(chat, sp, s)
 			if u := (*chatadapter.UnsupportedError)(nil); errors.As(err, &u) {
 				c.Unsupported = append(c.Unsupported, u)
@@ -238,7 +236,7 @@ func Report(ctx context.Context, reg *llmtool.Registry, opts *Options) (*Catalog
 			if err != nil {
 				return nil, fmt.Errorf("cost: counting the tokens of tool %q for %s: %w", sp.Name, s, err)
 			}
-			r := Row{Tool: sp.Name, Module: sp.Module, Shape: s, Bytes: len(def), Tokens: n, Estimate: s.Estimated()}
+			r := Row{Tool: sp.Name, Module: sp.Module, Shape: s, Bytes: len(def), Tokens: n, Estimate: isEstimate(s)}
 			if r.Estimate {
 				r.Tokens = int(math.Ceil(float64(n) * o.EstimateFactor))
 			}
@@ -276,17 +274,18 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// definition returns one tool's definition in shape s.
-func definition(chat *chatadapter.Adapter, sp *llmtool.Spec, s Shape) (json.RawMessage, error) {
-	if s == MCP {
-		return mcpadapter.Definition(sp)
+// definition returns one tool's definition in the format named s.
+func definition(chat *chatadapter.Adapter, sp *llmtool.Spec, s string) (json.RawMessage, error) {
+	if s == mcpShape {
+		return mcptool.Definition(sp)
 	}
-	return chat.Definition(sp, chatShapes[s])
+	c, _ := chatShape(s)
+	return chat.Definition(sp, c)
 }
 
 // Total returns the tokens of the whole catalog in shape s: the sum of its
 // rows.
-func (c *Catalog) Total(s Shape) int {
+func (c *Catalog) Total(s string) int {
 	n := 0
 	for _, r := range c.Rows {
 		if r.Shape == s {
@@ -312,7 +311,7 @@ func (c *Catalog) Modules() []string {
 
 // ModuleTotal returns the tokens of one module's tools in shape s: the sum
 // of their rows.
-func (c *Catalog) ModuleTotal(module string, s Shape) int {
+func (c *Catalog) ModuleTotal(module, s string) int {
 	n := 0
 	for _, r := range c.Rows {
 		if r.Module == module && r.Shape == s {
@@ -325,7 +324,7 @@ func (c *Catalog) ModuleTotal(module string, s Shape) int {
 // Row returns the row of a tool in shape s, and false if the report has
 // none (an unknown tool, a shape not reported, or a tool the format cannot
 // express).
-func (c *Catalog) Row(tool string, s Shape) (Row, bool) {
+func (c *Catalog) Row(tool, s string) (Row, bool) {
 	for _, r := range c.Rows {
 		if r.Tool == tool && r.Shape == s {
 			return r, true

@@ -20,6 +20,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/cost"
+	"github.com/llmtool/llmtool/internal/mcptool"
 	"github.com/llmtool/llmtool/mcpadapter"
 	"github.com/llmtool/llmtool/sqlite"
 )
@@ -112,19 +113,19 @@ func TestReportCounts(t *testing.T) {
 	for _, tt := range []struct {
 		encoding string
 		factor   float64
-		want     map[cost.Shape][2]int // bytes, tokens
+		want     map[string][2]int // bytes, tokens
 	}{
-		{"", 0, map[cost.Shape][2]int{
-			cost.OpenAIChat: {228, 51}, cost.OpenAIChatStrict: {242, 54}, cost.OpenAIResponses: {230, 52}, cost.OpenAIResponsesStrict: {229, 52},
-			cost.Anthropic: {199, 45}, cost.Gemini: {168, 39}, cost.MCP: {465, 110},
+		{"", 0, map[string][2]int{
+			"openai-chat": {228, 51}, "openai-chat-strict": {242, 54}, "openai-responses": {230, 52}, "openai-responses-strict": {229, 52},
+			"anthropic": {199, 45}, "gemini": {168, 39}, "mcp": {465, 110},
 		}},
-		{"cl100k_base", 0, map[cost.Shape][2]int{
-			cost.OpenAIChat: {228, 49}, cost.OpenAIChatStrict: {242, 53}, cost.OpenAIResponses: {230, 51}, cost.OpenAIResponsesStrict: {229, 51},
-			cost.Anthropic: {199, 44}, cost.Gemini: {168, 39}, cost.MCP: {465, 107},
+		{"cl100k_base", 0, map[string][2]int{
+			"openai-chat": {228, 49}, "openai-chat-strict": {242, 53}, "openai-responses": {230, 51}, "openai-responses-strict": {229, 51},
+			"anthropic": {199, 44}, "gemini": {168, 39}, "mcp": {465, 107},
 		}},
-		{"o200k_base", 1.25, map[cost.Shape][2]int{ // estimates scaled, rounded up
-			cost.OpenAIChat: {228, 51}, cost.OpenAIChatStrict: {242, 54}, cost.OpenAIResponses: {230, 52}, cost.OpenAIResponsesStrict: {229, 52},
-			cost.Anthropic: {199, 57}, cost.Gemini: {168, 49}, cost.MCP: {465, 138},
+		{"o200k_base", 1.25, map[string][2]int{ // estimates scaled, rounded up
+			"openai-chat": {228, 51}, "openai-chat-strict": {242, 54}, "openai-responses": {230, 52}, "openai-responses-strict": {229, 52},
+			"anthropic": {199, 57}, "gemini": {168, 49}, "mcp": {465, 138},
 		}},
 	} {
 		t.Run(tt.encoding, func(t *testing.T) {
@@ -132,12 +133,12 @@ func TestReportCounts(t *testing.T) {
 			c, err := cost.Report(ctx, reg, &cost.Options{AllTools: true, Encoding: tt.encoding, EstimateFactor: tt.factor})
 			require.NoError(t, err)
 			require.Equal(t, []string{"greet", "man"}, c.Tools)
-			got := map[cost.Shape][2]int{}
+			got := map[string][2]int{}
 			for _, s := range cost.Shapes() {
 				r, ok := c.Row("greet", s)
 				require.True(t, ok, s)
 				require.Equal(t, "people", r.Module)
-				require.Equal(t, s != cost.MCP && s != cost.Anthropic && s != cost.Gemini, !r.Estimate, s)
+				require.Equal(t, s != "mcp" && s != "anthropic" && s != "gemini", !r.Estimate, s)
 				got[s] = [2]int{r.Bytes, r.Tokens}
 			}
 			require.Equal(t, tt.want, got)
@@ -153,7 +154,7 @@ func TestReportCounts(t *testing.T) {
 			require.NoError(t, err)
 			n, err := codec.Count(string(def))
 			require.NoError(t, err)
-			require.Equal(t, n, got[cost.OpenAIChat][1])
+			require.Equal(t, n, got["openai-chat"][1])
 		})
 	}
 }
@@ -182,8 +183,8 @@ func TestReportTotals(t *testing.T) {
 		f, _ := c.Row("forget", s)
 		require.Equal(t, g.Tokens+f.Tokens, c.ModuleTotal("people", s), s)
 	}
-	require.Zero(t, c.ModuleTotal("nobody", cost.MCP))
-	_, ok := c.Row("nobody", cost.MCP)
+	require.Zero(t, c.ModuleTotal("nobody", "mcp"))
+	_, ok := c.Row("nobody", "mcp")
 	require.False(t, ok)
 }
 
@@ -198,7 +199,7 @@ func TestReportTenant(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	ctx := llmtool.WithTenant(context.Background(), "team")
-	opts := &cost.Options{Shapes: []cost.Shape{cost.Anthropic}}
+	opts := &cost.Options{Shapes: []string{"anthropic"}}
 
 	c, err := cost.Report(ctx, reg, opts)
 	require.NoError(t, err)
@@ -210,9 +211,9 @@ func TestReportTenant(t *testing.T) {
 	c, err = cost.Report(ctx, reg, opts)
 	require.NoError(t, err)
 	require.Equal(t, []string{"greet", "forget", "poem", "man"}, c.Tools)
-	f, ok := c.Row("forget", cost.Anthropic)
+	f, ok := c.Row("forget", "anthropic")
 	require.True(t, ok)
-	require.Equal(t, c.ModuleTotal("people", cost.Anthropic)-f.Tokens, mustRow(t, c, "greet", cost.Anthropic).Tokens)
+	require.Equal(t, c.ModuleTotal("people", "anthropic")-f.Tokens, mustRow(t, c, "greet", "anthropic").Tokens)
 
 	all, err := cost.Report(ctx, reg, &cost.Options{AllTools: true, Shapes: opts.Shapes})
 	require.NoError(t, err)
@@ -220,14 +221,14 @@ func TestReportTenant(t *testing.T) {
 	require.Equal(t, c.Rows, all.Rows)
 }
 
-func mustRow(t *testing.T, c *cost.Catalog, tool string, s cost.Shape) cost.Row {
+func mustRow(t *testing.T, c *cost.Catalog, tool string, s string) cost.Row {
 	t.Helper()
 	r, ok := c.Row(tool, s)
 	require.True(t, ok, "%s in %s", tool, s)
 	return r
 }
 
-// mcpadapter.Definition is byte for byte the entry mcpadapter serves in
+// The MCP definition cost counts (internal/mcptool) is byte for byte the entry mcpadapter serves in
 // tools/list, as a real MCP client receives it: a rich tool without an
 // output schema, a destructive write tool with its annotations.
 func TestMCPDefinitionMatchesListing(t *testing.T) {
@@ -263,7 +264,7 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(resp.Result, &listed))
 
-	c, err := cost.Report(llmtool.WithTenant(ctx, "team"), reg, &cost.Options{Shapes: []cost.Shape{cost.MCP}})
+	c, err := cost.Report(llmtool.WithTenant(ctx, "team"), reg, &cost.Options{Shapes: []string{"mcp"}})
 	require.NoError(t, err)
 	require.Len(t, listed.Tools, len(c.Tools))
 	seen := map[string]bool{}
@@ -272,22 +273,22 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &tl))
 		spec, ok := reg.Tool(ctx, tl.Name)
 		require.True(t, ok, tl.Name)
-		def, err := mcpadapter.Definition(spec)
+		def, err := mcptool.Definition(spec)
 		require.NoError(t, err)
 		var compact bytes.Buffer
 		require.NoError(t, json.Compact(&compact, raw))
 		require.Equal(t, compact.String(), string(def), tl.Name)
-		require.Equal(t, len(def), mustRow(t, c, tl.Name, cost.MCP).Bytes, tl.Name)
+		require.Equal(t, len(def), mustRow(t, c, tl.Name, "mcp").Bytes, tl.Name)
 		seen[tl.Name] = true
 	}
 	require.Equal(t, map[string]bool{"greet": true, "forget": true, "poem": true, "tag": true, "man": true}, seen)
 
 	poem, _ := reg.Tool(ctx, "poem")
-	def, err := mcpadapter.Definition(poem)
+	def, err := mcptool.Definition(poem)
 	require.NoError(t, err)
 	require.NotContains(t, string(def), "outputSchema")
 	forget, _ := reg.Tool(ctx, "forget")
-	def, err = mcpadapter.Definition(forget)
+	def, err = mcptool.Definition(forget)
 	require.NoError(t, err)
 	require.Contains(t, string(def), `"annotations":{"title":"Forget","readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}`)
 }
@@ -297,13 +298,13 @@ func TestMCPDefinitionMatchesListing(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	t.Parallel()
 	c, err := cost.Report(context.Background(), registry(t, tags),
-		&cost.Options{AllTools: true, Shapes: []cost.Shape{cost.OpenAIChat, cost.OpenAIChatStrict, cost.Gemini}})
+		&cost.Options{AllTools: true, Shapes: []string{"openai-chat", "openai-chat-strict", "gemini"}})
 	require.NoError(t, err)
-	_, ok := c.Row("tag", cost.OpenAIChatStrict)
+	_, ok := c.Row("tag", "openai-chat-strict")
 	require.False(t, ok)
-	_, ok = c.Row("tag", cost.Gemini)
+	_, ok = c.Row("tag", "gemini")
 	require.False(t, ok)
-	mustRow(t, c, "tag", cost.OpenAIChat)
+	mustRow(t, c, "tag", "openai-chat")
 	require.Len(t, c.Unsupported, 2)
 	require.Equal(t, "tag", c.Unsupported[0].Tool)
 	require.Equal(t, chatadapter.OpenAIChatStrict, c.Unsupported[0].Shape)
@@ -326,7 +327,7 @@ left out: `+c.Unsupported[1].Error()+`
 func TestWriteText(t *testing.T) {
 	t.Parallel()
 	ctx := llmtool.WithTenant(context.Background(), "team")
-	c, err := cost.Report(ctx, registry(t, people), &cost.Options{Shapes: []cost.Shape{cost.OpenAIResponses, cost.Anthropic, cost.MCP}, EstimateFactor: 1.2})
+	c, err := cost.Report(ctx, registry(t, people), &cost.Options{Shapes: []string{"openai-responses", "anthropic", "mcp"}, EstimateFactor: 1.2})
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, c.WriteText(&b))
@@ -342,14 +343,14 @@ total                                 129       ~138  ~263
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	c, err := cost.Report(context.Background(), registry(t, people, poems), &cost.Options{AllTools: true, Shapes: []cost.Shape{cost.OpenAIChat, cost.MCP}})
+	c, err := cost.Report(context.Background(), registry(t, people, poems), &cost.Options{AllTools: true, Shapes: []string{"openai-chat", "mcp"}})
 	require.NoError(t, err)
-	tokens := func(tool string, s cost.Shape) int { return mustRow(t, c, tool, s).Tokens }
+	tokens := func(tool string, s string) int { return mustRow(t, c, tool, s).Tokens }
 	// The figures the messages below are written for.
-	require.Equal(t, []int{51, 51, 35, 76}, []int{tokens("greet", cost.OpenAIChat), tokens("forget", cost.OpenAIChat), tokens("poem", cost.OpenAIChat), tokens("man", cost.OpenAIChat)})
-	require.Equal(t, []int{110, 108, 56, 109}, []int{tokens("greet", cost.MCP), tokens("forget", cost.MCP), tokens("poem", cost.MCP), tokens("man", cost.MCP)})
-	require.Equal(t, 213, c.Total(cost.OpenAIChat))
-	require.Equal(t, 383, c.Total(cost.MCP))
+	require.Equal(t, []int{51, 51, 35, 76}, []int{tokens("greet", "openai-chat"), tokens("forget", "openai-chat"), tokens("poem", "openai-chat"), tokens("man", "openai-chat")})
+	require.Equal(t, []int{110, 108, 56, 109}, []int{tokens("greet", "mcp"), tokens("forget", "mcp"), tokens("poem", "mcp"), tokens("man", "mcp")})
+	require.Equal(t, 213, c.Total("openai-chat"))
+	require.Equal(t, 383, c.Total("mcp"))
 
 	for _, tt := range []struct {
 		name   string
@@ -380,7 +381,7 @@ func TestCheck(t *testing.T) {
 	}
 
 	// An exact count says so by saying nothing of an estimate.
-	chat, err := cost.Report(context.Background(), registry(t, people, poems), &cost.Options{AllTools: true, Shapes: []cost.Shape{cost.OpenAIChat}})
+	chat, err := cost.Report(context.Background(), registry(t, people, poems), &cost.Options{AllTools: true, Shapes: []string{"openai-chat"}})
 	require.NoError(t, err)
 	require.EqualError(t, chat.Check(cost.Budget{Tool: 70}),
 		"cost: over budget: tool man costs 76 tokens in OpenAI Chat Completions, 6 over the per-tool budget of 70. Shorten its description or its parameters' descriptions.")
@@ -395,8 +396,8 @@ func TestReportErrors(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"unknown shape", &cost.Options{Shapes: []cost.Shape{"openai"}},
-			`cost: unknown shape "openai"; use one of openai-chat, openai-chat-strict, openai-responses, openai-responses-strict, anthropic, gemini, mcp`, cost.ErrShape},
+		{"unknown shape", &cost.Options{Shapes: []string{"openai"}},
+			`cost: unknown shape "openai"; use one of openai-chat, openai-chat-strict, openai-responses, openai-responses-strict, anthropic, gemini, mcp`, chatadapter.ErrShape},
 		{"unknown encoding", &cost.Options{Encoding: "p50k_base"},
 			`cost: unknown encoding "p50k_base"; use o200k_base or cl100k_base`, nil},
 	} {
@@ -419,13 +420,9 @@ func TestReportErrors(t *testing.T) {
 	require.ErrorContains(t, err, "cost: listing the tools: ")
 }
 
+// The formats are named as the llmtoolcost command takes them, in report
+// order; chatadapter.Shape names the chat ones for people.
 func TestShapeNames(t *testing.T) {
 	t.Parallel()
-	var names []string
-	for _, s := range cost.Shapes() {
-		names = append(names, s.String())
-	}
-	require.Equal(t, []string{"OpenAI Chat Completions", "OpenAI Chat Completions (strict)", "OpenAI Responses", "OpenAI Responses (strict)",
-		"Anthropic Messages", "Gemini", "MCP tools/list"}, names)
-	require.Equal(t, `Shape("openai")`, cost.Shape("openai").String())
+	require.Equal(t, []string{"openai-chat", "openai-chat-strict", "openai-responses", "openai-responses-strict", "anthropic", "gemini", "mcp"}, cost.Shapes())
 }

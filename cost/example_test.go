@@ -36,7 +36,7 @@ func Example() {
 	defer reg.Close()
 	c, err := cost.Report(context.Background(), reg, &cost.Options{
 		AllTools: true, // every tool, whatever a tenant enables
-		Shapes:   []cost.Shape{cost.OpenAIChat, cost.Anthropic, cost.MCP},
+		Shapes:   []string{"openai-chat", "anthropic", "mcp"},
 	})
 	if err != nil {
 		log.Fatal(err)

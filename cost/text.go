@@ -22,11 +22,11 @@ func (c *Catalog) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "Tokens of the tool definitions: %s, counted with %s; ~ marks an estimate (%s × %s).\n",
 		what, c.Encoding, c.Encoding, strconv.FormatFloat(c.EstimateFactor, 'g', -1, 64))
-	cell := func(s Shape, n int, ok bool) string {
+	cell := func(s string, n int, ok bool) string {
 		switch {
 		case !ok:
 			return "-"
-		case s.Estimated():
+		case isEstimate(s):
 			return "~" + strconv.Itoa(n)
 		}
 		return strconv.Itoa(n)
@@ -34,7 +34,7 @@ func (c *Catalog) WriteText(w io.Writer) error {
 	// The lines as cells: tool (or module, or total), module, one per shape.
 	head := []string{"tool", "module"}
 	for _, s := range c.Shapes {
-		head = append(head, string(s))
+		head = append(head, s)
 	}
 	lines := [][]string{head}
 	rows := c.index()
@@ -133,7 +133,7 @@ func (c *Catalog) Check(b Budget) error {
 			}
 			//lint:ignore ST1005 the message ends with the sentence that says what to do; CI logs print it as is
 			errs = append(errs, fmt.Errorf("%w: the catalog costs %d tokens in %s%s, %d over the budget of %d; the largest tools, together %d: %s. Shorten their descriptions, or leave tools out of the scope.",
-				ErrOverBudget, total, s, estimated(s), excess, b.Total, sum, strings.Join(names, ", ")))
+				ErrOverBudget, total, title(s), estimated(s), excess, b.Total, sum, strings.Join(names, ", ")))
 		}
 	}
 	if b.Tool > 0 {
@@ -147,15 +147,27 @@ func (c *Catalog) Check(b Budget) error {
 			if worst := worst[t]; worst.Tokens > b.Tool {
 				//lint:ignore ST1005 the message ends with the sentence that says what to do; CI logs print it as is
 				errs = append(errs, fmt.Errorf("%w: tool %s costs %d tokens in %s%s, %d over the per-tool budget of %d. Shorten its description or its parameters' descriptions.",
-					ErrOverBudget, t, worst.Tokens, worst.Shape, estimated(worst.Shape), worst.Tokens-b.Tool, b.Tool))
+					ErrOverBudget, t, worst.Tokens, title(worst.Shape), estimated(worst.Shape), worst.Tokens-b.Tool, b.Tool))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func estimated(s Shape) string {
-	if s.Estimated() {
+// title returns the full name of the format named s, such as "Anthropic
+// Messages" or "MCP tools/list".
+func title(s string) string {
+	if c, ok := chatShape(s); ok && c != 0 {
+		return c.String()
+	}
+	if s == mcpShape {
+		return "MCP tools/list"
+	}
+	return s
+}
+
+func estimated(s string) string {
+	if isEstimate(s) {
 		return " (estimated)"
 	}
 	return ""
@@ -163,7 +175,7 @@ func estimated(s Shape) string {
 
 type rowKey struct {
 	tool  string
-	shape Shape
+	shape string
 }
 
 // index returns the rows by tool and shape.

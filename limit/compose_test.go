@@ -18,8 +18,8 @@ func TestCompose(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t,
 		limit.Rate(2, time.Hour, limit.ByPrincipal),
-		limit.Concurrent(1),
-		limit.TimeoutPerTool(0, map[string]time.Duration{"slow_count": 250 * time.Millisecond}),
+		limit.Concurrent(1, nil),
+		limit.Timeout(0, map[string]time.Duration{"slow_count": 250 * time.Millisecond}),
 	)
 	wait := holdCalls(t, f, "hold_read") // the anonymous caller's first call
 	tests := []struct {

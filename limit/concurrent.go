@@ -2,27 +2,18 @@ package limit
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/llmtool/llmtool"
 )
 
-// Concurrent returns a middleware that lets at most n calls of each tool
-// run at once; each tool counts its own calls. Concurrent(n) is
-// ConcurrentPerTool(n, nil), except that it panics if n < 1.
-func Concurrent(n int) llmtool.Middleware {
-	if n < 1 {
-		panic(fmt.Sprintf("limit.Concurrent: n is %d; allow at least 1 call at once", n))
-	}
-	return concurrent("Concurrent", n, nil)
-}
-
-// ConcurrentPerTool returns a middleware that lets at most perTool[name]
-// calls of a tool named in perTool run at once, and def of every other
-// tool; 0 (as def or in perTool) means no cap:
+// Concurrent returns a middleware that lets at most perTool[name] calls
+// of a tool named in perTool run at once, and def of every other tool;
+// each tool counts its own calls, and 0 (as def or in perTool) means no
+// cap. perTool may be nil, for one cap for every tool:
 //
-//	limit.ConcurrentPerTool(8, map[string]int{"export_notes": 1})
+//	limit.Concurrent(4, nil)
+//	limit.Concurrent(8, map[string]int{"export_notes": 1})
 //
 // A call beyond the cap is refused at once rather than queued: a queued
 // call would hold the model's turn, and its caller's timeout, while it
@@ -35,9 +26,9 @@ func Concurrent(n int) llmtool.Middleware {
 // ErrConcurrency. A call counts from the moment it passes this middleware
 // until its Result is back, the wait for the write lock included. The
 // counts live in memory, in one process. The map is copied; names that
-// are no tool's are ignored. ConcurrentPerTool panics on a negative cap.
-func ConcurrentPerTool(def int, perTool map[string]int) llmtool.Middleware {
-	return concurrent("ConcurrentPerTool", def, perTool)
+// are no tool's are ignored. Concurrent panics on a negative cap.
+func Concurrent(def int, perTool map[string]int) llmtool.Middleware {
+	return concurrent("Concurrent", def, perTool)
 }
 
 func concurrent(fn string, def int, m map[string]int) llmtool.Middleware {

@@ -47,21 +47,21 @@ func TestConcurrent(t *testing.T) {
 		hold  []string // calls that run and wait while the others are made
 		calls []call
 	}{
-		{"each tool its own cap", limit.Concurrent(2), []string{"hold_read", "hold_read", "hold_other", "hold_other"}, []call{
+		{"each tool its own cap", limit.Concurrent(2, nil), []string{"hold_read", "hold_read", "hold_other", "hold_other"}, []call{
 			{"hold_read", "Too many calls of hold_read are running at once (limit 2). Try again in a moment."},
 			{"hold_other", "Too many calls of hold_other are running at once (limit 2). Try again in a moment."},
 			{"count_notes", ""},
 		}},
-		{"a cap for one tool only", limit.ConcurrentPerTool(0, map[string]int{"hold_read": 1}), []string{"hold_read", "hold_other", "hold_other", "hold_other"}, []call{
+		{"a cap for one tool only", limit.Concurrent(0, map[string]int{"hold_read": 1}), []string{"hold_read", "hold_other", "hold_other", "hold_other"}, []call{
 			{"hold_read", "Too many calls of hold_read are running at once (limit 1). Try again in a moment."},
 			{"count_notes", ""},
 		}},
-		{"a default and an override", limit.ConcurrentPerTool(1, map[string]int{"hold_other": 2}), []string{"hold_read", "hold_other", "hold_other"}, []call{
+		{"a default and an override", limit.Concurrent(1, map[string]int{"hold_other": 2}), []string{"hold_read", "hold_other", "hold_other"}, []call{
 			{"hold_read", "Too many calls of hold_read are running at once (limit 1). Try again in a moment."},
 			{"hold_other", "Too many calls of hold_other are running at once (limit 2). Try again in a moment."},
 			{"count_notes", ""},
 		}},
-		{"a tool given 0 is not capped", limit.ConcurrentPerTool(1, map[string]int{"hold_other": 0}), []string{"hold_read", "hold_other", "hold_other", "hold_other"}, []call{
+		{"a tool given 0 is not capped", limit.Concurrent(1, map[string]int{"hold_other": 0}), []string{"hold_read", "hold_other", "hold_other", "hold_other"}, []call{
 			{"hold_read", "Too many calls of hold_read are running at once (limit 1). Try again in a moment."},
 		}},
 	}
@@ -104,10 +104,9 @@ func TestConcurrentPanics(t *testing.T) {
 		f    func()
 		want string
 	}{
-		{"zero", func() { limit.Concurrent(0) }, "limit.Concurrent: n is 0; allow at least 1 call at once"},
-		{"negative default", func() { limit.ConcurrentPerTool(-1, nil) }, "limit.ConcurrentPerTool: the default cap is negative (-1); use 0 for no limit"},
-		{"negative for a tool", func() { limit.ConcurrentPerTool(1, map[string]int{"create_note": -2}) },
-			"limit.ConcurrentPerTool: the cap of create_note is negative (-2); use 0 for no limit"},
+		{"negative default", func() { limit.Concurrent(-1, nil) }, "limit.Concurrent: the default cap is negative (-1); use 0 for no limit"},
+		{"negative for a tool", func() { limit.Concurrent(1, map[string]int{"create_note": -2}) },
+			"limit.Concurrent: the cap of create_note is negative (-2); use 0 for no limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,7 +120,7 @@ func TestConcurrentPanics(t *testing.T) {
 func TestConcurrentCopiesMap(t *testing.T) {
 	t.Parallel()
 	caps := map[string]int{"hold_read": 1}
-	f := newFixture(t, limit.ConcurrentPerTool(0, caps))
+	f := newFixture(t, limit.Concurrent(0, caps))
 	caps["hold_read"] = 5
 	wait := holdCalls(t, f, "hold_read")
 	requireLimited(t, f.call(context.Background(), "hold_read", ""),

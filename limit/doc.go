@@ -1,7 +1,6 @@
 // Package limit provides the limits a host puts on tool calls, as
-// llmtool middleware: rate limits ([Rate]), timeouts ([Timeout],
-// [TimeoutPerTool]) and caps on calls running at once ([Concurrent],
-// [ConcurrentPerTool]).
+// llmtool middleware: rate limits ([Rate]), timeouts ([Timeout]) and caps
+// on calls running at once ([Concurrent]).
 //
 // A host lists them in llmtool.Options.Middleware, the first outermost,
 // and every call passes through them, from the MCP server and the chat
@@ -10,8 +9,8 @@
 //	reg, err := llmtool.NewRegistry(db, &llmtool.Options{
 //		Middleware: []llmtool.Middleware{
 //			limit.Rate(30, time.Minute, limit.ByPrincipal),
-//			limit.Concurrent(4),
-//			limit.Timeout(10 * time.Second),
+//			limit.Concurrent(4, nil),
+//			limit.Timeout(10 * time.Second, nil),
 //		},
 //	}, notes.Tools)
 //
@@ -36,7 +35,7 @@
 //
 // # Timeouts
 //
-// [Timeout] gives every call a deadline, and [TimeoutPerTool] a deadline
+// [Timeout] gives every call a deadline, a default and, if wanted, one
 // per tool. The deadline is the call's context's: the handler sees it, its
 // queries are interrupted, and a write tool's transaction rolls back when
 // the handler returns. A write handler that ignores its context keeps the
@@ -46,9 +45,9 @@
 //
 // # Concurrency caps
 //
-// [Concurrent] lets at most n calls of each tool run at once, and
-// [ConcurrentPerTool] sets the cap per tool: one export at a time, say,
-// while searches run eight at once.
+// [Concurrent] lets at most n calls of each tool run at once, a default
+// and, if wanted, a cap per tool: one export at a time, say, while
+// searches run eight at once.
 //
 // # What the model sees
 //

@@ -145,9 +145,9 @@ func ExampleKey() {
 
 // A write tool that runs past its timeout is stopped, and its transaction
 // rolls back: the note it inserted is not saved.
-func ExampleTimeoutPerTool() {
+func ExampleTimeout_perTool() {
 	reg, done := exampleRegistry([]llmtool.Middleware{
-		limit.TimeoutPerTool(10*time.Second, map[string]time.Duration{"create_note": 100 * time.Millisecond}),
+		limit.Timeout(10*time.Second, map[string]time.Duration{"create_note": 100 * time.Millisecond}),
 	}, createNote(true), listNotes)
 	defer done()
 	ctx := context.Background()
@@ -171,7 +171,7 @@ func ExampleConcurrent() {
 		<-finish
 		return ListOut{Titles: []string{}}, nil
 	})
-	reg, done := exampleRegistry([]llmtool.Middleware{limit.Concurrent(1)}, export)
+	reg, done := exampleRegistry([]llmtool.Middleware{limit.Concurrent(1, nil)}, export)
 	defer done()
 	ctx := context.Background()
 

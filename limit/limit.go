@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/llmtool/llmtool"
@@ -22,10 +21,10 @@ var (
 	// ErrRate is wrapped by the result of a call that Rate refused.
 	ErrRate = errors.New("limit: rate limit reached")
 	// ErrConcurrency is wrapped by the result of a call that Concurrent
-	// or ConcurrentPerTool refused.
+	// refused.
 	ErrConcurrency = errors.New("limit: too many calls running at once")
 	// ErrTimeout is wrapped, with context.DeadlineExceeded, by the result
-	// of a call that Timeout or TimeoutPerTool stopped.
+	// of a call that Timeout stopped.
 	ErrTimeout = errors.New("limit: call ran past its timeout")
 )
 
@@ -117,10 +116,7 @@ func durationText(d time.Duration) string {
 // the panic.
 func perTool[V int | time.Duration](fn, what string, def V, m map[string]V) map[string]V {
 	if def < 0 {
-		if strings.HasSuffix(fn, "PerTool") {
-			what = "default " + what
-		}
-		panic(fmt.Sprintf("limit.%s: the %s is negative (%v); use 0 for no limit", fn, what, def))
+		panic(fmt.Sprintf("limit.%s: the default %s is negative (%v); use 0 for no limit", fn, what, def))
 	}
 	c := make(map[string]V, len(m))
 	for name, v := range m {

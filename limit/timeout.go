@@ -7,20 +7,14 @@ import (
 	"github.com/llmtool/llmtool"
 )
 
-// Timeout returns a middleware that gives every call d to finish: the
-// call's context gets a deadline d from the start of the call. At the
-// deadline the call's queries are interrupted and its handler's context
-// is done; the call ends, and a write saves nothing, when the handler
-// returns (see TimeoutPerTool). Timeout(d) is TimeoutPerTool(d, nil).
-func Timeout(d time.Duration) llmtool.Middleware {
-	return timeouts("Timeout", d, nil)
-}
-
-// TimeoutPerTool returns a middleware that gives each call of a tool named
-// in perTool that long to finish, and every other call def; 0 (as def or
-// in perTool) means no timeout:
+// Timeout returns a middleware that gives each call of a tool named in
+// perTool that long to finish, and every other call def: the call's
+// context gets a deadline that long from the start of the call. 0 (as def
+// or in perTool) means no timeout; perTool may be nil, for one timeout for
+// every call:
 //
-//	limit.TimeoutPerTool(5*time.Second, map[string]time.Duration{
+//	limit.Timeout(10*time.Second, nil)
+//	limit.Timeout(5*time.Second, map[string]time.Duration{
 //		"import_notes": time.Minute,
 //		"search_notes": 2 * time.Second,
 //	})
@@ -50,9 +44,9 @@ func Timeout(d time.Duration) llmtool.Middleware {
 // any cancelled call does ("The call to create_note was cancelled ..."),
 // and a tool that answers the deadline with its own *llmtool.Error (a
 // Conflict, say) keeps its message. The map is copied; names that are no
-// tool's are ignored. TimeoutPerTool panics on a negative duration.
-func TimeoutPerTool(def time.Duration, perTool map[string]time.Duration) llmtool.Middleware {
-	return timeouts("TimeoutPerTool", def, perTool)
+// tool's are ignored. Timeout panics on a negative duration.
+func Timeout(def time.Duration, perTool map[string]time.Duration) llmtool.Middleware {
+	return timeouts("Timeout", def, perTool)
 }
 
 func timeouts(fn string, def time.Duration, m map[string]time.Duration) llmtool.Middleware {

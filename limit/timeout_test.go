@@ -34,43 +34,43 @@ func TestTimeout(t *testing.T) {
 		notes   int    // notes in the database after the call
 	}{
 		{
-			name: "a write tool stopped rolls back", mw: limit.TimeoutPerTool(time.Hour, map[string]time.Duration{"hold_note": short}),
+			name: "a write tool stopped rolls back", mw: limit.Timeout(time.Hour, map[string]time.Duration{"hold_note": short}),
 			tool: "hold_note", args: `{"title": "A"}`, outcome: "limited",
 			want: "hold_note took longer than 250 ms and was stopped; nothing was saved. Call it again with less work, or tell the user.",
 		},
 		{
-			name: "a read tool's slow query is stopped", mw: limit.Timeout(short),
+			name: "a read tool's slow query is stopped", mw: limit.Timeout(short, nil),
 			tool: "slow_count", outcome: "limited",
 			want: "slow_count took longer than 250 ms and was stopped. Call it again with less work, or tell the user.",
 		},
 		{
-			name: "a call within its time succeeds", mw: limit.Timeout(time.Hour),
+			name: "a call within its time succeeds", mw: limit.Timeout(time.Hour, nil),
 			tool: "create_note", args: `{"title": "A"}`, outcome: "ok", json: `{"id":1}`, notes: 1,
 		},
 		{
-			name: "the handler sees the deadline", mw: limit.Timeout(time.Hour),
+			name: "the handler sees the deadline", mw: limit.Timeout(time.Hour, nil),
 			tool: "has_deadline", outcome: "ok", json: `{"deadline":true}`,
 		},
 		{
-			name: "a tool given 0 has no deadline", mw: limit.TimeoutPerTool(time.Hour, map[string]time.Duration{"has_deadline": 0}),
+			name: "a tool given 0 has no deadline", mw: limit.Timeout(time.Hour, map[string]time.Duration{"has_deadline": 0}),
 			tool: "has_deadline", outcome: "ok", json: `{"deadline":false}`,
 		},
 		{
-			name: "no default timeout", mw: limit.TimeoutPerTool(0, map[string]time.Duration{"create_note": time.Hour}),
+			name: "no default timeout", mw: limit.Timeout(0, map[string]time.Duration{"create_note": time.Hour}),
 			tool: "has_deadline", outcome: "ok", json: `{"deadline":false}`,
 		},
 		{
-			name: "the tool's own error is kept", mw: limit.Timeout(short),
+			name: "the tool's own error is kept", mw: limit.Timeout(short, nil),
 			tool: "wait_conflict", outcome: "conflict",
 			want: "The notes changed while they were counted. Call count_notes again.",
 		},
 		{
-			name: "the caller's cancellation is not a timeout", mw: limit.Timeout(time.Hour), ctx: cancelled,
+			name: "the caller's cancellation is not a timeout", mw: limit.Timeout(time.Hour, nil), ctx: cancelled,
 			tool: "create_note", args: `{"title": "A"}`, outcome: "cancelled",
 			want: "The call to create_note was cancelled before it finished; nothing was saved. Call it again if it is still needed.",
 		},
 		{
-			name: "the caller's own deadline is not this timeout", mw: limit.Timeout(time.Hour), ctx: expired,
+			name: "the caller's own deadline is not this timeout", mw: limit.Timeout(time.Hour, nil), ctx: expired,
 			tool: "create_note", args: `{"title": "A"}`, outcome: "cancelled",
 			want: "The call to create_note timed out before it finished; nothing was saved. Call it again, with less work if possible.",
 		},
@@ -114,9 +114,9 @@ func TestTimeoutNested(t *testing.T) {
 		mw   []llmtool.Middleware
 		want string
 	}{
-		{"inner shorter", []llmtool.Middleware{limit.Timeout(time.Hour), limit.Timeout(100 * time.Millisecond)},
+		{"inner shorter", []llmtool.Middleware{limit.Timeout(time.Hour, nil), limit.Timeout(100*time.Millisecond, nil)},
 			"hold_read took longer than 100 ms and was stopped. Call it again with less work, or tell the user."},
-		{"outer shorter", []llmtool.Middleware{limit.Timeout(100 * time.Millisecond), limit.Timeout(time.Hour)},
+		{"outer shorter", []llmtool.Middleware{limit.Timeout(100*time.Millisecond, nil), limit.Timeout(time.Hour, nil)},
 			"hold_read took longer than 100 ms and was stopped. Call it again with less work, or tell the user."},
 	}
 	for _, tt := range tests {
@@ -136,10 +136,9 @@ func TestTimeoutPanics(t *testing.T) {
 		f    func()
 		want string
 	}{
-		{"negative", func() { limit.Timeout(-time.Second) }, "limit.Timeout: the timeout is negative (-1s); use 0 for no limit"},
-		{"negative default", func() { limit.TimeoutPerTool(-time.Second, nil) }, "limit.TimeoutPerTool: the default timeout is negative (-1s); use 0 for no limit"},
-		{"negative for a tool", func() { limit.TimeoutPerTool(time.Second, map[string]time.Duration{"create_note": -1}) },
-			"limit.TimeoutPerTool: the timeout of create_note is negative (-1ns); use 0 for no limit"},
+		{"negative default", func() { limit.Timeout(-time.Second, nil) }, "limit.Timeout: the default timeout is negative (-1s); use 0 for no limit"},
+		{"negative for a tool", func() { limit.Timeout(time.Second, map[string]time.Duration{"create_note": -1}) },
+			"limit.Timeout: the timeout of create_note is negative (-1ns); use 0 for no limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

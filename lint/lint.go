@@ -37,7 +37,7 @@
 // [Options.Skip] and [Options.SkipFor]:
 //
 //	lean-description            the description fits a budget of approximate tokens
-//	                            (Options.DescriptionBudget; default DefaultDescriptionBudget):
+//	                            (Options.DescriptionBudget; default 60):
 //	                            it is sent with every request, so details belong in the man page
 //	repeated-param-description  the description does not repeat a parameter's description,
 //	                            which ships in the same payload
@@ -79,6 +79,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 	"unicode"
 	"unicode/utf8"
 
@@ -87,30 +88,31 @@ import (
 	"github.com/llmtool/llmtool/internal/toolname"
 )
 
-// DefaultDescriptionBudget is the description budget of [Check], in
+// defaultDescriptionBudget is the description budget of [Check], in
 // approximate tokens (about four characters each).
-const DefaultDescriptionBudget = 60
+const defaultDescriptionBudget = 60
 
-// The rules, by the name reported in [Finding.Rule].
+// The rules, by the name reported in [Finding.Rule] and accepted by
+// [Options.Skip]: the names of the package documentation's table.
 const (
-	RuleLeanDescription   = "lean-description"           // the description fits the budget
-	RuleRepeatedParamDesc = "repeated-param-description" // the description repeats no parameter's
-	RuleParamDescription  = "param-description"          // every parameter has a description
-	RuleDefaultStated     = "default-stated"             // "(default X)" agrees with the schema default
-	RuleName              = "name"                       // lower_snake_case, valid for every target
-	RuleSummary           = "summary"                    // a Summary for the man catalog
-	RuleFriendlyName      = "friendly-name"              // a write tool's friendly name, imperative
-	RuleManExamples       = "man-examples"               // a ManPage with an EXAMPLES section
-	RuleEntityRef         = "entity-ref"                 // ref tags name declared entity kinds
-	RuleEnumSeparator     = "enum-separator"             // enum tags separate values with "|"
-	RuleLoader            = "loader"                     // every loader resolved
+	ruleLeanDescription   = "lean-description"           // the description fits the budget
+	ruleRepeatedParamDesc = "repeated-param-description" // the description repeats no parameter's
+	ruleParamDescription  = "param-description"          // every parameter has a description
+	ruleDefaultStated     = "default-stated"             // "(default X)" agrees with the schema default
+	ruleName              = "name"                       // lower_snake_case, valid for every target
+	ruleSummary           = "summary"                    // a Summary for the man catalog
+	ruleFriendlyName      = "friendly-name"              // a write tool's friendly name, imperative
+	ruleManExamples       = "man-examples"               // a ManPage with an EXAMPLES section
+	ruleEntityRef         = "entity-ref"                 // ref tags name declared entity kinds
+	ruleEnumSeparator     = "enum-separator"             // enum tags separate values with "|"
+	ruleLoader            = "loader"                     // every loader resolved
 )
 
 // Options configures [Check] and [Require]. A nil *Options, like the zero
 // value, gives the defaults.
 type Options struct {
 	// DescriptionBudget is the lean-description budget in approximate
-	// tokens. Zero means DefaultDescriptionBudget.
+	// tokens. Zero means 60.
 	DescriptionBudget int
 
 	// IncludeBuiltins lints llmtool's own tools (man) too. They are left
@@ -141,16 +143,9 @@ func (f Finding) String() string {
 	return f.Tool + ": " + f.Message + " [" + f.Rule + "]"
 }
 
-// TestingT is the part of *testing.T that [Require] uses.
-type TestingT interface {
-	Helper()
-	Errorf(format string, args ...any)
-	FailNow()
-}
-
 // Require fails the test, listing every finding, if [Check] finds
 // anything.
-func Require(t TestingT, reg *llmtool.Registry, opts *Options) {
+func Require(t testing.TB, reg *llmtool.Registry, opts *Options) {
 	t.Helper()
 	fs := Check(reg, opts)
 	for _, f := range fs {
@@ -167,7 +162,7 @@ const builtinModule = "llmtool"
 // Check returns the findings of every rule over every tool of reg, in
 // registration order, after any loader's; opts may be nil.
 func Check(reg *llmtool.Registry, opts *Options) []Finding {
-	l := &linter{budget: DefaultDescriptionBudget, skip: map[string]bool{}}
+	l := &linter{budget: defaultDescriptionBudget, skip: map[string]bool{}}
 	if opts != nil {
 		if opts.DescriptionBudget != 0 {
 			l.budget = opts.DescriptionBudget
@@ -225,7 +220,7 @@ func joined(err error) []error {
 func (l *linter) loader(err error) {
 	var re *ischema.RefError
 	if !errors.As(err, &re) {
-		l.add("", RuleLoader, "%v; fix the loader so its module registers", err)
+		l.add("", ruleLoader, "%v; fix the loader so its module registers", err)
 		return
 	}
 	msg := re.Error()
@@ -235,7 +230,7 @@ func (l *linter) loader(err error) {
 			msg += " (loader " + q + ")"
 		}
 	}
-	l.add(re.Tool, RuleEntityRef, "%s", msg)
+	l.add(re.Tool, ruleEntityRef, "%s", msg)
 }
 
 var snakeName = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
@@ -246,32 +241,32 @@ func approxTokens(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
 func (l *linter) tool(s *llmtool.Spec) {
 	name := s.Name
 	if err := toolname.Validate(name); err != nil {
-		l.add(name, RuleName, "%v", err)
+		l.add(name, ruleName, "%v", err)
 	} else if !snakeName.MatchString(name) || len(name) > 64 {
-		l.add(name, RuleName, "name %q is not lower_snake_case of at most 64 characters; rename it, such as %q", name, snakeCase(name))
+		l.add(name, ruleName, "name %q is not lower_snake_case of at most 64 characters; rename it, such as %q", name, snakeCase(name))
 	}
 	if n := approxTokens(s.Description); n > l.budget {
-		l.add(name, RuleLeanDescription, "description is about %d tokens, over the budget of %d; keep one or two sentences and move details to the man page", n, l.budget)
+		l.add(name, ruleLeanDescription, "description is about %d tokens, over the budget of %d; keep one or two sentences and move details to the man page", n, l.budget)
 	}
 	// The man catalog lists tools, not resources and prompts.
 	catalogued := s.URI == "" && !s.Prompt
 	if catalogued && strings.TrimSpace(s.Summary) == "" {
-		l.add(name, RuleSummary, "no summary for the man catalog; add llmtool.Summary(\"...\") with one short line")
+		l.add(name, ruleSummary, "no summary for the man catalog; add llmtool.Summary(\"...\") with one short line")
 	}
 	if !s.ReadOnly {
 		friendly := s.FriendlyName
 		if friendly == name || strings.TrimSpace(friendly) == "" {
-			l.add(name, RuleFriendlyName, "write tool without a friendly name; add llmtool.FriendlyName(\"...\") in the imperative, such as %q", imperativeExample(name))
+			l.add(name, ruleFriendlyName, "write tool without a friendly name; add llmtool.FriendlyName(\"...\") in the imperative, such as %q", imperativeExample(name))
 		} else if why := notImperative(friendly); why != "" {
-			l.add(name, RuleFriendlyName, "friendly name %q %s; use the imperative, such as %q", friendly, why, imperativeExample(name))
+			l.add(name, ruleFriendlyName, "friendly name %q %s; use the imperative, such as %q", friendly, why, imperativeExample(name))
 		}
 	}
 	if !catalogued {
 		// no man page needed
 	} else if strings.TrimSpace(s.ManPage) == "" {
-		l.add(name, RuleManExamples, "no man page; add llmtool.ManPage with an EXAMPLES section")
+		l.add(name, ruleManExamples, "no man page; add llmtool.ManPage with an EXAMPLES section")
 	} else if !hasExamples(s.ManPage) {
-		l.add(name, RuleManExamples, "man page has no EXAMPLES section; add a line EXAMPLES followed by example calls")
+		l.add(name, ruleManExamples, "man page has no EXAMPLES section; add a line EXAMPLES followed by example calls")
 	}
 	if root := parseSchema(s.InputSchema); root != nil {
 		l.params(name, strings.ToLower(s.Description), root, root, "", nil)
@@ -286,7 +281,7 @@ func (l *linter) defaultStated(tool, param, desc string, def []byte) {
 	m := defaultStatement.FindStringSubmatch(desc)
 	if def == nil {
 		if m != nil {
-			l.add(tool, RuleDefaultStated, "parameter %s says (default %s) but has no default; add the tag default:%q, or remove the statement", param, m[1], strings.Trim(m[1], `"`))
+			l.add(tool, ruleDefaultStated, "parameter %s says (default %s) but has no default; add the tag default:%q, or remove the statement", param, m[1], strings.Trim(m[1], `"`))
 		}
 		return
 	}
@@ -295,11 +290,11 @@ func (l *linter) defaultStated(tool, param, desc string, def []byte) {
 		want = strings.Trim(want, `"`)
 	}
 	if m == nil {
-		l.add(tool, RuleDefaultStated, "parameter %s has the default %s but its description does not say so; end it with \"(default %s)\"", param, def, want)
+		l.add(tool, ruleDefaultStated, "parameter %s has the default %s but its description does not say so; end it with \"(default %s)\"", param, def, want)
 		return
 	}
 	if got := strings.Trim(strings.TrimSpace(m[1]), `"`); got != want {
-		l.add(tool, RuleDefaultStated, "parameter %s says (default %s) but its default is %s; make them agree", param, m[1], def)
+		l.add(tool, ruleDefaultStated, "parameter %s says (default %s) but its default is %s; make them agree", param, m[1], def)
 	}
 }
 

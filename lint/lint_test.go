@@ -128,23 +128,23 @@ func TestRules(t *testing.T) {
 		opts      *lint.Options
 		want      []string
 	}{
-		{rule: lint.RuleLeanDescription,
+		{rule: "lean-description",
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("get_note", strings.Repeat("word ", 60))),
 			want: []string{"get_note: description is about 75 tokens, over the budget of 60; keep one or two sentences and move details to the man page [lean-description]"}},
-		{rule: lint.RuleLeanDescription, opts: &lint.Options{DescriptionBudget: 10},
+		{rule: "lean-description", opts: &lint.Options{DescriptionBudget: 10},
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("get_note", "Read a note's title, type, content and attributes.")),
 			want: []string{"get_note: description is about 13 tokens, over the budget of 10; keep one or two sentences and move details to the man page [lean-description]"}},
-		{rule: lint.RuleRepeatedParamDesc,
+		{rule: "repeated-param-description",
 			good: mod(lintRead[searchIn]("search_notes", "Search notes.")),
 			bad:  mod(lintRead[searchIn]("search_notes", "Search notes. Words to search for in titles.")),
 			want: []string{"search_notes: the description repeats the description of parameter query, which is sent with it anyway; remove it from the description [repeated-param-description]"}},
-		{rule: lint.RuleParamDescription,
+		{rule: "param-description",
 			good: mod(lintRead[describedFilterIn]("find_notes", "Find notes.")),
 			bad:  mod(lintRead[filterIn]("find_notes", "Find notes.")),
 			want: []string{"find_notes: parameter filter.tag has no description; add a desc tag [param-description]"}},
-		{rule: lint.RuleDefaultStated,
+		{rule: "default-stated",
 			good: mod(lintRead[limitRightIn]("list_notes", "List notes.")),
 			bad: mod(lintRead[limitNoStatementIn]("list_a", "List notes."), lintRead[limitWrongIn]("list_b", "List notes."),
 				lintRead[limitNoDefaultIn]("list_c", "List notes.")),
@@ -153,15 +153,15 @@ func TestRules(t *testing.T) {
 				`list_b: parameter limit says (default 20) but its default is 10; make them agree [default-stated]`,
 				`list_c: parameter limit says (default 10) but has no default; add the tag default:"10", or remove the statement [default-stated]`,
 			}},
-		{rule: lint.RuleName,
+		{rule: "name",
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("getNote", "Read a note.")),
 			want: []string{`getNote: name "getNote" is not lower_snake_case of at most 64 characters; rename it, such as "get_note" [name]`}},
-		{rule: lint.RuleSummary,
+		{rule: "summary",
 			good: mod(lintRead[lintIn]("get_note", "Read a note.")),
 			bad:  mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.Summary(""))),
 			want: []string{`get_note: no summary for the man catalog; add llmtool.Summary("...") with one short line [summary]`}},
-		{rule: lint.RuleFriendlyName,
+		{rule: "friendly-name",
 			good: mod(lintWrite[lintIn]("create_note", "Create a note.", llmtool.FriendlyName("Create note")),
 				lintRead[lintIn]("get_note", "Read a note.")),
 			bad: mod(lintWrite[lintIn]("create_note", "Create a note."),
@@ -174,7 +174,7 @@ func TestRules(t *testing.T) {
 				`move_note: friendly name "Moves note" starts with a third-person verb; use the imperative, such as "Move note" [friendly-name]`,
 				`tag_note: friendly name "Tagged note" starts with a past participle; use the imperative, such as "Tag note" [friendly-name]`,
 			}},
-		{rule: lint.RuleManExamples,
+		{rule: "man-examples",
 			good: mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.ManPage("Reads one note.\n\n## Examples:\n    {\"id\": \"n1\"}"))),
 			bad: mod(lintRead[lintIn]("get_note", "Read a note.", llmtool.ManPage("")),
 				lintRead[lintIn]("get_tag", "Read a tag.", llmtool.ManPage("Reads one tag, see EXAMPLES below."))),
@@ -182,16 +182,16 @@ func TestRules(t *testing.T) {
 				"get_note: no man page; add llmtool.ManPage with an EXAMPLES section [man-examples]",
 				"get_tag: man page has no EXAMPLES section; add a line EXAMPLES followed by example calls [man-examples]",
 			}},
-		{rule: lint.RuleEntityRef, goodSetup: declared, badSetup: undeclared,
+		{rule: "entity-ref", goodSetup: declared, badSetup: undeclared,
 			want: []string{`get_tag: tool "get_tag": field id references entity kind "tag", which no registered module declares; declare it with an llmtool.Entity and attach it with Module.WithEntities (or fix the ref tag) (loader "late") [entity-ref]`}},
-		{rule: lint.RuleEnumSeparator,
+		{rule: "enum-separator",
 			good: mod(lintRead[enumPipesIn]("list_notes", "List notes.")),
 			bad:  mod(lintRead[enumCommasIn]("list_notes", "List notes.")),
 			want: []string{
 				`list_notes: parameter kind has enum:"text,code,book", which allows the one value "text,code,book"; separate values with |, as in enum:"text|code|book" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
 				`list_notes: parameter tags has enum:"a,b", which allows the one value "a,b"; separate values with |, as in enum:"a|b" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
 			}},
-		{rule: lint.RuleLoader,
+		{rule: "loader",
 			goodSetup: func(r *llmtool.Registry) {
 				r.AddLoader("ok", func(context.Context) (*llmtool.Module, error) { return llmtool.DefineTools("ok"), nil })
 			},
@@ -216,13 +216,16 @@ func TestSkips(t *testing.T) {
 		lintRead[lintIn]("get_tag", "Read a tag.", llmtool.Summary(""))))
 	require.NoError(t, err)
 	require.Len(t, lint.Check(reg, nil), 2)
-	require.Empty(t, lint.Check(reg, &lint.Options{Skip: []string{lint.RuleSummary}}))
-	fs := lint.Check(reg, &lint.Options{SkipFor: map[string][]string{"get_note": {lint.RuleSummary}}})
+	require.Empty(t, lint.Check(reg, &lint.Options{Skip: []string{"summary"}}))
+	fs := lint.Check(reg, &lint.Options{SkipFor: map[string][]string{"get_note": {"summary"}}})
 	require.Len(t, fs, 1)
 	require.Equal(t, "get_tag", fs[0].Tool)
 }
 
+// fakeT records what Require reports; the rest of testing.TB is not
+// called.
 type fakeT struct {
+	testing.TB
 	errors []string
 	failed bool
 }
@@ -270,8 +273,8 @@ func TestNestedEnum(t *testing.T) {
 	require.Equal(t, []string{
 		`list_notes: parameter items[].kind has enum:"a,b", which allows the one value "a,b"; separate values with |, as in enum:"a|b" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
 		`list_notes: parameter items[].tag has enum:"x,y", which allows the one value "x,y"; separate values with |, as in enum:"x|y" (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor) [enum-separator]`,
-	}, lintFindings(t, lint.RuleEnumSeparator, mods, nil, nil))
-	require.Empty(t, lintFindings(t, lint.RuleEnumSeparator, mods, nil, &lint.Options{SkipFor: map[string][]string{"list_notes": {lint.RuleEnumSeparator}}}))
+	}, lintFindings(t, "enum-separator", mods, nil, nil))
+	require.Empty(t, lintFindings(t, "enum-separator", mods, nil, &lint.Options{SkipFor: map[string][]string{"list_notes": {"enum-separator"}}}))
 }
 
 type address struct {
@@ -325,10 +328,10 @@ func TestResourcesAndPrompts(t *testing.T) {
 	prompt := llmtool.Prompt("review_doc", "Review a document.", func(*llmtool.ReadCtx, docIn) ([]llmtool.Message, error) { return nil, nil })
 	mods := []*llmtool.Module{llmtool.DefineTools("m", res, prompt)}
 	for rule, want := range map[string][]string{
-		lint.RuleSummary:          nil,
-		lint.RuleManExamples:      nil,
-		lint.RuleName:             {`Doc: name "Doc" is not lower_snake_case of at most 64 characters; rename it, such as "doc" [name]`},
-		lint.RuleParamDescription: {"Doc: parameter id has no description; add a desc tag [param-description]", "review_doc: parameter id has no description; add a desc tag [param-description]"},
+		"summary":           nil,
+		"man-examples":      nil,
+		"name":              {`Doc: name "Doc" is not lower_snake_case of at most 64 characters; rename it, such as "doc" [name]`},
+		"param-description": {"Doc: parameter id has no description; add a desc tag [param-description]", "review_doc: parameter id has no description; add a desc tag [param-description]"},
 	} {
 		require.Equal(t, want, lintFindings(t, rule, mods, nil, nil), rule)
 	}

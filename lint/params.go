@@ -139,9 +139,9 @@ func (l *linter) params(tool, descLower string, root, n *schema, path string, re
 		s, ref := root.resolve(p.schema)
 		d := strings.TrimSpace(s.description)
 		if d == "" {
-			l.add(tool, RuleParamDescription, "parameter %s has no description; add a desc tag", name)
+			l.add(tool, ruleParamDescription, "parameter %s has no description; add a desc tag", name)
 		} else if core := strings.ToLower(strings.TrimSuffix(d, ".")); len(core) >= 16 && strings.Contains(descLower, core) {
-			l.add(tool, RuleRepeatedParamDesc, "the description repeats the description of parameter %s, which is sent with it anyway; remove it from the description", name)
+			l.add(tool, ruleRepeatedParamDesc, "the description repeats the description of parameter %s, which is sent with it anyway; remove it from the description", name)
 		}
 		l.defaultStated(tool, name, d, s.def)
 		l.enumSeparator(tool, name, s)
@@ -175,6 +175,6 @@ func (l *linter) enumSeparator(tool, param string, s *schema) {
 	if json.Unmarshal(s.enum[0], &v) != nil || !strings.Contains(v, ",") || strings.Contains(v, "|") {
 		return
 	}
-	l.add(tool, RuleEnumSeparator, "parameter %s has enum:%q, which allows the one value %s; separate values with |, as in enum:%q (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor)",
+	l.add(tool, ruleEnumSeparator, "parameter %s has enum:%q, which allows the one value %s; separate values with |, as in enum:%q (for one value that contains commas, skip this rule for the tool with lint.Options.SkipFor)",
 		param, v, s.enum[0], strings.ReplaceAll(v, ",", "|"))
 }

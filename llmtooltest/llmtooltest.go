@@ -103,16 +103,16 @@ type TB interface {
 
 // Default settings of a harness.
 const (
-	// DefaultTenant is the tenant calls run in unless Options.Tenant says
+	// defaultTenant is the tenant calls run in unless Options.Tenant says
 	// otherwise.
-	DefaultTenant = "test"
-	// DefaultPrincipalID is the ID of the principal calls run as unless
+	defaultTenant = "test"
+	// defaultPrincipalID is the ID of the principal calls run as unless
 	// Options.Principal or Options.NoPrincipal says otherwise.
-	DefaultPrincipalID = "test-user"
-	// DefaultLeakGrace is how long the harness waits for goroutines started
+	defaultPrincipalID = "test-user"
+	// defaultLeakGrace is how long the harness waits for goroutines started
 	// during a call to finish, when some are still running as the call
 	// returns, before it reports them.
-	DefaultLeakGrace = time.Second
+	defaultLeakGrace = time.Second
 )
 
 // pprofLabel is the goroutine label that attributes goroutines to a call.
@@ -150,14 +150,14 @@ type Options struct {
 	Setup func(reg *llmtool.Registry) error
 
 	// Principal is the user calls run as. Default (nil): a principal with
-	// the ID DefaultPrincipalID and no roles, unless NoPrincipal is set.
+	// the ID "test-user" and no roles, unless NoPrincipal is set.
 	Principal *llmtool.Principal
 
 	// NoPrincipal runs calls without a principal; Principal must then be
 	// nil. Default: false.
 	NoPrincipal bool
 
-	// Tenant is the tenant calls run in. Default (""): DefaultTenant.
+	// Tenant is the tenant calls run in. Default (""): "test".
 	Tenant string
 
 	// WritesOff leaves write tools off in the harness's tenant, as in a
@@ -180,7 +180,7 @@ type Options struct {
 
 	// LeakGrace is how long the harness waits for goroutines started
 	// during a call to finish before it reports them; it does not wait at
-	// all when none is running. Default (0): DefaultLeakGrace;
+	// all when none is running. Default (0): a second;
 	// NoLeakGrace (or any negative duration) reports them without
 	// waiting.
 	LeakGrace time.Duration
@@ -254,13 +254,13 @@ func New(t TB, opts *Options, modules ...*llmtool.Module) *Harness {
 		t.Fatalf("llmtooltest.New: Options.NoPrincipal is set along with Options.Principal %q; set one of them", principal.ID)
 		return nil
 	case principal == nil && !opts.NoPrincipal:
-		principal = &llmtool.Principal{ID: DefaultPrincipalID, Name: "Test User"}
+		principal = &llmtool.Principal{ID: defaultPrincipalID, Name: "Test User"}
 	}
-	tenant := cmp.Or(opts.Tenant, DefaultTenant)
+	tenant := cmp.Or(opts.Tenant, defaultTenant)
 	grace := opts.LeakGrace
 	switch {
 	case grace == 0:
-		grace = DefaultLeakGrace
+		grace = defaultLeakGrace
 	case grace < 0:
 		grace = 0
 	}

@@ -464,7 +464,7 @@ func TestHarnessPasses(t *testing.T) {
 
 		// The harness's principal and tenant reach the handler.
 		who := h.RequireOK(h.Call("who_am_i", nil))
-		require.Equal(t, map[string]any{"principal": llmtooltest.DefaultPrincipalID, "tenant": llmtooltest.DefaultTenant}, who)
+		require.Equal(t, map[string]any{"principal": "test-user", "tenant": "test"}, who)
 		other := llmtool.WithPrincipal(h.Context(), &llmtool.Principal{ID: "alice"})
 		who = h.RequireOK(h.CallContext(other, "who_am_i", nil))
 		require.Equal(t, "alice", who["principal"])

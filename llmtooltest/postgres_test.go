@@ -53,7 +53,7 @@ func TestOptionsPostgres(t *testing.T) {
 		h.RequireOK(h.Call("add_item", AddItemIn{Name: "pear", Qty: 2}), &item)
 		require.Equal(t, ItemOut{ID: 3, Name: "pear", Qty: 2}, item)
 		h.RequireOK(h.Call("count_items", nil))
-		require.Equal(t, map[string]any{"principal": llmtooltest.DefaultPrincipalID, "tenant": llmtooltest.DefaultTenant}, h.RequireOK(h.Call("who_am_i", nil)))
+		require.Equal(t, map[string]any{"principal": "test-user", "tenant": "test"}, h.RequireOK(h.Call("who_am_i", nil)))
 
 		var n int
 		require.NoError(t, h.DB().QueryRow(`SELECT count(*) FROM items WHERE qty >= $1`, 2).Scan(&n))

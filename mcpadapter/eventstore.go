@@ -23,12 +23,12 @@ import (
 
 // Defaults of the event store's bounds.
 const (
-	// DefaultReplayEvents is how many events Handler keeps per SSE stream
+	// defaultReplayEvents is how many events Handler keeps per SSE stream
 	// for clients that reconnect with Last-Event-ID.
-	DefaultReplayEvents = 256
-	// DefaultReplayAge is how long Handler keeps an SSE event for clients
+	defaultReplayEvents = 256
+	// defaultReplayAge is how long Handler keeps an SSE event for clients
 	// that reconnect with Last-Event-ID.
-	DefaultReplayAge = 5 * time.Minute
+	defaultReplayAge = 5 * time.Minute
 )
 
 // Why a Last-Event-ID cannot be resumed from. Both wrap mcp-go's

@@ -3,7 +3,6 @@ package mcpadapter_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -171,22 +170,4 @@ func ExampleServer_ServeStdio() {
 	fmt.Println(send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Bob"}}}`))
 	// Output:
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"greeting\":\"Hello, Bob!\"}"}],"structuredContent":{"greeting":"Hello, Bob!"}}}
-}
-
-// Definition is a tool's entry in the tools/list answer, as the server
-// lists it: what a model is sent for the tool, to measure or publish.
-func ExampleDefinition() {
-	reg, done := exampleRegistry()
-	defer done()
-	spec, _ := reg.Tool(context.Background(), "greet")
-	def, err := mcpadapter.Definition(spec)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var entry map[string]any
-	if err := json.Unmarshal(def, &entry); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(entry["name"], entry["annotations"].(map[string]any)["readOnlyHint"], len(def) > 0)
-	// Output: greet true true
 }

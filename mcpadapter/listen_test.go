@@ -104,7 +104,7 @@ func TestListenNotifications(t *testing.T) {
 
 // TestListenResourceUpdated: a listen stream that subscribed to a resource
 // gets notifications/resources/updated when a write tool that declared
-// llmtool.Changes commits a change to it, and nothing for other resources.
+// llmtool.Updates commits a change to it, and nothing for other resources.
 func TestListenResourceUpdated(t *testing.T) {
 	t.Parallel()
 	f := newDocFixture(t, nil)

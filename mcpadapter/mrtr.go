@@ -39,8 +39,8 @@ import (
 // refuse a replay only when it reaches the replica that took the first
 // retry.
 
-// DefaultRequestStateTTL is how long a requestState stays valid.
-const DefaultRequestStateTTL = time.Hour
+// defaultRequestStateTTL is how long a requestState stays valid.
+const defaultRequestStateTTL = time.Hour
 
 // statePurpose names requestStates and their format among the tokens
 // one key signs (internal/token).

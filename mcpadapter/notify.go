@@ -151,10 +151,10 @@ func (s *Server) tenantChanged(tenant string) {
 	})
 }
 
-// resourceChanged sends notifications/resources/updated to the sessions
+// resourceUpdated sends notifications/resources/updated to the sessions
 // and listen streams subscribed to uri: the registry reports the URIs its
-// write tools changed (llmtool.Changes).
-func (s *Server) resourceChanged(uri string) {
+// write tools changed (llmtool.Updates).
+func (s *Server) resourceUpdated(uri string) {
 	params := map[string]any{"uri": uri}
 	s.sessions.each(func(info *sessionInfo) {
 		info.mu.Lock()

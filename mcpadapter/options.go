@@ -17,10 +17,10 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultPageSize is how many items one page of a listing holds.
-	DefaultPageSize = 100
-	// DefaultMaxBodyBytes bounds an HTTP request body: 4 MiB.
-	DefaultMaxBodyBytes = 4 << 20
+	// defaultPageSize is how many items one page of a listing holds.
+	defaultPageSize = 100
+	// defaultMaxBodyBytes bounds an HTTP request body: 4 MiB.
+	defaultMaxBodyBytes = 4 << 20
 )
 
 // Options configures a Server. A nil *Options, like the zero value,
@@ -55,9 +55,11 @@ type Options struct {
 	// for. Default: nil, no authentication (calls run as Principal).
 	Authenticator Authenticator
 
-	// TenantFunc, when set, picks each HTTP request's tenant. Default: nil,
-	// every request has Tenant.
-	TenantFunc TenantFunc
+	// TenantFunc, when set, picks each HTTP request's tenant from the
+	// request and its principal, such as a workspace named in the path or
+	// granted to the user; an error refuses the request with 403 Forbidden
+	// and the error's text. Default: nil, every request has Tenant.
+	TenantFunc func(r *http.Request, p *llmtool.Principal) (string, error)
 
 	// ResourceMetadata is the URL of the server's OAuth protected resource
 	// metadata (RFC 9728), announced in the WWW-Authenticate header of 401
@@ -82,18 +84,18 @@ type Options struct {
 
 	// MaxBodyBytes bounds HTTP request bodies. A larger body gets 413 with
 	// a JSON-RPC error that says the limit. Default (0 or less):
-	// DefaultMaxBodyBytes.
+	// 4 MiB.
 	MaxBodyBytes int64
 
 	// PageSize is how many items one page of tools/list, prompts/list,
 	// resources/list or resources/templates/list holds; clients follow
-	// nextCursor for the rest. Default (0 or less): DefaultPageSize.
+	// nextCursor for the rest. Default (0 or less): 100.
 	PageSize int
 
 	// MaxSessions bounds the sessions Handler keeps open at once, over all
 	// principals. An initialize beyond it gets 503 Service Unavailable
 	// with a JSON-RPC error that says the limit and to try again later.
-	// Default (0 or less): DefaultMaxSessions.
+	// Default (0 or less): 1000.
 	MaxSessions int
 
 	// MaxSessionsPerPrincipal bounds the sessions of Handler that one
@@ -101,14 +103,14 @@ type Options struct {
 	// Service Unavailable with a JSON-RPC error that says the limit and
 	// how to end sessions. Sessions without a principal (no Authenticator
 	// and no Principal) count toward MaxSessions only. Default (0 or
-	// less): DefaultMaxSessionsPerPrincipal.
+	// less): 100.
 	MaxSessionsPerPrincipal int
 
 	// SessionIdleTimeout ends a session of Handler that has gone this
 	// long without a request or an event on its streams (mcp-go's session
 	// sweeper). A request of an ended session gets 404 Not Found, which
 	// tells MCP clients to initialize a new session. Default (0 or less):
-	// DefaultSessionIdleTimeout.
+	// 30 minutes.
 	SessionIdleTimeout time.Duration
 
 	// HeartbeatInterval, when positive, has Handler send a ping on each
@@ -143,18 +145,18 @@ type Options struct {
 	// every event then carries an ID, and a GET with Last-Event-ID gets
 	// the events after it on its stream (mcp-go's resumable streams). A
 	// Last-Event-ID whose following events are no longer kept gets 400 Bad
-	// Request. Default (0): DefaultReplayEvents. Negative: events carry no
+	// Request. Default (0): 256. Negative: events carry no
 	// IDs and streams are not resumable.
 	ReplayEvents int
 
 	// ReplayAge bounds how long Handler keeps an SSE event for clients
 	// that reconnect with Last-Event-ID. Default (0 or less):
-	// DefaultReplayAge.
+	// 5 minutes.
 	ReplayAge time.Duration
 
 	// RequestStateTTL is how long a requestState is accepted after the
 	// result that carried it: the time a person has to answer. Default (0
-	// or less): DefaultRequestStateTTL.
+	// or less): an hour.
 	RequestStateTTL time.Duration
 
 	// OnRequest, when set, is called as each request starts, with what it
@@ -208,18 +210,18 @@ func withDefaults(o *Options) Options {
 	c.AllowedHosts = slices.Clone(c.AllowedHosts)
 	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
 	c.RequestStateKey = slices.Clone(c.RequestStateKey)
-	c.PageSize = positiveOr(c.PageSize, DefaultPageSize)
-	c.MaxBodyBytes = positiveOr(c.MaxBodyBytes, DefaultMaxBodyBytes)
-	c.RequestStateTTL = positiveOr(c.RequestStateTTL, DefaultRequestStateTTL)
-	c.ReplayAge = positiveOr(c.ReplayAge, DefaultReplayAge)
-	c.MaxSessions = positiveOr(c.MaxSessions, DefaultMaxSessions)
-	c.MaxSessionsPerPrincipal = positiveOr(c.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal)
-	c.SessionIdleTimeout = positiveOr(c.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	c.PageSize = positiveOr(c.PageSize, defaultPageSize)
+	c.MaxBodyBytes = positiveOr(c.MaxBodyBytes, defaultMaxBodyBytes)
+	c.RequestStateTTL = positiveOr(c.RequestStateTTL, defaultRequestStateTTL)
+	c.ReplayAge = positiveOr(c.ReplayAge, defaultReplayAge)
+	c.MaxSessions = positiveOr(c.MaxSessions, defaultMaxSessions)
+	c.MaxSessionsPerPrincipal = positiveOr(c.MaxSessionsPerPrincipal, defaultMaxSessionsPerPrincipal)
+	c.SessionIdleTimeout = positiveOr(c.SessionIdleTimeout, defaultSessionIdleTimeout)
 	c.HeartbeatInterval = max(c.HeartbeatInterval, 0)
 	c.OutputBudget = max(c.OutputBudget, 0)
 	c.TextCopyLimit = max(c.TextCopyLimit, 0)
 	if c.ReplayEvents == 0 {
-		c.ReplayEvents = DefaultReplayEvents // negative: streams are not resumable
+		c.ReplayEvents = defaultReplayEvents // negative: streams are not resumable
 	}
 	if err := signkey.Check("mcpadapter: Options.RequestStateKey", c.RequestStateKey); err != nil {
 		panic(err.Error())
@@ -251,11 +253,6 @@ type AuthenticatorFunc func(r *http.Request) (*llmtool.Principal, error)
 
 // Authenticate calls f(r).
 func (f AuthenticatorFunc) Authenticate(r *http.Request) (*llmtool.Principal, error) { return f(r) }
-
-// TenantFunc picks the tenant of an HTTP request made by p, such as a
-// workspace named in the path or granted to the user. An error refuses the
-// request with 403 Forbidden and the error's text.
-type TenantFunc func(r *http.Request, p *llmtool.Principal) (string, error)
 
 // Request is what Options.OnRequest learns of a request.
 type Request struct {

@@ -89,7 +89,7 @@ var editDoc = llmtool.Write("edit_doc", "Replace a document's body.",
 	func(c *llmtool.WriteCtx, in editIn) (struct{}, error) {
 		_, err := c.Exec(`UPDATE docs SET body = ? WHERE id = ?`, in.Body, in.DocID)
 		return struct{}{}, err
-	}, llmtool.Changes("doc"))
+	}, llmtool.Updates("doc"))
 
 // topicPrompt asks the user for a topic before it renders.
 var topicPrompt = llmtool.Prompt("pick_topic", "Ask the user for a topic, then write about it.",
@@ -257,7 +257,7 @@ func TestResourcesPolicy(t *testing.T) {
 	require.ErrorContains(t, err, "Only editors may use review_doc.")
 }
 
-// TestResourceSubscriptions shows a write tool that declares Changes
+// TestResourceSubscriptions shows a write tool that declares Updates
 // notifying the sessions subscribed to the URI it changed, and only them.
 func TestResourceSubscriptions(t *testing.T) {
 	for _, cn := range connectors {

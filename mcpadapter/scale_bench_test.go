@@ -285,7 +285,7 @@ func (w *wireLister) listAll(b testing.TB, count bool) (pages, tools int) {
 func benchListScale(b *testing.B, path string) {
 	const n = 10000
 	reg, adapter, srv := scaleAdapterServer(b, n)
-	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false), server.WithPaginationLimit(DefaultPageSize))
+	raw := server.NewMCPServer("raw", "1", server.WithToolCapabilities(false), server.WithPaginationLimit(defaultPageSize))
 	specs, err := reg.List(context.Background(), nil)
 	require.NoError(b, err)
 	for _, sp := range specs {
@@ -301,7 +301,7 @@ func benchListScale(b *testing.B, path string) {
 		wires := []*wireLister{newWireLister(b, server.NewStreamableHTTPServer(raw)), newWireLister(b, srv.Handler())}
 		for _, w := range wires {
 			pages, tools := w.listAll(b, true)
-			require.Equal(b, n/DefaultPageSize+1, pages)
+			require.Equal(b, n/defaultPageSize+1, pages)
 			require.Equal(b, n+1, tools)
 		}
 		times := shuffledTimes(b, len(wires), func(j int) { wires[j].listAll(b, false) })
@@ -315,7 +315,7 @@ func benchListScale(b *testing.B, path string) {
 	}
 	servers := []*server.MCPServer{raw, srv.mcp}
 	for j, m := range servers {
-		require.Equal(b, n/DefaultPageSize+1, serveAll(b, m), j)
+		require.Equal(b, n/defaultPageSize+1, serveAll(b, m), j)
 	}
 	times := shuffledTimes(b, len(clients), func(j int) {
 		if path == "server" {

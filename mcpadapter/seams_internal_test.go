@@ -123,7 +123,7 @@ func TestMCPGoSeams(t *testing.T) {
 			}
 			return mcp.NewToolResultText("ok"), nil
 		})
-		ts := httptest.NewServer(server.NewStreamableHTTPServer(m, server.WithEventStore(newEventStore(DefaultReplayEvents, DefaultReplayAge))))
+		ts := httptest.NewServer(server.NewStreamableHTTPServer(m, server.WithEventStore(newEventStore(defaultReplayEvents, defaultReplayAge))))
 		t.Cleanup(ts.Close)
 		session := ""
 		do := func(method, body string) *http.Response {

@@ -143,7 +143,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -155,6 +154,7 @@ import (
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/internal/callinfo"
+	"github.com/llmtool/llmtool/internal/mcptool"
 	"github.com/llmtool/llmtool/internal/token"
 )
 
@@ -233,7 +233,7 @@ func New(reg *llmtool.Registry, opts *Options) *Server {
 		server.WithInstructions(cfg.Instructions), // none when "" (omitted from initialize and discover)
 	)
 	s.registerDispatchers()
-	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceChange(s.resourceChanged)
+	unsubscribe, unwatch := reg.Tenants().Subscribe(s.tenantChanged), reg.OnResourceUpdate(s.resourceUpdated)
 	s.unsubscribe = func() { unsubscribe(); unwatch() }
 	return s
 }
@@ -269,42 +269,9 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Definition returns a tool's entry in a tools/list answer, as the server
-// lists it: name, title, description, the input schema, the output schema
-// (none for a tool with Rich output, which answers with content blocks),
-// and the four annotations, all explicit. It is for applications that
-// measure or publish the listing (package cost counts its tokens).
-func Definition(spec *llmtool.Spec) (json.RawMessage, error) {
-	b, err := json.Marshal(convertSpec(spec))
-	if err != nil {
-		return nil, fmt.Errorf("mcpadapter: tool %q: encoding its listing entry: %w", spec.Name, err)
-	}
-	return b, nil
-}
-
-// convertSpec builds a tool's MCP listing: title, schemas verbatim, and all
-// four annotations explicit.
-func convertSpec(sp *llmtool.Spec) mcp.Tool {
-	t := mcp.Tool{
-		Name:           sp.Name,
-		Title:          sp.FriendlyName,
-		Description:    sp.Description,
-		RawInputSchema: sp.InputSchema,
-		Annotations: mcp.ToolAnnotation{
-			Title:           sp.FriendlyName,
-			ReadOnlyHint:    mcp.ToBoolPtr(sp.ReadOnly),
-			DestructiveHint: mcp.ToBoolPtr(sp.Destructive),
-			IdempotentHint:  mcp.ToBoolPtr(sp.Idempotent),
-			OpenWorldHint:   mcp.ToBoolPtr(sp.OpenWorld),
-		},
-	}
-	// A rich tool answers with content blocks, not structured content, so it
-	// declares no output schema (which would oblige structuredContent).
-	if !sp.Rich {
-		t.RawOutputSchema = sp.OutputSchema
-	}
-	return t
-}
+// convertSpec builds a tool's MCP listing (internal/mcptool, which
+// package cost shares to count its tokens).
+func convertSpec(sp *llmtool.Spec) mcp.Tool { return mcptool.Tool(sp) }
 
 // callTool serves every tools/call through Registry.Invoke. A call whose
 // handler asked the client (ask.Elicit, ask.Sample, ask.Roots) and had no

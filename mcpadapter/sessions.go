@@ -26,15 +26,15 @@ import (
 
 // Defaults of the session limits of Handler.
 const (
-	// DefaultMaxSessions bounds the sessions open at once, over all
+	// defaultMaxSessions bounds the sessions open at once, over all
 	// principals.
-	DefaultMaxSessions = 1000
-	// DefaultMaxSessionsPerPrincipal bounds the sessions one principal has
+	defaultMaxSessions = 1000
+	// defaultMaxSessionsPerPrincipal bounds the sessions one principal has
 	// open at once.
-	DefaultMaxSessionsPerPrincipal = 100
-	// DefaultSessionIdleTimeout is how long a session may go without a
+	defaultMaxSessionsPerPrincipal = 100
+	// defaultSessionIdleTimeout is how long a session may go without a
 	// request before it ends.
-	DefaultSessionIdleTimeout = 30 * time.Minute
+	defaultSessionIdleTimeout = 30 * time.Minute
 )
 
 // sessionIDPrefix starts every session ID the adapter mints.

@@ -275,7 +275,7 @@ func (k *keySet) run(ctx context.Context, f *fetch, delay time.Duration) {
 	}
 	// Bounded even with a Config.HTTPClient without a timeout: requests
 	// wait for this fetch.
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	ctx, cancel := context.WithTimeout(ctx, defaultTimeout)
 	keys, err := k.fetch(ctx)
 	cancel()
 	k.mu.Lock()

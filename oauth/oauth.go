@@ -103,12 +103,12 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultClockSkew is how far a token may be past its expiry, or
+	// defaultClockSkew is how far a token may be past its expiry, or
 	// before its "nbf", and still be accepted: clocks differ.
-	DefaultClockSkew = time.Minute
-	// DefaultTimeout bounds each request to the authorization server
+	defaultClockSkew = time.Minute
+	// defaultTimeout bounds each request to the authorization server
 	// (metadata, key set, introspection) when Config.HTTPClient is nil.
-	DefaultTimeout = 10 * time.Second
+	defaultTimeout = 10 * time.Second
 )
 
 // signingAlgorithms are the JWS algorithms accepted: the asymmetric ones.
@@ -159,12 +159,12 @@ type Config struct {
 	ScopesSupported []string
 
 	// ClockSkew is how far a token may be past its "exp", or before its
-	// "nbf", and still be accepted. Default (0): DefaultClockSkew; a
+	// "nbf", and still be accepted. Default (0): a minute; a
 	// negative value allows none.
 	ClockSkew time.Duration
 
 	// HTTPClient makes the requests to the authorization server. Default
-	// (nil): a client with a timeout of DefaultTimeout.
+	// (nil): a client with a timeout of 10 seconds.
 	HTTPClient *http.Client
 
 	// RequireAccessTokenType refuses every JWT whose header does not say
@@ -236,12 +236,12 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	v.cfg.ScopesSupported = append([]string(nil), cfg.ScopesSupported...)
 	switch {
 	case v.skew == 0:
-		v.skew = DefaultClockSkew
+		v.skew = defaultClockSkew
 	case v.skew < 0:
 		v.skew = 0
 	}
 	if v.client == nil {
-		v.client = &http.Client{Timeout: DefaultTimeout}
+		v.client = &http.Client{Timeout: defaultTimeout}
 	}
 	jwksURL := cfg.JWKSURL
 	if cfg.Introspection != nil {

@@ -340,7 +340,7 @@ func (s *Settings) read(ctx context.Context, q dbconn.Querier, tenant string) (*
 func (s *Settings) store(tenant string, st *State, at time.Time) {
 	old := s.swap(tenant, st, at)
 	if old != nil && !old.same(st) {
-		s.Changed(tenant)
+		s.Notify(tenant)
 	}
 }
 
@@ -395,7 +395,7 @@ ON CONFLICT (scope, tool) DO UPDATE SET enabled = excluded.enabled, updated_at =
 	}
 	old := s.swap(tenant, after, time.Now())
 	if !before.same(after) || (old != nil && !old.same(after)) {
-		s.Changed(tenant)
+		s.Notify(tenant)
 	}
 	return nil
 }
@@ -426,7 +426,7 @@ func boolInt(b bool) int {
 // or after its registry loaded tools for it on demand or forgot them
 // (Registry.UnloadTools), and with "" (meaning every tenant) after the
 // registry's kill switch (SetEnabled), Add or a loader resolving changed
-// what it serves; see Changed. fn runs synchronously in the goroutine that
+// what it serves; see Notify. fn runs synchronously in the goroutine that
 // made the change, after the change is visible to listings; keep it short
 // (the MCP adapter sends notifications/tools/list_changed). cancel
 // unregisters fn.
@@ -455,12 +455,12 @@ func (s *Settings) Subscribe(fn func(tenant string)) (cancel func()) {
 	}
 }
 
-// Changed tells subscribers that what tenant may call changed for a reason
+// Notify tells subscribers that what tenant may call changed for a reason
 // these settings do not hold ("" for every tenant): the registry calls it
 // when its tools change, and a host whose Options.Authorize decides on
 // data of its own calls it when that data changed, so that MCP clients
 // list their tools again.
-func (s *Settings) Changed(tenant string) {
+func (s *Settings) Notify(tenant string) {
 	s.subMu.Lock()
 	ids := slices.Sorted(maps.Keys(s.subs))
 	fns := make([]func(string), 0, len(ids))

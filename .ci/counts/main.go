@@ -4,6 +4,10 @@
 //   - the root package exports at most 110 names (functions, types,
 //     variables, constants and methods of exported types);
 //
+//   - the whole public surface, every non-internal package of the module
+//     counted the same way, exports at most 380 names (not the examples,
+//     testdata, the nested modules or the commands' package main);
+//
 //   - *Registry has at most 15 methods;
 //
 //   - no non-test Go file of the library (every package but the examples
@@ -17,6 +21,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/doc"
@@ -25,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -32,6 +38,7 @@ import (
 // The budget.
 const (
 	maxRootNames       = 110
+	maxSurfaceNames    = 380
 	maxRegistryMethods = 15
 	maxFileLines       = 600
 )
@@ -54,7 +61,7 @@ func main() {
 // the budget.
 func run(root string) ([]string, error) {
 	var problems []string
-	names, methods, err := exported(root, "Registry")
+	names, methods, _, err := exported(root, "Registry")
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +73,24 @@ func run(root string) ([]string, error) {
 	if methods > maxRegistryMethods {
 		problems = append(problems, fmt.Sprintf("*Registry has %d methods; at most %d (give the feature a handle or a package of its own)", methods, maxRegistryMethods))
 	}
-	long, err := longFiles(root)
+	dirs, err := libraryDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := surface(root, dirs)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, p := range pkgs {
+		fmt.Printf("  %-28s %3d\n", p.dir, p.names)
+		total += p.names
+	}
+	fmt.Printf("public surface: %d exported names over %d packages (budget %d)\n", total, len(pkgs), maxSurfaceNames)
+	if total > maxSurfaceNames {
+		problems = append(problems, fmt.Sprintf("the public surface exports %d names; at most %d (move what only llmtool uses to internal/, or unexport it)", total, maxSurfaceNames))
+	}
+	long, err := longFiles(dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +101,15 @@ func run(root string) ([]string, error) {
 	return problems, nil
 }
 
+// errNoFiles is exported's answer for a directory without a package.
+var errNoFiles = errors.New("no non-test Go files")
+
 // exported counts the exported names of the package in dir and the
 // methods of its type typ.
-func exported(dir, typ string) (names, methods int, err error) {
+func exported(dir, typ string) (names, methods int, pkgName string, err error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	fset := token.NewFileSet()
 	var files []*ast.File
@@ -92,16 +119,16 @@ func exported(dir, typ string) (names, methods int, err error) {
 		}
 		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, "", err
 		}
 		files = append(files, f)
 	}
 	if len(files) == 0 {
-		return 0, 0, fmt.Errorf("no non-test Go files in %s", dir)
+		return 0, 0, "", fmt.Errorf("%s: %w", dir, errNoFiles)
 	}
 	d, err := doc.NewFromFiles(fset, files, "x")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	for _, c := range d.Consts {
 		names += len(c.Names)
@@ -123,7 +150,64 @@ func exported(dir, typ string) (names, methods int, err error) {
 			methods = len(t.Methods)
 		}
 	}
-	return names, methods, nil
+	return names, methods, d.Name, nil
+}
+
+// pkg is one package of the public surface and its count.
+type pkg struct {
+	dir   string
+	names int
+}
+
+// surface counts the exported names of every public package under root:
+// every library directory (libraryDirs) with non-test Go files, except
+// internal/ trees, nested modules (a go.mod of their own) and package
+// main.
+func surface(root string, dirs []string) ([]pkg, error) {
+	var pkgs []pkg
+	var private []string // internal/ trees and nested modules
+	for _, dir := range dirs {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			return nil, err
+		}
+		rel = filepath.ToSlash(rel)
+		if slices.ContainsFunc(private, func(p string) bool { return strings.HasPrefix(rel+"/", p+"/") }) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); (err == nil && rel != ".") || filepath.Base(dir) == "internal" {
+			private = append(private, rel)
+			continue
+		}
+		n, _, pkgName, err := exported(dir, "")
+		if errors.Is(err, errNoFiles) || pkgName == "main" {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, pkg{rel, n})
+	}
+	return pkgs, nil
+}
+
+// libraryDirs returns the directories of the library under root, in
+// lexical order: every one but hidden ones (.ci itself), testdata and the
+// examples.
+func libraryDirs(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples") {
+			return filepath.SkipDir
+		}
+		dirs = append(dirs, path)
+		return nil
+	})
+	return dirs, err
 }
 
 type file struct {
@@ -132,33 +216,27 @@ type file struct {
 }
 
 // longFiles returns the library's non-test Go files over the budget,
-// longest first: every file under root except tests, testdata, the
-// examples and hidden directories (.ci itself).
-func longFiles(root string) ([]file, error) {
+// longest first: every file in dirs except tests.
+func longFiles(dirs []string) ([]file, error) {
 	var long []file
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range dirs {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples") {
-				return filepath.SkipDir
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
 			}
-			return nil
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			if n := bytes.Count(src, []byte("\n")); n > maxFileLines {
+				long = append(long, file{path, n})
+			}
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if n := bytes.Count(src, []byte("\n")); n > maxFileLines {
-			long = append(long, file{path, n})
-		}
-		return nil
-	})
+	}
 	sort.Slice(long, func(i, j int) bool { return long[i].lines > long[j].lines })
-	return long, err
+	return long, nil
 }

@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := &cost.Options{AllTools: true, Encoding: *encoding, EstimateFactor: *factor}
 	if *shapes != "" {
 		for s := range strings.SplitSeq(*shapes, ",") {
-			opts.Shapes = append(opts.Shapes, cost.Shape(strings.TrimSpace(s)))
+			opts.Shapes = append(opts.Shapes, strings.TrimSpace(s))
 		}
 	}
 	reg, err := llmtool.NewRegistry(nil, &llmtool.Options{Logger: slog.New(slog.DiscardHandler)}, notes.Tools)
@@ -116,10 +116,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func shapeNames() string {
-	var names []string
-	for _, s := range cost.Shapes() {
-		names = append(names, string(s))
-	}
-	return strings.Join(names, ", ")
-}
+func shapeNames() string { return strings.Join(cost.Shapes(), ", ") }

@@ -40,7 +40,7 @@ func text(t *testing.T, c *cost.Catalog) string {
 func TestRun(t *testing.T) {
 	t.Parallel()
 	all := notesReport(t, &cost.Options{AllTools: true})
-	two := notesReport(t, &cost.Options{AllTools: true, Shapes: []cost.Shape{cost.Anthropic, cost.MCP}, Encoding: "cl100k_base", EstimateFactor: 1.2})
+	two := notesReport(t, &cost.Options{AllTools: true, Shapes: []string{"anthropic", "mcp"}, Encoding: "cl100k_base", EstimateFactor: 1.2})
 	overTotal := all.Check(cost.Budget{Total: 2000})
 	overTool := two.Check(cost.Budget{Tool: 500})
 	require.Error(t, overTotal)
@@ -92,7 +92,7 @@ func TestRunJSON(t *testing.T) {
 	require.Empty(t, stderr.String())
 	var got cost.Catalog
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
-	want := notesReport(t, &cost.Options{AllTools: true, Shapes: []cost.Shape{cost.OpenAIChat, cost.Gemini}})
+	want := notesReport(t, &cost.Options{AllTools: true, Shapes: []string{"openai-chat", "gemini"}})
 	want.Unsupported = nil // not in the JSON
 	require.Equal(t, want, &got)
 	require.True(t, got.AllTools)
@@ -106,7 +106,7 @@ func TestBinary(t *testing.T) {
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, string(out))
 
-	chat := notesReport(t, &cost.Options{AllTools: true, Shapes: []cost.Shape{cost.OpenAIChat}})
+	chat := notesReport(t, &cost.Options{AllTools: true, Shapes: []string{"openai-chat"}})
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "-shape", "openai-chat", "-budget", "1000")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	tenantName := fs.String("tenant", "default", "tenant whose tool settings apply")
 	writes := fs.Bool("writes", false, "enable write tools in the tenant (persistent)")
 	approve := fs.Bool("approve", false, "ask before destructive tools commit in the tenant (persistent)")
-	steps := fs.Int("steps", chatadapter.DefaultMaxSteps, "at most this many requests per question")
+	steps := fs.Int("steps", 15, "at most this many requests per question")
 	strict := fs.Bool("strict", false, "send strict-mode tool schemas (OpenAI structured outputs; chat and responses)")
 	locale := fs.String("locale", "en", "language of the lines chat shows: en or de")
 	verbose := fs.Bool("v", false, "also show each request to the model, its retries and the tokens it used")
@@ -166,8 +166,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 
+	shape := a.shape
+	if *strict { // the strict variant of an OpenAI format; Anthropic and Gemini have none
+		shape = map[chatadapter.Shape]chatadapter.Shape{chatadapter.OpenAIChat: chatadapter.OpenAIChatStrict, chatadapter.OpenAIResponses: chatadapter.OpenAIResponsesStrict}[shape]
+		if shape == 0 {
+			shape = a.shape
+		}
+	}
 	ep := chatadapter.Endpoint{
-		Shape:   a.shape,
+		Shape:   shape,
 		BaseURL: strings.TrimSpace(getenv(a.env + "_BASE_URL")),
 		APIKey:  strings.TrimSpace(getenv(a.env + "_API_KEY")),
 		Model:   strings.TrimSpace(getenv(a.env + "_MODEL")),
@@ -189,7 +196,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	c := &config{
 		ep: ep, dbPath: *dbPath, tenant: *tenantName, writes: *writes, approve: *approve, verbose: *verbose,
-		run:   &chatadapter.RunOptions{MaxSteps: *steps, Strict: *strict, System: systemPrompt},
+		run:   &chatadapter.RunOptions{MaxSteps: *steps, System: systemPrompt},
 		msgs:  msgs,
 		local: *locale,
 		start: startPrompt{name: *prompt, args: promptArgs},

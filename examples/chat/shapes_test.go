@@ -36,7 +36,7 @@ func TestChatShapes(t *testing.T) {
 				chattest.Reply{Calls: []chattest.Call{{Name: "find_note", Args: `{"title":"pancakes","previewChars":0}`}}},
 				chattest.Reply{Text: "Gefunden."},
 				chattest.Reply{Calls: []chattest.Call{{Name: "delete_note", Args: `{"noteId":"pancakes"}`}}},
-				down, down, down, down, // the first try and chatadapter.DefaultMaxRetries
+				down, down, down, down, // the first try and 3 retries
 				chattest.Reply{Text: "Gelöscht."})
 			defer srv.Close()
 			var stdout, stderr bytes.Buffer

@@ -14,7 +14,7 @@ import (
 
 // Counting what a write run changed, per table, as the database saw it:
 // the one count behind a preview's per-table figures
-// (approval.Preview.Changes). A statement's RowsAffected cannot be that
+// (approval.Preview.Tables). A statement's RowsAffected cannot be that
 // count: a prepared statement's rows, a trigger's and a foreign key's
 // cascade never pass through the statement that the handler ran. So on
 // SQLite the connection's pre-update hook counts every row change, and on

@@ -85,9 +85,9 @@ import (
 	"github.com/llmtool/llmtool/cmd/llmtoolvet/internal/ignore"
 )
 
-// PkgPath is the import path of the llmtool package whose ReadCtx and
+// pkgPath is the import path of the llmtool package whose ReadCtx and
 // WriteCtx mark handlers.
-const PkgPath = "github.com/llmtool/llmtool"
+const pkgPath = "github.com/llmtool/llmtool"
 
 // Analyzer reports llmtool handlers whose work can outlive their
 // transaction. Run it with go vet -vettool, or as a standalone command
@@ -137,11 +137,11 @@ func run(pass *analysis.Pass) (any, error) {
 }
 
 func importsLLMTool(pkg *types.Package) bool {
-	if pkg.Path() == PkgPath {
+	if pkg.Path() == pkgPath {
 		return true
 	}
 	for _, p := range pkg.Imports() {
-		if p.Path() == PkgPath {
+		if p.Path() == pkgPath {
 			return true
 		}
 	}

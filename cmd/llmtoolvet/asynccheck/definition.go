@@ -31,7 +31,7 @@ func (c *checker) checkDefinition(call *ast.CallExpr) {
 		return
 	}
 	fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func)
-	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != PkgPath || (fn.Name() != "Read" && fn.Name() != "Write") {
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != pkgPath || (fn.Name() != "Read" && fn.Name() != "Write") {
 		return
 	}
 	if len(call.Args) >= 3 {
@@ -156,7 +156,7 @@ func hasMethod(t types.Type, name string) bool {
 // isCtxPtr reports whether t is *llmtool.ReadCtx or *llmtool.WriteCtx.
 func isCtxPtr(t types.Type) bool {
 	p, ok := types.Unalias(t).(*types.Pointer)
-	return ok && (typesx.IsNamed(p.Elem(), PkgPath, "ReadCtx") || typesx.IsNamed(p.Elem(), PkgPath, "WriteCtx"))
+	return ok && (typesx.IsNamed(p.Elem(), pkgPath, "ReadCtx") || typesx.IsNamed(p.Elem(), pkgPath, "WriteCtx"))
 }
 
 func isPointer(t types.Type) bool {
@@ -180,7 +180,7 @@ func isResource(t types.Type) bool {
 	}
 	e := typesx.Deref(t)
 	switch {
-	case typesx.IsNamed(e, PkgPath, "ReadCtx"), typesx.IsNamed(e, PkgPath, "WriteCtx"), typesx.IsNamed(t, "context", "Context"):
+	case typesx.IsNamed(e, pkgPath, "ReadCtx"), typesx.IsNamed(e, pkgPath, "WriteCtx"), typesx.IsNamed(t, "context", "Context"):
 		return true
 	}
 	if _, ok := types.Unalias(t).(*types.Pointer); ok {
@@ -205,7 +205,7 @@ func isResourcePkg(recv types.Type) bool {
 		return false
 	}
 	switch n.Obj().Pkg().Path() {
-	case PkgPath, "database/sql", "context":
+	case pkgPath, "database/sql", "context":
 		return true
 	}
 	return false
@@ -226,7 +226,7 @@ func carriesSeen(t types.Type, seen map[types.Type]bool) bool {
 		return true
 	}
 	if isError(t) || typesx.IsNamed(t, "context", "CancelFunc") || typesx.IsNamed(t, "context", "CancelCauseFunc") ||
-		typesx.IsNamed(typesx.Deref(t), PkgPath, "Principal") || typesx.IsNamed(typesx.Deref(t), "log/slog", "Logger") {
+		typesx.IsNamed(typesx.Deref(t), pkgPath, "Principal") || typesx.IsNamed(typesx.Deref(t), "log/slog", "Logger") {
 		return false
 	}
 	if seen[t] {

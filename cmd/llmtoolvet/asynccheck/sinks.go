@@ -148,7 +148,7 @@ func (s *scope) asyncCall(call *ast.CallExpr) {
 	sig := fn.Signature()
 	var kind string
 	switch {
-	case sig.Recv() != nil && fn.Name() == "AfterCommit" && typesx.IsNamed(typesx.Deref(sig.Recv().Type()), PkgPath, "WriteCtx"):
+	case sig.Recv() != nil && fn.Name() == "AfterCommit" && typesx.IsNamed(typesx.Deref(sig.Recv().Type()), pkgPath, "WriteCtx"):
 		kind = "aftercommit"
 	case sig.Recv() != nil && (fn.Name() == "Go" || fn.Name() == "TryGo"):
 		kind = "goroutine"

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmtool/llmtool/man"
+	"github.com/llmtool/llmtool/internal/man"
 )
 
 func TestCatalogEmpty(t *testing.T) {

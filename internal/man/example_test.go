@@ -3,7 +3,7 @@ package man_test
 import (
 	"fmt"
 
-	"github.com/llmtool/llmtool/man"
+	"github.com/llmtool/llmtool/internal/man"
 )
 
 var searchNotes = man.Tool{
