@@ -76,7 +76,9 @@ func (r *Registry) checkRows(ctx context.Context, cs *callState) error {
 		if err != nil {
 			return err
 		}
-		system := row.Op == changeset.Delete || slices.ContainsFunc(row.Changed(), func(c string) bool { return slices.Contains(e.SystemColumns, c) })
+		system := row.Op == changeset.Delete || slices.ContainsFunc(row.Changed(), func(c string) bool {
+			return slices.ContainsFunc(e.SystemColumns, func(s string) bool { return strings.EqualFold(s, c) })
+		})
 		i := slices.IndexFunc(checks, func(c rowCheck) bool { return c.Kind == e.Kind && c.ID == id })
 		if i < 0 {
 			checks = append(checks, rowCheck{Kind: e.Kind, ID: id, System: system})
@@ -97,9 +99,19 @@ func (r *Registry) checkRows(ctx context.Context, cs *callState) error {
 }
 
 // entityID is the ID of e's entity in a row's values: its Key column's
-// value, a string as it is, a number in its JSON form.
+// value, a string as it is, a number in its JSON form. Column names match
+// as SQL's unquoted names do, whatever their case (PostgreSQL's catalog
+// holds noteId as noteid).
 func entityID(e *Entity, v changeset.Values) (string, error) {
 	raw, ok := v[e.Key]
+	if !ok {
+		for c, x := range v {
+			if strings.EqualFold(c, e.Key) {
+				raw, ok = x, true
+				break
+			}
+		}
+	}
 	if !ok {
 		return "", fmt.Errorf("llmtool: entity %s: table %s has no column %s (Entity.Key); name the column that holds the entity's ID", e.Kind, e.Table, e.Key)
 	}

@@ -22,13 +22,15 @@ import (
 func TestRowChecks(t *testing.T) {
 	t.Parallel()
 	const (
-		protected = `Item "2" (id) is protected; tools may neither read nor change it.`
-		system    = `Item "1" (id) is a system item; %s must not change it.`
-		notYours  = `You may not change item "3" (id).`
+		protected = `Item "2" (ID) is protected; tools may neither read nor change it.`
+		system    = `Item "1" (ID) is a system item; %s must not change it.`
+		notYours  = `You may not change item "3" (ID).`
 	)
 	// Item 1 is a system item, item 2 is locked, item 3 belongs to bob;
 	// every call runs as ana.
-	item := &llmtool.Entity{Kind: "item", Table: "items", Key: "id", SystemColumns: []string{"name"},
+	// Key and SystemColumns in another case than the columns': names
+	// match as SQL's unquoted names do.
+	item := &llmtool.Entity{Kind: "item", Table: "items", Key: "ID", SystemColumns: []string{"Name"},
 		Exists: func(c *llmtool.ReadCtx, id string) (bool, error) {
 			var n int
 			err := c.QueryRow(`SELECT count(*) FROM items WHERE id = ?`, id).Scan(&n)
@@ -72,9 +74,9 @@ func TestRowChecks(t *testing.T) {
 		{"a protected item, renamed", "rename_item", 2, protected},
 		{"a protected item, restocked", "restock_item", 2, protected},
 		{"another principal's item", "restock_item", 3, notYours},
-		{"a system item, renamed (a system column)", "rename_item", 1, `Item "1" (id) is a system item; rename_item must not change it.`},
+		{"a system item, renamed (a system column)", "rename_item", 1, `Item "1" (ID) is a system item; rename_item must not change it.`},
 		{"a system item, restocked (another column)", "restock_item", 1, ""},
-		{"a system item, deleted by a trigger", "unlink_item", 1, `Item "1" (id) is a system item; unlink_item must not change it.`},
+		{"a system item, deleted by a trigger", "unlink_item", 1, `Item "1" (ID) is a system item; unlink_item must not change it.`},
 		{"a protected item, deleted by a trigger", "unlink_item", 2, protected},
 		{"an item of one's own", "rename_item", 4, ""},
 	}
@@ -112,7 +114,7 @@ func TestRowChecks(t *testing.T) {
 		before := dumpItems(t, db)
 		undo := reg.Invoke(ctx, llmtool.Call{Tool: "undo_changes", Args: []byte(`{"id":` + strconv.FormatInt(res.Changeset.ID, 10) + `}`)})
 		require.True(t, undo.IsError)
-		require.Contains(t, undo.Text(), `Item "4" (id) is protected; tools may neither read nor change it.`)
+		require.Contains(t, undo.Text(), `Item "4" (ID) is protected; tools may neither read nor change it.`)
 		require.Equal(t, before, dumpItems(t, db), "nothing is undone")
 	})
 }
