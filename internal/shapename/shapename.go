@@ -2,7 +2,7 @@
 // catalog in: the chat providers' tools fields (chatadapter.Shape) and
 // MCP's tools/list. A saved chat turn records its shape by this name
 // (chatadapter's state.go) and the cost report and the llmtoolcost
-// command take it (cost.Shape), so the two cannot drift apart.
+// command take it (cost.Shapes), so the two cannot drift apart.
 package shapename
 
 // The names, one per shape.
