@@ -21,7 +21,7 @@ import (
 // tracks (Options.Changesets), captured in its transaction (package
 // dbconn), bound by approvals (approval.go), stored in the history in the
 // same transaction, and undone by the built-in tool undo_changes
-// (changesets_undo.go).
+// (undo.go), and shown by list_changes and changes://recent (history.go).
 
 // changesetsTable is the history: one row per committed write call that
 // changed tracked rows.

@@ -10,7 +10,6 @@ import (
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
-	"github.com/llmtool/llmtool/internal/jsonenc"
 	"github.com/llmtool/llmtool/internal/sqlcheck"
 )
 
@@ -33,18 +32,6 @@ type undoOut struct {
 	Undone []int64 `json:"undone"`
 }
 
-type listChangesIn struct {
-	All   bool `json:"all,omitempty" desc:"List the whole workspace's changes, not only this conversation's."`
-	Limit int  `json:"limit,omitempty" desc:"How many, newest first." default:"20" minimum:"1" maximum:"100"`
-}
-
-type listChangesOut struct {
-	Changes []changeset.Entry `json:"changes"`
-	// Withheld counts the rows left out: those of entities that are
-	// protected, or that the reader may not read (Entity.Table).
-	Withheld int `json:"withheld,omitempty"`
-}
-
 func (r *Registry) newUndoTool() *Tool {
 	t := Write(undoTool, "Undo changes made earlier: this conversation's last change, one change by its id, or this conversation's changes since one. Refused, with nothing undone, if a row changed since.",
 		func(c *WriteCtx, in undoIn) (undoOut, error) {
@@ -52,89 +39,6 @@ func (r *Registry) newUndoTool() *Tool {
 		}, Summary("Undo earlier changes"), FriendlyName("Undo changes"), Scopes(r.tracked.cfg.Scopes...))
 	t.spec.Module = "changesets"
 	return t
-}
-
-func (r *Registry) newListChangesTool() *Tool {
-	t := Read(listChangesTool, "List the changes made in this conversation (or the whole workspace), newest first, with their ids for undo_changes. Rows of what you may not see are left out and counted in withheld.",
-		func(c *ReadCtx, in listChangesIn) (listChangesOut, error) {
-			f := changeset.Filter{Tenant: TenantFrom(c), Limit: in.Limit}
-			if !in.All && c.call.conversation != "" {
-				f.Conversation = c.call.conversation
-			}
-			return c.listChanges(f)
-		}, Summary("List recent changes"), FriendlyName("List changes"), Scopes(r.tracked.readScopes()...))
-	t.spec.Module = "changesets"
-	return t
-}
-
-// listChanges reads the history on a connection of llmtool's own, since
-// a read call's connection refuses llmtool's tables, and leaves out the
-// rows of entities the reader may not see: protected ones, and those
-// MayRead refuses, as they are now (Entity.Table).
-func (c *ReadCtx) listChanges(f changeset.Filter) (listChangesOut, error) {
-	es, err := changeset.List(c, c.call.reg.tx.DB, f)
-	out := listChangesOut{Changes: es}
-	if out.Changes == nil {
-		out.Changes = []changeset.Entry{}
-	}
-	if err != nil {
-		return out, err
-	}
-	tables := c.call.reg.entityTables()
-	if tables == nil {
-		return out, nil
-	}
-	for i := range out.Changes {
-		e := &out.Changes[i]
-		kept := e.Rows[:0]
-		for _, row := range e.Rows {
-			ok, err := c.mayReadRow(tables, row)
-			if err != nil {
-				return out, err
-			}
-			if ok {
-				kept = append(kept, row)
-			} else {
-				out.Withheld++
-			}
-		}
-		e.Rows = kept
-	}
-	return out, nil
-}
-
-// mayReadRow reports whether the reader may see a row of the history:
-// a row of an entity table whose entity is protected, or that MayRead
-// refuses, may not be seen. An entity that no longer exists is not
-// checked: its row shows what a tool could change, since only an entity
-// that exists can be protected.
-func (c *ReadCtx) mayReadRow(tables map[string]*Entity, row changeset.Row) (bool, error) {
-	e := tables[strings.ToLower(row.Table)]
-	if e == nil {
-		return true, nil
-	}
-	v := row.Before
-	if row.Op == changeset.Insert {
-		v = row.After
-	}
-	id, err := entityID(e, v)
-	if err != nil {
-		return false, err
-	}
-	if ok, err := e.Exists(c, id); err != nil || !ok {
-		return err == nil, err
-	}
-	for _, check := range []error{e.checkProtected(c, id, e.Key), e.checkMay(c, id, e.Key, false)} {
-		var te *Error
-		switch {
-		case check == nil:
-		case errors.As(check, &te):
-			return false, nil
-		default:
-			return false, check
-		}
-	}
-	return true, nil
 }
 
 // undo undoes the entries in selects, newest first, or fails with nothing
@@ -226,7 +130,7 @@ type undoer struct {
 	c         *WriteCtx
 	sqlite    bool
 	conflicts []string
-	pgCols    map[string]*pgColumns // PostgreSQL: the tables' columns (changesets_pg.go)
+	pgCols    map[string]*pgColumns // PostgreSQL: the tables' columns (undo_pg.go)
 }
 
 // maxRestorePasses bounds the passes that set rows back while the host's
@@ -365,7 +269,7 @@ func (u *undoer) restoreRows(id int64, rows []changeset.Row) error {
 // column in values), or does not exist when values is nil.
 func (u *undoer) is(table string, key, values changeset.Values) (bool, error) {
 	if !u.sqlite {
-		return u.pgIs(table, key, values) // changesets_pg.go
+		return u.pgIs(table, key, values) // undo_pg.go
 	}
 	conds, args, err := sqliteConds(key, nil, nil)
 	if err == nil && values != nil {
@@ -385,7 +289,7 @@ func (u *undoer) is(table string, key, values changeset.Values) (bool, error) {
 // row, or an insert if there is none; a delete when values is nil.
 func (u *undoer) restore(table string, key, values changeset.Values) error {
 	if !u.sqlite {
-		return u.pgRestore(table, key, values) // changesets_pg.go
+		return u.pgRestore(table, key, values) // undo_pg.go
 	}
 	t := sqlcheck.QuoteIdent(table)
 	where, args, err := sqliteConds(key, nil, nil)
@@ -457,25 +361,6 @@ func sortedCols(v changeset.Values) []string {
 	}
 	slices.Sort(cols)
 	return cols
-}
-
-// newChangesResource is the history as a resource: the workspace's last
-// changes, as list_changes with all set gives them.
-func (r *Registry) newChangesResource() *Tool {
-	t := Resource("recent_changes", "changes://recent", "The workspace's recent changes, newest first.",
-		func(c *ReadCtx, _ struct{}) (Rich, error) {
-			out, err := c.listChanges(changeset.Filter{Tenant: TenantFrom(c), Limit: 50})
-			if err != nil {
-				return Rich{}, err
-			}
-			b, err := jsonenc.Marshal(out)
-			if err != nil {
-				return Rich{}, err
-			}
-			return Rich{Content: []Content{ResourceContent("changes://recent", "application/json", string(b), nil)}}, nil
-		}, FriendlyName("Recent changes"), Scopes(r.tracked.readScopes()...))
-	t.spec.Module = "changesets"
-	return t
 }
 
 // mayUndo refuses the undo of e, another principal's change, unless the
