@@ -32,10 +32,7 @@ func (c *Catalog) WriteText(w io.Writer) error {
 		return strconv.Itoa(n)
 	}
 	// The lines as cells: tool (or module, or total), module, one per shape.
-	head := []string{"tool", "module"}
-	for _, s := range c.Shapes {
-		head = append(head, s)
-	}
+	head := append([]string{"tool", "module"}, c.Shapes...)
 	lines := [][]string{head}
 	rows := c.index()
 	for _, t := range c.Tools {
