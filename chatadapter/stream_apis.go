@@ -157,6 +157,9 @@ func (a *anthropicStream) end() ([]byte, error) {
 				block = block.set(key, s)
 				continue
 			}
+			if strings.TrimSpace(s) == "" {
+				continue // a call without arguments: content_block_start's input ({}) stands, as in Anthropic's SDK
+			}
 			if !json.Valid([]byte(s)) {
 				return nil, &streamError{fmt.Errorf("content block %d: the tool call's input is not JSON: %s", i, excerpt([]byte(s), 512))}
 			}

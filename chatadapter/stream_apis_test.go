@@ -166,3 +166,48 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 		})
 	}
 }
+
+// A call without arguments, streamed by Anthropic: content_block_start
+// gives input {}, and its one input_json_delta an empty partial_json. The
+// call runs with {}, as Anthropic's SDK reads it.
+func TestStreamAnthropicCallWithoutArguments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		deltas []string // the input_json_delta events' partial_json
+		input  string   // the input the transcript keeps
+	}{
+		{"one empty delta", []string{""}, `{}`},
+		{"no delta", nil, `{}`},
+		{"empty deltas then an object", []string{"", "{}"}, `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			events := []string{aStart, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"man","input":{}}}`}
+			for _, d := range tt.deltas {
+				events = append(events, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"`+d+`"}}`)
+			}
+			events = append(events, `{"type":"content_block_stop","index":0}`, aDelta("tool_use"), aStop)
+			m := newModelAt(t, "/v1/messages", sse(events...), sse(aStart, aTextStart, aText("Fine."), aDelta("end_turn"), aStop))
+			f := newStreamFixture(t)
+			ep := chatadapter.Endpoint{Shape: chatadapter.Anthropic, BaseURL: m.srv.URL + "/v1", Model: "m"}
+			tr, err := streamRunner(t, f, ep, nil).Run(f.ctx, []json.RawMessage{chatadapter.TextMessage(chatadapter.Anthropic, "user", "Help.")})
+			require.NoError(t, err)
+			require.Equal(t, "Fine.", tr.Answer)
+			require.Len(t, m.requests(), 2)
+			require.Len(t, tr.Outcomes, 1)
+			require.False(t, tr.Outcomes[0].Result.IsError, string(tr.Outcomes[0].Result.JSON))
+			var kept struct {
+				Content []struct {
+					Type  string          `json:"type"`
+					Input json.RawMessage `json:"input"`
+				} `json:"content"`
+			}
+			require.NoError(t, json.Unmarshal(tr.Messages[1], &kept))
+			require.Len(t, kept.Content, 1)
+			require.Equal(t, "tool_use", kept.Content[0].Type)
+			require.JSONEq(t, tt.input, string(kept.Content[0].Input))
+		})
+	}
+}
