@@ -133,14 +133,19 @@ func (r *Runner) retryWait(ctx context.Context, err error, attempt int) (time.Du
 	backoff := min(r.retryDelay<<(attempt-1), maxBackoff)
 	wait := backoff/2 + rand.N(backoff/2+1) // jitter, so clients do not come back together
 	var he *HTTPError
+	var se *streamError
 	var te *transportError
 	switch {
 	case errors.As(err, &he):
-		if he.StatusCode != http.StatusTooManyRequests && he.StatusCode < 500 {
+		if !retried(he.StatusCode) {
 			return 0, false
 		}
 		if he.saidWhen {
 			wait = he.RetryAfter
+		}
+	case errors.As(err, &se): // an error in the stream, as its status unstreamed
+		if !retried(se.status) {
+			return 0, false
 		}
 	case !errors.As(err, &te):
 		return 0, false
@@ -153,6 +158,10 @@ func (r *Runner) retryWait(ctx context.Context, err error, attempt int) (time.Du
 	}
 	return wait, true
 }
+
+// retried reports whether a response of status is tried again: a 429 or
+// a 5xx.
+func retried(status int) bool { return status == http.StatusTooManyRequests || status >= 500 }
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -32,10 +32,13 @@ import (
 // calls run only once their arguments are complete.
 //
 // A request that fails before the model's first words is tried again as
-// any (RunOptions.MaxRetries). Once a piece of text was reported, a stream
-// that breaks fails the turn instead: the person has read those words,
-// and a second answer would not repeat them. The transcript ends before
-// the request, as after any failed request.
+// any (RunOptions.MaxRetries); so is an error the endpoint sends in the
+// stream before them, as the status the API gives that error without
+// streaming would be (Anthropic's overloaded_error as a 529). Once a piece
+// of text was reported, a stream that breaks or brings an error fails the
+// turn instead: the person has read those words, and a second answer
+// would not repeat them. The transcript ends before the request, as after
+// any failed request.
 
 // maxStreamCalls bounds the tool calls one streamed answer may hold, so
 // that a wrong index cannot make Run allocate without end.
@@ -99,7 +102,11 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 	err = readEvents(in, func(data []byte) (bool, error) {
 		text, last, err := a.add(data)
 		if err != nil {
-			return false, &streamError{err}
+			var se *streamError
+			if !errors.As(err, &se) || told {
+				se = &streamError{err: err} // after text, no status: not retried
+			}
+			return false, se
 		}
 		if text != "" {
 			told = true
@@ -173,8 +180,13 @@ func readEvents(in io.Reader, event func(data []byte) (last bool, err error)) er
 }
 
 // streamError is a stream the endpoint sent wrong, or an error it sent
-// in the stream, which trying again would not cure.
-type streamError struct{ err error }
+// in the stream. status is the HTTP status the API answers the same
+// error with when it does not stream, 0 if none: Run retries the error
+// as it would that status (retryWait), while no text was shown.
+type streamError struct {
+	err    error
+	status int
+}
 
 func (e *streamError) Error() string { return e.err.Error() }
 func (e *streamError) Unwrap() error { return e.err }
@@ -230,7 +242,9 @@ func (a *assembly) chunk(data []byte) (string, error) {
 		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, excerpt(data, 512))
 	}
 	if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
-		return "", fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(e, 512))
+		var kind struct{ Type, Code string }
+		_ = json.Unmarshal(e, &kind) // an error of another form has no status
+		return "", &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(e, 512)), errorStatus(kind.Type, kind.Code)}
 	}
 	if u := bytes.TrimSpace(c.Usage); len(u) > 0 && u[0] == '{' {
 		a.usage = append(json.RawMessage(nil), u...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/llmtool/llmtool/internal/jsonenc"
@@ -14,12 +15,42 @@ import (
 // OpenAI Chat Completions (stream.go): each reader reports the text as it
 // comes and rebuilds the response the API sends without streaming.
 
-// streamFailed is an error the endpoint sent in the stream.
-func streamFailed(kind, message string, raw []byte) error {
-	if kind == "" && message == "" {
-		return fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(raw, 512))
+// streamFailed is an error the endpoint sent in the stream, with the
+// status the API answers it with unstreamed: status if not 0, else the
+// one its kind stands for (errorStatus).
+func streamFailed(kind, message string, raw []byte, status int) error {
+	if status == 0 {
+		status = errorStatus(kind, "")
 	}
-	return fmt.Errorf("the endpoint sent an error in the stream: %s: %s", kind, message)
+	if kind == "" && message == "" {
+		return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(raw, 512)), status}
+	}
+	return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s: %s", kind, message), status}
+}
+
+// statusOf is the HTTP status each API documents for an error kind it
+// may also send inside a stream: Anthropic's error types, OpenAI's
+// types and codes, Gemini's statuses.
+var statusOf = map[string]int{
+	"invalid_request_error": http.StatusBadRequest, "INVALID_ARGUMENT": http.StatusBadRequest, "FAILED_PRECONDITION": http.StatusBadRequest,
+	"authentication_error": http.StatusUnauthorized, "UNAUTHENTICATED": http.StatusUnauthorized,
+	"billing_error": http.StatusPaymentRequired, "insufficient_quota": http.StatusTooManyRequests,
+	"permission_error": http.StatusForbidden, "PERMISSION_DENIED": http.StatusForbidden,
+	"not_found_error": http.StatusNotFound, "NOT_FOUND": http.StatusNotFound,
+	"request_too_large": http.StatusRequestEntityTooLarge,
+	"rate_limit_error":  http.StatusTooManyRequests, "rate_limit_exceeded": http.StatusTooManyRequests, "RESOURCE_EXHAUSTED": http.StatusTooManyRequests,
+	"api_error": http.StatusInternalServerError, "server_error": http.StatusInternalServerError, "INTERNAL": http.StatusInternalServerError,
+	"UNAVAILABLE": http.StatusServiceUnavailable, "timeout_error": http.StatusGatewayTimeout, "DEADLINE_EXCEEDED": http.StatusGatewayTimeout,
+	"overloaded_error": 529, // Anthropic's "overloaded", which its unstreamed answers carry as status 529
+}
+
+// errorStatus is the status of an error of type kind or code, 0 if
+// neither is known.
+func errorStatus(kind, code string) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return statusOf[kind]
 }
 
 // anthropicStream is a streamed Anthropic message: message_start gives
@@ -83,7 +114,7 @@ func (a *anthropicStream) add(data []byte) (string, bool, error) {
 	}
 	switch ev.Type {
 	case "error":
-		return "", false, streamFailed(ev.Error.Type, ev.Error.Message, data)
+		return "", false, streamFailed(ev.Error.Type, ev.Error.Message, data, 0)
 	case "message_start":
 		msg, err := orderedObject(ev.Message)
 		if err != nil {
@@ -148,7 +179,7 @@ func (a *anthropicStream) end() ([]byte, error) {
 	content := make([]any, 0, len(a.blocks))
 	for i, b := range a.blocks {
 		if b.block == nil {
-			return nil, &streamError{fmt.Errorf("content block %d had deltas but no content_block_start", i)}
+			return nil, &streamError{err: fmt.Errorf("content block %d had deltas but no content_block_start", i)}
 		}
 		block := b.block
 		for _, key := range b.order {
@@ -161,7 +192,7 @@ func (a *anthropicStream) end() ([]byte, error) {
 				continue // a call without arguments: content_block_start's input ({}) stands, as in Anthropic's SDK
 			}
 			if !json.Valid([]byte(s)) {
-				return nil, &streamError{fmt.Errorf("content block %d: the tool call's input is not JSON: %s", i, excerpt([]byte(s), 512))}
+				return nil, &streamError{err: fmt.Errorf("content block %d: the tool call's input is not JSON: %s", i, excerpt([]byte(s), 512))}
 			}
 			block = block.set(key, json.RawMessage(s))
 		}
@@ -222,9 +253,9 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 	switch ev.Type {
 	case "error":
 		if e := ev.Error; e != nil {
-			return "", false, streamFailed(e.Code+e.Type, e.Message, data)
+			return "", false, streamFailed(e.Code+e.Type, e.Message, data, errorStatus(e.Type, e.Code))
 		}
-		return "", false, streamFailed(ev.Code, ev.Message, data)
+		return "", false, streamFailed(ev.Code, ev.Message, data, 0)
 	case "response.output_text.delta", "response.refusal.delta":
 		return ev.Delta, false, nil
 	case "response.completed", "response.incomplete", "response.failed":
@@ -266,6 +297,7 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 			FinishReason json.RawMessage `json:"finishReason"`
 		} `json:"candidates"`
 		Error *struct {
+			Code    int    `json:"code"`
 			Status  string `json:"status"`
 			Message string `json:"message"`
 		} `json:"error"`
@@ -277,7 +309,7 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		return "", false, fmt.Errorf("a stream chunk is not a Gemini response (%v): %s", err, excerpt(data, 512))
 	}
 	if c.Error != nil {
-		return "", false, streamFailed(c.Error.Status, c.Error.Message, data)
+		return "", false, streamFailed(c.Error.Status, c.Error.Message, data, c.Error.Code)
 	}
 	for _, m := range chunk {
 		if m.key != "candidates" {

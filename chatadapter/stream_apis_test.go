@@ -65,7 +65,10 @@ const (
 	aStart     = `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`
 	aTextStart = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
 	aStop      = `{"type":"message_stop"}`
-	rCreated   = `{"type":"response.created","sequence_number":0,"response":{"object":"response","status":"in_progress","output":[]}}`
+	// aOverloaded is Anthropic's error event for what an unstreamed answer
+	// gives as status 529.
+	aOverloaded = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	rCreated    = `{"type":"response.created","sequence_number":0,"response":{"object":"response","status":"in_progress","output":[]}}`
 )
 
 func aText(s string) string {
@@ -107,8 +110,16 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 		requests int
 		deltas   []string
 	}{
-		{chatadapter.Anthropic, "an error event", []handler{sse(aStart, aTextStart, aText("Hm"), `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)},
+		{chatadapter.Anthropic, "an error event after text: not retried", []handler{sse(aStart, aTextStart, aText("Hm"), aOverloaded), ok[chatadapter.Anthropic]},
 			"the endpoint sent an error in the stream: overloaded_error: Overloaded", 1, []string{"Hm"}},
+		{chatadapter.Anthropic, "overloaded before text: retried as a 529", []handler{sse(aStart, aOverloaded), sse(aStart, aTextStart, aOverloaded), ok[chatadapter.Anthropic]},
+			"", 3, []string{"Fine."}},
+		{chatadapter.Anthropic, "overloaded before text, every time: retries spent", []handler{sse(aOverloaded), sse(aOverloaded), sse(aOverloaded), sse(aOverloaded), ok[chatadapter.Anthropic]},
+			"the endpoint sent an error in the stream: overloaded_error: Overloaded", 4, nil},
+		{chatadapter.Anthropic, "rate limited before text: retried as a 429", []handler{sse(aStart, `{"type":"error","error":{"type":"rate_limit_error","message":"Slow down."}}`), ok[chatadapter.Anthropic]},
+			"", 2, []string{"Fine."}},
+		{chatadapter.Anthropic, "a bad request before text: not retried, as a 400", []handler{sse(aStart, `{"type":"error","error":{"type":"invalid_request_error","message":"Bad tools."}}`), ok[chatadapter.Anthropic]},
+			"the endpoint sent an error in the stream: invalid_request_error: Bad tools.", 1, nil},
 		{chatadapter.Anthropic, "the stream ends early", []handler{sse(aStart, aTextStart, aText("Half"))},
 			"the stream ended before the answer did (no stop_reason, no message_stop)", 1, []string{"Half"}},
 		{chatadapter.Anthropic, "broken after text: not retried", []handler{broken(aStart, aTextStart, aText("Half")), ok[chatadapter.Anthropic]},
@@ -126,6 +137,8 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 			`content block 0: the tool call's input is not JSON: {"id":`, 1, nil},
 		{chatadapter.OpenAIResponses, "an error event", []handler{sse(rCreated, rText("Hm"), `{"type":"error","code":"ERR_SOMETHING","message":"Something went wrong.","param":null,"sequence_number":2}`)},
 			"the endpoint sent an error in the stream: ERR_SOMETHING: Something went wrong.", 1, []string{"Hm"}},
+		{chatadapter.OpenAIResponses, "a server error before text: retried", []handler{sse(rCreated, `{"type":"error","code":"server_error","message":"The server had an error.","param":null,"sequence_number":1}`), ok[chatadapter.OpenAIResponses]},
+			"", 2, []string{"Fine."}},
 		{chatadapter.OpenAIResponses, "the response failed", []handler{sse(rCreated, `{"type":"response.failed","response":{"object":"response","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}}`)},
 			"the response failed: server_error: The model failed.", 1, nil},
 		{chatadapter.OpenAIResponses, "the stream ends early", []handler{sse(rCreated, rText("Half"))},
@@ -137,6 +150,10 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 			`a stream event is not a Responses API event (unexpected end of JSON input): {"type":`, 1, nil},
 		{chatadapter.Gemini, "an error chunk", []handler{sse(gText("Hm", ""), `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`)},
 			"the endpoint sent an error in the stream: INTERNAL: An internal error has occurred.", 1, []string{"Hm"}},
+		{chatadapter.Gemini, "unavailable before text: retried as a 503", []handler{sse(`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`), ok[chatadapter.Gemini]},
+			"", 2, []string{"Fine."}},
+		{chatadapter.Gemini, "an error chunk after text: not retried", []handler{sse(gText("Hm", ""), `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`), ok[chatadapter.Gemini]},
+			"the endpoint sent an error in the stream: UNAVAILABLE: The model is overloaded.", 1, []string{"Hm"}},
 		{chatadapter.Gemini, "the stream ends early", []handler{sse(gText("Half", ""))},
 			"the stream ended before the answer did (no finishReason)", 1, []string{"Half"}},
 		{chatadapter.Gemini, "broken after text: not retried", []handler{broken(gText("Half", "")), ok[chatadapter.Gemini]}, "unexpected EOF", 1, []string{"Half"}},

@@ -273,9 +273,12 @@ func TestStreamErrors(t *testing.T) {
 		{"an error in the stream", []func(http.ResponseWriter, *http.Request){
 			sse(delta(`{"content":"Hm"}`), `{"error":{"message":"The server had an error.","type":"server_error"}}`)},
 			`chatadapter: POST URL: the endpoint sent an error in the stream: {"message":"The server had an error.","type":"server_error"}`, 1, []string{"Hm"}},
-		{"an error before any text is not retried either", []func(http.ResponseWriter, *http.Request){
-			sse(`{"error":{"message":"Bad tools.","type":"invalid_request_error"}}`)},
+		{"a bad request before any text is not retried either", []func(http.ResponseWriter, *http.Request){
+			sse(`{"error":{"message":"Bad tools.","type":"invalid_request_error"}}`), ok},
 			`chatadapter: POST URL: the endpoint sent an error in the stream: {"message":"Bad tools.","type":"invalid_request_error"}`, 1, nil},
+		{"a server error before any text: retried as a 500", []func(http.ResponseWriter, *http.Request){
+			sse(`{"error":{"message":"The server had an error.","type":"server_error"}}`), ok},
+			"", 2, []string{"Fine."}},
 		{"the stream ends early", []func(http.ResponseWriter, *http.Request){
 			sse(delta(`{"content":"Half"}`))},
 			"chatadapter: POST URL: the stream ended before the answer did (no finish_reason, no [DONE])", 1, []string{"Half"}},
