@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -157,12 +156,7 @@ func (e Event) render(msgs *i18n.Catalog, locale string) string {
 		}
 		return msgs.Message(keyModelRequest, locale)
 	case ModelRetry:
-		status := "no answer"
-		var he *HTTPError
-		if errors.As(e.Err, &he) {
-			status = strconv.Itoa(he.StatusCode) + " " + http.StatusText(he.StatusCode)
-		}
-		return msgs.Message(keyModelRetry, locale, "status", status, "wait", e.Wait.Round(time.Millisecond).String())
+		return msgs.Message(keyModelRetry, locale, "status", retryStatus(msgs, locale, e.Err), "wait", e.Wait.Round(time.Millisecond).String())
 	case ModelReply, TextDelta, TurnEnded:
 		return e.Text
 	case RunStopped:

@@ -1,6 +1,8 @@
 package chatadapter
 
 import (
+	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -22,6 +24,11 @@ const (
 	keyModelRequest  = "llm.chat.model.request"      //
 	keyModelAgain    = "llm.chat.model.again"        // {attempt}
 	keyModelRetry    = "llm.chat.model.retry"        // {status}, {wait}
+	keyNoAnswer      = "llm.chat.model.noAnswer"     // the {status} of a request that got no response
+	keyTooMany       = "llm.chat.model.tooMany"      // {code}: the {status} of a 429
+	keyUnavailable   = "llm.chat.model.unavailable"  // {code}: of a 503
+	keyOverloaded    = "llm.chat.model.overloaded"   // {code}: of a 529, Anthropic's "overloaded"
+	keyServerError   = "llm.chat.model.serverError"  // {code}: of another 5xx
 	keyStopSteps     = "llm.chat.stop.steps"         // {steps}
 	keyStopBudget    = "llm.chat.stop.budget"        // {tokens}, {budget}
 	keyApproval      = "llm.chat.approval.prompt"    // {tool}, {summary}
@@ -33,6 +40,34 @@ const (
 	keyDeleted       = "llm.chat.preview.deleted"    // {n}
 	keyNoChanges     = "llm.chat.preview.none"       //
 )
+
+// retryStatus is the {status} of a retry after err in locale: the
+// status the endpoint answered, or that of the error it sent in its
+// stream, in the catalog's words ("429 (too many requests)"); "no answer"
+// for a request that got no response.
+func retryStatus(msgs *i18n.Catalog, locale string, err error) string {
+	code := 0
+	var he *HTTPError
+	var se *streamError
+	switch {
+	case errors.As(err, &he):
+		code = he.StatusCode
+	case errors.As(err, &se):
+		code = se.status
+	}
+	key := keyServerError
+	switch code {
+	case 0:
+		return msgs.Message(keyNoAnswer, locale)
+	case http.StatusTooManyRequests:
+		key = keyTooMany
+	case http.StatusServiceUnavailable:
+		key = keyUnavailable
+	case 529:
+		key = keyOverloaded
+	}
+	return msgs.Message(key, locale, "code", strconv.Itoa(code))
+}
 
 // previewLine is p in one line in locale: in English exactly
 // p.String(), "Delete note "Plans". (notes: 3 deleted)".
