@@ -102,7 +102,8 @@
 // conversation with the tool set, runs the calls of each answer as
 // Dispatch does, and sends again until the model answers without calls.
 // It pauses as Dispatch does (Transcript.Pending, Transcript.Resume,
-// ResumeWith). It tries a request again after a 429, a 5xx or a broken
+// ResumeWith). It tries a request again after a 429, a 5xx (or the error
+// a stream sends for one before its first words) or a broken
 // connection, waiting as the server asks (Retry-After) or backing off,
 // within ctx (RunOptions.MaxRetries, RetryDelay). It counts each
 // request's tokens as the provider reports them (Transcript.Usage,

@@ -34,7 +34,8 @@ const (
 	CallPaused
 	// ModelRequest: Run sends request Step to the model (attempt Attempt).
 	ModelRequest
-	// ModelRetry: the attempt failed with Err (a 429, a 5xx or a broken
+	// ModelRetry: the attempt failed with Err (a 429, a 5xx, the error a
+	// stream sent for one before its first words, or a broken
 	// connection) and Run tries again after Wait.
 	ModelRetry
 	// ModelReply: the model answered request Step; Text is what it said
