@@ -376,3 +376,20 @@ func TestBrowserOtherSites(t *testing.T) {
 	require.Zero(t, s.sessions())
 	p.do(chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#login")))
 }
+
+// While Ana's turn runs, Ben's POST to her conversation answers 404 as
+// for any conversation that is not his: nothing tells him it exists.
+func TestBrowserOtherRunningConversation(t *testing.T) {
+	s := newSite(t)
+	browser := newBrowser(t)
+	ana, ben := s.open(t, browser, "ana"), s.open(t, browser, "ben")
+	anaConv := eval[int64](ana, `Number(document.body.dataset.conversation)`)
+	ana.send("slowly create a note called Draft under Projects")
+	s.waitHold() // Ana's turn runs
+	for _, path := range []string{"send", "answer", "undo"} {
+		require.Equal(t, `404 {"error":"No such conversation."}`, eval[string](ben, fmt.Sprintf(
+			`fetch("/api/conversations/%d/%s", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({text: "hi", approve: true, changeset: 1})}).then(async r => r.status + " " + (await r.text()).trim())`, anaConv, path)), path)
+	}
+	ana.do(chromedp.Click(chromedp.CSS("#stop")))
+	ana.idle()
+}

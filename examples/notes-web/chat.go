@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -204,13 +203,14 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 
 // claimed loads the conversation the path names and runs f with it,
 // alone: a turn or an undo of one conversation at a time, each reading
-// what the one before saved.
+// what the one before saved. Whose the conversation is comes first: another
+// user's answers 404 whatever its state, so nothing tells them it exists.
 func (a *app) claimed(w http.ResponseWriter, r *http.Request, ws *workspace, f func(c *conversation)) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		httpError(w, http.StatusNotFound, "No such conversation.")
+	owned := a.conversationOf(w, r, ws)
+	if owned == nil {
 		return
 	}
+	id := owned.ID
 	a.mu.Lock()
 	busy := a.running[id]
 	a.running[id] = true
@@ -224,7 +224,7 @@ func (a *app) claimed(w http.ResponseWriter, r *http.Request, ws *workspace, f f
 		delete(a.running, id)
 		a.mu.Unlock()
 	}()
-	if c := a.conversationOf(w, r, ws); c != nil {
+	if c := a.conversationOf(w, r, ws); c != nil { // again: what the turn before saved
 		f(c)
 	}
 }
