@@ -393,3 +393,34 @@ func TestBrowserOtherRunningConversation(t *testing.T) {
 	ana.do(chromedp.Click(chromedp.CSS("#stop")))
 	ana.idle()
 }
+
+// At 1280 px a long first message (the conversation's title), a
+// 2,000-character word and a long note title scroll nothing sideways:
+// New stays on screen, the word wraps, the tree title ends in an ellipsis
+// with the whole title in its tooltip, and "protected" stays on its
+// note's line.
+func TestBrowserLayout1280(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	p.do(chromedp.EmulateViewport(1280, 860))
+	first := "show https://example.com/reports/2026/quarterly-summary-fina"
+	require.Len(t, first, 60)
+	p.say(first)
+	p.until(`document.querySelector("#conversations").selectedOptions[0].textContent === ` + js(first))
+	word := strings.Repeat("w", 2000)
+	p.do(chromedp.SetValue(chromedp.CSS("#chat-input"), word), chromedp.Click(chromedp.CSS("#send")))
+	p.until(`[...document.querySelectorAll(".msg.user")].some(m => m.textContent === ` + js(word) + `)`)
+	p.idle()
+	long := "A note whose title is far longer than the tree panel is wide, to see it end"
+	p.say("create a note called " + long + " under Projects")
+	p.until(inTree(long))
+
+	noScroll := `(e => e.scrollWidth <= e.clientWidth)`
+	require.True(t, eval[bool](p, noScroll+`(document.scrollingElement)`), "the page scrolls sideways")
+	require.True(t, eval[bool](p, `(r => r.width > 0 && r.right <= document.querySelector("#chat").getBoundingClientRect().right && r.right <= innerWidth)(document.querySelector("#new-conversation").getBoundingClientRect())`), "New is off-screen")
+	require.True(t, eval[bool](p, noScroll+`(document.querySelector("#chat-log"))`), "the chat scrolls sideways")
+	require.True(t, eval[bool](p, noScroll+`(document.querySelector("#tree-panel"))`), "the tree scrolls sideways")
+	require.Equal(t, long, eval[string](p, `[...document.querySelectorAll(".tree-item")].find(a => a.textContent === `+js(long)+`).title`))
+	require.Positive(t, eval[int](p, `document.querySelectorAll(".lock").length`), "the demo has a protected note")
+	require.True(t, eval[bool](p, `[...document.querySelectorAll(".lock")].every(l => Math.abs(l.getBoundingClientRect().top - l.previousElementSibling.getBoundingClientRect().top) < 6)`), "protected wraps under its note")
+}

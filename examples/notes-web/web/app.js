@@ -40,11 +40,12 @@ async function loadTree() {
 }
 
 function treeItem(n) {
-  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: n.title });
+  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: n.title, title: n.title });
   if (n.noteId === state.note) a.classList.add("open");
   a.addEventListener("click", (e) => { e.preventDefault(); openNote(n.noteId); });
-  const li = el("li", {}, a);
-  if (n.isProtected) li.append(el("span", { class: "lock", text: "protected" }));
+  const row = el("div", { class: "tree-row" }, a);
+  if (n.isProtected) row.append(el("span", { class: "lock", text: "protected" }));
+  const li = el("li", {}, row);
   if (n.children && n.children.length) li.append(el("ul", {}, ...n.children.map(treeItem)));
   return li;
 }
@@ -91,7 +92,7 @@ async function loadConversations(select) {
   let list = await api("GET", "/api/conversations");
   if (!list.length) list = [await api("POST", "/api/conversations", {})];
   const sel = $("#conversations");
-  sel.replaceChildren(...list.map((c) => el("option", { value: c.id, text: c.title })));
+  sel.replaceChildren(...list.map((c) => el("option", { value: c.id, text: c.title, title: c.title })));
   const id = select || Number(localStorage.getItem("conv:" + document.body.dataset.user)) || list[0].id;
   sel.value = String(list.some((c) => c.id === id) ? id : list[0].id);
   await loadConversation(Number(sel.value));
@@ -274,7 +275,7 @@ async function refreshTitle() {
   const sel = $("#conversations");
   for (const o of sel.options) {
     const c = list.find((x) => String(x.id) === o.value);
-    if (c) o.textContent = c.title;
+    if (c) o.textContent = o.title = c.title;
   }
 }
 
