@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -423,4 +424,21 @@ func TestBrowserLayout1280(t *testing.T) {
 	require.Equal(t, long, eval[string](p, `[...document.querySelectorAll(".tree-item")].find(a => a.textContent === `+js(long)+`).title`))
 	require.Positive(t, eval[int](p, `document.querySelectorAll(".lock").length`), "the demo has a protected note")
 	require.True(t, eval[bool](p, `[...document.querySelectorAll(".lock")].every(l => Math.abs(l.getBoundingClientRect().top - l.previousElementSibling.getBoundingClientRect().top) < 6)`), "protected wraps under its note")
+}
+
+// With the model down the page says so in a sentence, without the
+// endpoint's URL.
+func TestBrowserModelDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
+	s.start(chatadapter.Endpoint{BaseURL: "http://" + addr + "/v1", Model: "down"})
+	p := s.open(t, newBrowser(t), "ana")
+	p.say("hello")
+	p.until(`!!document.querySelector(".msg.error")`)
+	msg := p.text(".msg.error")
+	require.Equal(t, "The model could not be reached. What finished before stays; send your message again once it runs (the server's log has the detail).", msg)
+	require.NotContains(t, msg, addr)
 }

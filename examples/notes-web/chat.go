@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -182,7 +183,8 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 		end["error"] = "Stopped. What finished before stays; nothing else was saved."
 		end["stopped"] = true
 	case err != nil:
-		end["error"] = "The turn failed: " + err.Error()
+		a.cfg.logger.ErrorContext(r.Context(), "notes-web: turn failed", "conversation", c.ID, "err", err)
+		end["error"] = turnFailed(err)
 	}
 	c.Messages, c.Paused = tr.Messages, nil
 	if tr.Pending != nil {
@@ -199,6 +201,22 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 	if a.turnSaved != nil {
 		a.turnSaved(c.ID)
 	}
+}
+
+// turnFailed says to the person why a turn ended early, in the page's
+// words: a model that could not be reached or answered with an error is
+// said so, without its URL (the log keeps the detail).
+func turnFailed(err error) string {
+	const after = " What finished before stays; send your message again"
+	var he *chatadapter.HTTPError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &he):
+		return "The model answered with an error (" + he.Status + ")." + after + " in a moment."
+	case errors.As(err, &ue):
+		return "The model could not be reached." + after + " once it runs (the server's log has the detail)."
+	}
+	return "The turn failed: " + err.Error()
 }
 
 // claimed loads the conversation the path names and runs f with it,
