@@ -238,6 +238,7 @@ func TestBrowserCreateApproveUndo(t *testing.T) {
 	p.reload()
 	require.Equal(t, before, eval[string](p, `document.querySelector("#chat-log").innerText`))
 	require.True(t, eval[bool](p, `document.querySelector(".card.undone .undo").disabled`))
+	require.Equal(t, 1.0, eval[float64](p, `(b => { let o = 1; for (let e = b; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; })(document.querySelector(".card.undone .undo"))`), "the Undone button is not faded")
 	require.Equal(t, 3, eval[int](p, `document.querySelectorAll(".msg.user").length`))
 }
 
@@ -441,4 +442,24 @@ func TestBrowserModelDown(t *testing.T) {
 	msg := p.text(".msg.error")
 	require.Equal(t, "The model could not be reached. What finished before stays; send your message again once it runs (the server's log has the detail).", msg)
 	require.NotContains(t, msg, addr)
+}
+
+// A call that takes its time shows that it runs until it ends: here
+// create_note waits for a write the test holds on Ana's database.
+func TestBrowserRunningCall(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	tx, err := s.app.ws["ana"].db.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	_, err = tx.Exec(`UPDATE notes SET title = title WHERE noteId = 'projects'`)
+	require.NoError(t, err)
+	p.send("create a note called Later under Projects")
+	p.until(lastCard("create_note") + `?.classList.contains("running")`)
+	require.Equal(t, "running…", p.text(`.card[data-tool="create_note"] .status`))
+	require.True(t, eval[bool](p, `getComputedStyle(document.querySelector('.card.running .spinner')).animationName !== "none"`), "the card shows a spinner")
+	p.screenshot("running.png")
+	require.NoError(t, tx.Rollback())
+	p.until(lastCard("create_note") + `.classList.contains("ok")`)
+	p.idle()
+	require.Zero(t, eval[int](p, `document.querySelectorAll(".card .spinner").length`), "the spinner ends with the call")
 }

@@ -11,7 +11,7 @@ function el(tag, attrs = {}, ...children) {
   for (const [k, v] of Object.entries(attrs)) {
     if (k === "class") e.className = v;
     else if (k === "text") e.textContent = v;
-    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else if (k.startsWith("data-") || k.startsWith("aria-")) e.setAttribute(k, v);
     else e[k] = v;
   }
   for (const c of children) e.append(c);
@@ -134,7 +134,8 @@ function render(it) {
     case "call": {
       const args = el("details", { class: "args" }, el("summary", { text: "arguments" }), el("pre", { text: JSON.stringify(it.args, null, 1) }));
       log().append(el("div", { class: "card running" + (it.write ? " write" : ""), "data-call": it.id, "data-tool": it.tool },
-        el("div", { class: "card-head" }, el("span", { class: "name", text: it.name }), el("span", { class: "status", text: "running…" })), args));
+        el("div", { class: "card-head" }, el("span", { class: "name", text: it.name }),
+          el("span", {}, el("span", { class: "spinner", "aria-hidden": "true" }), el("span", { class: "status", text: "running…" }))), args));
       break;
     }
     case "approval":
@@ -157,6 +158,7 @@ function render(it) {
       log().append(el("div", { class: "msg status", text: it.text }));
       break;
     case "end":
+      for (const s of log().querySelectorAll(".spinner")) s.remove(); // nothing runs after the turn
       if (it.error) log().append(el("div", { class: "msg " + (it.stopped ? "stopped" : "error"), text: it.error }));
       if (it.pending) setPending(it.pending);
       break;
@@ -167,6 +169,7 @@ function render(it) {
 function pendingCard(it) {
   const c = card(it.id);
   if (!c) return;
+  $(".spinner", c)?.remove();
   c.classList.remove("running");
   c.classList.add("waiting");
   $(".status", c).textContent = it.type === "approval" ? "needs your approval" : "asks you";
@@ -191,6 +194,7 @@ function button(text, cls, onclick) {
 function doneCard(it) {
   const c = card(it.id);
   if (!c) return;
+  $(".spinner", c)?.remove();
   c.classList.remove("running", "waiting");
   c.classList.add(it.ok ? "ok" : "failed");
   $(".status", c).textContent = it.ok ? "done" : (it.denied ? "not approved" : "failed");
