@@ -427,21 +427,35 @@ func TestBrowserLayout1280(t *testing.T) {
 	require.True(t, eval[bool](p, `[...document.querySelectorAll(".lock")].every(l => Math.abs(l.getBoundingClientRect().top - l.previousElementSibling.getBoundingClientRect().top) < 6)`), "protected wraps under its note")
 }
 
-// With the model down the page says so in a sentence, without the
-// endpoint's URL.
+// With the model down, or answering with an error, the page says so in a
+// sentence, without the endpoint's URL.
 func TestBrowserModelDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	addr := ln.Addr().String()
+	down := ln.Addr().String()
 	require.NoError(t, ln.Close()) // nothing listens there now
-	s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
-	s.start(chatadapter.Endpoint{BaseURL: "http://" + addr + "/v1", Model: "down"})
-	p := s.open(t, newBrowser(t), "ana")
-	p.say("hello")
-	p.until(`!!document.querySelector(".msg.error")`)
-	msg := p.text(".msg.error")
-	require.Equal(t, "The model could not be reached. What finished before stays; send your message again once it runs (the server's log has the detail).", msg)
-	require.NotContains(t, msg, addr)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"no such model"}}`, http.StatusBadRequest)
+	}))
+	t.Cleanup(refusing.Close)
+	browser := newBrowser(t)
+	for _, tc := range []struct {
+		name, host, want string
+	}{
+		{"down", down, "The model could not be reached. What finished before stays; send your message again once it runs (the server's log has the detail)."},
+		{"error", strings.TrimPrefix(refusing.URL, "http://"), "The model answered with an error (400 Bad Request). What finished before stays; send your message again in a moment."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
+			s.start(chatadapter.Endpoint{BaseURL: "http://" + tc.host + "/v1", Model: "m"})
+			p := s.open(t, browser, "ana")
+			p.say("hello")
+			p.until(`!!document.querySelector(".msg.error")`)
+			msg := p.text(".msg.error")
+			require.Equal(t, tc.want, msg)
+			require.NotContains(t, msg, tc.host)
+		})
+	}
 }
 
 // A call that takes its time shows that it runs until it ends: here
