@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -237,6 +238,7 @@ func TestBrowserCreateApproveUndo(t *testing.T) {
 	p.reload()
 	require.Equal(t, before, eval[string](p, `document.querySelector("#chat-log").innerText`))
 	require.True(t, eval[bool](p, `document.querySelector(".card.undone .undo").disabled`))
+	require.Equal(t, 1.0, eval[float64](p, `(b => { let o = 1; for (let e = b; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; })(document.querySelector(".card.undone .undo"))`), "the Undone button is not faded")
 	require.Equal(t, 3, eval[int](p, `document.querySelectorAll(".msg.user").length`))
 }
 
@@ -375,4 +377,103 @@ func TestBrowserOtherSites(t *testing.T) {
 	require.Contains(t, eval[string](p, `document.body.innerText`), `This request comes from Origin \"http://evil.test:`+evilPort+`\"`)
 	require.Zero(t, s.sessions())
 	p.do(chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#login")))
+}
+
+// While Ana's turn runs, Ben's POST to her conversation answers 404 as
+// for any conversation that is not his: nothing tells him it exists.
+func TestBrowserOtherRunningConversation(t *testing.T) {
+	s := newSite(t)
+	browser := newBrowser(t)
+	ana, ben := s.open(t, browser, "ana"), s.open(t, browser, "ben")
+	anaConv := eval[int64](ana, `Number(document.body.dataset.conversation)`)
+	ana.send("slowly create a note called Draft under Projects")
+	s.waitHold() // Ana's turn runs
+	for _, path := range []string{"send", "answer", "undo"} {
+		require.Equal(t, `404 {"error":"No such conversation."}`, eval[string](ben, fmt.Sprintf(
+			`fetch("/api/conversations/%d/%s", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({text: "hi", approve: true, changeset: 1})}).then(async r => r.status + " " + (await r.text()).trim())`, anaConv, path)), path)
+	}
+	ana.do(chromedp.Click(chromedp.CSS("#stop")))
+	ana.idle()
+}
+
+// At 1280 px a long first message (the conversation's title), a
+// 2,000-character word and a long note title scroll nothing sideways:
+// New stays on screen, the word wraps, the tree title ends in an ellipsis
+// with the whole title in its tooltip, and "protected" stays on its
+// note's line.
+func TestBrowserLayout1280(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	p.do(chromedp.EmulateViewport(1280, 860))
+	first := "show https://example.com/reports/2026/quarterly-summary-fina"
+	require.Len(t, first, 60)
+	p.say(first)
+	p.until(`document.querySelector("#conversations").selectedOptions[0].textContent === ` + js(first))
+	word := strings.Repeat("w", 2000)
+	p.do(chromedp.SetValue(chromedp.CSS("#chat-input"), word), chromedp.Click(chromedp.CSS("#send")))
+	p.until(`[...document.querySelectorAll(".msg.user")].some(m => m.textContent === ` + js(word) + `)`)
+	p.idle()
+	long := "A note whose title is far longer than the tree panel is wide, to see it end"
+	p.say("create a note called " + long + " under Projects")
+	p.until(inTree(long))
+
+	noScroll := `(e => e.scrollWidth <= e.clientWidth)`
+	require.True(t, eval[bool](p, noScroll+`(document.scrollingElement)`), "the page scrolls sideways")
+	require.True(t, eval[bool](p, `(r => r.width > 0 && r.right <= document.querySelector("#chat").getBoundingClientRect().right && r.right <= innerWidth)(document.querySelector("#new-conversation").getBoundingClientRect())`), "New is off-screen")
+	require.True(t, eval[bool](p, noScroll+`(document.querySelector("#chat-log"))`), "the chat scrolls sideways")
+	require.True(t, eval[bool](p, noScroll+`(document.querySelector("#tree-panel"))`), "the tree scrolls sideways")
+	require.Equal(t, long, eval[string](p, `[...document.querySelectorAll(".tree-item")].find(a => a.textContent === `+js(long)+`).title`))
+	require.Positive(t, eval[int](p, `document.querySelectorAll(".lock").length`), "the demo has a protected note")
+	require.True(t, eval[bool](p, `[...document.querySelectorAll(".lock")].every(l => Math.abs(l.getBoundingClientRect().top - l.previousElementSibling.getBoundingClientRect().top) < 6)`), "protected wraps under its note")
+}
+
+// With the model down, or answering with an error, the page says so in a
+// sentence, without the endpoint's URL.
+func TestBrowserModelDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"no such model"}}`, http.StatusBadRequest)
+	}))
+	t.Cleanup(refusing.Close)
+	browser := newBrowser(t)
+	for _, tc := range []struct {
+		name, host, want string
+	}{
+		{"down", down, "The model could not be reached. What finished before stays; send your message again once it runs (the server's log has the detail)."},
+		{"error", strings.TrimPrefix(refusing.URL, "http://"), "The model answered with an error (400 Bad Request). What finished before stays; send your message again in a moment."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
+			s.start(chatadapter.Endpoint{BaseURL: "http://" + tc.host + "/v1", Model: "m"})
+			p := s.open(t, browser, "ana")
+			p.say("hello")
+			p.until(`!!document.querySelector(".msg.error")`)
+			msg := p.text(".msg.error")
+			require.Equal(t, tc.want, msg)
+			require.NotContains(t, msg, tc.host)
+		})
+	}
+}
+
+// A call that takes its time shows that it runs until it ends: here
+// create_note waits for a write the test holds on Ana's database.
+func TestBrowserRunningCall(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t), "ana")
+	tx, err := s.app.ws["ana"].db.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	_, err = tx.Exec(`UPDATE notes SET title = title WHERE noteId = 'projects'`)
+	require.NoError(t, err)
+	p.send("create a note called Later under Projects")
+	p.until(lastCard("create_note") + `?.classList.contains("running")`)
+	require.Equal(t, "running…", p.text(`.card[data-tool="create_note"] .status`))
+	require.True(t, eval[bool](p, `getComputedStyle(document.querySelector('.card.running .spinner')).animationName !== "none"`), "the card shows a spinner")
+	p.screenshot("running.png")
+	require.NoError(t, tx.Rollback())
+	p.until(lastCard("create_note") + `.classList.contains("ok")`)
+	p.idle()
+	require.Zero(t, eval[int](p, `document.querySelectorAll(".card .spinner").length`), "the spinner ends with the call")
 }

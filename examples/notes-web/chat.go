@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -183,7 +183,8 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 		end["error"] = "Stopped. What finished before stays; nothing else was saved."
 		end["stopped"] = true
 	case err != nil:
-		end["error"] = "The turn failed: " + err.Error()
+		a.cfg.logger.ErrorContext(r.Context(), "notes-web: turn failed", "conversation", c.ID, "err", err)
+		end["error"] = turnFailed(err)
 	}
 	c.Messages, c.Paused = tr.Messages, nil
 	if tr.Pending != nil {
@@ -202,15 +203,32 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 	}
 }
 
+// turnFailed says to the person why a turn ended early, in the page's
+// words: a model that could not be reached or answered with an error is
+// said so, without its URL (the log keeps the detail).
+func turnFailed(err error) string {
+	const after = " What finished before stays; send your message again"
+	var he *chatadapter.HTTPError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &he):
+		return "The model answered with an error (" + he.Status + ")." + after + " in a moment."
+	case errors.As(err, &ue):
+		return "The model could not be reached." + after + " once it runs (the server's log has the detail)."
+	}
+	return "The turn failed: " + err.Error()
+}
+
 // claimed loads the conversation the path names and runs f with it,
 // alone: a turn or an undo of one conversation at a time, each reading
-// what the one before saved.
+// what the one before saved. Whose the conversation is comes first: another
+// user's answers 404 whatever its state, so nothing tells them it exists.
 func (a *app) claimed(w http.ResponseWriter, r *http.Request, ws *workspace, f func(c *conversation)) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		httpError(w, http.StatusNotFound, "No such conversation.")
+	owned := a.conversationOf(w, r, ws)
+	if owned == nil {
 		return
 	}
+	id := owned.ID
 	a.mu.Lock()
 	busy := a.running[id]
 	a.running[id] = true
@@ -224,7 +242,7 @@ func (a *app) claimed(w http.ResponseWriter, r *http.Request, ws *workspace, f f
 		delete(a.running, id)
 		a.mu.Unlock()
 	}()
-	if c := a.conversationOf(w, r, ws); c != nil {
+	if c := a.conversationOf(w, r, ws); c != nil { // again: what the turn before saved
 		f(c)
 	}
 }

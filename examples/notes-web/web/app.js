@@ -11,7 +11,7 @@ function el(tag, attrs = {}, ...children) {
   for (const [k, v] of Object.entries(attrs)) {
     if (k === "class") e.className = v;
     else if (k === "text") e.textContent = v;
-    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else if (k.startsWith("data-") || k.startsWith("aria-")) e.setAttribute(k, v);
     else e[k] = v;
   }
   for (const c of children) e.append(c);
@@ -40,11 +40,12 @@ async function loadTree() {
 }
 
 function treeItem(n) {
-  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: n.title });
+  const a = el("a", { href: "#", class: "tree-item", "data-id": n.noteId, text: n.title, title: n.title });
   if (n.noteId === state.note) a.classList.add("open");
   a.addEventListener("click", (e) => { e.preventDefault(); openNote(n.noteId); });
-  const li = el("li", {}, a);
-  if (n.isProtected) li.append(el("span", { class: "lock", text: "protected" }));
+  const row = el("div", { class: "tree-row" }, a);
+  if (n.isProtected) row.append(el("span", { class: "lock", text: "protected" }));
+  const li = el("li", {}, row);
   if (n.children && n.children.length) li.append(el("ul", {}, ...n.children.map(treeItem)));
   return li;
 }
@@ -91,7 +92,7 @@ async function loadConversations(select) {
   let list = await api("GET", "/api/conversations");
   if (!list.length) list = [await api("POST", "/api/conversations", {})];
   const sel = $("#conversations");
-  sel.replaceChildren(...list.map((c) => el("option", { value: c.id, text: c.title })));
+  sel.replaceChildren(...list.map((c) => el("option", { value: c.id, text: c.title, title: c.title })));
   const id = select || Number(localStorage.getItem("conv:" + document.body.dataset.user)) || list[0].id;
   sel.value = String(list.some((c) => c.id === id) ? id : list[0].id);
   await loadConversation(Number(sel.value));
@@ -133,7 +134,8 @@ function render(it) {
     case "call": {
       const args = el("details", { class: "args" }, el("summary", { text: "arguments" }), el("pre", { text: JSON.stringify(it.args, null, 1) }));
       log().append(el("div", { class: "card running" + (it.write ? " write" : ""), "data-call": it.id, "data-tool": it.tool },
-        el("div", { class: "card-head" }, el("span", { class: "name", text: it.name }), el("span", { class: "status", text: "running…" })), args));
+        el("div", { class: "card-head" }, el("span", { class: "name", text: it.name }),
+          el("span", {}, el("span", { class: "spinner", "aria-hidden": "true" }), el("span", { class: "status", text: "running…" }))), args));
       break;
     }
     case "approval":
@@ -156,6 +158,7 @@ function render(it) {
       log().append(el("div", { class: "msg status", text: it.text }));
       break;
     case "end":
+      for (const s of log().querySelectorAll(".spinner")) s.remove(); // nothing runs after the turn
       if (it.error) log().append(el("div", { class: "msg " + (it.stopped ? "stopped" : "error"), text: it.error }));
       if (it.pending) setPending(it.pending);
       break;
@@ -166,6 +169,7 @@ function render(it) {
 function pendingCard(it) {
   const c = card(it.id);
   if (!c) return;
+  $(".spinner", c)?.remove();
   c.classList.remove("running");
   c.classList.add("waiting");
   $(".status", c).textContent = it.type === "approval" ? "needs your approval" : "asks you";
@@ -190,6 +194,7 @@ function button(text, cls, onclick) {
 function doneCard(it) {
   const c = card(it.id);
   if (!c) return;
+  $(".spinner", c)?.remove();
   c.classList.remove("running", "waiting");
   c.classList.add(it.ok ? "ok" : "failed");
   $(".status", c).textContent = it.ok ? "done" : (it.denied ? "not approved" : "failed");
@@ -274,7 +279,7 @@ async function refreshTitle() {
   const sel = $("#conversations");
   for (const o of sel.options) {
     const c = list.find((x) => String(x.id) === o.value);
-    if (c) o.textContent = c.title;
+    if (c) o.textContent = o.title = c.title;
   }
 }
 
