@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -491,7 +492,15 @@ func startStdioWire(t *testing.T, f *fixture) *stdioWire {
 	go func() {
 		sc := bufio.NewScanner(clientIn)
 		sc.Buffer(nil, 1<<20)
+		answered := false
 		for sc.Scan() {
+			if !answered && !bytes.Contains(sc.Bytes(), []byte(`"id"`)) {
+				// Before the first response: what an earlier test's
+				// ServeStdio left queued in mcp-go's one stdio session
+				// (ServeStdio's documentation).
+				continue
+			}
+			answered = true
 			w.lines <- sc.Text()
 		}
 		close(w.lines)

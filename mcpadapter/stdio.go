@@ -17,7 +17,9 @@ import (
 // logger, never to out, which carries only protocol messages.
 //
 // mcp-go keeps one stdio session per process, so run at most one
-// ServeStdio at a time in a process.
+// ServeStdio at a time in a process. That session keeps its queue of
+// notifications too: what one ServeStdio left queued when it ended, the
+// next one in the process writes before its initialize response.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ex := &exchange{}
 	ex.box = &ex.own

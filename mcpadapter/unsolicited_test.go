@@ -40,11 +40,20 @@ func tappedStdioClient(t *testing.T, f *fixture, rev string) (*client.Client, <-
 		defer tapOut.Close()
 		lines := bufio.NewScanner(tapIn)
 		lines.Buffer(nil, 1<<20)
+		initialized := false
 		for lines.Scan() {
 			var m wireMessage
 			if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
 				m.Method = "unreadable: " + lines.Text()
 			}
+			if !initialized && m.ID == nil {
+				// Before the initialize response: mcp-go keeps one stdio
+				// session, with one queue of notifications, per process,
+				// and an earlier test's ServeStdio may have left some
+				// queued (ServeStdio's documentation).
+				continue
+			}
+			initialized = true
 			seen <- m
 			if _, err := tapOut.Write(append(lines.Bytes(), '\n')); err != nil {
 				return
