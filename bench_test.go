@@ -1,6 +1,7 @@
 package llmtool_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
@@ -135,6 +137,31 @@ func baselineInsert(b *testing.B, ctx context.Context, db *sql.DB) {
 	}
 }
 
+// validatedInsert is baselineInsert that first checks the arguments
+// against add_item's published input schema with jsonschema/v6, as a
+// hand-written tool that keeps its schema's promise must: the floor of a
+// write tool whose arguments come from a model.
+func validatedInsert(b *testing.B, reg *llmtool.Registry) func(ctx context.Context, db *sql.DB) {
+	spec, ok := reg.Tool(context.Background(), "add_item")
+	require.True(b, ok)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(spec.InputSchema))
+	require.NoError(b, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(b, c.AddResource("mem:///in.json", doc))
+	sch, err := c.Compile("mem:///in.json")
+	require.NoError(b, err)
+	return func(ctx context.Context, db *sql.DB) {
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(insertArgs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			b.Fatal(err)
+		}
+		baselineInsert(b, ctx, db)
+	}
+}
+
 // invokePath returns a path that calls tool through Invoke.
 func invokePath(b *testing.B, ctx context.Context, reg *llmtool.Registry, tool string, args []byte) func() {
 	call := llmtool.Call{Tool: tool, Args: args}
@@ -164,8 +191,10 @@ func readPaths(b *testing.B, ctx context.Context, db *sql.DB, reg *llmtool.Regis
 
 // insertPaths are the insert tool's call and its hand-written baseline.
 func insertPaths(b *testing.B, ctx context.Context, db *sql.DB, reg *llmtool.Registry) []benchPath {
+	validated := validatedInsert(b, reg)
 	return []benchPath{
 		{"baseline=BEGIN_IMMEDIATE+INSERT+COMMIT", func() { baselineInsert(b, ctx, db) }},
+		{"baseline-validated=jsonschema+BEGIN_IMMEDIATE+INSERT+COMMIT", func() { validated(ctx, db) }},
 		{"llmtool=Invoke", invokePath(b, ctx, reg, "add_item", insertArgs)},
 	}
 }
@@ -227,7 +256,9 @@ func BenchmarkRatio(b *testing.B) {
 			t.report(b, invokeRead, 2, "read/baseline-tx")
 		}
 		if writes {
-			t.report(b, len(paths)-1, len(paths)-2, "insert/baseline")
+			invokeInsert := len(paths) - 1 // insertPaths: two baselines, then Invoke
+			t.report(b, invokeInsert, invokeInsert-2, "insert/baseline")
+			t.report(b, invokeInsert, invokeInsert-1, "insert/baseline-validated")
 		}
 	}
 	b.Run("reads", func(b *testing.B) { run(b, true, false) })
