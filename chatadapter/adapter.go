@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"slices"
 	"sync"
 
@@ -308,7 +309,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 	if shape == Gemini {
 		list = []any{object{{"functionDeclarations", list}}}
 	}
-	set.JSON = appendOrdered(make([]byte, 0, size), list)
+	set.JSON = ordered.Append(make([]byte, 0, size), list)
 
 	a.mu.Lock()
 	pushSet(&a.sets[shape], &cachedSet{specs: slices.Clone(specs), set: set, errs: errs})
@@ -355,7 +356,7 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 	conv := &converter{tool: spec.Name, shape: shape}
 	var params any = json.RawMessage(schema)
 	if shape.strict() || shape == Gemini {
-		v, err := parseOrdered(schema)
+		v, err := ordered.Parse(schema)
 		if err != nil {
 			return nil, fmt.Errorf("chatadapter: tool %q: input schema is not JSON: %w", spec.Name, err)
 		}
@@ -367,7 +368,7 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 			params, err = conv.strict(o, "", 0)
 		} else {
 			params, err = conv.gemini(o, "")
-			if p, _ := o.get("properties"); len(asObject(p)) == 0 {
+			if p, _ := o.Get("properties"); len(asObject(p)) == 0 {
 				params = nil // Gemini: a function without parameters has none
 			}
 		}
@@ -396,7 +397,7 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 			def = append(def, member{"parameters", params})
 		}
 	}
-	return appendOrdered(nil, def), nil
+	return ordered.Append(nil, def), nil
 }
 
 func asObject(v any) object {

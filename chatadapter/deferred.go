@@ -3,6 +3,7 @@ package chatadapter
 import (
 	"context"
 	"encoding/json"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"slices"
 
 	"github.com/llmtool/llmtool"
@@ -102,7 +103,7 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 	for _, t := range set.Tools {
 		size += len(t) + 1
 	}
-	set.JSON = appendOrdered(make([]byte, 0, size), rawList(set.Tools))
+	set.JSON = ordered.Append(make([]byte, 0, size), rawList(set.Tools))
 
 	a.mu.Lock()
 	pushSet(&a.deferred[shape], &cachedSet{specs: specs, unloaded: unloaded, set: set, errs: errs})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Endpoint is a model's API: where Run sends its requests, in which
@@ -215,7 +215,7 @@ func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: excerpt(b, 512)}
+		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: ordered.Excerpt(b, 512)}
 		he.RetryAfter, he.saidWhen = retryAfter(resp.Header, b, time.Now())
 		return nil, he
 	}
@@ -255,20 +255,4 @@ func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool)
 		}
 	}
 	return 0, false
-}
-
-// excerpt returns the start of b on one line, at most n bytes.
-func excerpt(b []byte, n int) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > n {
-		s = s[:n]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		s += "…"
-	}
-	if s == "" {
-		return "(empty body)"
-	}
-	return s
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"sync/atomic"
 	"time"
 
@@ -201,7 +202,7 @@ func checkAnswer(a *ask.ElicitResult) error {
 		if len(c) == 0 {
 			a.Content = json.RawMessage("{}")
 		} else if c[0] != '{' || !json.Valid(c) {
-			return fmt.Errorf("chatadapter: an accepted answer's Content must be a JSON object, the filled form; got %s", excerpt(c, 80))
+			return fmt.Errorf("chatadapter: an accepted answer's Content must be a JSON object, the filled form; got %s", ordered.Excerpt(c, 80))
 		}
 	case ask.Decline, ask.Cancel:
 		a.Content = nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 
 	"github.com/llmtool/llmtool"
 )
@@ -95,7 +96,7 @@ func promptMessage(shape Shape, role string, parts []llmtool.Content) json.RawMe
 				content = responsesParts(parts, where)
 			}
 		}
-		return appendOrdered(nil, object{{"role", role}, {"content", content}})
+		return ordered.Append(nil, object{{"role", role}, {"content", content}})
 	case Anthropic:
 		var content []any
 		if user {
@@ -105,7 +106,7 @@ func promptMessage(shape Shape, role string, parts []llmtool.Content) json.RawMe
 				content = append(content, textPart("text", richText([]llmtool.Content{p}, Anthropic, where)))
 			}
 		}
-		return appendOrdered(nil, object{{"role", role}, {"content", content}})
+		return ordered.Append(nil, object{{"role", role}, {"content", content}})
 	}
 	// Gemini
 	if !user {
@@ -119,7 +120,7 @@ func promptMessage(shape Shape, role string, parts []llmtool.Content) json.RawMe
 			gparts = append(gparts, object{{"text", richText([]llmtool.Content{p}, Gemini, where)}})
 		}
 	}
-	return appendOrdered(nil, object{{"role", role}, {"parts", gparts}})
+	return ordered.Append(nil, object{{"role", role}, {"parts", gparts}})
 }
 
 // allText reports whether every part is text or a text resource.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"net/http"
 	"net/url"
 	"strings"
@@ -146,9 +147,9 @@ func (r *Runner) body(messages []json.RawMessage, set *ToolSet) []byte {
 		body = append(body, member{"tools", set.JSON})
 	}
 	for _, f := range r.fields {
-		body = body.set(f.key, f.val)
+		body = body.Set(f.Key, f.Val)
 	}
-	return appendOrdered(nil, body)
+	return ordered.Append(nil, body)
 }
 
 // step is what one response brought.
@@ -204,12 +205,12 @@ func readChat(b []byte) (step, error) {
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return step{}, fmt.Errorf("response is not a chat completion (%v): %s", err, excerpt(b, 512))
+		return step{}, fmt.Errorf("response is not a chat completion (%v): %s", err, ordered.Excerpt(b, 512))
 	}
 	var st step
 	st.usage = Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, CachedTokens: r.Usage.PromptTokensDetails.CachedTokens}
 	if len(r.Choices) == 0 || len(r.Choices[0].Message) == 0 || r.Choices[0].Message[0] != '{' {
-		return st, fmt.Errorf("response has no message: %s", excerpt(b, 512))
+		return st, fmt.Errorf("response has no message: %s", ordered.Excerpt(b, 512))
 	}
 	if r.Choices[0].FinishReason == "length" {
 		st.cut = `finish_reason "length"`
@@ -244,7 +245,7 @@ func readResponses(b []byte) (step, error) {
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil || (r.Object != "response" && r.Output == nil) {
-		return step{}, fmt.Errorf("response is not a Responses API response (%v): %s", err, excerpt(b, 512))
+		return step{}, fmt.Errorf("response is not a Responses API response (%v): %s", err, ordered.Excerpt(b, 512))
 	}
 	st := step{usage: Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens}}
 	switch {
@@ -273,7 +274,7 @@ func readResponses(b []byte) (step, error) {
 			}
 		}
 	}
-	calls, err := parseResponses(appendOrdered(nil, rawList(r.Output)))
+	calls, err := parseResponses(ordered.Append(nil, rawList(r.Output)))
 	if err != nil {
 		return st, fmt.Errorf("output: %w", err)
 	}
@@ -294,7 +295,7 @@ func readAnthropic(b []byte) (step, error) {
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil || (r.Type != "message" && r.Content == nil) {
-		return step{}, fmt.Errorf("response is not an Anthropic message (%v): %s", err, excerpt(b, 512))
+		return step{}, fmt.Errorf("response is not an Anthropic message (%v): %s", err, ordered.Excerpt(b, 512))
 	}
 	u := r.Usage
 	st := step{usage: Usage{PromptTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
@@ -321,7 +322,7 @@ func readAnthropic(b []byte) (step, error) {
 		return st, fmt.Errorf("content: %w", err)
 	}
 	if len(blocks) > 0 { // Anthropic refuses an empty assistant message before the last
-		st.messages = []json.RawMessage{appendOrdered(nil, object{{"role", "assistant"}, {"content", r.Content}})}
+		st.messages = []json.RawMessage{ordered.Append(nil, object{{"role", "assistant"}, {"content", r.Content}})}
 	}
 	st.text, st.calls = text.String(), calls
 	return st, nil
@@ -344,15 +345,15 @@ func readGemini(b []byte) (step, error) {
 		} `json:"usageMetadata"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return step{}, fmt.Errorf("response is not a Gemini response (%v): %s", err, excerpt(b, 512))
+		return step{}, fmt.Errorf("response is not a Gemini response (%v): %s", err, ordered.Excerpt(b, 512))
 	}
 	u := r.UsageMetadata
 	st := step{usage: Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount, CachedTokens: u.CachedContentTokenCount}}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback.BlockReason != "" {
-			return st, fmt.Errorf("the prompt was blocked (blockReason %s): %s", r.PromptFeedback.BlockReason, excerpt(b, 512))
+			return st, fmt.Errorf("the prompt was blocked (blockReason %s): %s", r.PromptFeedback.BlockReason, ordered.Excerpt(b, 512))
 		}
-		return st, fmt.Errorf("response has no candidate: %s", excerpt(b, 512))
+		return st, fmt.Errorf("response has no candidate: %s", ordered.Excerpt(b, 512))
 	}
 	c := r.Candidates[0]
 	if c.FinishReason == "MAX_TOKENS" {

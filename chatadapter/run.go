@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"maps"
 	"net/http"
 	"slices"
@@ -165,11 +166,11 @@ func TextMessage(shape Shape, role, text string) json.RawMessage {
 	if role == "assistant" {
 		role = "model"
 	}
-	return appendOrdered(nil, object{{"role", role}, {"parts", []any{object{{"text", text}}}}})
+	return ordered.Append(nil, object{{"role", role}, {"parts", []any{object{{"text", text}}}}})
 }
 
 func textMessage(role, text string) json.RawMessage {
-	return appendOrdered(nil, object{{"role", role}, {"content", text}})
+	return ordered.Append(nil, object{{"role", role}, {"content", text}})
 }
 
 // Runner holds a conversation with a model over one endpoint, with the
@@ -427,14 +428,14 @@ func readAssistant(raw json.RawMessage) (json.RawMessage, string, []ToolCall, er
 		msg = append(msg, member{"content", ""})
 	}
 	if !hasCalls {
-		return appendOrdered(nil, msg), text, nil, nil
+		return ordered.Append(nil, msg), text, nil, nil
 	}
 	calls, err := parseOpenAIChat(tc)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("assistant message: tool_calls: %w", err)
 	}
 	msg = append(msg, member{"tool_calls", json.RawMessage(tc)})
-	return appendOrdered(nil, msg), text, calls, nil
+	return ordered.Append(nil, msg), text, calls, nil
 }
 
 // contentText is a message content's text: the string, or the text parts
@@ -444,7 +445,7 @@ func contentText(c json.RawMessage) string {
 	if len(c) == 0 {
 		return ""
 	}
-	if s, ok := stringValue(c); ok {
+	if s, ok := ordered.String(c); ok {
 		return s
 	}
 	var parts []struct {

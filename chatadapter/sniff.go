@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
 // ShapeError is the error of Dispatch for a turn in
@@ -83,7 +84,7 @@ func sniffItem(item []byte) (Shape, string) {
 			return Gemini, fmt.Sprintf("a %q part", k)
 		}
 	}
-	typ, _ := stringValue(m["type"])
+	typ, _ := ordered.String(m["type"])
 	switch typ {
 	case "function_call", "function_call_output", "reasoning", "output_text":
 		return OpenAIResponses, fmt.Sprintf("a %q item", typ)

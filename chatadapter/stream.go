@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"io"
 	"mime"
 	"net/http"
@@ -239,12 +240,12 @@ func (a *assembly) add(data []byte) (string, bool, error) {
 func (a *assembly) chunk(data []byte) (string, error) {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, excerpt(data, 512))
+		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, ordered.Excerpt(data, 512))
 	}
 	if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
 		var kind struct{ Type, Code string }
 		_ = json.Unmarshal(e, &kind) // an error of another form has no status
-		return "", &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(e, 512)), errorStatus(kind.Type, kind.Code)}
+		return "", &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", ordered.Excerpt(e, 512)), errorStatus(kind.Type, kind.Code)}
 	}
 	if u := bytes.TrimSpace(c.Usage); len(u) > 0 && u[0] == '{' {
 		a.usage = append(json.RawMessage(nil), u...)
@@ -275,7 +276,7 @@ func (a *assembly) chunk(data []byte) (string, error) {
 			sc.id = tc.ID
 		}
 		sc.name += tc.Function.Name
-		if s, ok := stringValue(tc.Function.Arguments); ok {
+		if s, ok := ordered.String(tc.Function.Arguments); ok {
 			sc.args.WriteString(s)
 		} else if args := bytes.TrimSpace(tc.Function.Arguments); len(args) > 0 && string(args) != "null" {
 			sc.args.Write(args) // a server that sends the arguments as an object
@@ -315,7 +316,7 @@ func (a *assembly) end() ([]byte, error) {
 	if a.usage != nil {
 		out = append(out, member{"usage", a.usage})
 	}
-	return appendOrdered(nil, out), nil
+	return ordered.Append(nil, out), nil
 }
 
 // ended emits TurnEnded for a turn that Run or a resumption ended, and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"net/http"
 	"strings"
 
@@ -23,7 +24,7 @@ func streamFailed(kind, message string, raw []byte, status int) error {
 		status = errorStatus(kind, "")
 	}
 	if kind == "" && message == "" {
-		return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", excerpt(raw, 512)), status}
+		return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", ordered.Excerpt(raw, 512)), status}
 	}
 	return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s: %s", kind, message), status}
 }
@@ -110,7 +111,7 @@ type anthropicEvent struct {
 func (a *anthropicStream) add(data []byte) (string, bool, error) {
 	var ev anthropicEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return "", false, fmt.Errorf("a stream event is not an Anthropic message event (%v): %s", err, excerpt(data, 512))
+		return "", false, fmt.Errorf("a stream event is not an Anthropic message event (%v): %s", err, ordered.Excerpt(data, 512))
 	}
 	switch ev.Type {
 	case "error":
@@ -121,12 +122,12 @@ func (a *anthropicStream) add(data []byte) (string, bool, error) {
 			return "", false, fmt.Errorf("message_start's message: %w", err)
 		}
 		a.msg = msg
-		if u, ok := msg.get("usage"); ok {
+		if u, ok := msg.Get("usage"); ok {
 			a.usage, _ = u.(object)
 		}
 	case "content_block_start", "content_block_delta":
 		if ev.Index == nil || *ev.Index < 0 || *ev.Index >= maxStreamCalls {
-			return "", false, fmt.Errorf("a stream event's content block has no index, or one out of reach (at most %d blocks are read): %s", maxStreamCalls, excerpt(data, 512))
+			return "", false, fmt.Errorf("a stream event's content block has no index, or one out of reach (at most %d blocks are read): %s", maxStreamCalls, ordered.Excerpt(data, 512))
 		}
 		for len(a.blocks) <= *ev.Index {
 			a.blocks = append(a.blocks, new(streamBlock))
@@ -160,8 +161,8 @@ func (a *anthropicStream) add(data []byte) (string, bool, error) {
 		}
 		if u, err := orderedObject(ev.Usage); err == nil {
 			for _, m := range u {
-				if v, ok := m.val.(json.RawMessage); !ok || string(v) != "null" {
-					a.usage = a.usage.set(m.key, m.val)
+				if v, ok := m.Val.(json.RawMessage); !ok || string(v) != "null" {
+					a.usage = a.usage.Set(m.Key, m.Val)
 				}
 			}
 		}
@@ -185,16 +186,16 @@ func (a *anthropicStream) end() ([]byte, error) {
 		for _, key := range b.order {
 			s := b.parts[key].String()
 			if key != "input" {
-				block = block.set(key, s)
+				block = block.Set(key, s)
 				continue
 			}
 			if strings.TrimSpace(s) == "" {
 				continue // a call without arguments: content_block_start's input ({}) stands, as in Anthropic's SDK
 			}
 			if !json.Valid([]byte(s)) {
-				return nil, &streamError{err: fmt.Errorf("content block %d: the tool call's input is not JSON: %s", i, excerpt([]byte(s), 512))}
+				return nil, &streamError{err: fmt.Errorf("content block %d: the tool call's input is not JSON: %s", i, ordered.Excerpt([]byte(s), 512))}
 			}
-			block = block.set(key, json.RawMessage(s))
+			block = block.Set(key, json.RawMessage(s))
 		}
 		content = append(content, block)
 	}
@@ -202,28 +203,28 @@ func (a *anthropicStream) end() ([]byte, error) {
 	if msg == nil {
 		msg = object{{"type", json.RawMessage(`"message"`)}, {"role", json.RawMessage(`"assistant"`)}}
 	}
-	msg = msg.set("content", content)
+	msg = msg.Set("content", content)
 	if len(a.stop) > 0 {
-		msg = msg.set("stop_reason", a.stop)
+		msg = msg.Set("stop_reason", a.stop)
 	}
 	if len(a.seq) > 0 {
-		msg = msg.set("stop_sequence", a.seq)
+		msg = msg.Set("stop_sequence", a.seq)
 	}
 	if a.usage != nil {
-		msg = msg.set("usage", a.usage)
+		msg = msg.Set("usage", a.usage)
 	}
-	return appendOrdered(nil, msg), nil
+	return ordered.Append(nil, msg), nil
 }
 
 // orderedObject decodes a JSON object, keeping its members' order.
 func orderedObject(b []byte) (object, error) {
-	v, err := parseOrdered(b)
+	v, err := ordered.Parse(b)
 	if err != nil {
 		return nil, err
 	}
 	o, ok := v.(object)
 	if !ok {
-		return nil, fmt.Errorf("not a JSON object: %s", excerpt(b, 512))
+		return nil, fmt.Errorf("not a JSON object: %s", ordered.Excerpt(b, 512))
 	}
 	return o, nil
 }
@@ -248,7 +249,7 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return "", false, fmt.Errorf("a stream event is not a Responses API event (%v): %s", err, excerpt(data, 512))
+		return "", false, fmt.Errorf("a stream event is not a Responses API event (%v): %s", err, ordered.Excerpt(data, 512))
 	}
 	switch ev.Type {
 	case "error":
@@ -260,7 +261,7 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 		return ev.Delta, false, nil
 	case "response.completed", "response.incomplete", "response.failed":
 		if r := bytes.TrimSpace(ev.Response); len(r) == 0 || r[0] != '{' {
-			return "", false, fmt.Errorf("a %s event without its response: %s", ev.Type, excerpt(data, 512))
+			return "", false, fmt.Errorf("a %s event without its response: %s", ev.Type, ordered.Excerpt(data, 512))
 		}
 		a.final = ev.Response
 		return "", true, nil
@@ -306,14 +307,14 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		err = json.Unmarshal(data, &c)
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("a stream chunk is not a Gemini response (%v): %s", err, excerpt(data, 512))
+		return "", false, fmt.Errorf("a stream chunk is not a Gemini response (%v): %s", err, ordered.Excerpt(data, 512))
 	}
 	if c.Error != nil {
 		return "", false, streamFailed(c.Error.Status, c.Error.Message, data, c.Error.Code)
 	}
 	for _, m := range chunk {
-		if m.key != "candidates" {
-			a.rest = a.rest.set(m.key, m.val)
+		if m.Key != "candidates" {
+			a.rest = a.rest.Set(m.Key, m.Val)
 		}
 	}
 	if len(c.Candidates) == 0 {
@@ -332,21 +333,21 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		if err != nil {
 			return "", false, fmt.Errorf("a stream chunk's part: %w", err)
 		}
-		t, isText := p.get("text")
+		t, isText := p.Get("text")
 		if !isText {
 			a.parts = append(a.parts, p)
 			continue
 		}
-		s, _ := stringValue(t)
+		s, _ := ordered.String(t)
 		thought := string(rawOf(p, "thought")) == "true"
 		if !thought {
 			text.WriteString(s)
 		}
 		if last := len(a.parts) - 1; last >= 0 && continues(a.parts[last], thought) {
-			prev, _ := stringValue(rawOf(a.parts[last], "text"))
-			a.parts[last] = a.parts[last].set("text", json.RawMessage(jsonenc.AppendString(nil, prev+s)))
-			if sig, ok := p.get("thoughtSignature"); ok {
-				a.parts[last] = a.parts[last].set("thoughtSignature", sig)
+			prev, _ := ordered.String(rawOf(a.parts[last], "text"))
+			a.parts[last] = a.parts[last].Set("text", json.RawMessage(jsonenc.AppendString(nil, prev+s)))
+			if sig, ok := p.Get("thoughtSignature"); ok {
+				a.parts[last] = a.parts[last].Set("thoughtSignature", sig)
 			}
 			continue
 		}
@@ -358,20 +359,20 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 // continues reports whether a text part (a thought or not) goes on in
 // part: a text part of the same kind not closed by a thought signature.
 func continues(part object, thought bool) bool {
-	_, isText := part.get("text")
-	_, signed := part.get("thoughtSignature")
+	_, isText := part.Get("text")
+	_, signed := part.Get("thoughtSignature")
 	return isText && !signed && (string(rawOf(part, "thought")) == "true") == thought
 }
 
 // rawOf is key's value if it is a JSON scalar.
 func rawOf(o object, key string) json.RawMessage {
-	v, _ := o.get(key)
+	v, _ := o.Get(key)
 	r, _ := v.(json.RawMessage)
 	return bytes.TrimSpace(r)
 }
 
 func (a *geminiStream) end() ([]byte, error) {
-	if _, blocked := a.rest.get("promptFeedback"); a.finish == nil && !blocked {
+	if _, blocked := a.rest.Get("promptFeedback"); a.finish == nil && !blocked {
 		return nil, errors.New("the stream ended before the answer did (no finishReason)")
 	}
 	out := object{}
@@ -390,5 +391,5 @@ func (a *geminiStream) end() ([]byte, error) {
 		}
 		out = append(out, member{"candidates", []any{append(cand, member{"index", json.RawMessage("0")})}})
 	}
-	return appendOrdered(nil, append(out, a.rest...)), nil
+	return ordered.Append(nil, append(out, a.rest...)), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"slices"
 	"strings"
 
@@ -53,7 +54,7 @@ func parseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 // compatible servers send the object itself) into the arguments' text.
 func openAIArgs(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
-	if s, ok := stringValue(raw); ok {
+	if s, ok := ordered.String(raw); ok {
 		return json.RawMessage(s)
 	}
 	return raw
@@ -227,7 +228,7 @@ func render(shape Shape, outcomes []Outcome) []json.RawMessage {
 	case OpenAIChat:
 		msgs := make([]json.RawMessage, len(outcomes))
 		for i, o := range outcomes {
-			msgs[i] = appendOrdered(nil, object{
+			msgs[i] = ordered.Append(nil, object{
 				{"role", json.RawMessage(`"tool"`)},
 				{"tool_call_id", o.Call.ID},
 				{"content", textOf(o.Result, shape)},
@@ -241,7 +242,7 @@ func render(shape Shape, outcomes []Outcome) []json.RawMessage {
 			if rich(o.Result) {
 				output = responsesParts(o.Result.Content, inResults)
 			}
-			msgs[i] = appendOrdered(nil, object{
+			msgs[i] = ordered.Append(nil, object{
 				{"type", json.RawMessage(`"function_call_output"`)},
 				{"call_id", o.Call.ID},
 				{"output", output},
@@ -264,7 +265,7 @@ func render(shape Shape, outcomes []Outcome) []json.RawMessage {
 				{"is_error", o.Result.IsError},
 			}
 		}
-		return []json.RawMessage{appendOrdered(nil, object{{"role", json.RawMessage(`"user"`)}, {"content", blocks}})}
+		return []json.RawMessage{ordered.Append(nil, object{{"role", json.RawMessage(`"user"`)}, {"content", blocks}})}
 	case Gemini:
 		parts := make([]any, len(outcomes))
 		for i, o := range outcomes {
@@ -283,7 +284,7 @@ func render(shape Shape, outcomes []Outcome) []json.RawMessage {
 			}
 			parts[i] = object{{"functionResponse", fr}}
 		}
-		return []json.RawMessage{appendOrdered(nil, object{{"role", json.RawMessage(`"user"`)}, {"parts", parts}})}
+		return []json.RawMessage{ordered.Append(nil, object{{"role", json.RawMessage(`"user"`)}, {"parts", parts}})}
 	}
 	return nil
 }
