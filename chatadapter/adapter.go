@@ -59,12 +59,6 @@ var shapeNames = [...]string{
 	Gemini:                "Gemini",
 }
 
-// Shapes returns every shape, in declaration order, in a new slice the
-// caller may keep and change.
-func Shapes() []Shape {
-	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
-}
-
 // String returns the format's name, such as "Anthropic Messages".
 func (s Shape) String() string {
 	if s > 0 && int(s) < len(shapeNames) {
@@ -89,7 +83,9 @@ func (s Shape) wire() Shape {
 	return s
 }
 
-// ErrShape is returned for a Shape value that is not one of the constants.
+// ErrShape is wrapped by the errors for a Shape value that is not one of
+// the constants, and by Dispatch's for a turn in another shape than the
+// one given.
 var ErrShape = errors.New("chatadapter: unknown shape")
 
 // Adapter serves one registry's tools to chat models. It caches each
@@ -199,9 +195,6 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 	return a
 }
 
-// Registry returns the registry the adapter serves.
-func (a *Adapter) Registry() *llmtool.Registry { return a.reg }
-
 // ToolSet is the tools a tenant may call, in one provider's format. It is
 // shared between requests: do not modify it.
 type ToolSet struct {
@@ -217,10 +210,12 @@ type ToolSet struct {
 	Names []string
 	// Deferred are the names of the tools marked to load on demand
 	// through the provider's tool search (Options.ToolSearch), in the
-	// order of Tools; nil when none is. For Anthropic, a set with
-	// Deferred tools needs the header anthropic-beta:
-	// AnthropicToolSearchBeta.
+	// order of Tools; nil when none is.
 	Deferred []string
+	// Beta is the anthropic-beta header a request with this set needs
+	// ("advanced-tool-use-2025-11-20" for Anthropic's tool search while
+	// it is in beta), "" if none.
+	Beta string
 }
 
 type defKey struct {
@@ -305,7 +300,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 		set.Names = append(set.Names, s.Name)
 		size += len(d.json) + 1
 	}
-	var list any = rawList(set.Tools)
+	var list any = ordered.Array(set.Tools)
 	if shape == Gemini {
 		list = []any{object{{"functionDeclarations", list}}}
 	}
@@ -324,17 +319,6 @@ func joinErrs(listErr error, errs []error) error {
 		return errors.Join(errs...)
 	}
 	return errors.Join(append([]error{listErr}, errs...)...)
-}
-
-// Definition returns one tool's definition in shape's format, or an
-// *UnsupportedError if the format cannot express it. It is what Tools
-// assembles, for applications that build their own lists.
-func (a *Adapter) Definition(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
-	if !shape.valid() {
-		return nil, fmt.Errorf("%w %d", ErrShape, shape)
-	}
-	d := a.def(spec, shape)
-	return d.json, d.err
 }
 
 func (a *Adapter) def(spec *llmtool.Spec, shape Shape) *toolDef {

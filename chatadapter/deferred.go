@@ -20,10 +20,10 @@ import (
 // until the provider's search tool loads them. Options.ToolSearch sends
 // those shapes that form instead.
 
-// AnthropicToolSearchBeta is the value of the anthropic-beta header that
+// anthropicToolSearchBeta is the value of the anthropic-beta header that
 // Anthropic's tool search tool needs while it is in beta, for a request
-// whose tool set has Deferred tools.
-const AnthropicToolSearchBeta = "advanced-tool-use-2025-11-20"
+// whose tool set has Deferred tools (ToolSet.Beta).
+const anthropicToolSearchBeta = "advanced-tool-use-2025-11-20"
 
 // Names of the providers' tool search tools, as they appear in
 // ToolSet.Names.
@@ -92,7 +92,7 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 		set.Tools = append(set.Tools, toolSearchTool(shape))
 		name := openAISearchName
 		if shape == Anthropic {
-			name = anthropicSearchName
+			name, set.Beta = anthropicSearchName, anthropicToolSearchBeta
 		}
 		set.Names = append(set.Names, name)
 		for _, s := range unloaded {
@@ -103,7 +103,7 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 	for _, t := range set.Tools {
 		size += len(t) + 1
 	}
-	set.JSON = ordered.Append(make([]byte, 0, size), rawList(set.Tools))
+	set.JSON = ordered.Append(make([]byte, 0, size), ordered.Array(set.Tools))
 
 	a.mu.Lock()
 	pushSet(&a.deferred[shape], &cachedSet{specs: specs, unloaded: unloaded, set: set, errs: errs})

@@ -169,7 +169,7 @@
 // An unknown tool, malformed arguments, a refused or failing call: each is
 // a result with {"error": "..."} for the model to correct, never a Go error.
 // Go errors are for what the host must act on: a turn that cannot be read
-// or is in another format than its shape (a *ShapeError that names both),
+// or is in another format than its shape (an error wrapping ErrShape that names both),
 // a context that ended (Dispatch still gives a result for every call), a
 // request that failed for good (*HTTPError), a response the provider cut
 // at its output limit (ErrTruncated), an answer that cannot be the form's.

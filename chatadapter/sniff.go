@@ -7,18 +7,20 @@ import (
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
-// ShapeError is the error of Dispatch for a turn in
-// another provider's format than the shape it was given, such as an
-// Anthropic message dispatched as OpenAIChat: without it the turn would
-// give no calls, and the mistake would show only when the provider
-// refused the next request.
-type ShapeError struct {
+// shapeError is the error of Dispatch for a turn in another provider's
+// format than the shape it was given, such as an Anthropic message
+// dispatched as OpenAIChat: without it the turn would give no calls, and
+// the mistake would show only when the provider refused the next
+// request. It wraps ErrShape.
+type shapeError struct {
 	Want Shape  // the shape given
 	Seen Shape  // the format the turn is in
 	Sign string // what in the turn shows it, such as `a "tool_use" block`
 }
 
-func (e *ShapeError) Error() string {
+func (e *shapeError) Unwrap() error { return ErrShape }
+
+func (e *shapeError) Error() string {
 	return fmt.Sprintf("chatadapter: the turn is in %s (%s), not %s: dispatch it with the shape of the API that answered; %s takes %s",
 		e.Seen, e.Sign, e.Want.wire(), e.Want.wire(), forms[e.Want.wire()])
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 )
 
 // The streaming fixture: the shop with its changes tracked, and

@@ -16,7 +16,7 @@ import (
 // parseCalls extracts the tool calls of one model turn, in the model's
 // order. See Dispatch for the forms turn may take. A turn without tool
 // calls gives none and no error; a turn in another format than shape's
-// is a *ShapeError.
+// wraps ErrShape.
 func parseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	if !shape.valid() {
 		return nil, fmt.Errorf("%w %d", ErrShape, shape)
@@ -41,7 +41,7 @@ func parseCalls(shape Shape, turn []byte) ([]ToolCall, error) {
 	// name: only then is it worth telling the format.
 	if len(calls) == 0 || slices.ContainsFunc(calls, func(c ToolCall) bool { return c.Name == "" }) || err != nil {
 		if seen, sign := sniff(turn); seen != 0 && seen != shape.wire() {
-			return nil, &ShapeError{Want: shape, Seen: seen, Sign: sign}
+			return nil, &shapeError{Want: shape, Seen: seen, Sign: sign}
 		}
 	}
 	if err != nil {

@@ -190,3 +190,12 @@ func Excerpt(b []byte, n int) string {
 	}
 	return s
 }
+
+// Array is ms as an array value, for Append.
+func Array(ms []json.RawMessage) []any {
+	a := make([]any, len(ms))
+	for i, m := range ms {
+		a[i] = m
+	}
+	return a
+}

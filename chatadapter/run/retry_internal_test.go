@@ -1,4 +1,4 @@
-package chatadapter
+package run
 
 import (
 	"context"

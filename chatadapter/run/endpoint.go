@@ -1,4 +1,4 @@
-package chatadapter
+package run
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
 // Endpoint is a model's API: where Run sends its requests, in which
@@ -25,7 +27,7 @@ type Endpoint struct {
 	// (OpenAIChatStrict, OpenAIResponsesStrict) sends the strict-mode tool
 	// set, for models that support OpenAI's structured outputs: the one way
 	// to ask for strict schemas.
-	Shape Shape
+	Shape chatadapter.Shape
 	// BaseURL is the API root including its version. Run posts to
 	//
 	//   - OpenAI Chat Completions: BaseURL + "/chat/completions", such as
@@ -59,7 +61,7 @@ type Endpoint struct {
 }
 
 // HTTPError is Run's error for a response whose status is not 2xx, once
-// its retries (RunOptions.MaxRetries) are spent or when a retry cannot
+// its retries (Options.MaxRetries) are spent or when a retry cannot
 // help.
 type HTTPError struct {
 	URL        string // the URL posted to
@@ -83,10 +85,10 @@ func (e *HTTPError) Error() string {
 // Retries: what they cure and how long they wait.
 const (
 	// defaultMaxRetries is how many times Run tries a request again unless
-	// RunOptions.MaxRetries says otherwise.
+	// Options.MaxRetries says otherwise.
 	defaultMaxRetries = 3
 	// defaultRetryDelay is the first pause before a retry unless
-	// RunOptions.RetryDelay says otherwise; each retry doubles it, up to
+	// Options.RetryDelay says otherwise; each retry doubles it, up to
 	// maxBackoff.
 	defaultRetryDelay = 500 * time.Millisecond
 
@@ -97,14 +99,14 @@ const (
 )
 
 // post sends body and returns the response body, retrying a 429, a 5xx
-// or a broken connection as RunOptions says, within ctx.
-func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int, obs *observer) ([]byte, error) {
+// or a broken connection as Options says, within ctx.
+func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
-		obs.emit(Event{Kind: ModelRequest, Step: step, Attempt: attempt})
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRequest, Step: step, Attempt: attempt})
 		var b []byte
 		var err error
 		if r.stream {
-			b, err = r.postStream(ctx, body, header, step, obs) // stream.go
+			b, err = r.postStream(ctx, body, header, step) // stream.go
 		} else {
 			b, err = r.postOnce(ctx, body, header)
 		}
@@ -115,7 +117,7 @@ func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step
 		if !ok {
 			return nil, err
 		}
-		obs.emit(Event{Kind: ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: err})
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: err})
 		if err := sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("chatadapter: run: %w", err)
 		}
