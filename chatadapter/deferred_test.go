@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/stretchr/testify/require"
 )
 
 // A generated catalog: modules of a business application, each with tools

@@ -3,6 +3,8 @@ package chatadapter
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/llmtool/llmtool"
 )
 
 // What the tests reach below Dispatch: its three steps, one at a time.
@@ -20,3 +22,18 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 
 // ToolSearchTool is toolSearchTool.
 func ToolSearchTool(shape Shape) json.RawMessage { return toolSearchTool(shape) }
+
+// Shapes is every shape, in declaration order.
+func Shapes() []Shape {
+	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
+}
+
+// Definition is one tool's cached definition in shape's format, what
+// Tools assembles.
+func (a *Adapter) Definition(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
+	d := a.def(spec, shape)
+	return d.json, d.err
+}
+
+// Registry is the registry a serves.
+func (a *Adapter) Registry() *llmtool.Registry { return a.reg }

@@ -117,7 +117,7 @@ func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step
 		if !ok {
 			return nil, err
 		}
-		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: err})
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: &attemptError{err}})
 		if err := sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("chatadapter: run: %w", err)
 		}
@@ -178,6 +178,28 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// attemptError is a failed attempt Run tries again, as its ModelRetry
+// event carries it.
+type attemptError struct{ err error }
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// StatusCode is the status the endpoint answered, or that of the error
+// it sent in its stream; 0 when the request got no answer. chatadapter
+// puts it in the ModelRetry event's line.
+func (e *attemptError) StatusCode() int {
+	var he *HTTPError
+	var se *streamError
+	switch {
+	case errors.As(e.err, &he):
+		return he.StatusCode
+	case errors.As(e.err, &se):
+		return se.status
+	}
+	return 0
 }
 
 // transportError is a request that got no response.

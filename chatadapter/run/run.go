@@ -362,7 +362,7 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 		}
 		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
 		if st.cut != "" {
-			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
+			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
 				r.url, ErrTruncated, st.cut, r.api.limit())
 		}
 		if !st.calls {
