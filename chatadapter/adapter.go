@@ -321,6 +321,17 @@ func joinErrs(listErr error, errs []error) error {
 	return errors.Join(append([]error{listErr}, errs...)...)
 }
 
+// Definition returns one tool's definition in shape's format, or an
+// *UnsupportedError if the format cannot express it. It is what Tools
+// assembles, for applications that build their own lists.
+func (a *Adapter) Definition(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
+	if !shape.valid() {
+		return nil, fmt.Errorf("%w %d", ErrShape, shape)
+	}
+	d := a.def(spec, shape)
+	return d.json, d.err
+}
+
 func (a *Adapter) def(spec *llmtool.Spec, shape Shape) *toolDef {
 	k := defKey{spec, shape}
 	if d, ok := a.defs.Load(k); ok {

@@ -210,7 +210,7 @@ func (t *turn) execute(ctx context.Context, obs *observer, from int, pause bool)
 }
 
 func (a *Adapter) localeOf(ctx context.Context) string {
-	if l := LocaleFrom(ctx); l != "" {
+	if l := localeFrom(ctx); l != "" {
 		return l
 	}
 	return a.locale

@@ -180,14 +180,13 @@ func WithEvents(ctx context.Context, f func(Event)) context.Context {
 }
 
 // WithLocale returns a context whose events, pending calls and stops
-// speak locale, such as "de" (see Options.Messages). A tool that words
-// its own questions per language can read it with LocaleFrom.
+// speak locale, such as "de" (see Options.Messages).
 func WithLocale(ctx context.Context, locale string) context.Context {
 	return context.WithValue(ctx, localeKey{}, locale)
 }
 
-// LocaleFrom returns the locale set by WithLocale, or "".
-func LocaleFrom(ctx context.Context) string {
+// localeFrom returns the locale set by WithLocale, or "".
+func localeFrom(ctx context.Context) string {
 	s, _ := ctx.Value(localeKey{}).(string)
 	return s
 }

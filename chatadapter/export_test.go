@@ -28,12 +28,5 @@ func Shapes() []Shape {
 	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
 }
 
-// Definition is one tool's cached definition in shape's format, what
-// Tools assembles.
-func (a *Adapter) Definition(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
-	d := a.def(spec, shape)
-	return d.json, d.err
-}
-
 // Registry is the registry a serves.
 func (a *Adapter) Registry() *llmtool.Registry { return a.reg }
