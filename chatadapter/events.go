@@ -110,7 +110,6 @@ type Event struct {
 	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
 }
 
-
 // render is the event's line in locale from msgs (nil: the embedded
 // English).
 func (e Event) render(msgs *i18n.Catalog, locale string) string {

@@ -60,12 +60,12 @@ type savedTurn struct {
 
 // savedCall is one call of a paused turn and where it stands.
 type savedCall struct {
-	Call    ToolCall      `json:"call"`
-	Result  *saved.Outcome `json:"result,omitempty"` // once it ran
+	Call    ToolCall       `json:"call"`
+	Result  *saved.Outcome `json:"result,omitempty"`  // once it ran
 	Pending *Pending       `json:"pending,omitempty"` // without its turn: plain
-	Token   string        `json:"token,omitempty"`
-	Digest  string        `json:"digest,omitempty"`
-	Answers []answered    `json:"answers,omitempty"`
+	Token   string         `json:"token,omitempty"`
+	Digest  string         `json:"digest,omitempty"`
+	Answers []answered     `json:"answers,omitempty"`
 }
 
 func saveOutcome(o Outcome) saved.Outcome { return saved.New(saved.Call(o.Call), o.Result, o.Duration) }

@@ -23,4 +23,3 @@ type Usage struct {
 	// others.
 	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
-
