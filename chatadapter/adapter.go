@@ -160,8 +160,9 @@ type Options struct {
 	OutputBudget int
 
 	// SealKey seals the paused turns the adapter saves (json.Marshal of a
-	// paused Reply or Transcript): they are signed (HMAC-SHA256), and
-	// Adapter.Restore and Runner.Restore refuse one changed in any byte,
+	// paused turn's Pending call, alone or in package run's Transcript):
+	// they are signed (HMAC-SHA256), and Adapter.Restore (and run's
+	// Runner.Restore) refuse one changed in any byte,
 	// and one saved plain. Set it when the store of paused turns is not
 	// trusted as the server itself is (a cookie, the browser, a shared
 	// cache); use the registry's llmtool.Options.ApprovalKey, which a

@@ -43,15 +43,16 @@ const (
 	// request cost, Duration how long it took.
 	ModelReply
 	// RunStopped: Run ended the turn without the model's answer; Err
-	// wraps ErrStepLimit or ErrBudget, and Label says so to the person.
+	// wraps run.ErrStepLimit or run.ErrBudget, and Label says so to the
+	// person.
 	RunStopped
 	// TextDelta: a piece of the model's text in request Step, as the
-	// endpoint streams it (RunOptions.Stream); Text is the piece. The
+	// endpoint streams it (run.Options.Stream); Text is the piece. The
 	// pieces of a step, joined, are its ModelReply's Text.
 	TextDelta
-	// TurnEnded: Run (or a Transcript's Resume) ended the turn: with the
-	// model's answer (Text), stopped (Err wraps ErrStepLimit or
-	// ErrBudget), or failed (Err is the error Run returns). Usage is the
+	// TurnEnded: Run (or Runner.Resume) ended the turn: with the model's
+	// answer (Text), stopped (Err wraps run.ErrStepLimit or
+	// run.ErrBudget), or failed (Err is the error Run returns). Usage is the
 	// turn's, Step its requests. A turn that pauses for the person has
 	// not ended: its last event is CallPaused, and TurnEnded follows the
 	// resumed run's end.

@@ -14,7 +14,8 @@ import (
 // everything its turn needs in plain data: the calls, the results of
 // those that ran, and for the pending call its approval token or the
 // person's answers so far. json.Marshal writes it; Adapter.Restore reads
-// it back (and package run's Runner.Restore, for a run's transcript), in this process or another, over a registry with the same tools,
+// it back (and package run's Runner.Restore, for a run's transcript), in
+// this process or another, over a registry with the same tools,
 // so a web host can keep a paused turn with the conversation and resume
 // it from the request that brings the person's answer. Restore's
 // documentation says what a host must know of it.
