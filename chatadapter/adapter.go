@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"slices"
 	"sync"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/jsonenc"
 	"github.com/llmtool/llmtool/internal/signkey"
@@ -301,11 +301,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 		set.Names = append(set.Names, s.Name)
 		size += len(d.json) + 1
 	}
-	var list any = ordered.Array(set.Tools)
-	if shape == Gemini {
-		list = []any{object{{"functionDeclarations", list}}}
-	}
-	set.JSON = ordered.Append(make([]byte, 0, size), list)
+	set.JSON = ordered.Append(make([]byte, 0, size), formatOf(shape).tools(ordered.Array(set.Tools)))
 
 	a.mu.Lock()
 	pushSet(&a.sets[shape], &cachedSet{specs: slices.Clone(specs), set: set, errs: errs})
@@ -374,25 +370,7 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 	}
 	name := json.RawMessage(jsonenc.AppendString(nil, spec.Name))
 	desc := json.RawMessage(jsonenc.AppendString(nil, spec.Description))
-	var def object
-	switch shape {
-	case OpenAIChat, OpenAIChatStrict:
-		fn := object{{"name", name}, {"description", desc}, {"parameters", params}}
-		if shape.strict() {
-			fn = append(fn, member{"strict", json.RawMessage("true")})
-		}
-		def = object{{"type", json.RawMessage(`"function"`)}, {"function", fn}}
-	case OpenAIResponses, OpenAIResponsesStrict:
-		def = object{{"type", json.RawMessage(`"function"`)}, {"name", name}, {"description", desc}, {"parameters", params},
-			{"strict", json.RawMessage(fmt.Sprint(shape.strict()))}}
-	case Anthropic:
-		def = object{{"name", name}, {"description", desc}, {"input_schema", params}}
-	case Gemini:
-		def = object{{"name", name}, {"description", desc}}
-		if params != nil {
-			def = append(def, member{"parameters", params})
-		}
-	}
+	def := formatOf(shape).definition(name, desc, params, shape.strict())
 	return ordered.Append(nil, def), nil
 }
 

@@ -3,10 +3,10 @@ package chatadapter
 import (
 	"context"
 	"encoding/json"
-	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"slices"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
 // Tools loaded on demand, through the provider's own tool search
@@ -34,22 +34,8 @@ const (
 
 // toolSearchTool returns the definition of the tool search tool of shape's
 // provider, which Options.ToolSearch sends in place of find_tools, or nil
-// when the provider has none (OpenAI Chat Completions, Gemini):
-//
-//   - Anthropic: {"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"},
-//     the variant that takes words, as find_tools does (Anthropic's other
-//     variant takes regular expressions);
-//   - OpenAI Responses (strict or not): {"type":"tool_search"}, searched by
-//     OpenAI's servers.
-func toolSearchTool(shape Shape) json.RawMessage {
-	switch shape {
-	case Anthropic:
-		return json.RawMessage(`{"type":"tool_search_tool_bm25_20251119","name":"` + anthropicSearchName + `"}`)
-	case OpenAIResponses, OpenAIResponsesStrict:
-		return json.RawMessage(`{"type":"` + openAISearchName + `"}`)
-	}
-	return nil
-}
+// when the provider has none (OpenAI Chat Completions, Gemini).
+func toolSearchTool(shape Shape) json.RawMessage { return formatOf(shape).searchTool() }
 
 // searchTools is Tools for a shape whose provider searches tools: the
 // tools listed (find_tools left out), then, when some on-demand tools are

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
@@ -22,15 +23,7 @@ func (e *shapeError) Unwrap() error { return ErrShape }
 
 func (e *shapeError) Error() string {
 	return fmt.Sprintf("chatadapter: the turn is in %s (%s), not %s: dispatch it with the shape of the API that answered; %s takes %s",
-		e.Seen, e.Sign, e.Want.wire(), e.Want.wire(), forms[e.Want.wire()])
-}
-
-// forms says what a turn of each format may be.
-var forms = [...]string{
-	OpenAIChat:      `a chat completion, its assistant message or its tool_calls array`,
-	OpenAIResponses: `a response, its output array or a function_call item`,
-	Anthropic:       `a message or its content array`,
-	Gemini:          `a response, its content or its parts array`,
+		e.Seen, e.Sign, e.Want.wire(), e.Want.wire(), formatOf(e.Want).forms())
 }
 
 // sniff tells which format turn is in from the members only that format
