@@ -21,7 +21,7 @@ import (
 // Endpoint is a model's API: where Run sends its requests, in which
 // format, and with which credentials.
 type Endpoint struct {
-	// Shape is the API's format: OpenAIChat (the zero value's), for
+	// Shape is the API's format: chatadapter.OpenAIChat (the zero value's), for
 	// OpenAI Chat Completions and every compatible server (llama.cpp,
 	// Ollama, vLLM), OpenAIResponses, Anthropic or Gemini. A strict shape
 	// (OpenAIChatStrict, OpenAIResponsesStrict) sends the strict-mode tool

@@ -62,7 +62,7 @@ type Options struct {
 	RetryDelay time.Duration
 
 	// Stream asks the endpoint to stream each answer ("stream": true),
-	// so that the context's events (WithEvents) report the model's text
+	// so that the context's events (chatadapter.WithEvents) report the model's text
 	// as it is written (TextDelta), for a chat that shows it word by
 	// word. The transcript is the same as without it. Every API streams:
 	// OpenAI Chat Completions and compatible servers (llama.cpp, Ollama,
@@ -247,7 +247,7 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 
 // Run holds one turn of a conversation: it sends messages (in the
 // endpoint's format) with the tool set for the tenant and principal in
-// ctx, runs the tool calls of the answer as Dispatch does, appends the
+// ctx, runs the tool calls of the answer with chatadapter.Adapter.Dispatch, appends the
 // results and sends again, until the model answers without tool calls.
 // It uses net/http only.
 //
@@ -263,8 +263,9 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 //	}
 //
 // Tool problems (unknown tool, malformed arguments, a failed call) go back
-// to the model as error results, as in chatadapter's Dispatch. Run fails, returning the transcript so
-// far with the error, when the tool set is incomplete (see Adapter.Tools),
+// to the model as error results, as Dispatch gives them. Run fails,
+// returning the transcript so far with the error, when the tool set is
+// incomplete (see chatadapter.Adapter.Tools),
 // when a request fails for good (a transport error, or a non-2xx status,
 // *HTTPError, once its retries are spent), on a response it cannot read
 // or one the provider cut short (ErrTruncated), and when ctx is done (the
