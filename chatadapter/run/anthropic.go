@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
@@ -41,6 +42,8 @@ func (anthropic) body(model, system string, messages []json.RawMessage) object {
 }
 
 func (anthropic) streamFields() []member { return []member{{"stream", json.RawMessage("true")}} }
+
+func (anthropic) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
 func (anthropic) stream() streamReader { return new(anthropicStream) }
 

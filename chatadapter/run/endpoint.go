@@ -3,7 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -240,7 +239,7 @@ func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
 		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: ordered.Excerpt(b, 512)}
-		he.RetryAfter, he.saidWhen = retryAfter(resp.Header, b, time.Now())
+		he.RetryAfter, he.saidWhen = retryAfter(r.api, resp.Header, b, time.Now())
 		return nil, he
 	}
 	return resp, nil
@@ -248,8 +247,9 @@ func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http
 
 // retryAfter reads when the server asked to be tried again: the
 // retry-after-ms header (OpenAI's, Anthropic's), Retry-After in seconds
-// or as an HTTP date, or Gemini's google.rpc.RetryInfo in the body.
-func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool) {
+// or as an HTTP date, or what the API says in its error body (p's
+// retryHint, such as Gemini's google.rpc.RetryInfo).
+func retryAfter(p api, h http.Header, body []byte, now time.Time) (time.Duration, bool) {
 	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
 		return time.Duration(ms * float64(time.Millisecond)), true
 	}
@@ -261,22 +261,5 @@ func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool)
 			return max(t.Sub(now), 0), true
 		}
 	}
-	var g struct {
-		Error struct {
-			Details []struct {
-				Type       string `json:"@type"`
-				RetryDelay string `json:"retryDelay"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &g) == nil {
-		for _, d := range g.Error.Details {
-			if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
-				if w, err := time.ParseDuration(d.RetryDelay); err == nil && w >= 0 {
-					return w, true
-				}
-			}
-		}
-	}
-	return 0, false
+	return p.retryHint(body)
 }

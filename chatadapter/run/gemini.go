@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
@@ -43,6 +44,28 @@ func (gemini) body(_, system string, messages []json.RawMessage) object {
 }
 
 func (gemini) streamFields() []member { return nil }
+
+// retryHint reads google.rpc.RetryInfo's retryDelay from an error body.
+func (gemini) retryHint(body []byte) (time.Duration, bool) {
+	var g struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &g) == nil {
+		for _, d := range g.Error.Details {
+			if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+				if w, err := time.ParseDuration(d.RetryDelay); err == nil && w >= 0 {
+					return w, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
 
 func (gemini) stream() streamReader { return new(geminiStream) }
 

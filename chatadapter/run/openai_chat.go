@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
@@ -39,6 +40,8 @@ func (openAIChat) body(model, system string, messages []json.RawMessage) object 
 func (openAIChat) streamFields() []member {
 	return []member{{"stream", json.RawMessage("true")}, {"stream_options", json.RawMessage(`{"include_usage":true}`)}}
 }
+
+func (openAIChat) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
 func (openAIChat) stream() streamReader { return new(assembly) }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
@@ -34,6 +35,8 @@ func (openAIResponses) body(model, system string, messages []json.RawMessage) ob
 }
 
 func (openAIResponses) streamFields() []member { return []member{{"stream", json.RawMessage("true")}} }
+
+func (openAIResponses) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
 func (openAIResponses) stream() streamReader { return new(responsesStream) }
 

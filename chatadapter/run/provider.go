@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
@@ -34,6 +35,10 @@ type api interface {
 	// streamFields are the members that ask for a stream; none when the
 	// API streams from its own URL.
 	streamFields() []member
+	// retryHint is when an error response's body asks to be tried
+	// again, beyond the headers every API sends (retryAfter); false if it
+	// does not say.
+	retryHint(body []byte) (time.Duration, bool)
 	// read reads a 2xx response.
 	read(b []byte) (step, error)
 	// stream returns a reader of one streamed answer.
