@@ -22,9 +22,11 @@ func (anthropic) tools(defs []any) any { return defs }
 func (anthropic) forms() string { return `a message or its content array` }
 
 // searchTool is the variant that takes words, as find_tools does
-// (Anthropic's other variant takes regular expressions).
-func (anthropic) searchTool() json.RawMessage {
-	return json.RawMessage(`{"type":"tool_search_tool_bm25_20251119","name":"` + anthropicSearchName + `"}`)
+// (Anthropic's other variant takes regular expressions); it needs the
+// beta header while it is in beta.
+func (anthropic) searchTool() (json.RawMessage, string, string) {
+	return json.RawMessage(`{"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"}`), "tool_search_tool_bm25",
+		"advanced-tool-use-2025-11-20"
 }
 
 func (anthropic) parse(turn []byte) ([]ToolCall, error) { return parseAnthropic(turn) }

@@ -20,22 +20,13 @@ import (
 // until the provider's search tool loads them. Options.ToolSearch sends
 // those shapes that form instead.
 
-// anthropicToolSearchBeta is the value of the anthropic-beta header that
-// Anthropic's tool search tool needs while it is in beta, for a request
-// whose tool set has Deferred tools (ToolSet.Beta).
-const anthropicToolSearchBeta = "advanced-tool-use-2025-11-20"
-
-// Names of the providers' tool search tools, as they appear in
-// ToolSet.Names.
-const (
-	anthropicSearchName = "tool_search_tool_bm25"
-	openAISearchName    = "tool_search"
-)
-
 // toolSearchTool returns the definition of the tool search tool of shape's
 // provider, which Options.ToolSearch sends in place of find_tools, or nil
 // when the provider has none (OpenAI Chat Completions, Gemini).
-func toolSearchTool(shape Shape) json.RawMessage { return formatOf(shape).searchTool() }
+func toolSearchTool(shape Shape) json.RawMessage {
+	def, _, _ := formatOf(shape).searchTool()
+	return def
+}
 
 // searchTools is Tools for a shape whose provider searches tools: the
 // tools listed (find_tools left out), then, when some on-demand tools are
@@ -75,12 +66,8 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 		add(s, false)
 	}
 	if len(unloaded) > 0 {
-		set.Tools = append(set.Tools, toolSearchTool(shape))
-		name := openAISearchName
-		if shape == Anthropic {
-			name, set.Beta = anthropicSearchName, anthropicToolSearchBeta
-		}
-		set.Names = append(set.Names, name)
+		def, name, beta := formatOf(shape).searchTool()
+		set.Tools, set.Names, set.Beta = append(set.Tools, def), append(set.Names, name), beta
 		for _, s := range unloaded {
 			add(s, true)
 		}

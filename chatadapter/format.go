@@ -31,8 +31,10 @@ type format interface {
 	// of parts.
 	message(role string, parts []llmtool.Content) json.RawMessage
 	// searchTool is the provider's own tool search tool
-	// (Options.ToolSearch), nil when it has none.
-	searchTool() json.RawMessage
+	// (Options.ToolSearch), nil when it has none: its definition, its
+	// name in ToolSet.Names, and the anthropic-beta header it needs
+	// (ToolSet.Beta), "" if none.
+	searchTool() (def json.RawMessage, name, beta string)
 	// forms says what a turn may be, for the error of a turn in another
 	// format.
 	forms() string

@@ -24,7 +24,7 @@ func (gemini) tools(defs []any) any { return []any{object{{"functionDeclarations
 
 func (gemini) forms() string { return `a response, its content or its parts array` }
 
-func (gemini) searchTool() json.RawMessage { return nil }
+func (gemini) searchTool() (json.RawMessage, string, string) { return nil, "", "" }
 
 func (gemini) parse(turn []byte) ([]ToolCall, error) { return parseGemini(turn) }
 

@@ -30,7 +30,7 @@ func (openAIChat) forms() string {
 	return `a chat completion, its assistant message or its tool_calls array`
 }
 
-func (openAIChat) searchTool() json.RawMessage { return nil }
+func (openAIChat) searchTool() (json.RawMessage, string, string) { return nil, "", "" }
 
 func (openAIChat) parse(turn []byte) ([]ToolCall, error) { return parseOpenAIChat(turn) }
 

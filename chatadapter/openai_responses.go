@@ -24,8 +24,8 @@ func (openAIResponses) tools(defs []any) any { return defs }
 func (openAIResponses) forms() string { return `a response, its output array or a function_call item` }
 
 // searchTool is {"type":"tool_search"}, searched by OpenAI's servers.
-func (openAIResponses) searchTool() json.RawMessage {
-	return json.RawMessage(`{"type":"` + openAISearchName + `"}`)
+func (openAIResponses) searchTool() (json.RawMessage, string, string) {
+	return json.RawMessage(`{"type":"tool_search"}`), "tool_search", ""
 }
 
 func (openAIResponses) parse(turn []byte) ([]ToolCall, error) { return parseResponses(turn) }
