@@ -345,33 +345,28 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 	if len(schema) == 0 {
 		schema = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
 	}
-	conv := &converter{tool: spec.Name, shape: shape}
-	var params any = json.RawMessage(schema)
-	if shape.strict() || shape == Gemini {
-		v, err := ordered.Parse(schema)
-		if err != nil {
-			return nil, fmt.Errorf("chatadapter: tool %q: input schema is not JSON: %w", spec.Name, err)
-		}
-		o, ok := v.(object)
-		if !ok || schemaTypes(o) == nil || schemaTypes(o)[0] != "object" {
-			return nil, conv.fail("", "is not a JSON object schema")
-		}
-		if shape.strict() {
-			params, err = conv.strict(o, "", 0)
-		} else {
-			params, err = conv.gemini(o, "")
-			if p, _ := o.Get("properties"); len(asObject(p)) == 0 {
-				params = nil // Gemini: a function without parameters has none
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
+	f := formatOf(shape)
+	params, err := f.parameters(&converter{tool: spec.Name, shape: shape}, schema, shape.strict())
+	if err != nil {
+		return nil, err
 	}
 	name := json.RawMessage(jsonenc.AppendString(nil, spec.Name))
 	desc := json.RawMessage(jsonenc.AppendString(nil, spec.Description))
-	def := formatOf(shape).definition(name, desc, params, shape.strict())
-	return ordered.Append(nil, def), nil
+	return ordered.Append(nil, f.definition(name, desc, params, shape.strict())), nil
+}
+
+// object reads a tool's input schema, which must be an object schema, to
+// convert it.
+func (c *converter) object(schema []byte) (object, error) {
+	v, err := ordered.Parse(schema)
+	if err != nil {
+		return nil, fmt.Errorf("chatadapter: tool %q: input schema is not JSON: %w", c.tool, err)
+	}
+	o, ok := v.(object)
+	if !ok || schemaTypes(o) == nil || schemaTypes(o)[0] != "object" {
+		return nil, c.fail("", "is not a JSON object schema")
+	}
+	return o, nil
 }
 
 func asObject(v any) object {

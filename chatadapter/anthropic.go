@@ -17,6 +17,10 @@ func (anthropic) definition(name, desc json.RawMessage, params any, _ bool) obje
 	return object{{"name", name}, {"description", desc}, {"input_schema", params}}
 }
 
+func (anthropic) parameters(_ *converter, schema []byte, _ bool) (any, error) {
+	return json.RawMessage(schema), nil
+}
+
 func (anthropic) tools(defs []any) any { return defs }
 
 func (anthropic) forms() string { return `a message or its content array` }

@@ -20,6 +20,10 @@ type format interface {
 	// JSON strings, its parameters' schema (nil: none), and whether the
 	// schema is strict.
 	definition(name, desc json.RawMessage, params any, strict bool) object
+	// parameters is a tool's input schema as the format takes it (nil:
+	// none), converted by c where the format needs it (strict mode,
+	// Gemini's subset), or an *UnsupportedError.
+	parameters(c *converter, schema []byte, strict bool) (any, error)
 	// tools is the request's tools value holding the definitions.
 	tools(defs []any) any
 	// parse reads the calls of one turn (see Dispatch for its forms); a

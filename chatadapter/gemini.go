@@ -20,6 +20,20 @@ func (gemini) definition(name, desc json.RawMessage, params any, _ bool) object 
 	return def
 }
 
+// parameters are the schema in the OpenAPI 3.0 subset Gemini accepts;
+// a function without parameters has none.
+func (gemini) parameters(c *converter, schema []byte, _ bool) (any, error) {
+	o, err := c.object(schema)
+	if err != nil {
+		return nil, err
+	}
+	params, err := c.gemini(o, "")
+	if p, _ := o.Get("properties"); err == nil && len(asObject(p)) == 0 {
+		return nil, nil
+	}
+	return params, err
+}
+
 func (gemini) tools(defs []any) any { return []any{object{{"functionDeclarations", defs}}} }
 
 func (gemini) forms() string { return `a response, its content or its parts array` }

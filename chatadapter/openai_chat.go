@@ -24,6 +24,19 @@ func (openAIChat) definition(name, desc json.RawMessage, params any, strict bool
 	return object{{"type", json.RawMessage(`"function"`)}, {"function", fn}}
 }
 
+// parameters are the schema as it is, or in strict mode closed, every
+// property required and the optional ones nullable.
+func (openAIChat) parameters(c *converter, schema []byte, strict bool) (any, error) {
+	if !strict {
+		return json.RawMessage(schema), nil
+	}
+	o, err := c.object(schema)
+	if err != nil {
+		return nil, err
+	}
+	return c.strict(o, "", 0)
+}
+
 func (openAIChat) tools(defs []any) any { return defs }
 
 func (openAIChat) forms() string {

@@ -19,6 +19,10 @@ func (openAIResponses) definition(name, desc json.RawMessage, params any, strict
 		{"strict", json.RawMessage(fmt.Sprint(strict))}}
 }
 
+func (openAIResponses) parameters(c *converter, schema []byte, strict bool) (any, error) {
+	return openAIChat{}.parameters(c, schema, strict)
+}
+
 func (openAIResponses) tools(defs []any) any { return defs }
 
 func (openAIResponses) forms() string { return `a response, its output array or a function_call item` }
