@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/jsonenc"
 	"github.com/llmtool/llmtool/internal/signkey"
@@ -58,12 +59,6 @@ var shapeNames = [...]string{
 	Gemini:                "Gemini",
 }
 
-// Shapes returns every shape, in declaration order, in a new slice the
-// caller may keep and change.
-func Shapes() []Shape {
-	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
-}
-
 // String returns the format's name, such as "Anthropic Messages".
 func (s Shape) String() string {
 	if s > 0 && int(s) < len(shapeNames) {
@@ -88,7 +83,9 @@ func (s Shape) wire() Shape {
 	return s
 }
 
-// ErrShape is returned for a Shape value that is not one of the constants.
+// ErrShape is wrapped by the errors for a Shape value that is not one of
+// the constants, and by Dispatch's for a turn in another shape than the
+// one given.
 var ErrShape = errors.New("chatadapter: unknown shape")
 
 // Adapter serves one registry's tools to chat models. It caches each
@@ -163,8 +160,9 @@ type Options struct {
 	OutputBudget int
 
 	// SealKey seals the paused turns the adapter saves (json.Marshal of a
-	// paused Reply or Transcript): they are signed (HMAC-SHA256), and
-	// Adapter.Restore and Runner.Restore refuse one changed in any byte,
+	// paused turn's Pending call, alone or in package run's Transcript):
+	// they are signed (HMAC-SHA256), and Adapter.Restore (and run's
+	// Runner.Restore) refuse one changed in any byte,
 	// and one saved plain. Set it when the store of paused turns is not
 	// trusted as the server itself is (a cookie, the browser, a shared
 	// cache); use the registry's llmtool.Options.ApprovalKey, which a
@@ -198,9 +196,6 @@ func New(reg *llmtool.Registry, opts *Options) *Adapter {
 	return a
 }
 
-// Registry returns the registry the adapter serves.
-func (a *Adapter) Registry() *llmtool.Registry { return a.reg }
-
 // ToolSet is the tools a tenant may call, in one provider's format. It is
 // shared between requests: do not modify it.
 type ToolSet struct {
@@ -216,10 +211,12 @@ type ToolSet struct {
 	Names []string
 	// Deferred are the names of the tools marked to load on demand
 	// through the provider's tool search (Options.ToolSearch), in the
-	// order of Tools; nil when none is. For Anthropic, a set with
-	// Deferred tools needs the header anthropic-beta:
-	// AnthropicToolSearchBeta.
+	// order of Tools; nil when none is.
 	Deferred []string
+	// Beta is the anthropic-beta header a request with this set needs
+	// ("advanced-tool-use-2025-11-20" for Anthropic's tool search while
+	// it is in beta), "" if none.
+	Beta string
 }
 
 type defKey struct {
@@ -304,11 +301,7 @@ func (a *Adapter) Tools(ctx context.Context, shape Shape) (*ToolSet, error) {
 		set.Names = append(set.Names, s.Name)
 		size += len(d.json) + 1
 	}
-	var list any = rawList(set.Tools)
-	if shape == Gemini {
-		list = []any{object{{"functionDeclarations", list}}}
-	}
-	set.JSON = appendOrdered(make([]byte, 0, size), list)
+	set.JSON = ordered.Append(make([]byte, 0, size), formatOf(shape).tools(ordered.Array(set.Tools)))
 
 	a.mu.Lock()
 	pushSet(&a.sets[shape], &cachedSet{specs: slices.Clone(specs), set: set, errs: errs})
@@ -352,51 +345,28 @@ func buildDef(spec *llmtool.Spec, shape Shape) (json.RawMessage, error) {
 	if len(schema) == 0 {
 		schema = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
 	}
-	conv := &converter{tool: spec.Name, shape: shape}
-	var params any = json.RawMessage(schema)
-	if shape.strict() || shape == Gemini {
-		v, err := parseOrdered(schema)
-		if err != nil {
-			return nil, fmt.Errorf("chatadapter: tool %q: input schema is not JSON: %w", spec.Name, err)
-		}
-		o, ok := v.(object)
-		if !ok || schemaTypes(o) == nil || schemaTypes(o)[0] != "object" {
-			return nil, conv.fail("", "is not a JSON object schema")
-		}
-		if shape.strict() {
-			params, err = conv.strict(o, "", 0)
-		} else {
-			params, err = conv.gemini(o, "")
-			if p, _ := o.get("properties"); len(asObject(p)) == 0 {
-				params = nil // Gemini: a function without parameters has none
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
+	f := formatOf(shape)
+	params, err := f.parameters(&converter{tool: spec.Name, shape: shape}, schema, shape.strict())
+	if err != nil {
+		return nil, err
 	}
 	name := json.RawMessage(jsonenc.AppendString(nil, spec.Name))
 	desc := json.RawMessage(jsonenc.AppendString(nil, spec.Description))
-	var def object
-	switch shape {
-	case OpenAIChat, OpenAIChatStrict:
-		fn := object{{"name", name}, {"description", desc}, {"parameters", params}}
-		if shape.strict() {
-			fn = append(fn, member{"strict", json.RawMessage("true")})
-		}
-		def = object{{"type", json.RawMessage(`"function"`)}, {"function", fn}}
-	case OpenAIResponses, OpenAIResponsesStrict:
-		def = object{{"type", json.RawMessage(`"function"`)}, {"name", name}, {"description", desc}, {"parameters", params},
-			{"strict", json.RawMessage(fmt.Sprint(shape.strict()))}}
-	case Anthropic:
-		def = object{{"name", name}, {"description", desc}, {"input_schema", params}}
-	case Gemini:
-		def = object{{"name", name}, {"description", desc}}
-		if params != nil {
-			def = append(def, member{"parameters", params})
-		}
+	return ordered.Append(nil, f.definition(name, desc, params, shape.strict())), nil
+}
+
+// object reads a tool's input schema, which must be an object schema, to
+// convert it.
+func (c *converter) object(schema []byte) (object, error) {
+	v, err := ordered.Parse(schema)
+	if err != nil {
+		return nil, fmt.Errorf("chatadapter: tool %q: input schema is not JSON: %w", c.tool, err)
 	}
-	return appendOrdered(nil, def), nil
+	o, ok := v.(object)
+	if !ok || schemaTypes(o) == nil || schemaTypes(o)[0] != "object" {
+		return nil, c.fail("", "is not a JSON object schema")
+	}
+	return o, nil
 }
 
 func asObject(v any) object {

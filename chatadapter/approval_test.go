@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/stretchr/testify/require"
 )
 
 type RemoveItemIn struct {
@@ -82,7 +82,7 @@ func (l *eventLog) add(e chatadapter.Event) {
 		}
 		l.started[e.CallID]++
 	case chatadapter.CallFinished, chatadapter.CallPaused:
-		l.lines = append(l.lines, e.String())
+		l.lines = append(l.lines, e.Label)
 	}
 }
 
@@ -179,10 +179,10 @@ func TestResume(t *testing.T) {
 			}
 			for i, ok := range tt.answers {
 				prev := r
-				r, err = r.Resume(f.ctx, ok)
+				r, err = r.Pending.Resume(f.ctx, yes(ok))
 				require.NoError(t, err)
 				require.Equal(t, tt.wantEvents[i], events.take(), "answer %d", i)
-				_, err = prev.Resume(f.ctx, ok)
+				_, err = prev.Pending.Resume(f.ctx, yes(ok))
 				require.ErrorIs(t, err, chatadapter.ErrNotPending, "each pause is answered once")
 				if i < len(tt.answers)-1 {
 					require.NotNil(t, r.Pending, "the data changed: asked again")
@@ -199,7 +199,7 @@ func TestResume(t *testing.T) {
 			require.Len(t, r.Messages, 4)
 			require.Equal(t, tt.wantRows, f.rows(t))
 			require.Equal(t, map[string]int{"c1": 1, "c2": 1, "c3": 1, "c4": 1}, events.starts(), "one card per call: the pause does not start it again")
-			_, err = r.Resume(f.ctx, true)
+			_, err = r.Pending.Resume(f.ctx, yes(true))
 			require.ErrorIs(t, err, chatadapter.ErrNotPending)
 		})
 	}
@@ -314,7 +314,7 @@ func TestResumeShapes(t *testing.T) {
 			require.Len(t, r.Outcomes, 1)
 			require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 
-			r, err = r.Resume(f.ctx, tt.approved)
+			r, err = r.Pending.Resume(f.ctx, yes(tt.approved))
 			require.NoError(t, err)
 			require.Nil(t, r.Pending)
 			var got []string
@@ -347,7 +347,7 @@ func TestResumeTwoApprovals(t *testing.T) {
 	require.Equal(t, "t1", r.Pending.Call.ID)
 	require.Equal(t, []string{"Remove item… needs approval"}, events.take())
 
-	r, err = r.Resume(f.ctx, true)
+	r, err = r.Pending.Resume(f.ctx, yes(true))
 	require.NoError(t, err)
 	require.Equal(t, []string{`t1 {"removed":1,"name":"apple"}`, "t2 Item 1 not found. Call list_items to see the IDs."}, texts(r.Outcomes),
 		"the second call saw the first one's commit, and failed without asking")
@@ -358,7 +358,7 @@ func TestResumeTwoApprovals(t *testing.T) {
 	require.Empty(t, r.Messages)
 	require.Equal(t, [][3]any{{2, "pear", 1}}, f.rows(t))
 
-	r, err = r.Resume(f.ctx, false)
+	r, err = r.Pending.Resume(f.ctx, yes(false))
 	require.NoError(t, err)
 	require.Nil(t, r.Pending)
 	require.Len(t, r.Messages, 1)
@@ -393,7 +393,7 @@ func TestResumeOtherPrincipal(t *testing.T) {
 	r, err := f.a.Dispatch(f.ctx, chatadapter.OpenAIChat, []byte(`[{"id":"c1","type":"function","function":{"name":"remove_item","arguments":"{\"id\":1}"}}]`))
 	require.NoError(t, err)
 	bob := llmtool.WithPrincipal(f.ctx, &llmtool.Principal{ID: "bob"})
-	r, err = r.Resume(bob, true)
+	r, err = r.Pending.Resume(bob, yes(true))
 	require.NoError(t, err)
 	require.Nil(t, r.Pending)
 	require.ErrorIs(t, r.Outcomes[0].Result.Err, approval.ErrRefused)
@@ -429,7 +429,8 @@ func TestRunApproval(t *testing.T) {
 			t.Parallel()
 			f, events := newApprovalFixture(t)
 			m := newModel(t, reply(calls), reply(answer("Done.")))
-			tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 2})
+			rn := newRunner(t, f.a, m.endpoint(), &run.Options{MaxSteps: 2})
+			tr, err := rn.Run(f.ctx, []json.RawMessage{run.UserMessage("Go.")})
 			require.NoError(t, err)
 			require.NotNil(t, tr.Pending)
 			require.Equal(t, "call_1", tr.Pending.Call.ID)
@@ -443,7 +444,7 @@ func TestRunApproval(t *testing.T) {
 			require.Equal(t, []string{"Remove item… needs approval"}, events.take())
 
 			paused := tr
-			tr, err = tr.Resume(f.ctx, tt.approved)
+			tr, err = rn.Resume(f.ctx, tr, yes(tt.approved))
 			require.NoError(t, err)
 			require.Nil(t, tr.Pending)
 			require.Equal(t, "Done.", tr.Answer)
@@ -455,9 +456,9 @@ func TestRunApproval(t *testing.T) {
 			require.Len(t, tr.Outcomes, 2)
 			require.Equal(t, tt.wantRows, f.rows(t))
 
-			_, err = paused.Resume(f.ctx, true)
+			_, err = rn.Resume(f.ctx, paused, yes(true))
 			require.ErrorIs(t, err, chatadapter.ErrNotPending)
-			_, err = tr.Resume(f.ctx, true)
+			_, err = rn.Resume(f.ctx, tr, yes(true))
 			require.ErrorIs(t, err, chatadapter.ErrNotPending)
 			require.Len(t, m.requests(), 2)
 			require.Equal(t, tt.wantRows, f.rows(t))
@@ -471,12 +472,13 @@ func TestRunApprovalStepLimit(t *testing.T) {
 	t.Parallel()
 	f, _ := newApprovalFixture(t)
 	m := newModel(t, reply(toolCalls([2]string{"remove_item", `{"id":1}`})))
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 1})
+	rn := newRunner(t, f.a, m.endpoint(), &run.Options{MaxSteps: 1})
+	tr, err := rn.Run(f.ctx, []json.RawMessage{run.UserMessage("Go.")})
 	require.NoError(t, err)
 	require.NotNil(t, tr.Pending)
-	tr, err = tr.Resume(f.ctx, true)
+	tr, err = rn.Resume(f.ctx, tr, yes(true))
 	require.NoError(t, err, "the step limit ends the turn with its history, not an error")
-	require.ErrorIs(t, tr.Stopped, chatadapter.ErrStepLimit)
+	require.ErrorIs(t, tr.Stopped, run.ErrStepLimit)
 	require.Nil(t, tr.Pending)
 	require.Equal(t, 1, tr.Steps)
 	require.Len(t, m.requests(), 1)

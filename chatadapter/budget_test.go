@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/stretchr/testify/require"
 )
 
 type pageIn struct {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
 // Tools loaded on demand, through the provider's own tool search
@@ -19,35 +20,12 @@ import (
 // until the provider's search tool loads them. Options.ToolSearch sends
 // those shapes that form instead.
 
-// AnthropicToolSearchBeta is the value of the anthropic-beta header that
-// Anthropic's tool search tool needs while it is in beta, for a request
-// whose tool set has Deferred tools.
-const AnthropicToolSearchBeta = "advanced-tool-use-2025-11-20"
-
-// Names of the providers' tool search tools, as they appear in
-// ToolSet.Names.
-const (
-	anthropicSearchName = "tool_search_tool_bm25"
-	openAISearchName    = "tool_search"
-)
-
 // toolSearchTool returns the definition of the tool search tool of shape's
 // provider, which Options.ToolSearch sends in place of find_tools, or nil
-// when the provider has none (OpenAI Chat Completions, Gemini):
-//
-//   - Anthropic: {"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"},
-//     the variant that takes words, as find_tools does (Anthropic's other
-//     variant takes regular expressions);
-//   - OpenAI Responses (strict or not): {"type":"tool_search"}, searched by
-//     OpenAI's servers.
+// when the provider has none (OpenAI Chat Completions, Gemini).
 func toolSearchTool(shape Shape) json.RawMessage {
-	switch shape {
-	case Anthropic:
-		return json.RawMessage(`{"type":"tool_search_tool_bm25_20251119","name":"` + anthropicSearchName + `"}`)
-	case OpenAIResponses, OpenAIResponsesStrict:
-		return json.RawMessage(`{"type":"` + openAISearchName + `"}`)
-	}
-	return nil
+	def, _, _ := formatOf(shape).searchTool()
+	return def
 }
 
 // searchTools is Tools for a shape whose provider searches tools: the
@@ -88,12 +66,8 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 		add(s, false)
 	}
 	if len(unloaded) > 0 {
-		set.Tools = append(set.Tools, toolSearchTool(shape))
-		name := openAISearchName
-		if shape == Anthropic {
-			name = anthropicSearchName
-		}
-		set.Names = append(set.Names, name)
+		def, name, beta := formatOf(shape).searchTool()
+		set.Tools, set.Names, set.Beta = append(set.Tools, def), append(set.Names, name), beta
 		for _, s := range unloaded {
 			add(s, true)
 		}
@@ -102,7 +76,7 @@ func (a *Adapter) searchTools(ctx context.Context, shape Shape) (*ToolSet, error
 	for _, t := range set.Tools {
 		size += len(t) + 1
 	}
-	set.JSON = appendOrdered(make([]byte, 0, size), rawList(set.Tools))
+	set.JSON = ordered.Append(make([]byte, 0, size), ordered.Array(set.Tools))
 
 	a.mu.Lock()
 	pushSet(&a.deferred[shape], &cachedSet{specs: specs, unloaded: unloaded, set: set, errs: errs})

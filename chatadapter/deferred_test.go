@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/stretchr/testify/require"
 )
 
 // A generated catalog: modules of a business application, each with tools
@@ -137,6 +136,7 @@ func TestToolSetGrowsAfterFindTools(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"whoami", "search_everything", "man", "find_tools"}, set.Names, shape)
 		require.Nil(t, set.Deferred)
+		require.Empty(t, set.Beta)
 	}
 	before, err := a.Tools(ctx, chatadapter.Anthropic)
 	require.NoError(t, err)
@@ -184,11 +184,12 @@ func TestToolSearchSets(t *testing.T) {
 		t.Run(tt.shape.String(), func(t *testing.T) {
 			set, err := a.Tools(ctx, tt.shape)
 			require.NoError(t, err)
-			name := "tool_search"
+			name, beta := "tool_search", ""
 			if tt.shape == chatadapter.Anthropic {
-				name = "tool_search_tool_bm25"
+				name, beta = "tool_search_tool_bm25", "advanced-tool-use-2025-11-20"
 			}
 			require.Equal(t, append([]string{"whoami", "search_everything", "man", name}, deferred...), set.Names)
+			require.Equal(t, beta, set.Beta, "the anthropic-beta header the set needs")
 			require.Equal(t, deferred, set.Deferred)
 			require.JSONEq(t, tt.search, string(set.Tools[3]))
 			require.JSONEq(t, tt.search, string(chatadapter.ToolSearchTool(tt.shape)))
@@ -210,6 +211,7 @@ func TestToolSearchSets(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"whoami", "search_everything", "man", "find_tools"}, set.Names, shape)
 		require.Nil(t, set.Deferred)
+		require.Empty(t, set.Beta)
 	}
 
 	// A tool a tenant loaded is sent whole; one it may not call, not at all.

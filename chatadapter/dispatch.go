@@ -49,12 +49,11 @@ type Reply struct {
 	// providers take the next request only with a result for every call.
 	Messages []json.RawMessage
 	// Pending is the call that waits for the person (an approval, or an
-	// answer to the tool's question), nil if none: show it, then Resume
-	// or ResumeWith the person's answer. The calls after it have not run
-	// yet (see the package documentation).
+	// answer to the tool's question), nil if none: show it, then resume
+	// it with the person's answer (Pending.Resume), or save it
+	// (json.Marshal) to resume later (Adapter.Restore). The calls after
+	// it have not run yet (see the package documentation).
 	Pending *Pending
-
-	paused *paused // set with Pending
 }
 
 // Dispatch runs the tool calls of one model turn and returns their results
@@ -79,10 +78,10 @@ type Reply struct {
 // A call that needs the person pauses the turn there: a write that needs
 // approval (llmtool.NeedsApproval, Registry.Tenants().SetApproval), or a
 // tool that asks a question (ask.Elicit). The reply's Pending shows what
-// to ask, and Reply.Resume or Reply.ResumeWith goes on with the answer.
+// to ask, and Pending.Resume goes on with the answer.
 //
 // Dispatch fails when turn cannot be read: not JSON, or in another shape
-// than shape (a *ShapeError). When ctx ends during the turn, it returns
+// than shape (an error wrapping ErrShape that names both). When ctx ends during the turn, it returns
 // the reply with an error wrapping ctx.Err(): the calls that had not
 // finished report that they were cancelled, those that committed stay
 // committed, and Messages has a result for every call, so the
@@ -116,7 +115,7 @@ func cancelled(ctx context.Context, op string) error {
 // execute does not wait for the person: a call that needs approval fails,
 // as any failed call, with its approval request in
 // Outcome.Result.Approval, and the calls after it run; a tool that asks a
-// question gets ask.ErrUnsupported. Dispatch and Reply.Resume, or Run,
+// question gets ask.ErrUnsupported. Dispatch and Pending.Resume, or package run,
 // let the person answer first.
 func (a *Adapter) execute(ctx context.Context, calls []ToolCall) []Outcome {
 	t := a.newTurn(ctx, 0, calls)
@@ -211,7 +210,7 @@ func (t *turn) execute(ctx context.Context, obs *observer, from int, pause bool)
 }
 
 func (a *Adapter) localeOf(ctx context.Context) string {
-	if l := LocaleFrom(ctx); l != "" {
+	if l := localeFrom(ctx); l != "" {
 		return l
 	}
 	return a.locale
@@ -285,5 +284,6 @@ func (t *turn) reply(at int) *Reply {
 		return &Reply{Outcomes: t.out, Messages: render(t.shape, t.out)}
 	}
 	p := *t.state[at].pending
-	return &Reply{Outcomes: t.out[:at:at], Pending: &p, paused: &paused{turn: t, at: at}}
+	p.hold = &paused{turn: t, at: at}
+	return &Reply{Outcomes: t.out[:at:at], Pending: &p}
 }

@@ -1,15 +1,16 @@
 // Package chatadapter projects an llmtool registry into what an
 // application's own chat feature needs to let a model call its tools: the
 // tool definitions in each provider's wire format, a dispatcher for the
-// model's tool calls, each result in the provider's message format, and a
-// loop that holds the conversation with the model itself.
+// model's tool calls, each result in the provider's message format, and
+// the pauses where a call waits for the person. Its package run holds the
+// conversation with the model itself, over net/http.
 //
 // It translates only. Every call goes through llmtool.Registry.Invoke, so a
 // tool behaves in chat exactly as it does over MCP: same validation, same
 // transaction, same error text, same result bytes.
 //
-// The pieces work with whatever provider SDK the application already
-// uses:
+// It is used in one of two ways. A host that drives its provider with
+// the SDK it already uses imports chatadapter only, the projection:
 //
 //	a := chatadapter.New(reg, nil) // nil: the default Options
 //	ctx = llmtool.WithTenant(llmtool.WithPrincipal(ctx, user), workspaceID)
@@ -19,8 +20,12 @@
 //	reply, err := a.Dispatch(ctx, chatadapter.Anthropic, assistantMessage)
 //	// ... append reply.Messages to the conversation and send it again ...
 //
-// or, with no SDK at all, Run holds the conversation over net/http with
-// any of the four APIs (see Run below).
+// A host with no SDK at all imports package run too, whose Run holds the
+// conversation over net/http with any of the four APIs, with the
+// adapter's tools (see Run below):
+//
+//	tr, err := run.Run(ctx, a, run.Endpoint{Shape: chatadapter.Anthropic, BaseURL: "https://api.anthropic.com/v1", APIKey: key, Model: model}, messages, nil)
+//	// ... tr.Answer, tr.Messages to keep, tr.Pending to ask the person ...
 //
 // # Formats
 //
@@ -59,12 +64,13 @@
 // to show (Prompt), with the preview for an approval or the Question and
 // its form, and its Messages stay empty, because the providers take the
 // next request only once every call of the turn has its result. The host
-// shows it and resumes with the person's answer: Reply.Resume with yes or
-// no, or Reply.ResumeWith with the filled form:
+// shows it and resumes with the person's answer, Pending.Resume with an
+// ask.ElicitResult (ask.Accept approves, or gives the filled form;
+// ask.Decline denies):
 //
 //	reply, err := a.Dispatch(ctx, shape, assistantMessage)
 //	for err == nil && reply.Pending != nil {
-//		reply, err = reply.ResumeWith(ctx, askThePerson(reply.Pending)) // an ask.ElicitResult
+//		reply, err = reply.Pending.Resume(ctx, askThePerson(reply.Pending)) // an ask.ElicitResult
 //	}
 //	// ... append reply.Messages to the conversation and send it again ...
 //
@@ -80,12 +86,14 @@
 // A declined question is the tool's to handle: its ask.Elicit returns the
 // decline.
 //
-// A paused turn is plain data: json.Marshal saves a Reply or a
-// Transcript, and Adapter.Restore or Runner.Restore reads it back, in
-// this process or another, so a web host keeps it with the conversation
-// and resumes it from the request that brings the answer (Pending.Expires
-// bounds an approval's wait; resume with false when the person leaves,
-// so that every call gets its result). Adapter.Restore says what a saved
+// A Pending call is the one pause of a turn, whether Dispatch or package
+// run paused it, and it is plain data: json.Marshal saves it with its
+// turn, and Adapter.Restore reads it back (run's Runner.Restore, for a
+// run's transcript that holds it), in this process or another, so a web
+// host keeps it with the conversation and resumes it from the request
+// that brings the answer (Pending.Expires bounds an approval's wait;
+// resume with ask.Decline when the person leaves, so that every call gets
+// its result). Adapter.Restore says what a saved
 // turn holds. It comes in two forms. Plain, the default, it is not
 // signed: keep it where the server keeps its own data, with the
 // conversation. Sealed (Options.SealKey), it is signed, and Restore
@@ -95,28 +103,22 @@
 //
 // # Run: the loop over net/http
 //
-// Run, or a Runner made once with NewRunner, holds a turn with a model
-// over OpenAI Chat Completions (and compatible servers: llama.cpp,
-// Ollama, vLLM, Azure OpenAI with Endpoint.Header and Query), OpenAI
-// Responses, Anthropic Messages or Gemini (Endpoint.Shape): it sends the
-// conversation with the tool set, runs the calls of each answer as
-// Dispatch does, and sends again until the model answers without calls.
-// It pauses as Dispatch does (Transcript.Pending, Transcript.Resume,
-// ResumeWith). It tries a request again after a 429, a 5xx (or the error
-// a stream sends for one before its first words) or a broken
-// connection, waiting as the server asks (Retry-After) or backing off,
-// within ctx (RunOptions.MaxRetries, RetryDelay). It counts each
-// request's tokens as the provider reports them (Transcript.Usage,
-// StepUsage) and stops a turn that reaches RunOptions.TokenBudget or
-// MaxSteps with its history (Transcript.Stopped), not an error. Whatever
-// fails, Transcript.Messages stays a whole conversation the host can send
-// again.
+// Package run holds a turn with a model over OpenAI Chat Completions (and
+// compatible servers), OpenAI Responses, Anthropic Messages or Gemini: it
+// sends the conversation with the tool set, runs the calls of each answer
+// with Dispatch, and sends again until the model answers without calls.
+// It pauses where Dispatch pauses (its Transcript holds the Pending call,
+// and Runner.Resume goes on after it), retries what waiting can cure,
+// counts tokens (Usage), and reports its requests as events of this
+// package (ModelRequest, ModelRetry, ModelReply, TextDelta, RunStopped,
+// TurnEnded) through Adapter.Emit, which a host that drives its provider
+// itself can use to report its own requests the same way.
 //
 // # Events and locales
 //
 // WithEvents reports a turn as it happens: each request to the model
 // (ModelRequest, ModelRetry, ModelReply with its text and usage), the
-// text as the model writes it (TextDelta, with RunOptions.Stream), each
+// text as the model writes it (TextDelta, with run.Options.Stream), each
 // call once (CallStarted with its arguments, CallProgress, CallPaused
 // with what it waits for, CallFinished with its Result), RunStopped, and
 // the turn's end (TurnEnded). Every line a host shows comes
@@ -129,7 +131,7 @@
 // # A chat page
 //
 // A host's chat page shows a turn as it happens and keeps the
-// conversation in the host's database. RunOptions.Stream has Run ask the
+// conversation in the host's database. run.Options.Stream has Run ask the
 // endpoint, of any of the four APIs, to stream its answers, so the page shows
 // the words as they come (TextDelta); each call is a card, started with
 // its friendly name and arguments, paused with the preview of the rows
@@ -141,7 +143,7 @@
 // id undoes its last one. Cancelling the context (the person pressed
 // Stop, or closed the page, and the request's context ended) ends the
 // turn with nothing half-written: a write in progress rolls back, and the
-// transcript stays whole. Runner.Run shows the events in use;
+// transcript stays whole. run's Runner.Run shows the events in use;
 // examples/notes-web is a whole page, tested in a browser.
 //
 // # Prompts
@@ -151,7 +153,7 @@
 // Registry.List (ListOptions.Prompts), and Prompt renders the one picked
 // into the provider's message shape, to start the conversation with:
 //
-//	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true}) // name, friendly name, arguments
+//	prompts, err := reg.List(ctx, &llmtool.ListOptions{Prompts: true}) // name, friendly name, arguments
 //	msgs, err := a.Prompt(ctx, chatadapter.Anthropic, "summarize_note", json.RawMessage(`{"noteId":"roadmap"}`))
 //
 // # Large catalogs
@@ -169,13 +171,13 @@
 // An unknown tool, malformed arguments, a refused or failing call: each is
 // a result with {"error": "..."} for the model to correct, never a Go error.
 // Go errors are for what the host must act on: a turn that cannot be read
-// or is in another format than its shape (a *ShapeError that names both),
-// a context that ended (Dispatch still gives a result for every call), a
-// request that failed for good (*HTTPError), a response the provider cut
-// at its output limit (ErrTruncated), an answer that cannot be the form's.
+// or is in another format than its shape (an error wrapping ErrShape that names both),
+// a context that ended (Dispatch still gives a result for every call), an
+// answer that cannot be the form's (and in package run, a request that
+// failed for good, or a response the provider cut at its output limit).
 // Prompt, whose caller is the person who picked the prompt rather than a
 // model, returns the registry's refusal as its error.
 //
-// Package chattest serves scripted models in each API's wire format, for
-// testing a host's chat without a provider.
+// Package run/chattest serves scripted models in each API's wire format,
+// for testing a host's chat without a provider.
 package chatadapter

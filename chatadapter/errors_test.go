@@ -6,10 +6,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/stretchr/testify/require"
 )
 
 // A turn in another API's format is an error that names both.
@@ -43,9 +43,7 @@ func TestDispatchWrongShape(t *testing.T) {
 	for _, tt := range tests {
 		r, err := f.a.Dispatch(f.ctx, tt.shape, []byte(tt.turn))
 		require.EqualError(t, err, tt.want)
-		var se *chatadapter.ShapeError
-		require.ErrorAs(t, err, &se)
-		require.Equal(t, tt.shape, se.Want)
+		require.ErrorIs(t, err, chatadapter.ErrShape)
 		require.Nil(t, r)
 	}
 	// Each format's own turn, and what three formats share, go through.
@@ -80,8 +78,8 @@ func TestDispatchCancelled(t *testing.T) {
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 }
 
-// A paused Dispatch reply saved as JSON resumes in another process; a
-// restored reply is answered once, and a complete reply saves too.
+// A paused Dispatch reply's Pending call saved as JSON resumes in another
+// process; a restored pause is answered once.
 func TestReplyRestore(t *testing.T) {
 	t.Parallel()
 	path := newShop(t)
@@ -94,31 +92,30 @@ func TestReplyRestore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "t2", r.Pending.Call.ID)
 	require.ElementsMatch(t, []string{"List items… done", "Pick item… waits for your answer"}, log.take(), "two reads, run together")
-	saved, err := json.Marshal(r)
+	saved, err := json.Marshal(r.Pending)
 	require.NoError(t, err)
 
 	second := start(t, path, log)
-	r, err = second.a.Restore(saved)
+	paused, err := second.a.Restore(saved)
 	require.NoError(t, err)
-	require.Equal(t, "pick", r.Pending.Question.Key)
-	require.Len(t, r.Outcomes, 1)
+	require.Equal(t, "pick", paused.Question.Key)
+	r, err = paused.Resume(second.ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
+	require.NoError(t, err)
+	require.Len(t, r.Outcomes, 2, "the call that ran before the pause, and the answered one")
 	require.JSONEq(t, `{"items":[{"id":1,"name":"apple","qty":3},{"id":2,"name":"green apple","qty":5}]}`, string(r.Outcomes[0].Result.JSON))
-	paused := r
-	r, err = r.ResumeWith(second.ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
-	require.NoError(t, err)
-	_, err = paused.Resume(second.ctx, true)
+	_, err = paused.Resume(second.ctx, yes(true))
 	require.ErrorIs(t, err, chatadapter.ErrNotPending)
 	_, err = json.Marshal(paused)
-	require.EqualError(t, err, "json: error calling MarshalJSON for type *chatadapter.Reply: chatadapter: the reply was resumed already: save the one Resume returned")
+	require.EqualError(t, err, "json: error calling MarshalJSON for type *chatadapter.Pending: chatadapter: the pending call was resumed already: save the Pending of the Reply that Resume returned")
 	require.Equal(t, "t3", r.Pending.Call.ID, "then the removal waits for approval")
 	require.Equal(t, "Remove item 2 (green apple). (items: 1 deleted)", r.Pending.Summary)
 
-	saved, err = json.Marshal(r)
+	saved, err = json.Marshal(r.Pending)
 	require.NoError(t, err)
 	third := start(t, path, log)
-	r, err = third.a.Restore(saved)
+	p, err := third.a.Restore(saved)
 	require.NoError(t, err)
-	r, err = r.Resume(third.ctx, true)
+	r, err = p.Resume(third.ctx, yes(true))
 	require.NoError(t, err)
 	require.Nil(t, r.Pending)
 	require.Len(t, r.Messages, 1)
@@ -126,15 +123,9 @@ func TestReplyRestore(t *testing.T) {
 	require.Equal(t, []string{"Pick item… done", "Remove item… needs approval", "Remove item… done"}, log.take())
 	require.Equal(t, map[string]int{"t1": 1, "t2": 1, "t3": 1}, log.starts())
 
-	saved, err = json.Marshal(r)
-	require.NoError(t, err)
-	done, err := third.a.Restore(saved)
-	require.NoError(t, err)
-	require.Equal(t, rawStrings(r.Messages), rawStrings(done.Messages))
-	require.Len(t, done.Outcomes, 3)
-	require.Nil(t, done.Pending)
-	_, err = done.Resume(third.ctx, true)
-	require.ErrorIs(t, err, chatadapter.ErrNotPending)
+	require.Len(t, r.Outcomes, 3)
+	_, err = r.Pending.Resume(third.ctx, yes(true))
+	require.ErrorIs(t, err, chatadapter.ErrNotPending, "a complete reply has no pause")
 }
 
 func TestRestoreErrors(t *testing.T) {
@@ -151,15 +142,15 @@ func TestRestoreErrors(t *testing.T) {
 		_, err := f.a.Restore([]byte(tt.saved))
 		require.EqualError(t, err, tt.want, tt.saved)
 	}
-	var r chatadapter.Reply
-	require.EqualError(t, json.Unmarshal([]byte(`{}`), &r), "chatadapter: read a saved Reply with Adapter.Restore, which binds it to the registry")
-	var tr chatadapter.Transcript
-	require.EqualError(t, json.Unmarshal([]byte(`{}`), &tr), "chatadapter: read a saved Transcript with Runner.Restore, which binds it to the registry and the endpoint")
-	runner, err := chatadapter.NewRunner(f.a, chatadapter.Endpoint{}, nil)
+	var p chatadapter.Pending
+	require.NoError(t, json.Unmarshal([]byte(`{"index":2}`), &p), "plain fields, as an event's copy")
+	_, err := p.Resume(f.ctx, yes(true))
+	require.ErrorIs(t, err, chatadapter.ErrNotPending, "without its turn: read a saved pause with Adapter.Restore")
+	runner, err := run.New(f.a, run.Endpoint{}, nil)
 	require.NoError(t, err)
 	_, err = runner.Restore([]byte(`{"version":3}`))
 	require.EqualError(t, err, "chatadapter: restore: a saved transcript of version 3; this chatadapter reads version 1")
-	_, err = chatadapter.NewRunner(f.a, chatadapter.Endpoint{Shape: 99}, nil)
+	_, err = run.New(f.a, run.Endpoint{Shape: 99}, nil)
 	require.EqualError(t, err, "chatadapter: unknown shape 99 in the Endpoint")
 	require.True(t, errors.Is(err, chatadapter.ErrShape))
 }

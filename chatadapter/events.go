@@ -43,15 +43,16 @@ const (
 	// request cost, Duration how long it took.
 	ModelReply
 	// RunStopped: Run ended the turn without the model's answer; Err
-	// wraps ErrStepLimit or ErrBudget, and Label says so to the person.
+	// wraps run.ErrStepLimit or run.ErrBudget, and Label says so to the
+	// person.
 	RunStopped
 	// TextDelta: a piece of the model's text in request Step, as the
-	// endpoint streams it (RunOptions.Stream); Text is the piece. The
+	// endpoint streams it (run.Options.Stream); Text is the piece. The
 	// pieces of a step, joined, are its ModelReply's Text.
 	TextDelta
-	// TurnEnded: Run (or a Transcript's Resume) ended the turn: with the
-	// model's answer (Text), stopped (Err wraps ErrStepLimit or
-	// ErrBudget), or failed (Err is the error Run returns). Usage is the
+	// TurnEnded: Run (or Runner.Resume) ended the turn: with the model's
+	// answer (Text), stopped (Err wraps run.ErrStepLimit or
+	// run.ErrBudget), or failed (Err is the error Run returns). Usage is the
 	// turn's, Step its requests. A turn that pauses for the person has
 	// not ended: its last event is CallPaused, and TurnEnded follows the
 	// resumed run's end.
@@ -67,7 +68,10 @@ type Event struct {
 	// context (WithLocale, else Options.Locale) from Options.Messages:
 	// "Create note…", "Create note… done", "Asking the model…". For
 	// ModelReply, TextDelta and TurnEnded it is Text, the model's words.
-	// String returns it.
+	// In English: "Create note… 3/10 copying", "Create note… failed"; a
+	// call that waits for a person's approval is "Delete note… needs
+	// approval", one whose approval was denied (or expired) "Delete
+	// note… not approved".
 	Label string
 
 	// Calls (CallStarted, CallProgress, CallPaused, CallFinished).
@@ -105,18 +109,6 @@ type Event struct {
 	Wait    time.Duration // ModelRetry: the pause before the next attempt
 	Text    string        // ModelReply: what the model said; TextDelta: a piece of it; TurnEnded: the answer
 	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
-}
-
-// String returns Label; for an Event made by hand, without one, the line
-// in llmtool's English: "Create note…", "Create note… 3/10 copying",
-// "Create note… done", "Create note… failed"; a call that waits for a
-// person's approval is "Delete note… needs approval", one whose approval
-// was denied (or expired) "Delete note… not approved".
-func (e Event) String() string {
-	if e.Label != "" {
-		return e.Label
-	}
-	return e.render(nil, "")
 }
 
 // render is the event's line in locale from msgs (nil: the embedded
@@ -157,13 +149,20 @@ func (e Event) render(msgs *i18n.Catalog, locale string) string {
 		}
 		return msgs.Message(keyModelRequest, locale)
 	case ModelRetry:
-		return msgs.Message(keyModelRetry, locale, "status", retryStatus(msgs, locale, e.Err), "wait", e.Wait.Round(time.Millisecond).String())
+		var s interface{ StatusCode() int } // the run package's failed attempt
+		code := 0
+		if errors.As(e.Err, &s) {
+			code = s.StatusCode()
+		}
+		return msgs.Message(keyModelRetry, locale, "status", retryStatus(msgs, locale, code), "wait", e.Wait.Round(time.Millisecond).String())
 	case ModelReply, TextDelta, TurnEnded:
 		return e.Text
 	case RunStopped:
-		var s *stopError
+		var s interface { // the run package's stop
+			Line(msgs *i18n.Catalog, locale string) string
+		}
 		if errors.As(e.Err, &s) {
-			return s.text(msgs, locale)
+			return s.Line(msgs, locale)
 		}
 		return fmt.Sprint(e.Err)
 	}
@@ -181,14 +180,13 @@ func WithEvents(ctx context.Context, f func(Event)) context.Context {
 }
 
 // WithLocale returns a context whose events, pending calls and stops
-// speak locale, such as "de" (see Options.Messages). A tool that words
-// its own questions per language can read it with LocaleFrom.
+// speak locale, such as "de" (see Options.Messages).
 func WithLocale(ctx context.Context, locale string) context.Context {
 	return context.WithValue(ctx, localeKey{}, locale)
 }
 
-// LocaleFrom returns the locale set by WithLocale, or "".
-func LocaleFrom(ctx context.Context) string {
+// localeFrom returns the locale set by WithLocale, or "".
+func localeFrom(ctx context.Context) string {
 	s, _ := ctx.Value(localeKey{}).(string)
 	return s
 }
@@ -209,6 +207,13 @@ func (a *Adapter) observer(ctx context.Context) *observer {
 	}
 	return &observer{f: f, msgs: a.msgs, locale: a.localeOf(ctx)}
 }
+
+// Emit reports e to the events of ctx (WithEvents) as a turn's own
+// events are reported, its Label in the context's locale; it does
+// nothing when ctx has none. It is how package run reports its requests
+// (ModelRequest, TextDelta, ModelReply, TurnEnded...), and how a host
+// that drives its provider itself can report them the same way.
+func (a *Adapter) Emit(ctx context.Context, e Event) { a.observer(ctx).emit(e) }
 
 func (o *observer) emit(e Event) {
 	if o == nil {

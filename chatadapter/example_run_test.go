@@ -13,13 +13,14 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 	"github.com/llmtool/llmtool/sqlite"
 )
 
-// A Runner holds turns with a model over one API; here a scripted
+// A run.Runner holds turns with a model over one API; here a scripted
 // Anthropic model (package chattest) stands in for Claude.
-func ExampleNewRunner() {
+func Example_runner() {
 	reg, done := exampleRegistry()
 	defer done()
 	model := chattest.NewServer(chatadapter.Anthropic,
@@ -29,21 +30,21 @@ func ExampleNewRunner() {
 	defer model.Close()
 
 	ep := model.Endpoint() // in a host: {Shape: chatadapter.Anthropic, BaseURL: "https://api.anthropic.com/v1", APIKey: ..., Model: ...}
-	r, err := chatadapter.NewRunner(chatadapter.New(reg, nil), ep, &chatadapter.RunOptions{System: "You are polite."})
+	r, err := run.New(chatadapter.New(reg, nil), ep, &run.Options{System: "You are polite."})
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) {
 		if e.Kind == chatadapter.ModelReply || e.Kind == chatadapter.CallFinished {
-			fmt.Println(e)
+			fmt.Println(e.Label)
 		}
 	})
-	tr, err := r.Run(ctx, []json.RawMessage{chatadapter.UserMessage("Greet Ada.")})
+	tr, err := r.Run(ctx, []json.RawMessage{run.UserMessage("Greet Ada.")})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(tr.Answer)
-	fmt.Printf("%d requests, %d tokens, %d of them cached\n", tr.Steps, tr.Usage.Total(), tr.Usage.CachedTokens)
+	fmt.Printf("%d requests, %d tokens, %d of them cached\n", tr.Steps, total(tr.Usage), tr.Usage.CachedTokens)
 	fmt.Println(string(tr.Messages[2]))
 	// Output:
 	// Let me greet her.
@@ -77,9 +78,9 @@ var paint = llmtool.Read("paint", "Paint a wall; the user picks the color.",
 		return out, err
 	}, llmtool.FriendlyName("Paint"))
 
-// A tool's question pauses the turn; the paused reply, saved as JSON,
+// A tool's question pauses the turn; the pending call, saved as JSON,
 // resumes later (here in the same process) with the person's answer.
-func ExampleReply_ResumeWith() {
+func ExamplePending_Resume_question() {
 	dir, err := os.MkdirTemp("", "chatadapter-example")
 	if err != nil {
 		log.Fatal(err)
@@ -103,16 +104,16 @@ func ExampleReply_ResumeWith() {
 	}
 	fmt.Println(reply.Pending.Prompt)
 	fmt.Println(string(reply.Pending.Question.Schema))
-	saved, err := json.Marshal(reply) // kept with the conversation until the person answers
+	saved, err := json.Marshal(reply.Pending) // kept with the conversation until the person answers
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	reply, err = a.Restore(saved)
+	pending, err := a.Restore(saved)
 	if err != nil {
 		log.Fatal(err)
 	}
-	reply, err = reply.ResumeWith(ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"color":"green"}`)})
+	reply, err = pending.Resume(ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"color":"green"}`)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,7 +14,9 @@ import (
 	"path/filepath"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/sqlite"
 )
@@ -76,7 +78,7 @@ func ExampleNew() {
 	msgs.Add("de", map[string]string{i18n.ToolKey("greet"): "Grüßen"})
 	a := chatadapter.New(reg, &chatadapter.Options{MaxParallel: 2, Locale: "de", Messages: msgs})
 
-	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) { fmt.Println(e) })
+	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) { fmt.Println(e.Label) })
 	turn := `[{"id":"1","type":"function","function":{"name":"greet","arguments":"{\"name\":\"Ada\"}"}}]`
 	if _, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(turn)); err != nil {
 		fmt.Println(err)
@@ -86,10 +88,11 @@ func ExampleNew() {
 	// Grüßen… done
 }
 
-// Shapes lists every provider format, for an application that offers a
+// Each provider format has a name, for an application that offers a
 // choice.
-func ExampleShapes() {
-	for _, s := range chatadapter.Shapes() {
+func ExampleShape_String() {
+	for _, s := range []chatadapter.Shape{chatadapter.OpenAIChat, chatadapter.OpenAIChatStrict, chatadapter.OpenAIResponses,
+		chatadapter.OpenAIResponsesStrict, chatadapter.Anthropic, chatadapter.Gemini} {
 		fmt.Println(s)
 	}
 	// Output:
@@ -153,7 +156,7 @@ func ExampleAdapter_Prompt() {
 	a := chatadapter.New(reg, nil)
 	ctx := context.Background()
 
-	prompts, err := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
+	prompts, err := reg.List(ctx, &llmtool.ListOptions{Prompts: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -178,9 +181,9 @@ func ExampleAdapter_Prompt() {
 	// Error: /name: missing required parameter "name". Send "name" as a string (Who the card is for).
 }
 
-// Run talks to any OpenAI-compatible server; here an httptest server
-// stands in for the model.
-func ExampleRun() {
+// Package run's Run talks to any OpenAI-compatible server; here an
+// httptest server stands in for the model.
+func Example_run() {
 	reg, done := exampleRegistry()
 	defer done()
 	a := chatadapter.New(reg, nil)
@@ -198,12 +201,12 @@ func ExampleRun() {
 
 	ctx := chatadapter.WithEvents(context.Background(), func(e chatadapter.Event) {
 		if e.Kind == chatadapter.CallFinished {
-			fmt.Println(e)
+			fmt.Println(e.Label)
 		}
 	})
-	tr, err := chatadapter.Run(ctx, a, chatadapter.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"},
-		[]json.RawMessage{chatadapter.UserMessage("Greet Ada.")},
-		&chatadapter.RunOptions{MaxSteps: 5, RequestFields: map[string]any{"temperature": 0}})
+	tr, err := run.Run(ctx, a, run.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"},
+		[]json.RawMessage{run.UserMessage("Greet Ada.")},
+		&run.Options{MaxSteps: 5, RequestFields: map[string]any{"temperature": 0}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -224,7 +227,7 @@ func ExampleWithEvents() {
 	a := chatadapter.New(reg, &chatadapter.Options{Messages: msgs})
 
 	ctx := chatadapter.WithLocale(context.Background(), "de")
-	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { fmt.Println(e) })
+	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) { fmt.Println(e.Label) })
 	turn := `[{"id":"1","type":"function","function":{"name":"greet","arguments":"{\"name\":\"Ada\"}"}}]`
 	if _, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(turn)); err != nil {
 		fmt.Println(err)
@@ -302,8 +305,8 @@ func ExamplePending() {
 }
 
 // Resume answers the pending call; the reply then has every call's result
-// for the model. A reply is resumed once.
-func ExampleReply_Resume() {
+// for the model. A pause is resumed once.
+func ExamplePending_Resume() {
 	a, ctx, done := exampleGuestbook()
 	defer done()
 
@@ -313,9 +316,9 @@ func ExampleReply_Resume() {
 	for err == nil && reply.Pending != nil {
 		approved := reply.Pending.Call.ID == "toolu_2" // the person's answer: keep Ada, erase Bob
 		fmt.Printf("%s? %v\n", reply.Pending.Summary, approved)
-		paused := reply
-		reply, err = reply.Resume(ctx, approved)
-		if _, again := paused.Resume(ctx, approved); errors.Is(again, chatadapter.ErrNotPending) {
+		paused := reply.Pending
+		reply, err = paused.Resume(ctx, yes(approved))
+		if _, again := paused.Resume(ctx, yes(approved)); errors.Is(again, chatadapter.ErrNotPending) {
 			fmt.Println("(answered once)")
 		}
 	}
@@ -331,9 +334,10 @@ func ExampleReply_Resume() {
 	// {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"{\"error\":\"The user denied this change. Nothing was saved. Ask the user what to do instead.\"}"}],"is_error":true},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"{\"erased\":1}"}],"is_error":false}]}
 }
 
-// Run pauses at a call that needs approval; Resume answers it and goes on
-// with the run. Here an httptest server stands in for the model.
-func ExampleTranscript_Resume() {
+// Package run pauses at a call that needs approval; Runner.Resume answers
+// it and goes on with the run. Here an httptest server stands in for the
+// model.
+func Example_runResume() {
 	a, ctx, done := exampleGuestbook()
 	defer done()
 
@@ -348,11 +352,14 @@ func ExampleTranscript_Resume() {
 	}))
 	defer srv.Close()
 
-	tr, err := chatadapter.Run(ctx, a, chatadapter.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"},
-		[]json.RawMessage{chatadapter.UserMessage("Erase Bob.")}, nil)
+	runner, err := run.New(a, run.Endpoint{BaseURL: srv.URL + "/v1", Model: "any"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr, err := runner.Run(ctx, []json.RawMessage{run.UserMessage("Erase Bob.")})
 	for err == nil && tr.Pending != nil {
 		fmt.Printf("%s: %s Approve? yes\n", tr.Pending.FriendlyName, tr.Pending.Summary)
-		tr, err = tr.Resume(ctx, true)
+		tr, err = runner.Resume(ctx, tr, ask.ElicitResult{Action: ask.Accept})
 	}
 	if err != nil {
 		log.Fatal(err)

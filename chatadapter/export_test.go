@@ -3,6 +3,8 @@ package chatadapter
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/llmtool/llmtool"
 )
 
 // What the tests reach below Dispatch: its three steps, one at a time.
@@ -20,3 +22,11 @@ func (a *Adapter) Execute(ctx context.Context, calls []ToolCall) []Outcome {
 
 // ToolSearchTool is toolSearchTool.
 func ToolSearchTool(shape Shape) json.RawMessage { return toolSearchTool(shape) }
+
+// Shapes is every shape, in declaration order.
+func Shapes() []Shape {
+	return []Shape{OpenAIChat, OpenAIChatStrict, OpenAIResponses, OpenAIResponsesStrict, Anthropic, Gemini}
+}
+
+// Registry is the registry a serves.
+func (a *Adapter) Registry() *llmtool.Registry { return a.reg }

@@ -13,12 +13,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/sqlite"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
-
-	"github.com/llmtool/llmtool"
-	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/sqlite"
 )
 
 // The fixture: a shop's items in SQLite, two read tools, one write tool
@@ -247,8 +248,8 @@ func newModelAt(t testing.TB, path string, replies ...func(w http.ResponseWriter
 	return m
 }
 
-func (m *model) endpoint() chatadapter.Endpoint {
-	return chatadapter.Endpoint{BaseURL: m.srv.URL + "/v1", APIKey: "sk-test", Model: "test-model"}
+func (m *model) endpoint() run.Endpoint {
+	return run.Endpoint{BaseURL: m.srv.URL + "/v1", APIKey: "sk-test", Model: "test-model"}
 }
 
 // requests returns the recorded request bodies.
@@ -309,3 +310,23 @@ func messagesOf(t testing.TB, body map[string]json.RawMessage) []string {
 }
 
 func llmtoolTenant(ctx context.Context, s string) context.Context { return llmtool.WithTenant(ctx, s) }
+
+// total is a usage's prompt and completion tokens, what run's
+// TokenBudget counts.
+func total(u chatadapter.Usage) int { return u.PromptTokens + u.CompletionTokens }
+
+// yes is the person's yes or no as Pending.Resume takes it.
+func yes(ok bool) ask.ElicitResult {
+	if ok {
+		return ask.ElicitResult{Action: ask.Accept}
+	}
+	return ask.ElicitResult{Action: ask.Decline}
+}
+
+// newRunner is run.New for a test.
+func newRunner(t testing.TB, a *chatadapter.Adapter, ep run.Endpoint, opts *run.Options) *run.Runner {
+	t.Helper()
+	r, err := run.New(a, ep, opts)
+	require.NoError(t, err)
+	return r
+}

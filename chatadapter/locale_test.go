@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 	"github.com/llmtool/llmtool/i18n"
+	"github.com/stretchr/testify/require"
 )
 
 // german holds the shop's tools and the chat's lines in German.
@@ -61,7 +61,7 @@ func TestLocaleEndToEnd(t *testing.T) {
 	ctx := chatadapter.WithEvents(p.ctx, func(e chatadapter.Event) {
 		log.add(e)
 		if e.Tool == "" && e.Kind != chatadapter.ModelReply && e.Kind != chatadapter.TurnEnded {
-			model = append(model, e.String())
+			model = append(model, e.Label)
 		}
 	})
 
@@ -71,20 +71,21 @@ func TestLocaleEndToEnd(t *testing.T) {
 		chattest.Reply{Calls: []chattest.Call{{Name: "remove_item", Args: `{"id":2}`}}},
 		chattest.Reply{Calls: []chattest.Call{{Name: "get_item", Args: `{"id":2}`}}})
 	defer srv.Close()
-	tr, err := chatadapter.Run(ctx, a, srv.Endpoint(), user(chatadapter.OpenAIResponses, "Weg mit dem grünen Apfel."), &chatadapter.RunOptions{MaxSteps: 3})
+	rn := newRunner(t, a, srv.Endpoint(), &run.Options{MaxSteps: 3})
+	tr, err := rn.Run(ctx, user(chatadapter.OpenAIResponses, "Weg mit dem grünen Apfel."))
 	require.NoError(t, err)
 	require.Equal(t, "Artikel wählen fragt: Mehrere Artikel passen. Welchen meinst du?", tr.Pending.Prompt)
 	require.Equal(t, `2 items match "apple". Which one?`, tr.Pending.Question.Message, "the tool's own words stay in Question")
 	require.Equal(t, "Artikel wählen", tr.Pending.FriendlyName)
 
-	tr, err = tr.ResumeWith(ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
+	tr, err = rn.Resume(ctx, tr, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
 	require.NoError(t, err)
 	require.Equal(t, "Artikel entfernen möchte ändern: Remove item 2 (green apple). (items: 1 gelöscht). Freigeben?", tr.Pending.Prompt)
 	require.Equal(t, "Remove item 2 (green apple). (items: 1 gelöscht)", tr.Pending.Summary)
 
-	tr, err = tr.Resume(ctx, true)
+	tr, err = rn.Resume(ctx, tr, yes(true))
 	require.NoError(t, err)
-	require.ErrorIs(t, tr.Stopped, chatadapter.ErrStepLimit)
+	require.ErrorIs(t, tr.Stopped, run.ErrStepLimit)
 	require.Equal(t, []string{"Artikel wählen… wartet auf deine Antwort", "Artikel wählen… erledigt",
 		"Artikel entfernen… wartet auf Freigabe", "Artikel entfernen… erledigt", "Artikel lesen… fehlgeschlagen"}, log.take())
 	require.Equal(t, []string{
@@ -156,11 +157,11 @@ func TestLocaleRetryLines(t *testing.T) {
 				m := newModelAt(t, path, tt.first, ok)
 				f := newStreamFixture(t)
 				a := chatadapter.New(f.reg, &chatadapter.Options{Messages: msgs, Locale: locale})
-				r, err := chatadapter.NewRunner(a, chatadapter.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"},
-					&chatadapter.RunOptions{Stream: tt.stream, RetryDelay: 1})
+				r, err := run.New(a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"},
+					&run.Options{Stream: tt.stream, RetryDelay: 1})
 				require.NoError(t, err)
 				rec := &recorder{}
-				tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{chatadapter.TextMessage(tt.shape, "user", "Go.")})
+				tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{run.TextMessage(tt.shape, "user", "Go.")})
 				require.NoError(t, err)
 				require.Equal(t, "Fine.", tr.Answer)
 				retries := rec.of(chatadapter.ModelRetry)
@@ -169,10 +170,10 @@ func TestLocaleRetryLines(t *testing.T) {
 				if locale == "de" {
 					want = "Der Server des Modells antwortete " + tt.de + "; neuer Versuch in 0s…"
 				}
-				require.Equal(t, want, retries[0].String())
+				require.Equal(t, want, retries[0].Label)
 				if locale == "de" {
 					for _, english := range []string{"answer", "Requests", "Unavailable", "Internal", "Error", "Gateway", "overloaded", "nothing"} {
-						require.NotContains(t, strings.ToLower(retries[0].String()), strings.ToLower(english))
+						require.NotContains(t, strings.ToLower(retries[0].Label), strings.ToLower(english))
 					}
 				}
 			})

@@ -6,10 +6,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRegistryMiddleware: the registry's middleware runs on chat calls as

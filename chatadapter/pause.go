@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 //
 // Show the person Prompt (or FriendlyName with the Preview in detail, or
 // the Question's form), then resume the turn with their answer:
-// Reply.Resume or ResumeWith, or the same methods of Transcript in Run.
+// Pending.Resume, or package run's Runner.Resume, which goes on with the
+// run after it. It is the one pause of a turn, whether Dispatch or Run
+// paused it: json.Marshal saves it with its turn, and Adapter.Restore
+// reads it back, in this process or another.
 type Pending struct {
 	Index        int      `json:"index"`        // the call's position in its turn
 	Call         ToolCall `json:"call"`         // the call as the model asked for it
@@ -55,6 +59,8 @@ type Pending struct {
 	// Expires is when the token runs out; an answer after it saves
 	// nothing, and the model reads that it should call the tool again.
 	Expires time.Time `json:"expires"`
+
+	hold *paused // its turn; nil in a copy (Event.Pending)
 }
 
 // Question is what a tool asks the person through ask.Elicit: a choice,
@@ -76,12 +82,13 @@ type Question struct {
 	Schema json.RawMessage `json:"schema"`
 }
 
-// ErrNotPending is returned by the Resume methods of Reply and Transcript
-// when no call waits for the person there: Pending is nil, or the reply
-// was resumed already (each pause is answered once).
+// ErrNotPending is returned by Pending.Resume (and package run's
+// Runner.Resume) when no call waits for the person there: Pending is nil
+// or a copy (Event.Pending), or it was resumed already (each pause is
+// answered once).
 var ErrNotPending = errors.New("chatadapter: no call waits for the person here (Pending is nil, or it was resumed already)")
 
-// paused is a reply's hold on its turn, spent by the first Resume.
+// paused is a Pending call's hold on its turn, spent by the first Resume.
 type paused struct {
 	turn *turn
 	at   int // the pending call's index
@@ -116,8 +123,8 @@ func (a *Adapter) questionPending(index int, c ToolCall, name, locale string, q 
 	}
 }
 
-// Resume answers the reply's Pending call with the person's yes or no and
-// goes on with the turn, returning the reply that follows; ctx carries the
+// Resume answers the pending call with the person's answer and goes
+// on with the turn, returning the reply that follows; ctx carries the
 // same tenant and principal as Dispatch's (an approval token is bound to
 // them), and its events (WithEvents) are reported as in Dispatch.
 //
@@ -136,48 +143,34 @@ func (a *Adapter) questionPending(index int, c ToolCall, name, locale string, q 
 //   - an expired token saves nothing either, and its result tells the
 //     model to call the tool again.
 //
-// For a question, yes accepts it with an empty form (a confirmation) and
-// no declines it, as ResumeWith with ask.Accept or ask.Decline does.
+// For a question, the call runs again from the start, and its
+// ask.Elicit returns answer: Action ask.Accept with Content, the filled
+// form as a JSON object (empty: a confirmation), or ask.Decline or
+// ask.Cancel. A call that asks again (a second question, or a question
+// whose message changed) pauses the turn again; a write that then needs
+// approval pauses it for that. For an approval, ask.Accept approves and
+// any other Action denies.
 //
-// A person who leaves without answering has said no: resume with false,
+// A person who leaves without answering has said no: resume with
+// ask.Decline,
 // so that every call of the turn has its result before the next request.
-// Each reply is resumed once; Resume on a reply without a Pending call, or
-// a second time, returns ErrNotPending. When ctx ends meanwhile, Resume
+// Each pause is resumed once; Resume on nil, on a copy (Event.Pending),
+// or a second time, returns ErrNotPending. It returns an error, and keeps
+// the pause, for an answer with another Action, or with Accept and
+// Content that is not a JSON object. When ctx ends meanwhile, Resume
 // returns the reply with an error wrapping ctx.Err(), as Dispatch does.
-func (r *Reply) Resume(ctx context.Context, yes bool) (*Reply, error) {
-	return r.ResumeWith(ctx, yesNo(yes))
-}
-
-func yesNo(yes bool) ask.ElicitResult {
-	if yes {
-		return ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage("{}")}
-	}
-	return ask.ElicitResult{Action: ask.Decline}
-}
-
-// ResumeWith answers the reply's Pending call with the person's answer
-// and goes on with the turn, as Resume does. For a question, the call
-// runs again from the start, and its ask.Elicit returns answer: Action
-// ask.Accept with Content, the filled form as a JSON object, or
-// ask.Decline or ask.Cancel. A call that asks again (a second question,
-// or a question whose message changed) pauses the turn again; a write
-// that then needs approval pauses it for that. For an approval,
-// ask.Accept approves and any other Action denies.
-//
-// It returns an error, and keeps the pause, for an answer with another
-// Action, or with Accept and Content that is not a JSON object.
-func (r *Reply) ResumeWith(ctx context.Context, answer ask.ElicitResult) (*Reply, error) {
+func (p *Pending) Resume(ctx context.Context, answer ask.ElicitResult) (*Reply, error) {
 	if err := checkAnswer(&answer); err != nil {
 		return nil, err
 	}
-	p := r.paused
-	if r.Pending == nil || p == nil || !p.done.CompareAndSwap(false, true) {
+	if p == nil || p.hold == nil || !p.hold.done.CompareAndSwap(false, true) {
 		return nil, ErrNotPending
 	}
-	t := p.turn
+	h := p.hold
+	t := h.turn
 	t.lookup(ctx)
 	obs := t.a.observer(ctx)
-	st := &t.state[p.at]
+	st := &t.state[h.at]
 	var approved *approval.Answer
 	if st.token != "" {
 		approved = &approval.Answer{Token: st.token, Approved: answer.Action == ask.Accept}
@@ -185,7 +178,7 @@ func (r *Reply) ResumeWith(ctx context.Context, answer ask.ElicitResult) (*Reply
 		st.answers = append(st.answers, answered{Key: st.pending.Question.Key, Digest: st.digest, Action: answer.Action, Content: answer.Content})
 	}
 	st.pending, st.token, st.digest = nil, "", ""
-	at := p.at
+	at := h.at
 	if t.call(ctx, obs, at, approved, true); t.state[at].pending == nil {
 		at = t.execute(ctx, obs, at+1, true)
 	}
@@ -201,7 +194,7 @@ func checkAnswer(a *ask.ElicitResult) error {
 		if len(c) == 0 {
 			a.Content = json.RawMessage("{}")
 		} else if c[0] != '{' || !json.Valid(c) {
-			return fmt.Errorf("chatadapter: an accepted answer's Content must be a JSON object, the filled form; got %s", excerpt(c, 80))
+			return fmt.Errorf("chatadapter: an accepted answer's Content must be a JSON object, the filled form; got %s", ordered.Excerpt(c, 80))
 		}
 	case ask.Decline, ask.Cancel:
 		a.Content = nil

@@ -2,7 +2,6 @@ package chatadapter
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -76,50 +75,9 @@ func renderPrompt(shape Shape, msgs []llmtool.Message) []json.RawMessage {
 		for ; i < len(msgs) && msgs[i].Role == role; i++ {
 			parts = append(parts, msgs[i].Content)
 		}
-		out = append(out, promptMessage(shape.wire(), role, parts))
+		out = append(out, formatOf(shape).message(role, parts))
 	}
 	return out
-}
-
-// promptMessage renders one message of role made of parts.
-func promptMessage(shape Shape, role string, parts []llmtool.Content) json.RawMessage {
-	where := role + " messages"
-	user := role == "user"
-	switch shape {
-	case OpenAIChat, OpenAIResponses:
-		var content any = richText(parts, shape, where)
-		if user && !allText(parts) {
-			if shape == OpenAIChat {
-				content = openAIChatParts(parts, where)
-			} else {
-				content = responsesParts(parts, where)
-			}
-		}
-		return appendOrdered(nil, object{{"role", role}, {"content", content}})
-	case Anthropic:
-		var content []any
-		if user {
-			content = anthropicParts(parts, where)
-		} else {
-			for _, p := range parts {
-				content = append(content, textPart("text", richText([]llmtool.Content{p}, Anthropic, where)))
-			}
-		}
-		return appendOrdered(nil, object{{"role", role}, {"content", content}})
-	}
-	// Gemini
-	if !user {
-		role = "model"
-	}
-	gparts := make([]any, 0, len(parts))
-	for _, p := range parts {
-		if p.Data != nil {
-			gparts = append(gparts, object{{"inlineData", object{{"mimeType", p.MIMEType}, {"data", p.Data}}}})
-		} else {
-			gparts = append(gparts, object{{"text", richText([]llmtool.Content{p}, Gemini, where)}})
-		}
-	}
-	return appendOrdered(nil, object{{"role", role}, {"parts", gparts}})
 }
 
 // allText reports whether every part is text or a text resource.
@@ -130,30 +88,4 @@ func allText(parts []llmtool.Content) bool {
 		}
 	}
 	return true
-}
-
-var openAIImages = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
-
-// openAIAudio maps the audio types Chat Completions takes to its format
-// names.
-var openAIAudio = map[string]string{"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
-
-// openAIChatParts renders parts as a Chat Completions user message's
-// content list.
-func openAIChatParts(parts []llmtool.Content, where string) []any {
-	out := make([]any, 0, len(parts))
-	for _, p := range parts {
-		switch {
-		case p.Data != nil && openAIImages[p.MIMEType]:
-			out = append(out, object{{"type", json.RawMessage(`"image_url"`)}, {"image_url", object{{"url", dataURL(p)}}}})
-		case p.Data != nil && p.MIMEType == "application/pdf":
-			out = append(out, object{{"type", json.RawMessage(`"file"`)}, {"file", object{{"filename", fileName(p)}, {"file_data", dataURL(p)}}}})
-		case p.Data != nil && openAIAudio[p.MIMEType] != "":
-			out = append(out, object{{"type", json.RawMessage(`"input_audio"`)}, {"input_audio", object{
-				{"data", base64.StdEncoding.EncodeToString(p.Data)}, {"format", openAIAudio[p.MIMEType]}}}})
-		default:
-			out = append(out, textPart("text", richText([]llmtool.Content{p}, OpenAIChat, where)))
-		}
-	}
-	return out
 }

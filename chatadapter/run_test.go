@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/stretchr/testify/require"
 )
 
 const userAsk = `{"role":"user","content":"Go."}`
@@ -25,13 +25,13 @@ func TestRunOneToolCall(t *testing.T) {
 	var events, model []string
 	ctx := chatadapter.WithEvents(f.ctx, func(e chatadapter.Event) {
 		if e.Tool == "" {
-			model = append(model, fmt.Sprintf("%d %d %q", e.Kind, e.Step, e.String()))
+			model = append(model, fmt.Sprintf("%d %d %q", e.Kind, e.Step, e.Label))
 			return
 		}
-		events = append(events, e.String())
+		events = append(events, e.Label)
 	})
 
-	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	tr, err := run.Run(ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "Item 1 is an apple; there are 3.", tr.Answer)
 	require.Equal(t, 2, tr.Steps)
@@ -88,7 +88,7 @@ func TestRunParallelCalls(t *testing.T) {
 		}
 	})
 
-	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	tr, err := run.Run(ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "Done.", tr.Answer)
 
@@ -109,7 +109,7 @@ func TestRunParallelCalls(t *testing.T) {
 	// The writes ran alone and in order, before any read started.
 	var first []string
 	for _, e := range events[:6] {
-		first = append(first, e.String())
+		first = append(first, e.Label)
 	}
 	require.Equal(t, []string{"Add item…", "Add item… 1/1 saved", "Add item… done", "Add item…", "Add item… 1/1 saved", "Add item… done"}, first)
 	require.Equal(t, []int{0, 0, 0, 1, 1, 1}, []int{events[0].Index, events[1].Index, events[2].Index, events[3].Index, events[4].Index, events[5].Index})
@@ -183,7 +183,7 @@ func TestRunErrorResults(t *testing.T) {
 					events = append(events, e)
 				}
 			})
-			tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+			tr, err := run.Run(ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 			require.NoError(t, err)
 			require.Equal(t, "Sorry.", tr.Answer)
 			reqs := m.requests()
@@ -199,7 +199,7 @@ func TestRunErrorResults(t *testing.T) {
 			if tt.call[0] != "add_item" {
 				line = tt.call[0] + "… failed" // unknown tools go by their name
 			}
-			require.Equal(t, line, events[1].String())
+			require.Equal(t, line, events[1].Label)
 		})
 	}
 }
@@ -209,9 +209,9 @@ func TestRunStepLimit(t *testing.T) {
 	f := newFixture(t)
 	call := toolCalls([2]string{"add_item", `{"name":"pear"}`})
 	m := newModel(t, reply(call), reply(call), reply(call))
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, &chatadapter.RunOptions{MaxSteps: 2})
+	tr, err := run.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, &run.Options{MaxSteps: 2})
 	require.NoError(t, err, "the step limit ends the turn with its history, not an error")
-	require.ErrorIs(t, tr.Stopped, chatadapter.ErrStepLimit)
+	require.ErrorIs(t, tr.Stopped, run.ErrStepLimit)
 	require.EqualError(t, tr.Stopped, "chatadapter: step limit reached: the model asked for tool calls in each of 2 requests; raise MaxSteps or ask for less in one turn")
 	require.Equal(t, 2, tr.Steps)
 	require.Len(t, m.requests(), 2)
@@ -232,7 +232,7 @@ func TestRunCancelled(t *testing.T) {
 			cancel() // the user gives up while the model thinks
 			<-r.Context().Done()
 		})
-	tr, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	tr, err := run.Run(ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
 	require.Equal(t, 1, tr.Steps)
@@ -241,7 +241,7 @@ func TestRunCancelled(t *testing.T) {
 	require.Equal(t, [][3]any{{1, "apple", 3}, {2, "pear", 1}}, f.rows(t), "the committed call stays")
 
 	// Cancelled before the first request: nothing is sent.
-	tr, err = chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	tr, err = run.Run(ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
 	require.Equal(t, 0, tr.Steps)
 	require.Len(t, m.requests(), 2)
@@ -257,9 +257,9 @@ func TestRunHTTPError(t *testing.T) {
 		io.WriteString(w, "{\"error\": {\"message\": \"model overloaded\",\n \"type\": \"server_error\"}}")
 	}
 	m := newModel(t, overloaded, overloaded, overloaded, overloaded) // the first try and the default 3 retries
-	tr, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	tr, err := run.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.Len(t, m.requests(), 1+3) // the first try and the default 3 retries
-	var he *chatadapter.HTTPError
+	var he *run.HTTPError
 	require.True(t, errors.As(err, &he))
 	require.Equal(t, http.StatusInternalServerError, he.StatusCode)
 	require.EqualError(t, err, "chatadapter: POST "+m.srv.URL+`/v1/chat/completions: 500 Internal Server Error: {"error": {"message": "model overloaded", "type": "server_error"}}`)
@@ -272,7 +272,7 @@ func TestRunUnreadableResponse(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m := newModel(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"choices":[]}`) })
-	_, err := chatadapter.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	_, err := run.Run(f.ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.EqualError(t, err, "chatadapter: POST "+m.srv.URL+`/v1/chat/completions: response has no message: {"choices":[]}`)
 }
 
@@ -283,7 +283,7 @@ func TestRunTenantWithoutWrites(t *testing.T) {
 	f := newFixture(t)
 	ctx := llmtoolTenant(f.ctx, "visitors")
 	m := newModel(t, reply(toolCalls([2]string{"add_item", `{"name":"pear"}`})), reply(answer("I may not.")))
-	_, err := chatadapter.Run(ctx, f.a, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, nil)
+	_, err := run.Run(ctx, f.a, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, nil)
 	require.NoError(t, err)
 	reqs := m.requests()
 	var tools []struct {
@@ -311,8 +311,8 @@ func TestRunStrict(t *testing.T) {
 	m := newModel(t, reply(toolCalls([2]string{"get_item", `{"id":1,"maxChars":null}`})), reply(answer("An apple.")))
 	ep := m.endpoint()
 	ep.Shape = chatadapter.OpenAIChatStrict
-	tr, err := chatadapter.Run(f.ctx, f.a, ep, []json.RawMessage{chatadapter.UserMessage("Go.")},
-		&chatadapter.RunOptions{RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
+	tr, err := run.Run(f.ctx, f.a, ep, []json.RawMessage{run.UserMessage("Go.")},
+		&run.Options{RequestFields: map[string]any{"temperature": 0, "parallel_tool_calls": true}})
 	require.NoError(t, err)
 	require.Equal(t, "An apple.", tr.Answer)
 	reqs := m.requests()

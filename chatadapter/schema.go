@@ -3,6 +3,7 @@ package chatadapter
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"slices"
 	"strings"
 
@@ -76,17 +77,17 @@ func (c *converter) fail(path, format string, args ...any) error {
 
 // schemaTypes returns the JSON types a schema allows, in order.
 func schemaTypes(o object) []string {
-	v, ok := o.get("type")
+	v, ok := o.Get("type")
 	if !ok {
 		return nil
 	}
-	if s, ok := stringValue(v); ok {
+	if s, ok := ordered.String(v); ok {
 		return []string{s}
 	}
 	a, _ := v.([]any)
 	var ts []string
 	for _, e := range a {
-		if s, ok := stringValue(e); ok {
+		if s, ok := ordered.String(e); ok {
 			ts = append(ts, s)
 		}
 	}
@@ -116,17 +117,17 @@ func child(path, name string) string {
 type notes []string
 
 func (n *notes) keyword(desc, key string, v any) {
-	text := string(appendOrdered(nil, v))
+	text := string(ordered.Append(nil, v))
 	switch key {
 	case "default":
 		if !strings.Contains(strings.ToLower(desc), "default") {
 			*n = append(*n, "default "+text)
 		}
 	case "format":
-		s, _ := stringValue(v)
+		s, _ := ordered.String(v)
 		*n = append(*n, "format: "+s)
 	case "contentEncoding":
-		s, _ := stringValue(v)
+		s, _ := ordered.String(v)
 		*n = append(*n, s+"-encoded")
 	default:
 		*n = append(*n, key+" "+text)
@@ -135,9 +136,9 @@ func (n *notes) keyword(desc, key string, v any) {
 
 // lengths turns minLength and maxLength into words.
 func (n *notes) lengths(o object) {
-	lo, hasLo := o.get("minLength")
-	hi, hasHi := o.get("maxLength")
-	l, h := string(appendOrdered(nil, lo)), string(appendOrdered(nil, hi))
+	lo, hasLo := o.Get("minLength")
+	hi, hasHi := o.Get("maxLength")
+	l, h := string(ordered.Append(nil, lo)), string(ordered.Append(nil, hi))
 	unit := func(s string) string {
 		if s == "1" {
 			return s + " character"
@@ -192,28 +193,28 @@ func (c *converter) strict(o object, path string, depth int) (object, error) {
 	if len(types) == 0 {
 		return nil, c.fail(path, "accepts any JSON value, which strict mode cannot express; give it a concrete Go type instead of any or json.RawMessage, or use the non-strict set")
 	}
-	desc := o.str("description")
+	desc := o.Str("description")
 	var n notes
 	var rest object
 	for _, m := range o {
-		switch k := m.key; {
+		switch k := m.Key; {
 		case k == "type" || k == "description" || k == "required":
 		case strictKeep[k]:
 			rest = append(rest, m)
 		case k == "format":
-			if f := o.str("format"); strictFormats[f] {
+			if f := o.Str("format"); strictFormats[f] {
 				rest = append(rest, m)
 			} else {
-				n.keyword(desc, k, m.val)
+				n.keyword(desc, k, m.Val)
 			}
 		case k == "minLength" || k == "maxLength":
 			if k == "minLength" || !has(o, "minLength") {
 				n.lengths(o)
 			}
 		case k == "default" || k == "contentEncoding":
-			n.keyword(desc, k, m.val)
+			n.keyword(desc, k, m.Val)
 		case k == "items":
-			io, ok := m.val.(object)
+			io, ok := m.Val.(object)
 			if !ok {
 				return nil, c.fail(path, "has an items keyword that is not a schema object")
 			}
@@ -223,7 +224,7 @@ func (c *converter) strict(o object, path string, depth int) (object, error) {
 			}
 			rest = append(rest, member{"items", s})
 		case k == "properties":
-			props, ok := m.val.(object)
+			props, ok := m.Val.(object)
 			if !ok {
 				return nil, c.fail(path, "has a properties keyword that is not an object")
 			}
@@ -231,23 +232,23 @@ func (c *converter) strict(o object, path string, depth int) (object, error) {
 			out := make(object, 0, len(props))
 			names := make([]any, 0, len(props))
 			for _, p := range props {
-				po, ok := p.val.(object)
+				po, ok := p.Val.(object)
 				if !ok {
-					return nil, c.fail(child(path, p.key), "has a schema that is not an object")
+					return nil, c.fail(child(path, p.Key), "has a schema that is not an object")
 				}
-				s, err := c.strict(po, child(path, p.key), depth+1)
+				s, err := c.strict(po, child(path, p.Key), depth+1)
 				if err != nil {
 					return nil, err
 				}
-				if !req[p.key] {
+				if !req[p.Key] {
 					s = nullable(s)
 				}
-				out = append(out, member{p.key, s})
-				names = append(names, json.RawMessage(jsonenc.AppendString(nil, p.key)))
+				out = append(out, member{p.Key, s})
+				names = append(names, json.RawMessage(jsonenc.AppendString(nil, p.Key)))
 			}
 			rest = append(rest, member{"properties", out}, member{"required", names})
 		case k == "additionalProperties":
-			if r, ok := m.val.(json.RawMessage); !ok || string(r) != "false" {
+			if r, ok := m.Val.(json.RawMessage); !ok || string(r) != "false" {
 				return nil, c.fail(path, "is a map (an object with free-form keys), which strict mode cannot express (every object must list its properties); use a list of {key, value} objects, or the non-strict set")
 			}
 		case dropped[k]:
@@ -256,7 +257,7 @@ func (c *converter) strict(o object, path string, depth int) (object, error) {
 		}
 	}
 	if slices.Contains(types, "object") {
-		if _, ok := o.get("properties"); !ok {
+		if _, ok := o.Get("properties"); !ok {
 			rest = append(rest, member{"properties", object{}}, member{"required", []any{}})
 		}
 		rest = append(rest, member{"additionalProperties", json.RawMessage("false")})
@@ -265,16 +266,16 @@ func (c *converter) strict(o object, path string, depth int) (object, error) {
 }
 
 func has(o object, key string) bool {
-	_, ok := o.get(key)
+	_, ok := o.Get(key)
 	return ok
 }
 
 func requiredSet(o object) map[string]bool {
 	req := map[string]bool{}
-	if v, ok := o.get("required"); ok {
+	if v, ok := o.Get("required"); ok {
 		if a, ok := v.([]any); ok {
 			for _, e := range a {
-				if s, ok := stringValue(e); ok {
+				if s, ok := ordered.String(e); ok {
 					req[s] = true
 				}
 			}
@@ -289,10 +290,10 @@ func nullable(o object) object {
 	if slices.Contains(types, "null") {
 		return o
 	}
-	o = o.set("type", typeValue(append(types, "null")))
-	if v, ok := o.get("enum"); ok {
+	o = o.Set("type", typeValue(append(types, "null")))
+	if v, ok := o.Get("enum"); ok {
 		if a, ok := v.([]any); ok {
-			o = o.set("enum", append(slices.Clip(a), json.RawMessage("null")))
+			o = o.Set("enum", append(slices.Clip(a), json.RawMessage("null")))
 		}
 	}
 	return o
@@ -313,17 +314,17 @@ func (c *converter) gemini(o object, path string) (object, error) {
 		return nil, c.fail(path, "allows several types (%s), which Gemini's schema cannot express; use one type", strings.Join(types, ", "))
 	}
 	typ := types[0]
-	desc := o.str("description")
+	desc := o.Str("description")
 	var n notes
 	var rest object
 	if isNull {
 		rest = append(rest, member{"nullable", json.RawMessage("true")})
 	}
 	for _, m := range o {
-		switch k := m.key; {
+		switch k := m.Key; {
 		case k == "type" || k == "description":
 		case k == "enum":
-			a, _ := m.val.([]any)
+			a, _ := m.Val.([]any)
 			vals := make([]any, 0, len(a))
 			for _, e := range a {
 				r, _ := e.(json.RawMessage)
@@ -342,15 +343,15 @@ func (c *converter) gemini(o object, path string) (object, error) {
 		case geminiKeep[k]:
 			rest = append(rest, m)
 		case k == "format":
-			if geminiFormats[typ][o.str("format")] {
+			if geminiFormats[typ][o.Str("format")] {
 				rest = append(rest, m)
 			} else {
-				n.keyword(desc, k, m.val)
+				n.keyword(desc, k, m.Val)
 			}
 		case k == "default" || k == "contentEncoding" || k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "multipleOf":
-			n.keyword(desc, k, m.val)
+			n.keyword(desc, k, m.Val)
 		case k == "items":
-			io, ok := m.val.(object)
+			io, ok := m.Val.(object)
 			if !ok {
 				return nil, c.fail(path, "has an items keyword that is not a schema object")
 			}
@@ -360,7 +361,7 @@ func (c *converter) gemini(o object, path string) (object, error) {
 			}
 			rest = append(rest, member{"items", s})
 		case k == "properties":
-			props, ok := m.val.(object)
+			props, ok := m.Val.(object)
 			if !ok {
 				return nil, c.fail(path, "has a properties keyword that is not an object")
 			}
@@ -369,21 +370,21 @@ func (c *converter) gemini(o object, path string) (object, error) {
 			}
 			out := make(object, 0, len(props))
 			for _, p := range props {
-				po, ok := p.val.(object)
+				po, ok := p.Val.(object)
 				if !ok {
-					return nil, c.fail(child(path, p.key), "has a schema that is not an object")
+					return nil, c.fail(child(path, p.Key), "has a schema that is not an object")
 				}
-				s, err := c.gemini(po, child(path, p.key))
+				s, err := c.gemini(po, child(path, p.Key))
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, member{p.key, s})
+				out = append(out, member{p.Key, s})
 			}
 			rest = append(rest, member{"properties", out})
 		case k == "required":
 			rest = append(rest, m)
 		case k == "additionalProperties":
-			if r, ok := m.val.(json.RawMessage); !ok || string(r) != "false" {
+			if r, ok := m.Val.(json.RawMessage); !ok || string(r) != "false" {
 				return nil, c.fail(path, "is a map (an object with free-form keys), which Gemini's schema cannot express; use a list of {key, value} objects")
 			}
 		case dropped[k]:

@@ -6,12 +6,11 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
+	"github.com/stretchr/testify/require"
 )
 
 // The refusals of a sealed form.
@@ -46,7 +45,7 @@ func TestSealedTurn(t *testing.T) {
 		`{"type":"tool_use","id":"t2","name":"pick_item","input":{"name":"apple"}}]`))
 	require.NoError(t, err)
 	require.Equal(t, "t2", r.Pending.Call.ID)
-	sealed, err := json.Marshal(r)
+	sealed, err := json.Marshal(r.Pending)
 	require.NoError(t, err)
 	require.Equal(t, byte('"'), sealed[0], "a sealed turn is a JSON string")
 
@@ -70,7 +69,7 @@ func TestSealedTurn(t *testing.T) {
 	other := startSealed(t, path, nil)
 	r, err = other.a.Dispatch(other.ctx, chatadapter.Anthropic, []byte(`[{"type":"tool_use","id":"t2","name":"pick_item","input":{"name":"apple"}}]`))
 	require.NoError(t, err)
-	plain, err := json.Marshal(r)
+	plain, err := json.Marshal(r.Pending)
 	require.NoError(t, err)
 	require.Equal(t, byte('{'), plain[0])
 	for _, tc := range []struct {
@@ -87,17 +86,17 @@ func TestSealedTurn(t *testing.T) {
 		require.EqualError(t, err, tc.want, tc.name)
 	}
 
-	r, err = second.a.Restore(sealed)
+	p, err := second.a.Restore(sealed)
 	require.NoError(t, err)
-	r, err = r.ResumeWith(second.ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
+	r, err = p.Resume(second.ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
 	require.NoError(t, err)
 	require.Nil(t, r.Pending)
 	require.Len(t, r.Outcomes, 2)
 	done, err := json.Marshal(r)
 	require.NoError(t, err)
-	require.Equal(t, byte('{'), done[0], "a complete reply has no turn to seal")
-	_, err = second.a.Restore(done)
-	require.NoError(t, err)
+	require.Equal(t, byte('{'), done[0], "a complete reply has no turn to seal: plain data")
+	_, err = json.Marshal(p)
+	require.ErrorContains(t, err, "the pending call was resumed already", "a pause answered is not saved again")
 }
 
 // A transcript's paused turn is sealed as a reply's is; the conversation
@@ -133,7 +132,7 @@ func TestSealedTranscript(t *testing.T) {
 
 	tr, err = second.runner(t, srv, nil).Restore(saved)
 	require.NoError(t, err)
-	tr, err = tr.ResumeWith(second.ctx, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
+	tr, err = second.runner(t, srv, nil).Resume(second.ctx, tr, ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`{"id":2}`)})
 	require.NoError(t, err)
 	require.Nil(t, tr.Pending)
 	require.Equal(t, "Done.", tr.Answer)

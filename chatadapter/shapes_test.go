@@ -12,13 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 	"github.com/llmtool/llmtool/sqlite"
+	"github.com/stretchr/testify/require"
 )
 
 // The four APIs Run speaks, each against a scripted model that speaks
@@ -140,15 +140,15 @@ func start(t *testing.T, path string, log *eventLog) *process {
 func (p *process) rows(t *testing.T) [][3]any { return (&fixture{db: p.db}).rows(t) }
 
 // runner returns a Runner over srv with opts.
-func (p *process) runner(t *testing.T, srv *chattest.Server, opts *chatadapter.RunOptions) *chatadapter.Runner {
+func (p *process) runner(t *testing.T, srv *chattest.Server, opts *run.Options) *run.Runner {
 	t.Helper()
-	r, err := chatadapter.NewRunner(p.a, srv.Endpoint(), opts)
+	r, err := run.New(p.a, srv.Endpoint(), opts)
 	require.NoError(t, err)
 	return r
 }
 
 func user(shape chatadapter.Shape, text string) []json.RawMessage {
-	return []json.RawMessage{chatadapter.TextMessage(shape, "user", text)}
+	return []json.RawMessage{run.TextMessage(shape, "user", text)}
 }
 
 // A turn of three requests: two reads and the model's words with them,
@@ -169,11 +169,11 @@ func TestRunShapesMultiStep(t *testing.T) {
 			var model []string
 			ctx := chatadapter.WithEvents(p.ctx, func(e chatadapter.Event) {
 				if e.Kind == chatadapter.ModelReply {
-					model = append(model, fmt.Sprintf("%d %q %d", e.Step, e.Text, e.Usage.Total()))
+					model = append(model, fmt.Sprintf("%d %q %d", e.Step, e.Text, total(e.Usage)))
 				}
 			})
 
-			tr, err := p.runner(t, srv, &chatadapter.RunOptions{System: "You keep a shop."}).Run(ctx, user(shape, "Add a pear."))
+			tr, err := p.runner(t, srv, &run.Options{System: "You keep a shop."}).Run(ctx, user(shape, "Add a pear."))
 			require.NoError(t, err)
 			require.Equal(t, "Added a pear.", tr.Answer)
 			require.Equal(t, 3, tr.Steps)
@@ -246,10 +246,10 @@ func TestRunShapesRetries(t *testing.T) {
 					events = append(events, fmt.Sprintf("%d %d %d %s", e.Kind, e.Step, e.Attempt, e.Wait))
 				}
 			})
-			r := p.runner(t, srv, &chatadapter.RunOptions{MaxRetries: 2})
+			r := p.runner(t, srv, &run.Options{MaxRetries: 2})
 
 			tr, err := r.Run(ctx, user(shape, "Add a pear."))
-			var he *chatadapter.HTTPError
+			var he *run.HTTPError
 			require.ErrorAs(t, err, &he)
 			require.Equal(t, 429, he.StatusCode)
 			require.Equal(t, "chatadapter: POST "+he.URL+": 429 Too Many Requests: "+he.Body, err.Error())
@@ -284,8 +284,8 @@ func TestRunShapesClientError(t *testing.T) {
 			defer srv.Close()
 			ep := srv.Endpoint()
 			ep.APIKey = "wrong"
-			tr, err := chatadapter.Run(p.ctx, p.a, ep, user(shape, "Hi."), nil)
-			var he *chatadapter.HTTPError
+			tr, err := run.Run(p.ctx, p.a, ep, user(shape, "Hi."), nil)
+			var he *run.HTTPError
 			require.ErrorAs(t, err, &he)
 			require.Equal(t, 401, he.StatusCode)
 			require.Contains(t, err.Error(), "invalid API key")
@@ -312,14 +312,14 @@ func TestRunShapesTruncated(t *testing.T) {
 			srv := chattest.NewServer(shape, chattest.Reply{Text: "Adding a pe", Calls: []chattest.Call{{Name: "add_item", Args: `{"name":"pear"}`}},
 				Truncated: true, Usage: chatadapter.Usage{PromptTokens: 50, CompletionTokens: 4096}})
 			defer srv.Close()
-			tr, err := chatadapter.Run(p.ctx, p.a, srv.Endpoint(), user(shape, "Add a pear."), nil)
-			require.ErrorIs(t, err, chatadapter.ErrTruncated)
+			tr, err := run.Run(p.ctx, p.a, srv.Endpoint(), user(shape, "Add a pear."), nil)
+			require.ErrorIs(t, err, run.ErrTruncated)
 			url := srv.Endpoint().BaseURL + map[chatadapter.Shape]string{chatadapter.OpenAIChat: "/chat/completions", chatadapter.OpenAIResponses: "/responses",
 				chatadapter.Anthropic: "/messages", chatadapter.Gemini: "/models/" + chattest.Model + ":generateContent"}[shape]
 			require.EqualError(t, err, "chatadapter: POST "+url+": chatadapter: the model's response was cut at its output limit "+signs[shape]+
-				" in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again")
+				" in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again")
 			require.Equal(t, user(shape, "Add a pear."), tr.Messages)
-			require.Equal(t, 4146, tr.Usage.Total())
+			require.Equal(t, 4146, total(tr.Usage))
 			require.Empty(t, tr.Outcomes)
 			require.Equal(t, [][3]any{{1, "apple", 3}, {2, "green apple", 5}}, p.rows(t))
 		})
@@ -340,19 +340,19 @@ func TestRunShapesStops(t *testing.T) {
 			var stops []string
 			ctx := chatadapter.WithEvents(p.ctx, func(e chatadapter.Event) {
 				if e.Kind == chatadapter.RunStopped {
-					stops = append(stops, e.String())
+					stops = append(stops, e.Label)
 				}
 			})
 
-			tr, err := p.runner(t, srv, &chatadapter.RunOptions{MaxSteps: 2}).Run(ctx, user(shape, "Go."))
+			tr, err := p.runner(t, srv, &run.Options{MaxSteps: 2}).Run(ctx, user(shape, "Go."))
 			require.NoError(t, err)
-			require.ErrorIs(t, tr.Stopped, chatadapter.ErrStepLimit)
+			require.ErrorIs(t, tr.Stopped, run.ErrStepLimit)
 			require.Equal(t, 2, tr.Steps)
 			require.Len(t, tr.Messages, 5)
 
-			tr, err = p.runner(t, srv, &chatadapter.RunOptions{TokenBudget: 1000}).Run(ctx, append(tr.Messages, user(shape, "Go on.")...))
+			tr, err = p.runner(t, srv, &run.Options{TokenBudget: 1000}).Run(ctx, append(tr.Messages, user(shape, "Go on.")...))
 			require.NoError(t, err)
-			require.ErrorIs(t, tr.Stopped, chatadapter.ErrBudget)
+			require.ErrorIs(t, tr.Stopped, run.ErrBudget)
 			require.EqualError(t, tr.Stopped, "chatadapter: token budget reached: the turn used 1220 tokens of its budget of 1000; raise TokenBudget or go on in a new turn")
 			require.Equal(t, 2, tr.Steps)
 			require.Equal(t, []string{
@@ -360,7 +360,7 @@ func TestRunShapesStops(t *testing.T) {
 				"Stopped: this turn used 1220 tokens of its budget of 1000. Say how to go on.",
 			}, stops)
 
-			tr, err = chatadapter.Run(p.ctx, p.a, srv.Endpoint(), append(tr.Messages, user(shape, "Well?")...), nil)
+			tr, err = run.Run(p.ctx, p.a, srv.Endpoint(), append(tr.Messages, user(shape, "Well?")...), nil)
 			require.NoError(t, err)
 			require.Equal(t, "Apple.", tr.Answer)
 		})
@@ -370,7 +370,7 @@ func TestRunShapesStops(t *testing.T) {
 // resumeElsewhere saves tr, as a host keeps it with the conversation,
 // and restores it in another process over the same database, with a
 // Runner built as the first.
-func resumeElsewhere(t *testing.T, tr *chatadapter.Transcript, path string, srv *chattest.Server, log *eventLog) (*process, *chatadapter.Transcript) {
+func resumeElsewhere(t *testing.T, tr *run.Transcript, path string, srv *chattest.Server, log *eventLog) (*process, *run.Transcript) {
 	t.Helper()
 	saved, err := json.Marshal(tr)
 	require.NoError(t, err)
@@ -408,12 +408,12 @@ func TestRunShapesApprovalElsewhere(t *testing.T) {
 				require.Equal(t, "Remove item", tr.Pending.FriendlyName)
 				require.Equal(t, 1, tr.Pending.Index)
 				require.Len(t, tr.Outcomes, 1)
-				tr, err = tr.Resume(second.ctx, approved)
+				tr, err = second.runner(t, srv, nil).Resume(second.ctx, tr, yes(approved))
 				require.NoError(t, err)
 				require.Nil(t, tr.Pending)
 				require.Equal(t, "Done.", tr.Answer)
 				require.Equal(t, 2, tr.Steps)
-				require.Equal(t, 33, tr.Usage.Total())
+				require.Equal(t, 33, total(tr.Usage))
 				require.Len(t, tr.Outcomes, 3)
 				want := [][3]any{{2, "green apple", 5}, {3, "pear", 1}}
 				line := "Remove item… done"
@@ -482,7 +482,7 @@ func TestRunShapesQuestionElsewhere(t *testing.T) {
 				require.ElementsMatch(t, []string{"Pick item… waits for your answer", "Read item… done"}, log.take(), "the read beside it ran")
 
 				second, tr := resumeElsewhere(t, tr, path, srv, log)
-				tr, err = tr.ResumeWith(second.ctx, a.answer)
+				tr, err = second.runner(t, srv, nil).Resume(second.ctx, tr, a.answer)
 				require.NoError(t, err)
 				require.Equal(t, "There you are.", tr.Answer)
 				require.Equal(t, []string{"Pick item… done"}, log.take())
@@ -504,7 +504,8 @@ func TestRunQuestionInWrite(t *testing.T) {
 		chattest.Reply{Calls: []chattest.Call{{Name: "rename_item", Args: `{"id":1,"name":"red apple"}`}}},
 		chattest.Reply{Text: "Renamed."})
 	defer srv.Close()
-	tr, err := chatadapter.Run(p.ctx, p.a, srv.Endpoint(), user(chatadapter.Anthropic, "Rename the apple."), nil)
+	rn := newRunner(t, p.a, srv.Endpoint(), nil)
+	tr, err := rn.Run(p.ctx, user(chatadapter.Anthropic, "Rename the apple."))
 	require.NoError(t, err)
 	require.Equal(t, `Rename item 1 to "red apple"?`, tr.Pending.Question.Message)
 	require.Equal(t, "elicit-1", tr.Pending.Question.Key)
@@ -517,14 +518,14 @@ func TestRunQuestionInWrite(t *testing.T) {
 		{ask.ElicitResult{Action: "yes"}, `chatadapter: an answer's Action is "yes"; use ask.Accept, ask.Decline or ask.Cancel`},
 		{ask.ElicitResult{Action: ask.Accept, Content: json.RawMessage(`[1]`)}, `chatadapter: an accepted answer's Content must be a JSON object, the filled form; got [1]`},
 	} {
-		_, err := tr.ResumeWith(p.ctx, bad.answer)
+		_, err := rn.Resume(p.ctx, tr, bad.answer)
 		require.EqualError(t, err, bad.want)
 	}
-	tr, err = tr.Resume(p.ctx, true)
+	tr, err = rn.Resume(p.ctx, tr, yes(true))
 	require.NoError(t, err)
 	require.Equal(t, "Renamed.", tr.Answer)
 	require.Equal(t, [][3]any{{1, "red apple", 3}, {2, "green apple", 5}}, p.rows(t))
-	_, err = tr.Resume(p.ctx, true)
+	_, err = rn.Resume(p.ctx, tr, yes(true))
 	require.ErrorIs(t, err, chatadapter.ErrNotPending)
 }
 
@@ -538,7 +539,7 @@ func TestRunEndpointHeaderAndQuery(t *testing.T) {
 	ep := srv.Endpoint()
 	ep.Header = map[string][]string{"api-key": {"azure-key"}, "Accept": {"application/json; charset=utf-8"}}
 	ep.Query = map[string][]string{"api-version": {"2024-10-21"}}
-	_, err := chatadapter.Run(p.ctx, p.a, ep, user(chatadapter.OpenAIChat, "Hi."), nil)
+	_, err := run.Run(p.ctx, p.a, ep, user(chatadapter.OpenAIChat, "Hi."), nil)
 	require.NoError(t, err)
 	req := srv.Requests()[0]
 	require.Equal(t, "2024-10-21", req.Query.Get("api-version"))

@@ -4,30 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
-// ShapeError is the error of Dispatch for a turn in
-// another provider's format than the shape it was given, such as an
-// Anthropic message dispatched as OpenAIChat: without it the turn would
-// give no calls, and the mistake would show only when the provider
-// refused the next request.
-type ShapeError struct {
+// shapeError is the error of Dispatch for a turn in another provider's
+// format than the shape it was given, such as an Anthropic message
+// dispatched as OpenAIChat: without it the turn would give no calls, and
+// the mistake would show only when the provider refused the next
+// request. It wraps ErrShape.
+type shapeError struct {
 	Want Shape  // the shape given
 	Seen Shape  // the format the turn is in
 	Sign string // what in the turn shows it, such as `a "tool_use" block`
 }
 
-func (e *ShapeError) Error() string {
-	return fmt.Sprintf("chatadapter: the turn is in %s (%s), not %s: dispatch it with the shape of the API that answered; %s takes %s",
-		e.Seen, e.Sign, e.Want.wire(), e.Want.wire(), forms[e.Want.wire()])
-}
+func (e *shapeError) Unwrap() error { return ErrShape }
 
-// forms says what a turn of each format may be.
-var forms = [...]string{
-	OpenAIChat:      `a chat completion, its assistant message or its tool_calls array`,
-	OpenAIResponses: `a response, its output array or a function_call item`,
-	Anthropic:       `a message or its content array`,
-	Gemini:          `a response, its content or its parts array`,
+func (e *shapeError) Error() string {
+	return fmt.Sprintf("chatadapter: the turn is in %s (%s), not %s: dispatch it with the shape of the API that answered; %s takes %s",
+		e.Seen, e.Sign, e.Want.wire(), e.Want.wire(), formatOf(e.Want).forms())
 }
 
 // sniff tells which format turn is in from the members only that format
@@ -83,7 +79,7 @@ func sniffItem(item []byte) (Shape, string) {
 			return Gemini, fmt.Sprintf("a %q part", k)
 		}
 	}
-	typ, _ := stringValue(m["type"])
+	typ, _ := ordered.String(m["type"])
 	switch typ {
 	case "function_call", "function_call_output", "reasoning", "output_text":
 		return OpenAIResponses, fmt.Sprintf("a %q item", typ)

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
+	"github.com/stretchr/testify/require"
 )
 
 // Each API's sign of an answer cut at its output limit fails a streamed
@@ -34,14 +34,14 @@ func TestStreamTruncatedEachAPI(t *testing.T) {
 			srv := chattest.NewServer(tt.shape, chattest.Reply{Text: "Cut short", Truncated: true, Usage: usage})
 			defer srv.Close()
 			rec := &recorder{}
-			in := []json.RawMessage{chatadapter.TextMessage(tt.shape, "user", "Go.")}
+			in := []json.RawMessage{run.TextMessage(tt.shape, "user", "Go.")}
 			tr, err := streamRunner(t, f, srv.Endpoint(), nil).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
 			url := srv.Endpoint().BaseURL + map[chatadapter.Shape]string{chatadapter.OpenAIChat: "/chat/completions",
 				chatadapter.OpenAIResponses: "/responses", chatadapter.Anthropic: "/messages",
 				chatadapter.Gemini: "/models/scripted-model:streamGenerateContent?alt=sse"}[tt.shape]
 			require.EqualError(t, err, "chatadapter: POST "+url+": chatadapter: the model's response was cut at its output limit ("+tt.cut+
-				" in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again")
-			require.ErrorIs(t, err, chatadapter.ErrTruncated)
+				" in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again")
+			require.ErrorIs(t, err, run.ErrTruncated)
 			require.Equal(t, []string{"delta: Cut", "delta:  short", "reply: ", "ended: "}, rec.lines())
 			require.Equal(t, in, tr.Messages)
 			require.Equal(t, usage, tr.Usage)
@@ -178,8 +178,8 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 				}
 				want += ": " + tt.err
 			}
-			ep := chatadapter.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}
-			streamCase(t, m, ep, []json.RawMessage{chatadapter.TextMessage(tt.shape, "user", "Go.")}, tt.deltas, tt.requests, want)
+			ep := run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}
+			streamCase(t, m, ep, []json.RawMessage{run.TextMessage(tt.shape, "user", "Go.")}, tt.deltas, tt.requests, want)
 		})
 	}
 }
@@ -208,8 +208,8 @@ func TestStreamAnthropicCallWithoutArguments(t *testing.T) {
 			events = append(events, `{"type":"content_block_stop","index":0}`, aDelta("tool_use"), aStop)
 			m := newModelAt(t, "/v1/messages", sse(events...), sse(aStart, aTextStart, aText("Fine."), aDelta("end_turn"), aStop))
 			f := newStreamFixture(t)
-			ep := chatadapter.Endpoint{Shape: chatadapter.Anthropic, BaseURL: m.srv.URL + "/v1", Model: "m"}
-			tr, err := streamRunner(t, f, ep, nil).Run(f.ctx, []json.RawMessage{chatadapter.TextMessage(chatadapter.Anthropic, "user", "Help.")})
+			ep := run.Endpoint{Shape: chatadapter.Anthropic, BaseURL: m.srv.URL + "/v1", Model: "m"}
+			tr, err := streamRunner(t, f, ep, nil).Run(f.ctx, []json.RawMessage{run.TextMessage(chatadapter.Anthropic, "user", "Help.")})
 			require.NoError(t, err)
 			require.Equal(t, "Fine.", tr.Answer)
 			require.Len(t, m.requests(), 2)

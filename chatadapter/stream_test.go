@@ -14,13 +14,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
+	"github.com/stretchr/testify/require"
 )
 
 // The streaming fixture: the shop with its changes tracked, and
@@ -76,7 +76,7 @@ func (r *recorder) lines() []string {
 		if e.Kind == chatadapter.ModelRequest {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s", kindName[e.Kind], e))
+		out = append(out, fmt.Sprintf("%s: %s", kindName[e.Kind], e.Label))
 	}
 	return out
 }
@@ -99,13 +99,13 @@ var kindName = map[chatadapter.EventKind]string{
 	chatadapter.RunStopped: "stopped", chatadapter.TextDelta: "delta", chatadapter.TurnEnded: "ended",
 }
 
-func streamRunner(t *testing.T, f *fixture, ep chatadapter.Endpoint, opts *chatadapter.RunOptions) *chatadapter.Runner {
+func streamRunner(t *testing.T, f *fixture, ep run.Endpoint, opts *run.Options) *run.Runner {
 	t.Helper()
 	if opts == nil {
-		opts = &chatadapter.RunOptions{}
+		opts = &run.Options{}
 	}
 	opts.Stream = true
-	r, err := chatadapter.NewRunner(f.a, ep, opts)
+	r, err := run.New(f.a, ep, opts)
 	require.NoError(t, err)
 	return r
 }
@@ -144,16 +144,16 @@ func TestStreamSameTurn(t *testing.T) {
 }
 
 func testStreamSameTurn(t *testing.T, shape chatadapter.Shape, replies []chattest.Reply, events []string) {
-	var transcripts [2]*chatadapter.Transcript
+	var transcripts [2]*run.Transcript
 	var requests [2][]chattest.Request
 	for i, stream := range []bool{false, true} {
 		f := newStreamFixture(t)
 		srv := chattest.NewServer(shape, replies...)
 		defer srv.Close()
 		rec := &recorder{}
-		r, err := chatadapter.NewRunner(f.a, srv.Endpoint(), &chatadapter.RunOptions{Stream: stream})
+		r, err := run.New(f.a, srv.Endpoint(), &run.Options{Stream: stream})
 		require.NoError(t, err)
-		tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{chatadapter.TextMessage(shape, "user", "Go.")})
+		tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{run.TextMessage(shape, "user", "Go.")})
 		require.NoError(t, err)
 		transcripts[i], requests[i] = tr, srv.Requests()
 		if stream {
@@ -248,7 +248,7 @@ func TestStreamToolCallFragments(t *testing.T) {
 			t.Parallel()
 			f := newStreamFixture(t)
 			m := newModel(t, sse(tt.chunks...), sse(delta(`{"content":"Done."}`), finish("stop"), "[DONE]"))
-			tr, err := streamRunner(t, f, m.endpoint(), nil).Run(f.ctx, []json.RawMessage{chatadapter.UserMessage("Go.")})
+			tr, err := streamRunner(t, f, m.endpoint(), nil).Run(f.ctx, []json.RawMessage{run.UserMessage("Go.")})
 			require.NoError(t, err)
 			require.Equal(t, "Done.", tr.Answer)
 			require.Equal(t, tt.want, string(tr.Messages[1]))
@@ -292,7 +292,7 @@ func TestStreamErrors(t *testing.T) {
 			sse(delta(`{"tool_calls":[{"index":5000,"id":"c1","function":{"name":"get_item"}}]}`))},
 			"chatadapter: POST URL: a stream chunk's tool call has index 5000; at most 1024 calls are read", 1, nil},
 		{"cut at the output limit", []func(http.ResponseWriter, *http.Request){sse(delta(`{"content":"Lo"}`), finish("length"), "[DONE]")},
-			`chatadapter: POST URL: chatadapter: the model's response was cut at its output limit (finish_reason "length"): raise max_completion_tokens in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again`,
+			`chatadapter: POST URL: chatadapter: the model's response was cut at its output limit (finish_reason "length"): raise max_completion_tokens in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again`,
 			1, []string{"Lo"}},
 		{"a server that does not stream", []func(http.ResponseWriter, *http.Request){reply(answer("Whole."))}, "", 1, nil},
 		{"a status error before the stream: retried", []func(http.ResponseWriter, *http.Request){
@@ -304,7 +304,7 @@ func TestStreamErrors(t *testing.T) {
 			t.Parallel()
 			m := newModel(t, tt.replies...)
 			want := strings.ReplaceAll(tt.err, "URL", m.srv.URL+"/v1/chat/completions")
-			streamCase(t, m, m.endpoint(), []json.RawMessage{chatadapter.UserMessage("Go.")}, tt.deltas, tt.requests, want)
+			streamCase(t, m, m.endpoint(), []json.RawMessage{run.UserMessage("Go.")}, tt.deltas, tt.requests, want)
 		})
 	}
 }
@@ -313,11 +313,11 @@ func TestStreamErrors(t *testing.T) {
 // it reported, the requests it sent, and how it ended: without an error
 // when err is "", else with err, the transcript ending before the failed
 // request.
-func streamCase(t *testing.T, m *model, ep chatadapter.Endpoint, in []json.RawMessage, deltas []string, requests int, err string) {
+func streamCase(t *testing.T, m *model, ep run.Endpoint, in []json.RawMessage, deltas []string, requests int, err string) {
 	t.Helper()
 	f := newStreamFixture(t)
 	rec := &recorder{}
-	tr, got := streamRunner(t, f, ep, &chatadapter.RunOptions{RetryDelay: 1}).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
+	tr, got := streamRunner(t, f, ep, &run.Options{RetryDelay: 1}).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
 	var pieces []string
 	for _, e := range rec.of(chatadapter.TextDelta) {
 		pieces = append(pieces, e.Text)
@@ -357,7 +357,7 @@ func TestStreamCancelWhileWriting(t *testing.T) {
 			cancel() // the person presses Stop
 		}
 	})
-	in := []json.RawMessage{chatadapter.UserMessage("Add a pear.")}
+	in := []json.RawMessage{run.UserMessage("Add a pear.")}
 	tr, err := streamRunner(t, f, m.endpoint(), nil).Run(ctx, in)
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
@@ -389,7 +389,7 @@ func TestStreamCancelDuringWrite(t *testing.T) {
 	}()
 	rec := &recorder{}
 	r := streamRunner(t, f, srv.Endpoint(), nil)
-	tr, err := r.Run(chatadapter.WithEvents(chatadapter.WithConversation(ctx, "conv-1"), rec.add), []json.RawMessage{chatadapter.UserMessage("Add three.")})
+	tr, err := r.Run(chatadapter.WithEvents(chatadapter.WithConversation(ctx, "conv-1"), rec.add), []json.RawMessage{run.UserMessage("Add three.")})
 	require.EqualError(t, err, "chatadapter: run: context canceled")
 	require.Equal(t, [][3]any{{1, "apple", 3}, {2, "pear", 1}}, f.rows(t), "the fig rolled back, the kiwi never ran")
 	require.Len(t, tr.Messages, 5, "the user, the calls, a result for each")
@@ -403,7 +403,7 @@ func TestStreamCancelDuringWrite(t *testing.T) {
 	require.ErrorIs(t, ended[0].Err, context.Canceled)
 
 	// The conversation goes on from there: the endpoint accepts it.
-	tr, err = r.Run(chatadapter.WithConversation(f.ctx, "conv-1"), append(tr.Messages, chatadapter.UserMessage("Well?")))
+	tr, err = r.Run(chatadapter.WithConversation(f.ctx, "conv-1"), append(tr.Messages, run.UserMessage("Well?")))
 	require.NoError(t, err)
 	require.Equal(t, "Nothing more then.", tr.Answer)
 }
@@ -421,7 +421,7 @@ func TestStreamConversationChanges(t *testing.T) {
 	r := streamRunner(t, f, srv.Endpoint(), nil)
 	rec := &recorder{}
 	ctx := chatadapter.WithEvents(chatadapter.WithConversation(f.ctx, "conv-7"), rec.add)
-	tr, err := r.Run(ctx, []json.RawMessage{chatadapter.UserMessage("Add a pear.")})
+	tr, err := r.Run(ctx, []json.RawMessage{run.UserMessage("Add a pear.")})
 	require.NoError(t, err)
 	done := rec.of(chatadapter.CallFinished)
 	require.Len(t, done, 1)
@@ -431,7 +431,7 @@ func TestStreamConversationChanges(t *testing.T) {
 	require.Positive(t, cs.ID)
 	require.Equal(t, `insert items (id=2): id=2, name="pear", qty=1`, cs.String())
 
-	tr, err = r.Run(ctx, append(tr.Messages, chatadapter.UserMessage("Undo that.")))
+	tr, err = r.Run(ctx, append(tr.Messages, run.UserMessage("Undo that.")))
 	require.NoError(t, err)
 	require.Equal(t, "Undone.", tr.Answer)
 	require.Equal(t, fmt.Sprintf(`call_3_1 {"undone":[%d]}`, cs.ID), texts(tr.Outcomes)[0])
@@ -453,7 +453,7 @@ func TestStreamPauseAndResume(t *testing.T) {
 	defer srv.Close()
 	rec := &recorder{}
 	ctx := chatadapter.WithEvents(chatadapter.WithConversation(f.ctx, "conv-2"), rec.add)
-	tr, err := streamRunner(t, f, srv.Endpoint(), nil).Run(ctx, []json.RawMessage{chatadapter.UserMessage("Remove the apple.")})
+	tr, err := streamRunner(t, f, srv.Endpoint(), nil).Run(ctx, []json.RawMessage{run.UserMessage("Remove the apple.")})
 	require.NoError(t, err)
 	require.NotNil(t, tr.Pending)
 	paused := rec.of(chatadapter.CallPaused)
@@ -469,7 +469,7 @@ func TestStreamPauseAndResume(t *testing.T) {
 	require.NoError(t, err)
 	tr, err = streamRunner(t, f, srv.Endpoint(), nil).Restore(saved)
 	require.NoError(t, err)
-	tr, err = tr.Resume(ctx, true)
+	tr, err = streamRunner(t, f, srv.Endpoint(), nil).Resume(ctx, tr, yes(true))
 	require.NoError(t, err)
 	require.Equal(t, "Gone.", tr.Answer)
 	require.Empty(t, f.rows(t))
@@ -487,12 +487,12 @@ func TestStreamResumeCancelled(t *testing.T) {
 	f := newStreamFixture(t)
 	srv := chattest.NewServer(chatadapter.OpenAIChat, chattest.Reply{Calls: []chattest.Call{{Name: "remove_item", Args: `{"id":1}`}}})
 	defer srv.Close()
-	tr, err := streamRunner(t, f, srv.Endpoint(), nil).Run(f.ctx, []json.RawMessage{chatadapter.UserMessage("Remove the apple.")})
+	tr, err := streamRunner(t, f, srv.Endpoint(), nil).Run(f.ctx, []json.RawMessage{run.UserMessage("Remove the apple.")})
 	require.NoError(t, err)
 	require.NotNil(t, tr.Pending)
 	ctx, cancel := context.WithCancel(f.ctx)
 	cancel()
-	tr, err = tr.Resume(ctx, true)
+	tr, err = streamRunner(t, f, srv.Endpoint(), nil).Resume(ctx, tr, yes(true))
 	require.True(t, errors.Is(err, context.Canceled), err)
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 	require.Nil(t, tr.Pending)

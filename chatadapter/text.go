@@ -1,7 +1,6 @@
 package chatadapter
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,8 +28,6 @@ const (
 	keyUnavailable   = "llm.chat.model.unavailable"  // {code}: of a 503
 	keyOverloaded    = "llm.chat.model.overloaded"   // {code}: of a 529, Anthropic's "overloaded"
 	keyServerError   = "llm.chat.model.serverError"  // {code}: of another 5xx
-	keyStopSteps     = "llm.chat.stop.steps"         // {steps}
-	keyStopBudget    = "llm.chat.stop.budget"        // {tokens}, {budget}
 	keyApproval      = "llm.chat.approval.prompt"    // {tool}, {summary}
 	keyQuestion      = "llm.chat.question.prompt"    // {tool}, {question}
 	keyPreview       = "llm.chat.preview"            // {summary}, {changes}
@@ -41,20 +38,11 @@ const (
 	keyNoChanges     = "llm.chat.preview.none"       //
 )
 
-// retryStatus is the {status} of a retry after err in locale: the
-// status the endpoint answered, or that of the error it sent in its
-// stream, in the catalog's words ("429 (too many requests)"); "no answer"
-// for a request that got no response.
-func retryStatus(msgs *i18n.Catalog, locale string, err error) string {
-	code := 0
-	var he *HTTPError
-	var se *streamError
-	switch {
-	case errors.As(err, &he):
-		code = he.StatusCode
-	case errors.As(err, &se):
-		code = se.status
-	}
+// retryStatus is the {status} of a retry in locale: code, the status
+// the endpoint answered, or that of the error it sent in its stream, in
+// the catalog's words ("429 (too many requests)"); "no answer" for 0, a
+// request that got no response.
+func retryStatus(msgs *i18n.Catalog, locale string, code int) string {
 	key := keyServerError
 	switch code {
 	case 0:

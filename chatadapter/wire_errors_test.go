@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
+	"github.com/stretchr/testify/require"
 )
 
 // A 2xx response Run cannot read is an error that says what it is and
@@ -29,7 +29,7 @@ func TestRunUnreadable(t *testing.T) {
 		want  string // after "chatadapter: POST <url>: "
 	}{
 		{chatadapter.OpenAIChat, `[]`, `response is not a chat completion (json: cannot unmarshal array into Go value of type struct { Choices []struct { Message json.RawMessage "json:\"message\""; FinishReason string "json:\"finish_reason\"" } "json:\"choices\""; Usage struct { PromptTokens int "json:\"prompt_tokens\""; CompletionTokens int "json:\"completion_tokens\""; PromptTokensDetails struct { CachedTokens int "json:\"cached_tokens\"" } "json:\"prompt_tokens_details\"" } "json:\"usage\"" }): []`},
-		{chatadapter.OpenAIChat, `{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":1}]}}]}`, `assistant message: tool_calls: json: cannot unmarshal number into Go struct field toolCall.id of type string`},
+		{chatadapter.OpenAIChat, `{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":1}]}}]}`, `chatadapter: OpenAI Chat Completions turn: json: cannot unmarshal number into Go struct field toolCall.tool_calls.id of type string`},
 		{chatadapter.OpenAIResponses, `{"id":"x"}`, `response is not a Responses API response (<nil>): {"id":"x"}`},
 		{chatadapter.OpenAIResponses, `{"object":"response","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}`, `the response failed: server_error: The model failed.`},
 		{chatadapter.OpenAIResponses, `{"object":"response","output":[1]}`, `output item: json: cannot unmarshal number into Go value of type struct { Type string "json:\"type\""; Content []struct { Type string "json:\"type\""; Text string "json:\"text\""; Refusal string "json:\"refusal\"" } "json:\"content\"" }`},
@@ -37,14 +37,14 @@ func TestRunUnreadable(t *testing.T) {
 		{chatadapter.Anthropic, `{"type":"message","content":"Hi."}`, `content: json: cannot unmarshal string into Go value of type []struct { Type string "json:\"type\""; Text string "json:\"text\"" }`},
 		{chatadapter.Gemini, `{"promptFeedback":{"blockReason":"SAFETY"}}`, `the prompt was blocked (blockReason SAFETY): {"promptFeedback":{"blockReason":"SAFETY"}}`},
 		{chatadapter.Gemini, `{"candidates":[]}`, `response has no candidate: {"candidates":[]}`},
-		{chatadapter.Gemini, `{"candidates":[{"content":{"parts":"x"}}]}`, `content: json: cannot unmarshal string into Go struct field .parts of type []struct { Text *string "json:\"text\""; Thought bool "json:\"thought\"" }`},
+		{chatadapter.Gemini, `{"candidates":[{"content":{"parts":"x"}}]}`, `content: json: cannot unmarshal string into Go struct field .parts of type []struct { Text *string "json:\"text\""; Thought bool "json:\"thought\""; FunctionCall json.RawMessage "json:\"functionCall\"" }`},
 		{chatadapter.Gemini, `not json`, `response is not a Gemini response (invalid character 'o' in literal null (expecting 'u')): not json`},
 	}
 	f := newFixture(t)
 	for _, tt := range tests {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, tt.body) }))
-		ep := chatadapter.Endpoint{Shape: tt.shape, BaseURL: srv.URL, Model: "m"}
-		tr, err := chatadapter.Run(f.ctx, f.a, ep, []json.RawMessage{chatadapter.TextMessage(tt.shape, "user", "Hi.")}, nil)
+		ep := run.Endpoint{Shape: tt.shape, BaseURL: srv.URL, Model: "m"}
+		tr, err := run.Run(f.ctx, f.a, ep, []json.RawMessage{run.TextMessage(tt.shape, "user", "Hi.")}, nil)
 		srv.Close()
 		require.Error(t, err, tt.body)
 		msg := regexp.MustCompile(`^chatadapter: POST http://[^ ]+: `).ReplaceAllString(err.Error(), "")
@@ -67,13 +67,13 @@ func TestRunTransportAndFieldErrors(t *testing.T) {
 			retries++
 		}
 	})
-	_, err := chatadapter.Run(ctx, f.a, chatadapter.Endpoint{BaseURL: url, Model: "m"}, []json.RawMessage{chatadapter.UserMessage("Hi.")},
-		&chatadapter.RunOptions{MaxRetries: 2, RetryDelay: time.Millisecond})
+	_, err := run.Run(ctx, f.a, run.Endpoint{BaseURL: url, Model: "m"}, []json.RawMessage{run.UserMessage("Hi.")},
+		&run.Options{MaxRetries: 2, RetryDelay: time.Millisecond})
 	require.Regexp(t, `^chatadapter: run: Post "http://127\.0\.0\.1:\d+/chat/completions": dial tcp 127\.0\.0\.1:\d+: connect: connection refused$`, err.Error())
 	require.Equal(t, 2, retries)
 
-	tr, err := chatadapter.Run(f.ctx, f.a, chatadapter.Endpoint{BaseURL: url}, []json.RawMessage{chatadapter.UserMessage("Hi.")},
-		&chatadapter.RunOptions{RequestFields: map[string]any{"bad": func() {}}})
+	tr, err := run.Run(f.ctx, f.a, run.Endpoint{BaseURL: url}, []json.RawMessage{run.UserMessage("Hi.")},
+		&run.Options{RequestFields: map[string]any{"bad": func() {}}})
 	require.EqualError(t, err, `chatadapter: run: request field "bad": json: unsupported type: func()`)
 	require.Len(t, tr.Messages, 1)
 }
@@ -92,7 +92,7 @@ func TestRunCancelledWhileWaiting(t *testing.T) {
 			cancel() // the person leaves while Run waits
 		}
 	})
-	_, err := chatadapter.Run(ctx, f.a, srv.Endpoint(), []json.RawMessage{chatadapter.UserMessage("Hi.")}, nil)
+	_, err := run.Run(ctx, f.a, srv.Endpoint(), []json.RawMessage{run.UserMessage("Hi.")}, nil)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Len(t, srv.Requests(), 1)
@@ -135,7 +135,7 @@ func TestAskMistakes(t *testing.T) {
 		require.NoError(t, err)
 		if tt.key == "a" { // the first question is asked; its answer brings the second to light
 			require.Equal(t, "a", r.Pending.Question.Key)
-			r, err = r.Resume(ctx, true)
+			r, err = r.Pending.Resume(ctx, yes(true))
 			require.NoError(t, err)
 		}
 		require.Nil(t, r.Pending)
@@ -145,10 +145,10 @@ func TestAskMistakes(t *testing.T) {
 	r, err := a.Dispatch(ctx, chatadapter.OpenAIChat, []byte(`[{"id":"c1","type":"function","function":{"name":"asks_twice","arguments":"{\"key\":\"b\"}"}}]`))
 	require.NoError(t, err)
 	require.Equal(t, "a", r.Pending.Question.Key)
-	r, err = r.Resume(ctx, true)
+	r, err = r.Pending.Resume(ctx, yes(true))
 	require.NoError(t, err)
 	require.Equal(t, "b", r.Pending.Question.Key)
-	r, err = r.Resume(ctx, false)
+	r, err = r.Pending.Resume(ctx, yes(false))
 	require.NoError(t, err)
 	require.Nil(t, r.Pending)
 	require.Equal(t, `{}`, string(r.Outcomes[0].Result.JSON))

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
-
-	"github.com/llmtool/llmtool/chatadapter"
 )
 
 // A turn paused at a call that needs approval, then resumed (one call
@@ -27,10 +27,10 @@ func TestApprovalResumeSDKs(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, reply.Messages)
 		require.Equal(t, "pancakes", input(string(reply.Pending.Call.Args))["noteId"])
-		reply, err = reply.Resume(f.ctx, false)
+		reply, err = reply.Pending.Resume(f.ctx, ask.ElicitResult{Action: ask.Decline})
 		require.NoError(t, err)
 		require.Equal(t, "meetings", input(string(reply.Pending.Call.Args))["noteId"])
-		reply, err = reply.Resume(f.ctx, true)
+		reply, err = reply.Pending.Resume(f.ctx, ask.ElicitResult{Action: ask.Accept})
 		require.NoError(t, err)
 		require.Nil(t, reply.Pending)
 		require.Len(t, reply.Outcomes, 3)

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 )
 
 // The official SDKs call chattest's scripted models and read their

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/llmtool/llmtool/examples/notes"
 	"github.com/llmtool/llmtool/i18n"
 )
@@ -23,12 +24,12 @@ const systemPrompt = `You help the user with their notes, kept in a tree. Use th
 
 // config is what the flags and the environment decided.
 type config struct {
-	ep             chatadapter.Endpoint
+	ep             chatrun.Endpoint
 	dbPath, tenant string
 	writes         bool // -writes: enable write tools in the tenant
 	approve        bool // -approve: destructive tools need approval in the tenant
 	verbose        bool
-	run            *chatadapter.RunOptions
+	run            *chatrun.Options
 	msgs           *i18n.Catalog
 	local          string // the locale
 	start          startPrompt
@@ -44,7 +45,7 @@ type startPrompt struct {
 // session is one conversation on the terminal.
 type session struct {
 	c        *config
-	runner   *chatadapter.Runner
+	runner   *chatrun.Runner
 	messages []json.RawMessage // the conversation so far, in the API's format
 	in       *bufio.Scanner    // questions and answers, one a line
 	stdout   io.Writer
@@ -74,17 +75,17 @@ func chat(ctx context.Context, c *config, question []string, stdin io.Reader, st
 		}
 	}
 	a := chatadapter.New(reg, &chatadapter.Options{Messages: c.msgs, Locale: c.local})
-	runner, err := chatadapter.NewRunner(a, c.ep, c.run)
+	runner, err := chatrun.New(a, c.ep, c.run)
 	if err != nil {
 		return err
 	}
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 		switch e.Kind {
 		case chatadapter.CallFinished, chatadapter.RunStopped:
-			fmt.Fprintln(stderr, e)
+			fmt.Fprintln(stderr, e.Label)
 		case chatadapter.ModelRequest, chatadapter.ModelRetry:
 			if c.verbose {
-				fmt.Fprintln(stderr, e)
+				fmt.Fprintln(stderr, e.Label)
 			}
 		case chatadapter.ModelReply:
 			if c.verbose {
@@ -93,10 +94,10 @@ func chat(ctx context.Context, c *config, question []string, stdin io.Reader, st
 		}
 	})
 	s := &session{c: c, runner: runner, in: bufio.NewScanner(stdin), stdout: stdout, stderr: stderr}
-	user := func(q string) json.RawMessage { return chatadapter.TextMessage(c.ep.Shape, "user", q) }
+	user := func(q string) json.RawMessage { return chatrun.TextMessage(c.ep.Shape, "user", q) }
 
 	if c.start.name != "" {
-		msgs, err := startMessages(ctx, a, c.ep.Shape, c.start)
+		msgs, err := startMessages(ctx, reg, a, c.ep.Shape, c.start)
 		if err != nil {
 			return err
 		}
@@ -139,7 +140,7 @@ func chat(ctx context.Context, c *config, question []string, stdin io.Reader, st
 func (s *session) send(ctx context.Context, msgs ...json.RawMessage) error {
 	tr, err := s.runner.Run(ctx, append(s.messages, msgs...))
 	for err == nil && tr.Pending != nil {
-		tr, err = tr.ResumeWith(ctx, s.answer(tr.Pending))
+		tr, err = s.runner.Resume(ctx, tr, s.answer(tr.Pending))
 	}
 	s.messages = tr.Messages
 	if err != nil {
@@ -153,14 +154,14 @@ func (s *session) send(ctx context.Context, msgs ...json.RawMessage) error {
 
 // startMessages renders the prompt the conversation starts from, in the
 // API's shape. An unknown name gets the list of prompts.
-func startMessages(ctx context.Context, a *chatadapter.Adapter, shape chatadapter.Shape, start startPrompt) ([]json.RawMessage, error) {
+func startMessages(ctx context.Context, reg *llmtool.Registry, a *chatadapter.Adapter, shape chatadapter.Shape, start startPrompt) ([]json.RawMessage, error) {
 	args, err := json.Marshal(start.args)
 	if err != nil {
 		return nil, err
 	}
 	msgs, err := a.Prompt(ctx, shape, start.name, args)
 	if errors.Is(err, llmtool.ErrUnknownTool) {
-		prompts, _ := a.Registry().List(ctx, &llmtool.ListOptions{Prompts: true})
+		prompts, _ := reg.List(ctx, &llmtool.ListOptions{Prompts: true})
 		names := make([]string, len(prompts))
 		for i, p := range prompts {
 			names[i] = p.Name

@@ -1,8 +1,8 @@
 // Command chat lets a model work on the notes example's store through its
 // tools (package github.com/llmtool/llmtool/examples/notes), over any of
-// the APIs chatadapter.Run speaks: OpenAI Chat Completions (and every
+// the APIs chatadapter/run speaks: OpenAI Chat Completions (and every
 // compatible server: llama.cpp, Ollama, vLLM), OpenAI Responses,
-// Anthropic Messages or Gemini. It is chatadapter.Run with a few lines
+// Anthropic Messages or Gemini. It is run.Run with a few lines
 // around it.
 //
 // -api picks the API (default chat); the endpoint comes from its
@@ -86,6 +86,7 @@ import (
 	"syscall"
 
 	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/llmtool/llmtool/i18n"
 )
 
@@ -173,7 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			shape = a.shape
 		}
 	}
-	ep := chatadapter.Endpoint{
+	ep := chatrun.Endpoint{
 		Shape:   shape,
 		BaseURL: strings.TrimSpace(getenv(a.env + "_BASE_URL")),
 		APIKey:  strings.TrimSpace(getenv(a.env + "_API_KEY")),
@@ -196,7 +197,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	c := &config{
 		ep: ep, dbPath: *dbPath, tenant: *tenantName, writes: *writes, approve: *approve, verbose: *verbose,
-		run:   &chatadapter.RunOptions{MaxSteps: *steps, System: systemPrompt},
+		run:   &chatrun.Options{MaxSteps: *steps, System: systemPrompt},
 		msgs:  msgs,
 		local: *locale,
 		start: startPrompt{name: *prompt, args: promptArgs},

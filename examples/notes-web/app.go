@@ -18,7 +18,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/llmtool/llmtool/examples/notes"
 	"github.com/llmtool/llmtool/sqlite"
 )
@@ -31,12 +31,12 @@ var pages = template.Must(template.ParseFS(webFS, "web/*.html"))
 // config is what main decided: where the data lives and which model the
 // chat talks to.
 type config struct {
-	dir      string               // the databases' folder
-	endpoint chatadapter.Endpoint // the model's API
-	label    string               // the model, as the page names it
-	scripted bool                 // the model is the built-in scripted one
-	hosts    []string             // the names served besides the loopback ones and the listening address (-host)
-	logger   *slog.Logger         // the registries' and MCP servers' log
+	dir      string           // the databases' folder
+	endpoint chatrun.Endpoint // the model's API
+	label    string           // the model, as the page names it
+	scripted bool             // the model is the built-in scripted one
+	hosts    []string         // the names served besides the loopback ones and the listening address (-host)
+	logger   *slog.Logger     // the registries' and MCP servers' log
 }
 
 // app is the web app: the app's database, a workspace per user, and the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/llmtool/llmtool/examples/notes"
 )
 
@@ -24,7 +25,7 @@ import (
 // the same stream directly: the scripted model streams the same answer
 // (39 words, a chunk each) to the same request body, read by a bare HTTP
 // client that parses the SSE lines, and by a Runner with
-// RunOptions.Stream reporting TextDelta events; each round runs both, in
+// run.Options.Stream reporting TextDelta events; each round runs both, in
 // alternating order, so the machine's noise falls on both alike. Reported
 // as medians: the time from sending to the first word (ttft), from the
 // first word to the end (rest), and what chatadapter adds to each, the
@@ -50,12 +51,12 @@ func BenchmarkStream(b *testing.B) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		return http.DefaultTransport.RoundTrip(r)
 	})}
-	runner, err := chatadapter.NewRunner(chatadapter.New(reg, nil), capture, &chatadapter.RunOptions{Stream: true, System: systemPrompt})
+	runner, err := chatrun.New(chatadapter.New(reg, nil), capture, &chatrun.Options{Stream: true, System: systemPrompt})
 	require.NoError(b, err)
-	msgs := []json.RawMessage{chatadapter.UserMessage("hello")}
+	msgs := []json.RawMessage{chatrun.UserMessage("hello")}
 	_, err = runner.Run(context.Background(), msgs)
 	require.NoError(b, err)
-	runner, err = chatadapter.NewRunner(chatadapter.New(reg, nil), ep, &chatadapter.RunOptions{Stream: true, System: systemPrompt})
+	runner, err = chatrun.New(chatadapter.New(reg, nil), ep, &chatrun.Options{Stream: true, System: systemPrompt})
 	require.NoError(b, err)
 
 	var first time.Time

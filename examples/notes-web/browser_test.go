@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -447,7 +447,7 @@ func TestBrowserModelDown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
-			s.start(chatadapter.Endpoint{BaseURL: "http://" + tc.host + "/v1", Model: "m"})
+			s.start(chatrun.Endpoint{BaseURL: "http://" + tc.host + "/v1", Model: "m"})
 			p := s.open(t, browser, "ana")
 			p.say("hello")
 			p.until(`!!document.querySelector(".msg.error")`)

@@ -15,6 +15,7 @@ import (
 	"github.com/llmtool/llmtool/ask"
 	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 )
 
 // The chat panel's turns. A turn runs inside the request that asked for
@@ -71,7 +72,7 @@ func (t *turn) event(e chatadapter.Event) {
 	case chatadapter.CallPaused:
 		t.put(pendingItem(e.CallID, e.Pending))
 	case chatadapter.CallFinished:
-		it := item{"type": "done", "id": e.CallID, "ok": !e.IsError, "label": e.String()}
+		it := item{"type": "done", "id": e.CallID, "ok": !e.IsError, "label": e.Label}
 		if e.IsError {
 			it["error"] = e.Result.Text() // what the model reads
 			it["denied"] = errors.Is(e.Err, approval.ErrRefused)
@@ -84,7 +85,7 @@ func (t *turn) event(e chatadapter.Event) {
 		}
 		t.put(it)
 	case chatadapter.ModelRetry, chatadapter.RunStopped:
-		t.put(item{"type": "status", "text": e.String()})
+		t.put(item{"type": "status", "text": e.Label})
 	}
 }
 
@@ -165,7 +166,7 @@ func validJSON(b []byte) []byte {
 // run runs one turn of c in the request, streaming it to the page, and
 // saves the conversation when it ends.
 func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conversation, first []item,
-	start func(ctx context.Context) (*chatadapter.Transcript, error)) {
+	start func(ctx context.Context) (*chatrun.Transcript, error)) {
 	s, ok := startSSE(w)
 	if !ok {
 		return
@@ -208,7 +209,7 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 // said so, without its URL (the log keeps the detail).
 func turnFailed(err error) string {
 	const after = " What finished before stays; send your message again"
-	var he *chatadapter.HTTPError
+	var he *chatrun.HTTPError
 	var ue *url.Error
 	switch {
 	case errors.As(err, &he):
@@ -278,11 +279,11 @@ func (a *app) sendIn(w http.ResponseWriter, r *http.Request, ws *workspace, c *c
 	}
 	msgs := c.Messages
 	for _, n := range c.Notices { // what the person did meanwhile, so the model knows
-		msgs = append(msgs, chatadapter.UserMessage(n))
+		msgs = append(msgs, chatrun.UserMessage(n))
 	}
 	c.Notices = nil
-	msgs = append(msgs, chatadapter.UserMessage(text))
-	a.run(w, r, ws, c, []item{{"type": "user", "text": text}}, func(ctx context.Context) (*chatadapter.Transcript, error) {
+	msgs = append(msgs, chatrun.UserMessage(text))
+	a.run(w, r, ws, c, []item{{"type": "user", "text": text}}, func(ctx context.Context) (*chatrun.Transcript, error) {
 		return ws.runner.Run(ctx, msgs)
 	})
 }
@@ -324,8 +325,8 @@ func (a *app) answer(w http.ResponseWriter, r *http.Request, ws *workspace) {
 			httpError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		a.run(w, r, ws, c, nil, func(ctx context.Context) (*chatadapter.Transcript, error) {
-			return tr.ResumeWith(ctx, answer)
+		a.run(w, r, ws, c, nil, func(ctx context.Context) (*chatrun.Transcript, error) {
+			return ws.runner.Resume(ctx, tr, answer)
 		})
 	})
 }

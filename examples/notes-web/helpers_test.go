@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 )
 
 // gate is the scripted model's hold for the slow phrasing, in the test's
@@ -51,7 +51,7 @@ type site struct {
 	app   *app
 	srv   *httptest.Server
 	saved chan int64 // a turn's conversation was saved
-	ep    chatadapter.Endpoint
+	ep    chatrun.Endpoint
 }
 
 // newSite starts a site that serves hosts besides the loopback names
@@ -68,7 +68,7 @@ func newSite(t *testing.T, hosts ...string) *site {
 }
 
 // start opens the app over the site's folder (again, for a restart).
-func (s *site) start(ep chatadapter.Endpoint) {
+func (s *site) start(ep chatrun.Endpoint) {
 	s.t.Helper()
 	cfg := &config{dir: s.dir, hosts: s.hosts, endpoint: ep, label: "the scripted model (no OPENAI_MODEL set)", scripted: true, logger: quietLogger()}
 	a, err := newApp(context.Background(), cfg)

@@ -78,7 +78,7 @@
 // every committed write through a registry middleware that tells the page
 // over server-sent events, whichever adapter made it.
 //
-// What the page needs from chatadapter is small: RunOptions.Stream, the
+// What the page needs from chatadapter is small: run.Options.Stream, the
 // events of WithEvents (TextDelta; each call started, paused with its
 // preview, finished with its Result and changeset; TurnEnded) and
 // WithConversation. The tests drive the page in headless Chromium at
@@ -106,7 +106,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 )
 
 // logOutput is where the registries' warnings go.
@@ -188,8 +188,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // endpointFromEnv reads the model's endpoint from OPENAI_BASE_URL,
 // OPENAI_API_KEY and OPENAI_MODEL; ok is false when OPENAI_MODEL is unset.
-func endpointFromEnv(getenv func(string) string) (ep chatadapter.Endpoint, ok bool, err error) {
-	ep = chatadapter.Endpoint{
+func endpointFromEnv(getenv func(string) string) (ep chatrun.Endpoint, ok bool, err error) {
+	ep = chatrun.Endpoint{
 		BaseURL: strings.TrimSpace(getenv("OPENAI_BASE_URL")),
 		APIKey:  strings.TrimSpace(getenv("OPENAI_API_KEY")),
 		Model:   strings.TrimSpace(getenv("OPENAI_MODEL")),
@@ -211,13 +211,13 @@ func endpointFromEnv(getenv func(string) string) (ep chatadapter.Endpoint, ok bo
 
 // startScripted serves the scripted model on a loopback port and returns
 // its endpoint and the function that stops it.
-func startScripted(s *scripted) (chatadapter.Endpoint, func(), error) {
+func startScripted(s *scripted) (chatrun.Endpoint, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return chatadapter.Endpoint{}, nil, err
+		return chatrun.Endpoint{}, nil, err
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	ep := chatadapter.Endpoint{BaseURL: "http://" + ln.Addr().String() + "/v1", Model: "scripted"}
+	ep := chatrun.Endpoint{BaseURL: "http://" + ln.Addr().String() + "/v1", Model: "scripted"}
 	return ep, func() { _ = srv.Close() }, nil
 }

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 	user     TEXT NOT NULL,
 	title    TEXT NOT NULL,
 	messages TEXT NOT NULL DEFAULT '[]', -- the model's conversation, OpenAI Chat Completions messages
-	paused   TEXT,                       -- the paused turn (json.Marshal of a chatadapter.Transcript), or NULL
+	paused   TEXT,                       -- the paused turn (json.Marshal of a run.Transcript), or NULL
 	log      TEXT NOT NULL DEFAULT '[]', -- the page's items: messages, cards, answers
 	notices  TEXT NOT NULL DEFAULT '[]', -- what the person did meanwhile (an undo), for the model's next request
 	updated  TEXT NOT NULL

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/chatadapter"
+	chatrun "github.com/llmtool/llmtool/chatadapter/run"
 	"github.com/llmtool/llmtool/examples/notes"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
@@ -36,7 +37,7 @@ type workspace struct {
 	principal *llmtool.Principal
 	db        *sql.DB
 	reg       *llmtool.Registry
-	runner    *chatadapter.Runner
+	runner    *chatrun.Runner
 	mcp       *mcpadapter.Server
 	mcpHTTP   http.Handler
 	hub       *hub
@@ -67,7 +68,7 @@ func openWorkspace(ctx context.Context, cfg *config, user, mcpToken string, appr
 		w.close()
 		return nil, err
 	}
-	w.runner, err = chatadapter.NewRunner(chatadapter.New(w.reg, nil), cfg.endpoint, &chatadapter.RunOptions{Stream: true, System: systemPrompt})
+	w.runner, err = chatrun.New(chatadapter.New(w.reg, nil), cfg.endpoint, &chatrun.Options{Stream: true, System: systemPrompt})
 	if err != nil {
 		w.close()
 		return nil, err

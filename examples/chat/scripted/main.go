@@ -27,7 +27,7 @@ import (
 	"syscall"
 
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 )
 
 func main() {

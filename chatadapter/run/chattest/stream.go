@@ -115,7 +115,7 @@ func streamChat(e *events, n int, rep Reply, options json.RawMessage) {
 	if json.Unmarshal(options, &o) == nil && o.IncludeUsage {
 		u := rep.Usage
 		c := base([]any{})
-		c["usage"] = map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.Total(),
+		c["usage"] = map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.PromptTokens + u.CompletionTokens,
 			"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}}
 		send(c)
 	}

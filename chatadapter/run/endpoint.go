@@ -1,9 +1,8 @@
-package chatadapter
+package run
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,19 +12,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 )
 
 // Endpoint is a model's API: where Run sends its requests, in which
 // format, and with which credentials.
 type Endpoint struct {
-	// Shape is the API's format: OpenAIChat (the zero value's), for
+	// Shape is the API's format: chatadapter.OpenAIChat (the zero value's), for
 	// OpenAI Chat Completions and every compatible server (llama.cpp,
 	// Ollama, vLLM), OpenAIResponses, Anthropic or Gemini. A strict shape
 	// (OpenAIChatStrict, OpenAIResponsesStrict) sends the strict-mode tool
 	// set, for models that support OpenAI's structured outputs: the one way
 	// to ask for strict schemas.
-	Shape Shape
+	Shape chatadapter.Shape
 	// BaseURL is the API root including its version. Run posts to
 	//
 	//   - OpenAI Chat Completions: BaseURL + "/chat/completions", such as
@@ -59,7 +60,7 @@ type Endpoint struct {
 }
 
 // HTTPError is Run's error for a response whose status is not 2xx, once
-// its retries (RunOptions.MaxRetries) are spent or when a retry cannot
+// its retries (Options.MaxRetries) are spent or when a retry cannot
 // help.
 type HTTPError struct {
 	URL        string // the URL posted to
@@ -83,10 +84,10 @@ func (e *HTTPError) Error() string {
 // Retries: what they cure and how long they wait.
 const (
 	// defaultMaxRetries is how many times Run tries a request again unless
-	// RunOptions.MaxRetries says otherwise.
+	// Options.MaxRetries says otherwise.
 	defaultMaxRetries = 3
 	// defaultRetryDelay is the first pause before a retry unless
-	// RunOptions.RetryDelay says otherwise; each retry doubles it, up to
+	// Options.RetryDelay says otherwise; each retry doubles it, up to
 	// maxBackoff.
 	defaultRetryDelay = 500 * time.Millisecond
 
@@ -97,14 +98,14 @@ const (
 )
 
 // post sends body and returns the response body, retrying a 429, a 5xx
-// or a broken connection as RunOptions says, within ctx.
-func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int, obs *observer) ([]byte, error) {
+// or a broken connection as Options says, within ctx.
+func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
-		obs.emit(Event{Kind: ModelRequest, Step: step, Attempt: attempt})
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRequest, Step: step, Attempt: attempt})
 		var b []byte
 		var err error
 		if r.stream {
-			b, err = r.postStream(ctx, body, header, step, obs) // stream.go
+			b, err = r.postStream(ctx, body, header, step) // stream.go
 		} else {
 			b, err = r.postOnce(ctx, body, header)
 		}
@@ -115,7 +116,7 @@ func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step
 		if !ok {
 			return nil, err
 		}
-		obs.emit(Event{Kind: ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: err})
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRetry, Step: step, Attempt: attempt, Wait: wait, Err: &attemptError{err}})
 		if err := sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("chatadapter: run: %w", err)
 		}
@@ -178,6 +179,28 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// attemptError is a failed attempt Run tries again, as its ModelRetry
+// event carries it.
+type attemptError struct{ err error }
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// StatusCode is the status the endpoint answered, or that of the error
+// it sent in its stream; 0 when the request got no answer. chatadapter
+// puts it in the ModelRetry event's line.
+func (e *attemptError) StatusCode() int {
+	var he *HTTPError
+	var se *streamError
+	switch {
+	case errors.As(e.err, &he):
+		return he.StatusCode
+	case errors.As(e.err, &se):
+		return se.status
+	}
+	return 0
+}
+
 // transportError is a request that got no response.
 type transportError struct{ err error }
 
@@ -215,8 +238,8 @@ func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: excerpt(b, 512)}
-		he.RetryAfter, he.saidWhen = retryAfter(resp.Header, b, time.Now())
+		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: ordered.Excerpt(b, 512)}
+		he.RetryAfter, he.saidWhen = retryAfter(r.api, resp.Header, b, time.Now())
 		return nil, he
 	}
 	return resp, nil
@@ -224,8 +247,9 @@ func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http
 
 // retryAfter reads when the server asked to be tried again: the
 // retry-after-ms header (OpenAI's, Anthropic's), Retry-After in seconds
-// or as an HTTP date, or Gemini's google.rpc.RetryInfo in the body.
-func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool) {
+// or as an HTTP date, or what the API says in its error body (p's
+// retryHint, such as Gemini's google.rpc.RetryInfo).
+func retryAfter(p api, h http.Header, body []byte, now time.Time) (time.Duration, bool) {
 	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
 		return time.Duration(ms * float64(time.Millisecond)), true
 	}
@@ -237,38 +261,5 @@ func retryAfter(h http.Header, body []byte, now time.Time) (time.Duration, bool)
 			return max(t.Sub(now), 0), true
 		}
 	}
-	var g struct {
-		Error struct {
-			Details []struct {
-				Type       string `json:"@type"`
-				RetryDelay string `json:"retryDelay"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &g) == nil {
-		for _, d := range g.Error.Details {
-			if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
-				if w, err := time.ParseDuration(d.RetryDelay); err == nil && w >= 0 {
-					return w, true
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
-// excerpt returns the start of b on one line, at most n bytes.
-func excerpt(b []byte, n int) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > n {
-		s = s[:n]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		s += "…"
-	}
-	if s == "" {
-		return "(empty body)"
-	}
-	return s
+	return p.retryHint(body)
 }

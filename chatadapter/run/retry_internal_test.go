@@ -1,4 +1,4 @@
-package chatadapter
+package run
 
 import (
 	"context"
@@ -34,10 +34,13 @@ func TestRetryAfter(t *testing.T) {
 		{"negative", http.Header{"Retry-After": {"-1"}}, "", 0, false},
 	}
 	for _, tt := range tests {
-		got, said := retryAfter(tt.header, []byte(tt.body), now)
+		got, said := retryAfter(gemini{}, tt.header, []byte(tt.body), now)
 		require.Equal(t, tt.want, got, tt.name)
 		require.Equal(t, tt.said, said, tt.name)
 	}
+	// RetryInfo is Gemini's: another API's body is not read for it.
+	_, said := retryAfter(anthropic{}, nil, []byte(tests[6].body), now)
+	require.False(t, said, tests[6].name)
 }
 
 // retryWait waits as the server asked, or backs off with jitter; it

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 )
 
 // A request with "stream": true gets OpenAI's chunks: the role, the text

@@ -1,7 +1,6 @@
-package chatadapter
+package run
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,21 +9,22 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/llmtool/llmtool/ask"
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
 	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
 // defaultMaxSteps is how many requests Run sends at most in one turn
-// unless RunOptions.MaxSteps says otherwise.
+// unless Options.MaxSteps says otherwise.
 const defaultMaxSteps = 15
 
-// RunOptions configures Run. A nil *RunOptions, like the zero value, gives
+// Options configures Run. A nil *Options, like the zero value, gives
 // every field's default.
-type RunOptions struct {
+type Options struct {
 	// MaxSteps is how many requests Run sends at most in one turn. Each
 	// request is a step; the tool calls it answers with run before the
 	// next. At the limit the turn stops (Transcript.Stopped). Default (0
@@ -62,7 +62,7 @@ type RunOptions struct {
 	RetryDelay time.Duration
 
 	// Stream asks the endpoint to stream each answer ("stream": true),
-	// so that the context's events (WithEvents) report the model's text
+	// so that the context's events (chatadapter.WithEvents) report the model's text
 	// as it is written (TextDelta), for a chat that shows it word by
 	// word. The transcript is the same as without it. Every API streams:
 	// OpenAI Chat Completions and compatible servers (llama.cpp, Ollama,
@@ -91,15 +91,15 @@ type Transcript struct {
 	// Steps is how many requests were answered.
 	Steps int
 	// Outcomes are every tool call's outcome, in order.
-	Outcomes []Outcome
+	Outcomes []chatadapter.Outcome
 	// Pending is the call the run paused at, waiting for the person's
-	// approval or answer, nil if none: show it, then call Resume or
-	// ResumeWith with the answer.
-	Pending *Pending
+	// approval or answer, nil if none: show it, then go on with
+	// Runner.Resume and the person's answer.
+	Pending *chatadapter.Pending
 	// Usage is what the turn's requests used, summed.
-	Usage Usage
+	Usage chatadapter.Usage
 	// StepUsage is each request's usage, in order.
-	StepUsage []Usage
+	StepUsage []chatadapter.Usage
 	// Stopped says why the run ended the turn without the model's answer,
 	// nil when it answered or a call is pending: an error wrapping
 	// ErrStepLimit or ErrBudget that says what to do. Messages ends with
@@ -107,17 +107,14 @@ type Transcript struct {
 	// user message lets it go on. The RunStopped event says it to the
 	// person in their locale.
 	Stopped error
-
-	run   *Runner // set with Pending
-	reply *Reply
 }
 
 // ErrStepLimit is wrapped by Transcript.Stopped when every request up to
-// RunOptions.MaxSteps was answered with tool calls.
+// Options.MaxSteps was answered with tool calls.
 var ErrStepLimit = errors.New("chatadapter: step limit reached")
 
 // ErrBudget is wrapped by Transcript.Stopped when the turn's requests
-// used RunOptions.TokenBudget.
+// used Options.TokenBudget.
 var ErrBudget = errors.New("chatadapter: token budget reached")
 
 // stopError is a Transcript.Stopped: its English for the host's log, and
@@ -137,7 +134,16 @@ func (e *stopError) Error() string {
 
 func (e *stopError) Unwrap() error { return e.reason }
 
-func (e *stopError) text(msgs *i18n.Catalog, locale string) string {
+// The keys of the person's lines of a stop (see chatadapter's
+// Options.Messages).
+const (
+	keyStopSteps  = "llm.chat.stop.steps"  // {steps}
+	keyStopBudget = "llm.chat.stop.budget" // {tokens}, {budget}
+)
+
+// Line is the stop's line for the person in locale, which chatadapter
+// gives the RunStopped event as its Label.
+func (e *stopError) Line(msgs *i18n.Catalog, locale string) string {
 	if e.reason == ErrBudget {
 		return msgs.Message(keyStopBudget, locale, "tokens", strconv.Itoa(e.n), "budget", strconv.Itoa(e.budget))
 	}
@@ -149,36 +155,32 @@ func (e *stopError) text(msgs *i18n.Catalog, locale string) string {
 // TextMessage for Gemini).
 func UserMessage(text string) json.RawMessage { return textMessage("user", text) }
 
-// systemMessage returns {"role":"system","content":text}, OpenAI Chat
-// Completions' system message: how RunOptions.System, the one way to send
-// a system prompt, reaches that API.
-func systemMessage(text string) json.RawMessage { return textMessage("system", text) }
-
 // TextMessage returns a message of role ("user" or "assistant") with
 // text in shape's format: {"role","content"} for OpenAI's and Anthropic's
 // APIs, {"role","parts":[{"text"}]} for Gemini, whose assistant role is
 // "model".
-func TextMessage(shape Shape, role, text string) json.RawMessage {
-	if shape.wire() != Gemini {
+func TextMessage(shape chatadapter.Shape, role, text string) json.RawMessage {
+	if shape != chatadapter.Gemini {
 		return textMessage(role, text)
 	}
 	if role == "assistant" {
 		role = "model"
 	}
-	return appendOrdered(nil, object{{"role", role}, {"parts", []any{object{{"text", text}}}}})
+	return ordered.Append(nil, object{{"role", role}, {"parts", []any{object{{"text", text}}}}})
 }
 
 func textMessage(role, text string) json.RawMessage {
-	return appendOrdered(nil, object{{"role", role}, {"content", text}})
+	return ordered.Append(nil, object{{"role", role}, {"content", text}})
 }
 
 // Runner holds a conversation with a model over one endpoint, with the
-// tools of an Adapter: Run and Restore. Its settings are fixed when it is
+// tools of an Adapter: Run, Resume and Restore. Its settings are fixed when it is
 // made; it is safe for concurrent use.
 type Runner struct {
-	a          *Adapter
+	a          *chatadapter.Adapter
 	ep         Endpoint
-	shape      Shape // Endpoint.Shape, OpenAIChat when 0
+	shape      chatadapter.Shape // Endpoint.Shape, OpenAIChat when 0
+	api        api               // the shape's
 	maxSteps   int
 	system     string
 	fields     object
@@ -187,23 +189,23 @@ type Runner struct {
 	retryDelay time.Duration
 	url        string
 	client     *http.Client
-	stream     bool // RunOptions.Stream
+	stream     bool // Options.Stream
 }
 
-// NewRunner returns a Runner for a's tools over ep, configured by opts
+// New returns a Runner for a's tools over ep, configured by opts
 // (nil for the defaults). It fails for an unknown Endpoint.Shape and for
 // a request field that cannot be encoded.
-func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
+func New(a *chatadapter.Adapter, ep Endpoint, opts *Options) (*Runner, error) {
 	if opts == nil {
-		opts = &RunOptions{}
+		opts = &Options{}
 	}
 	r := &Runner{a: a, ep: ep, shape: ep.Shape, maxSteps: defaultMaxSteps, system: opts.System, budget: max(opts.TokenBudget, 0),
 		retries: defaultMaxRetries, retryDelay: defaultRetryDelay, client: ep.HTTPClient}
 	if r.shape == 0 {
-		r.shape = OpenAIChat
+		r.shape = chatadapter.OpenAIChat
 	}
-	if !r.shape.valid() {
-		return nil, fmt.Errorf("%w %d in the Endpoint", ErrShape, r.shape)
+	if r.api = apiOf(r.shape); r.api == nil {
+		return nil, fmt.Errorf("%w %d in the Endpoint", chatadapter.ErrShape, r.shape)
 	}
 	if opts.MaxSteps > 0 {
 		r.maxSteps = opts.MaxSteps
@@ -214,8 +216,9 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 	if opts.RetryDelay > 0 {
 		r.retryDelay = opts.RetryDelay
 	}
-	if opts.Stream {
-		r.streams() // stream.go
+	if opts.Stream { // every request asks for a stream (a RequestFields member of the same name replaces it)
+		r.stream = true
+		r.fields = append(r.fields, r.api.streamFields()...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.RequestFields)) {
 		b, err := jsonenc.Marshal(opts.RequestFields[name])
@@ -224,7 +227,7 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 		}
 		r.fields = append(r.fields, member{name, json.RawMessage(b)})
 	}
-	r.url = endpointURL(ep, r.shape, r.stream)
+	r.url = endpointURL(ep, r.api, r.stream)
 	if r.client == nil {
 		r.client = http.DefaultClient
 	}
@@ -232,10 +235,10 @@ func NewRunner(a *Adapter, ep Endpoint, opts *RunOptions) (*Runner, error) {
 }
 
 // Run holds a conversation with a model until it answers without tool
-// calls: it is NewRunner(a, ep, opts) and Runner.Run, for one turn. See
+// calls: it is New(a, ep, opts) and Runner.Run, for one turn. See
 // Runner.Run.
-func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessage, opts *RunOptions) (*Transcript, error) {
-	r, err := NewRunner(a, ep, opts)
+func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []json.RawMessage, opts *Options) (*Transcript, error) {
+	r, err := New(a, ep, opts)
 	if err != nil {
 		return &Transcript{Messages: slices.Clone(messages)}, err
 	}
@@ -244,33 +247,34 @@ func Run(ctx context.Context, a *Adapter, ep Endpoint, messages []json.RawMessag
 
 // Run holds one turn of a conversation: it sends messages (in the
 // endpoint's format) with the tool set for the tenant and principal in
-// ctx, runs the tool calls of the answer as Dispatch does, appends the
+// ctx, runs the tool calls of the answer with chatadapter.Adapter.Dispatch, appends the
 // results and sends again, until the model answers without tool calls.
 // It uses net/http only.
 //
 // The turn ends with a nil error and the model's Answer; or stopped
-// (Transcript.Stopped) at RunOptions.MaxSteps or TokenBudget; or paused
+// (Transcript.Stopped) at Options.MaxSteps or TokenBudget; or paused
 // (Transcript.Pending) at a call that waits for the person's approval or
-// answer, which Transcript.Resume and ResumeWith give, from a later
-// request of the host's if need be, or another process (see Restore):
+// answer, which Runner.Resume gives, from a later request of the host's
+// if need be, or another process (see Restore):
 //
 //	tr, err := runner.Run(ctx, messages)
 //	for err == nil && tr.Pending != nil {
-//		tr, err = tr.Resume(ctx, askThePerson(tr.Pending)) // true: approved
+//		tr, err = runner.Resume(ctx, tr, askThePerson(tr.Pending)) // an ask.ElicitResult; ask.Accept approves
 //	}
 //
 // Tool problems (unknown tool, malformed arguments, a failed call) go back
-// to the model as error results. Run fails, returning the transcript so
-// far with the error, when the tool set is incomplete (see Adapter.Tools),
+// to the model as error results, as Dispatch gives them. Run fails,
+// returning the transcript so far with the error, when the tool set is
+// incomplete (see chatadapter.Adapter.Tools),
 // when a request fails for good (a transport error, or a non-2xx status,
 // *HTTPError, once its retries are spent), on a response it cannot read
 // or one the provider cut short (ErrTruncated), and when ctx is done (the
 // error wraps ctx.Err()). The transcript's Messages stay whole: fix the
 // cause and send them again.
 //
-// Events of the turn (WithEvents) report each request (ModelRequest,
+// Events of the turn (chatadapter.WithEvents) report each request (ModelRequest,
 // ModelRetry, ModelReply), its text as it streams (TextDelta, with
-// RunOptions.Stream), each call as in Dispatch, and the turn's end
+// Options.Stream), each call as in Dispatch, and the turn's end
 // (TurnEnded), so a chat page can draw itself from them alone:
 //
 //	ctx = chatadapter.WithConversation(ctx, conversationID) // undo_changes works on it
@@ -296,53 +300,46 @@ func (r *Runner) Run(ctx context.Context, messages []json.RawMessage) (*Transcri
 	return r.ended(ctx, t, err)
 }
 
-// Resume answers the call the run paused at (Pending) with the person's
-// yes or no, as Reply.Resume does, and goes on with the run: it completes
-// the turn's results and sends the next request, its steps and usage
-// counted on from this transcript's. ctx carries the same tenant and
-// principal as Run's. It returns the run's transcript from the start,
-// paused again at the next call that waits for the person, or ended as
-// Run ends. On a transcript without a Pending call, or resumed already,
-// it returns ErrNotPending.
-func (t *Transcript) Resume(ctx context.Context, yes bool) (*Transcript, error) {
-	return t.ResumeWith(ctx, yesNo(yes))
-}
-
-// ResumeWith answers the call the run paused at with the person's
-// answer, as Reply.ResumeWith does, and goes on with the run as Resume
-// does.
-func (t *Transcript) ResumeWith(ctx context.Context, answer ask.ElicitResult) (*Transcript, error) {
-	if t.reply == nil {
-		return t, ErrNotPending
+// Resume answers the call t paused at (t.Pending) with the person's
+// answer, as Pending.Resume does (ask.Accept approves, or gives the
+// filled form), and goes on with the run: it completes the turn's
+// results and sends the next request, its steps and usage counted on
+// from t's. ctx carries the same tenant and principal as Run's. It
+// returns the run's transcript from the start, paused again at the next
+// call that waits for the person, or ended as Run ends. On a transcript
+// without a Pending call, or resumed already, it returns
+// chatadapter.ErrNotPending, and t.
+func (r *Runner) Resume(ctx context.Context, t *Transcript, answer ask.ElicitResult) (*Transcript, error) {
+	if t.Pending == nil {
+		return t, chatadapter.ErrNotPending
 	}
-	reply, err := t.reply.ResumeWith(ctx, answer)
+	reply, err := t.Pending.Resume(ctx, answer)
 	if reply == nil {
 		return t, err
 	}
 	n := &Transcript{Messages: slices.Clip(t.Messages), Steps: t.Steps, Usage: t.Usage, StepUsage: slices.Clip(t.StepUsage),
-		Outcomes: append(slices.Clip(t.Outcomes), reply.Outcomes[len(t.reply.Outcomes):]...)}
-	if done, err := t.run.answered(n, reply, err); done {
-		return t.run.ended(ctx, n, err)
+		Outcomes: append(slices.Clip(t.Outcomes), reply.Outcomes[t.Pending.Index:]...)}
+	if done, err := answered(n, reply, err); done {
+		return r.ended(ctx, n, err)
 	}
-	n, err = t.run.loop(ctx, n)
-	return t.run.ended(ctx, n, err)
+	n, err = r.loop(ctx, n)
+	return r.ended(ctx, n, err)
 }
 
 // loop sends requests and runs their calls until an answer, a pause, a
 // stop or an error.
 func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
-	obs := r.a.observer(ctx)
 	for {
 		var stop *stopError
 		switch {
 		case t.Steps >= r.maxSteps:
 			stop = &stopError{reason: ErrStepLimit, n: t.Steps}
-		case r.budget > 0 && t.Usage.Total() >= r.budget:
-			stop = &stopError{reason: ErrBudget, n: t.Usage.Total(), budget: r.budget}
+		case r.budget > 0 && total(t.Usage) >= r.budget:
+			stop = &stopError{reason: ErrBudget, n: total(t.Usage), budget: r.budget}
 		}
 		if stop != nil {
 			t.Stopped = stop
-			obs.emit(Event{Kind: RunStopped, Err: stop})
+			r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.RunStopped, Err: stop})
 			return t, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -353,31 +350,37 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 			return t, fmt.Errorf("chatadapter: run: tool set: %w", err)
 		}
 		n, start := t.Steps+1, time.Now()
-		b, err := r.post(ctx, r.body(t.Messages, set), headers(r.ep, r.shape, set), n, obs)
+		b, err := r.post(ctx, r.body(t.Messages, set), headers(r.ep, r.api, set), n)
 		if err != nil {
 			return t, err
 		}
 		t.Steps++
-		st, err := readStep(r.shape, b)
-		t.Usage = t.Usage.add(st.usage)
+		st, err := r.api.read(b)
+		t.Usage = addUsage(t.Usage, st.usage)
 		t.StepUsage = append(t.StepUsage, st.usage)
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 		}
-		obs.emit(Event{Kind: ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
 		if st.cut != "" {
-			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in RunOptions.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
-				r.url, ErrTruncated, st.cut, limitField[r.shape.wire()])
+			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
+				r.url, ErrTruncated, st.cut, r.api.limit())
 		}
-		t.Messages = append(t.Messages, st.messages...)
-		if len(st.calls) == 0 {
+		if !st.calls {
+			t.Messages = append(t.Messages, st.messages...)
 			t.Answer = st.text
 			return t, nil
 		}
-		tn := r.a.newTurn(ctx, r.shape.wire(), st.calls)
-		reply := tn.reply(tn.execute(ctx, obs, 0, true))
+		reply, err := r.a.Dispatch(ctx, r.shape, turnOf(st.messages))
+		if reply == nil {
+			return t, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
+		}
+		if err != nil { // ctx ended
+			err = fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		t.Messages = append(t.Messages, st.messages...)
 		t.Outcomes = append(t.Outcomes, reply.Outcomes...)
-		if done, err := r.answered(t, reply, cancelled(ctx, "run")); done {
+		if done, err := answered(t, reply, err); done {
 			return t, err
 		}
 	}
@@ -386,79 +389,36 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 // answered takes the last turn's reply into t: it reports done when the
 // run pauses there (Pending), or ends (err: ctx ended); otherwise the
 // results join the conversation, and the run goes on.
-func (r *Runner) answered(t *Transcript, reply *Reply, err error) (done bool, _ error) {
+func answered(t *Transcript, reply *chatadapter.Reply, err error) (done bool, _ error) {
 	if reply.Pending != nil {
-		t.Pending, t.run, t.reply = reply.Pending, r, reply
+		t.Pending = reply.Pending
 		return true, err
 	}
 	t.Messages = append(t.Messages, reply.Messages...)
 	return err != nil, err
 }
 
-func rawList(ms []json.RawMessage) []any {
-	a := make([]any, len(ms))
-	for i, m := range ms {
-		a[i] = m
-	}
-	return a
-}
-
-// readAssistant rebuilds an OpenAI Chat Completions assistant message
-// with the members a request takes back, and returns its text and tool
-// calls.
-func readAssistant(raw json.RawMessage) (json.RawMessage, string, []ToolCall, error) {
-	var m struct {
-		Content   json.RawMessage `json:"content"`
-		ToolCalls json.RawMessage `json:"tool_calls"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, "", nil, fmt.Errorf("assistant message: %w", err)
-	}
-	text := contentText(m.Content)
-	msg := object{{"role", json.RawMessage(`"assistant"`)}}
-	tc := bytes.TrimSpace(m.ToolCalls)
-	hasCalls := len(tc) > 2 && tc[0] == '['
-	switch {
-	case len(bytes.TrimSpace(m.Content)) > 0:
-		msg = append(msg, member{"content", m.Content})
-	case hasCalls:
-		msg = append(msg, member{"content", json.RawMessage("null")})
-	default:
-		msg = append(msg, member{"content", ""})
-	}
-	if !hasCalls {
-		return appendOrdered(nil, msg), text, nil, nil
-	}
-	calls, err := parseOpenAIChat(tc)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("assistant message: tool_calls: %w", err)
-	}
-	msg = append(msg, member{"tool_calls", json.RawMessage(tc)})
-	return appendOrdered(nil, msg), text, calls, nil
-}
-
-// contentText is a message content's text: the string, or the text parts
-// of a parts array joined.
-func contentText(c json.RawMessage) string {
-	c = bytes.TrimSpace(c)
-	if len(c) == 0 {
-		return ""
-	}
-	if s, ok := stringValue(c); ok {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if c[0] == '[' && json.Unmarshal(c, &parts) == nil {
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" {
-				b.WriteString(p.Text)
-			}
+// ended emits TurnEnded for a turn that Run or a resumption ended, and
+// passes its results on.
+func (r *Runner) ended(ctx context.Context, t *Transcript, err error) (*Transcript, error) {
+	if t.Pending == nil {
+		e := chatadapter.Event{Kind: chatadapter.TurnEnded, Text: t.Answer, Step: t.Steps, Usage: t.Usage, Err: err}
+		if err == nil {
+			e.Err = t.Stopped
 		}
-		return b.String()
+		r.a.Emit(ctx, e)
 	}
-	return ""
+	return t, err
 }
+
+// turnOf is a response's assistant turn as Dispatch reads it: its one
+// message, or OpenAI Responses' output items as an array.
+func turnOf(messages []json.RawMessage) []byte {
+	if len(messages) == 1 {
+		return messages[0]
+	}
+	return ordered.Append(nil, ordered.Array(messages))
+}
+
+// total is what Options.TokenBudget counts of u.
+func total(u chatadapter.Usage) int { return u.PromptTokens + u.CompletionTokens }

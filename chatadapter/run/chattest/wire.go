@@ -66,7 +66,7 @@ func response(shape chatadapter.Shape, n int, rep Reply) map[string]any {
 		if rep.Truncated {
 			finish = "MAX_TOKENS"
 		}
-		usage := map[string]any{"promptTokenCount": u.PromptTokens, "candidatesTokenCount": u.CompletionTokens, "totalTokenCount": u.Total()}
+		usage := map[string]any{"promptTokenCount": u.PromptTokens, "candidatesTokenCount": u.CompletionTokens, "totalTokenCount": u.PromptTokens + u.CompletionTokens}
 		if u.CachedTokens > 0 {
 			usage["cachedContentTokenCount"] = u.CachedTokens
 		}
@@ -96,7 +96,7 @@ func response(shape chatadapter.Shape, n int, rep Reply) map[string]any {
 			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1700000000 + n, "model": Model,
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
 			"usage": map[string]any{
-				"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.Total(),
+				"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.PromptTokens + u.CompletionTokens,
 				"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedTokens, "audio_tokens": 0},
 				"completion_tokens_details": map[string]any{"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
 			},
@@ -130,7 +130,7 @@ func responsesResponse(n int, rep Reply) map[string]any {
 		"usage": map[string]any{
 			"input_tokens": u.PromptTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CachedTokens},
 			"output_tokens": u.CompletionTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-			"total_tokens": u.Total(),
+			"total_tokens": u.PromptTokens + u.CompletionTokens,
 		},
 	}
 }

@@ -1,4 +1,6 @@
-package chatadapter
+// Package ordered reads and writes JSON values that keep the order of
+// object members, for chatadapter and its run package.
+package ordered
 
 import (
 	"bytes"
@@ -6,54 +8,58 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/llmtool/llmtool/internal/jsonenc"
 )
 
-// The schema adapters work on JSON values that keep the order of object
+// The schema adapters work on JSON values that keep the order of Object
 // members, so a tool's parameters reach the model in declaration order (a
-// map would sort them). A value is an object, an array, or a scalar kept as
+// map would sort them). A value is an Object, an array, or a scalar kept as
 // its JSON text.
 
-type object []member
+type Object []Member
 
-type member struct {
-	key string
-	val any // object, []any or json.RawMessage
+// Member is an alias of an unnamed struct, so that the packages using it
+// write a member as {key, value}.
+type Member = struct {
+	Key string
+	Val any // Object, []any or json.RawMessage
 }
 
-func (o object) get(key string) (any, bool) {
+func (o Object) Get(key string) (any, bool) {
 	for _, m := range o {
-		if m.key == key {
-			return m.val, true
+		if m.Key == key {
+			return m.Val, true
 		}
 	}
 	return nil, false
 }
 
-// set replaces key's value, or appends the member if it is missing.
-func (o object) set(key string, v any) object {
+// Set replaces key's value, or appends the Member if it is missing.
+func (o Object) Set(key string, v any) Object {
 	for i, m := range o {
-		if m.key == key {
-			o[i].val = v
+		if m.Key == key {
+			o[i].Val = v
 			return o
 		}
 	}
-	return append(o, member{key, v})
+	return append(o, Member{key, v})
 }
 
-// str returns key's value if it is a JSON string, else "".
-func (o object) str(key string) string {
-	v, _ := o.get(key)
-	s, _ := stringValue(v)
+// Str returns key's value if it is a JSON string, else "".
+func (o Object) Str(key string) string {
+	v, _ := o.Get(key)
+	s, _ := String(v)
 	return s
 }
 
-// stringValue decodes v if it is a JSON string (a json.RawMessage in
-// quotes, as parseOrdered and the wire formats give), and reports whether
+// String decodes v if it is a JSON string (a json.RawMessage in
+// quotes, as Parse and the wire formats give), and reports whether
 // it was one. It is the package's one reader of JSON strings, as
 // appendString is its one writer.
-func stringValue(v any) (string, bool) {
+func String(v any) (string, bool) {
 	r, ok := v.(json.RawMessage)
 	r = bytes.TrimSpace(r)
 	if !ok || len(r) == 0 || r[0] != '"' {
@@ -66,8 +72,8 @@ func stringValue(v any) (string, bool) {
 	return s, true
 }
 
-// parseOrdered decodes one JSON value, keeping object members in order.
-func parseOrdered(b []byte) (any, error) {
+// Parse decodes one JSON value, keeping Object members in order.
+func Parse(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	v, err := parseValue(d)
@@ -89,7 +95,7 @@ func parseValue(d *json.Decoder) (any, error) {
 	case json.Delim:
 		switch t {
 		case '{':
-			var o object
+			var o Object
 			for d.More() {
 				k, err := d.Token()
 				if err != nil {
@@ -99,10 +105,10 @@ func parseValue(d *json.Decoder) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				o = append(o, member{k.(string), v})
+				o = append(o, Member{k.(string), v})
 			}
 			if o == nil {
-				o = object{}
+				o = Object{}
 			}
 			_, err := d.Token()
 			return o, err
@@ -127,18 +133,18 @@ func parseValue(d *json.Decoder) (any, error) {
 	}
 }
 
-// appendOrdered encodes v compactly.
-func appendOrdered(b []byte, v any) []byte {
+// Append encodes v compactly.
+func Append(b []byte, v any) []byte {
 	switch v := v.(type) {
-	case object:
+	case Object:
 		b = append(b, '{')
 		for i, m := range v {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = jsonenc.AppendString(b, m.key)
+			b = jsonenc.AppendString(b, m.Key)
 			b = append(b, ':')
-			b = appendOrdered(b, m.val)
+			b = Append(b, m.Val)
 		}
 		return append(b, '}')
 	case []any:
@@ -147,7 +153,7 @@ func appendOrdered(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendOrdered(b, e)
+			b = Append(b, e)
 		}
 		return append(b, ']')
 	case json.RawMessage:
@@ -167,4 +173,29 @@ func appendOrdered(b []byte, v any) []byte {
 		panic(fmt.Sprintf("chatadapter: cannot encode %T: %v", v, err))
 	}
 	return append(b, m...)
+}
+
+// Excerpt returns the start of b on one line, at most n bytes.
+func Excerpt(b []byte, n int) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > n {
+		s = s[:n]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
+}
+
+// Array is ms as an array value, for Append.
+func Array(ms []json.RawMessage) []any {
+	a := make([]any, len(ms))
+	for i, m := range ms {
+		a[i] = m
+	}
+	return a
 }

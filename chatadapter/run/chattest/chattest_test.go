@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool/chatadapter"
-	"github.com/llmtool/llmtool/chatadapter/chattest"
+	"github.com/llmtool/llmtool/chatadapter/run/chattest"
 )
 
 // post sends body to srv's endpoint with its headers, and returns the

@@ -30,7 +30,7 @@
 //		chattest.Reply{Calls: []chattest.Call{{Name: "get_note", Args: `{"noteId":"roadmap"}`}}},
 //		chattest.Reply{Text: "The roadmap has three items."})
 //	defer srv.Close()
-//	tr, err := chatadapter.Run(ctx, adapter, srv.Endpoint(), messages, nil)
+//	tr, err := run.Run(ctx, adapter, srv.Endpoint(), messages, nil)
 package chattest
 
 import (
@@ -43,6 +43,7 @@ import (
 	"sync"
 
 	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/run"
 )
 
 // Reply is one scripted answer of the model.
@@ -130,12 +131,12 @@ func (s *Server) Add(replies ...Reply) {
 
 // Endpoint returns the endpoint to reach the server: its shape, the API
 // root under URL ("/v1", or "/v1beta" for Gemini), Key and Model.
-func (s *Server) Endpoint() chatadapter.Endpoint {
+func (s *Server) Endpoint() run.Endpoint {
 	root := "/v1"
 	if s.shape == chatadapter.Gemini {
 		root = "/v1beta"
 	}
-	return chatadapter.Endpoint{Shape: s.shape, BaseURL: s.URL + root, APIKey: Key, Model: Model}
+	return run.Endpoint{Shape: s.shape, BaseURL: s.URL + root, APIKey: Key, Model: Model}
 }
 
 // Requests returns the requests received so far, in order, those refused

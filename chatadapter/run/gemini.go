@@ -1,0 +1,248 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
+	"github.com/llmtool/llmtool/internal/jsonenc"
+)
+
+// Gemini: POST BaseURL/models/MODEL:generateContent with
+// "x-goog-api-key", the system prompt as "systemInstruction"; it streams
+// from streamGenerateContent, in server-sent events of whole responses
+// (see geminiStream).
+type gemini struct{}
+
+func (gemini) url(ep Endpoint, stream bool) string {
+	u := strings.TrimRight(ep.BaseURL, "/") + "/models/" + url.PathEscape(strings.TrimPrefix(ep.Model, "models/"))
+	if stream {
+		return u + ":streamGenerateContent?alt=sse"
+	}
+	return u + ":generateContent"
+}
+
+func (gemini) header(h http.Header, ep Endpoint, _ *chatadapter.ToolSet) {
+	if ep.APIKey != "" {
+		h.Set("X-Goog-Api-Key", ep.APIKey)
+	}
+}
+
+func (gemini) body(_, system string, messages []json.RawMessage) object {
+	var body object
+	if system != "" {
+		body = append(body, member{"systemInstruction", object{{"parts", []any{object{{"text", system}}}}}})
+	}
+	return append(body, member{"contents", ordered.Array(messages)})
+}
+
+func (gemini) streamFields() []member { return nil }
+
+// retryHint reads google.rpc.RetryInfo's retryDelay from an error body.
+func (gemini) retryHint(body []byte) (time.Duration, bool) {
+	var g struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &g) == nil {
+		for _, d := range g.Error.Details {
+			if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+				if w, err := time.ParseDuration(d.RetryDelay); err == nil && w >= 0 {
+					return w, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func (gemini) stream() streamReader { return new(geminiStream) }
+
+func (gemini) limit() string { return `generationConfig's "maxOutputTokens"` }
+
+func (gemini) read(b []byte) (step, error) {
+	var r struct {
+		Candidates []struct {
+			Content      json.RawMessage `json:"content"`
+			FinishReason string          `json:"finishReason"`
+		} `json:"candidates"`
+		PromptFeedback struct {
+			BlockReason string `json:"blockReason"`
+		} `json:"promptFeedback"`
+		UsageMetadata struct {
+			PromptTokenCount        int `json:"promptTokenCount"`
+			CandidatesTokenCount    int `json:"candidatesTokenCount"`
+			ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+			CachedContentTokenCount int `json:"cachedContentTokenCount"`
+		} `json:"usageMetadata"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return step{}, fmt.Errorf("response is not a Gemini response (%v): %s", err, ordered.Excerpt(b, 512))
+	}
+	u := r.UsageMetadata
+	st := step{usage: chatadapter.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount, CachedTokens: u.CachedContentTokenCount}}
+	if len(r.Candidates) == 0 {
+		if r.PromptFeedback.BlockReason != "" {
+			return st, fmt.Errorf("the prompt was blocked (blockReason %s): %s", r.PromptFeedback.BlockReason, ordered.Excerpt(b, 512))
+		}
+		return st, fmt.Errorf("response has no candidate: %s", ordered.Excerpt(b, 512))
+	}
+	c := r.Candidates[0]
+	if c.FinishReason == "MAX_TOKENS" {
+		st.cut = `finishReason "MAX_TOKENS"`
+		return st, nil
+	}
+	var content struct {
+		Parts []struct {
+			Text         *string         `json:"text"`
+			Thought      bool            `json:"thought"`
+			FunctionCall json.RawMessage `json:"functionCall"`
+		} `json:"parts"`
+	}
+	if len(bytes.TrimSpace(c.Content)) > 0 {
+		if err := json.Unmarshal(c.Content, &content); err != nil {
+			return st, fmt.Errorf("content: %w", err)
+		}
+	}
+	var text strings.Builder
+	for _, p := range content.Parts {
+		if p.Text != nil && !p.Thought {
+			text.WriteString(*p.Text)
+		}
+		st.calls = st.calls || len(p.FunctionCall) > 0
+	}
+	if len(content.Parts) > 0 {
+		st.messages = []json.RawMessage{c.Content}
+	}
+	st.text = text.String()
+	return st, nil
+}
+
+// geminiStream is a streamed Gemini response: each event is a
+// GenerateContentResponse whose candidate brings more parts (a text part
+// continues the text, a functionCall is whole), the last one with the
+// finishReason and the usage.
+type geminiStream struct {
+	role   any
+	parts  []object
+	finish any
+	rest   object // the other members of the response, the last chunk's
+}
+
+func (a *geminiStream) add(data []byte) (string, bool, error) {
+	chunk, err := orderedObject(data)
+	var c struct {
+		Candidates []struct {
+			Content struct {
+				Role  json.RawMessage   `json:"role"`
+				Parts []json.RawMessage `json:"parts"`
+			} `json:"content"`
+			FinishReason json.RawMessage `json:"finishReason"`
+		} `json:"candidates"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Status  string `json:"status"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &c)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("a stream chunk is not a Gemini response (%v): %s", err, ordered.Excerpt(data, 512))
+	}
+	if c.Error != nil {
+		return "", false, streamFailed(c.Error.Status, c.Error.Message, data, c.Error.Code)
+	}
+	for _, m := range chunk {
+		if m.Key != "candidates" {
+			a.rest = a.rest.Set(m.Key, m.Val)
+		}
+	}
+	if len(c.Candidates) == 0 {
+		return "", false, nil
+	}
+	cand := c.Candidates[0]
+	if len(cand.FinishReason) > 0 {
+		a.finish = cand.FinishReason
+	}
+	if len(cand.Content.Role) > 0 {
+		a.role = cand.Content.Role
+	}
+	var text strings.Builder
+	for _, raw := range cand.Content.Parts {
+		p, err := orderedObject(raw)
+		if err != nil {
+			return "", false, fmt.Errorf("a stream chunk's part: %w", err)
+		}
+		t, isText := p.Get("text")
+		if !isText {
+			a.parts = append(a.parts, p)
+			continue
+		}
+		s, _ := ordered.String(t)
+		thought := string(rawOf(p, "thought")) == "true"
+		if !thought {
+			text.WriteString(s)
+		}
+		if last := len(a.parts) - 1; last >= 0 && continues(a.parts[last], thought) {
+			prev, _ := ordered.String(rawOf(a.parts[last], "text"))
+			a.parts[last] = a.parts[last].Set("text", json.RawMessage(jsonenc.AppendString(nil, prev+s)))
+			if sig, ok := p.Get("thoughtSignature"); ok {
+				a.parts[last] = a.parts[last].Set("thoughtSignature", sig)
+			}
+			continue
+		}
+		a.parts = append(a.parts, p)
+	}
+	return text.String(), false, nil
+}
+
+// continues reports whether a text part (a thought or not) goes on in
+// part: a text part of the same kind not closed by a thought signature.
+func continues(part object, thought bool) bool {
+	_, isText := part.Get("text")
+	_, signed := part.Get("thoughtSignature")
+	return isText && !signed && (string(rawOf(part, "thought")) == "true") == thought
+}
+
+// rawOf is key's value if it is a JSON scalar.
+func rawOf(o object, key string) json.RawMessage {
+	v, _ := o.Get(key)
+	r, _ := v.(json.RawMessage)
+	return bytes.TrimSpace(r)
+}
+
+func (a *geminiStream) end() ([]byte, error) {
+	if _, blocked := a.rest.Get("promptFeedback"); a.finish == nil && !blocked {
+		return nil, errors.New("the stream ended before the answer did (no finishReason)")
+	}
+	out := object{}
+	if a.finish != nil || len(a.parts) > 0 {
+		role := a.role
+		if role == nil {
+			role = json.RawMessage(`"model"`)
+		}
+		parts := make([]any, len(a.parts))
+		for i, p := range a.parts {
+			parts[i] = p
+		}
+		cand := object{{"content", object{{"role", role}, {"parts", parts}}}}
+		if a.finish != nil {
+			cand = append(cand, member{"finishReason", a.finish})
+		}
+		out = append(out, member{"candidates", []any{append(cand, member{"index", json.RawMessage("0")})}})
+	}
+	return ordered.Append(nil, append(out, a.rest...)), nil
+}

@@ -1,0 +1,270 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
+)
+
+// OpenAI Chat Completions, and every compatible server (llama.cpp,
+// Ollama, vLLM): POST BaseURL/chat/completions with "Authorization:
+// Bearer", the system prompt as a first system message; a streamed
+// answer is chat.completion.chunk events (see assembly).
+type openAIChat struct{}
+
+func (openAIChat) url(ep Endpoint, _ bool) string {
+	return strings.TrimRight(ep.BaseURL, "/") + "/chat/completions"
+}
+
+func (openAIChat) header(h http.Header, ep Endpoint, _ *chatadapter.ToolSet) {
+	if ep.APIKey != "" {
+		h.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+}
+
+func (openAIChat) body(model, system string, messages []json.RawMessage) object {
+	if system != "" {
+		messages = append([]json.RawMessage{systemMessage(system)}, messages...)
+	}
+	return object{{"model", model}, {"messages", ordered.Array(messages)}}
+}
+
+// streamFields ask for the usage too, in a last chunk.
+func (openAIChat) streamFields() []member {
+	return []member{{"stream", json.RawMessage("true")}, {"stream_options", json.RawMessage(`{"include_usage":true}`)}}
+}
+
+func (openAIChat) retryHint([]byte) (time.Duration, bool) { return 0, false }
+
+func (openAIChat) stream() streamReader { return new(assembly) }
+
+func (openAIChat) limit() string { return "max_completion_tokens" }
+
+func (openAIChat) read(b []byte) (step, error) {
+	var r struct {
+		Choices []struct {
+			Message      json.RawMessage `json:"message"`
+			FinishReason string          `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
+			PromptTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return step{}, fmt.Errorf("response is not a chat completion (%v): %s", err, ordered.Excerpt(b, 512))
+	}
+	var st step
+	st.usage = chatadapter.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, CachedTokens: r.Usage.PromptTokensDetails.CachedTokens}
+	if len(r.Choices) == 0 || len(r.Choices[0].Message) == 0 || r.Choices[0].Message[0] != '{' {
+		return st, fmt.Errorf("response has no message: %s", ordered.Excerpt(b, 512))
+	}
+	if r.Choices[0].FinishReason == "length" {
+		st.cut = `finish_reason "length"`
+		return st, nil
+	}
+	msg, text, calls, err := readAssistant(r.Choices[0].Message)
+	if err != nil {
+		return st, err
+	}
+	st.messages, st.text, st.calls = []json.RawMessage{msg}, text, calls
+	return st, nil
+}
+
+// systemMessage returns {"role":"system","content":text}, OpenAI Chat
+// Completions' system message: how Options.System, the one way to send
+// a system prompt, reaches that API.
+func systemMessage(text string) json.RawMessage { return textMessage("system", text) }
+
+// readAssistant rebuilds an OpenAI Chat Completions assistant message
+// with the members a request takes back, and returns its text and
+// whether it asks for tool calls.
+func readAssistant(raw json.RawMessage) (json.RawMessage, string, bool, error) {
+	var m struct {
+		Content   json.RawMessage `json:"content"`
+		ToolCalls json.RawMessage `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, "", false, fmt.Errorf("assistant message: %w", err)
+	}
+	text := contentText(m.Content)
+	msg := object{{"role", json.RawMessage(`"assistant"`)}}
+	tc := bytes.TrimSpace(m.ToolCalls)
+	hasCalls := len(tc) > 2 && tc[0] == '['
+	switch {
+	case len(bytes.TrimSpace(m.Content)) > 0:
+		msg = append(msg, member{"content", m.Content})
+	case hasCalls:
+		msg = append(msg, member{"content", json.RawMessage("null")})
+	default:
+		msg = append(msg, member{"content", ""})
+	}
+	if !hasCalls {
+		return ordered.Append(nil, msg), text, false, nil
+	}
+	msg = append(msg, member{"tool_calls", json.RawMessage(tc)})
+	return ordered.Append(nil, msg), text, true, nil
+}
+
+// contentText is a message content's text: the string, or the text parts
+// of a parts array joined.
+func contentText(c json.RawMessage) string {
+	c = bytes.TrimSpace(c)
+	if len(c) == 0 {
+		return ""
+	}
+	if s, ok := ordered.String(c); ok {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if c[0] == '[' && json.Unmarshal(c, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// assembly is a streamed answer put together chunk by chunk.
+type assembly struct {
+	text   strings.Builder
+	calls  []*streamCall
+	finish string          // the last finish_reason
+	usage  json.RawMessage // the usage chunk's, if any
+	ended  bool            // [DONE] came
+}
+
+type streamCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+// chunk is what Run reads of a chat.completion.chunk.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// add takes one chunk, or [DONE], into the answer.
+func (a *assembly) add(data []byte) (string, bool, error) {
+	if string(bytes.TrimSpace(data)) == "[DONE]" {
+		a.ended = true
+		return "", true, nil
+	}
+	text, err := a.chunk(data)
+	return text, false, err
+}
+
+// chunk takes one chunk into the answer and returns its text.
+func (a *assembly) chunk(data []byte) (string, error) {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, ordered.Excerpt(data, 512))
+	}
+	if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
+		var kind struct{ Type, Code string }
+		_ = json.Unmarshal(e, &kind) // an error of another form has no status
+		return "", &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", ordered.Excerpt(e, 512)), errorStatus(kind.Type, kind.Code)}
+	}
+	if u := bytes.TrimSpace(c.Usage); len(u) > 0 && u[0] == '{' {
+		a.usage = append(json.RawMessage(nil), u...)
+	}
+	if len(c.Choices) == 0 {
+		return "", nil
+	}
+	ch := c.Choices[0]
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		a.finish = *ch.FinishReason
+	}
+	for _, tc := range ch.Delta.ToolCalls {
+		k := len(a.calls) - 1 // a piece without an index continues the last call...
+		switch {
+		case tc.Index != nil:
+			k = *tc.Index
+		case tc.ID != "" && (k < 0 || a.calls[k].id != tc.ID):
+			k++ // ...unless it starts a call of its own
+		}
+		if k < 0 || k >= maxStreamCalls {
+			return "", fmt.Errorf("a stream chunk's tool call has index %d; at most %d calls are read", k, maxStreamCalls)
+		}
+		for len(a.calls) <= k {
+			a.calls = append(a.calls, new(streamCall))
+		}
+		sc := a.calls[k]
+		if tc.ID != "" {
+			sc.id = tc.ID
+		}
+		sc.name += tc.Function.Name
+		if s, ok := ordered.String(tc.Function.Arguments); ok {
+			sc.args.WriteString(s)
+		} else if args := bytes.TrimSpace(tc.Function.Arguments); len(args) > 0 && string(args) != "null" {
+			sc.args.Write(args) // a server that sends the arguments as an object
+		}
+	}
+	if ch.Delta.Content == nil {
+		return "", nil
+	}
+	a.text.WriteString(*ch.Delta.Content)
+	return *ch.Delta.Content, nil
+}
+
+// end returns the answer as the chat completion a request without
+// streaming gets, once the stream said it is complete: a finish_reason,
+// or [DONE].
+func (a *assembly) end() ([]byte, error) {
+	if a.finish == "" && !a.ended {
+		return nil, errors.New("the stream ended before the answer did (no finish_reason, no [DONE])")
+	}
+	msg := object{{"role", "assistant"}}
+	switch {
+	case a.text.Len() > 0:
+		msg = append(msg, member{"content", a.text.String()})
+	case len(a.calls) > 0:
+		msg = append(msg, member{"content", nil})
+	default:
+		msg = append(msg, member{"content", ""})
+	}
+	if len(a.calls) > 0 {
+		calls := make([]any, len(a.calls))
+		for i, c := range a.calls {
+			calls[i] = object{{"id", c.id}, {"type", "function"}, {"function", object{{"name", c.name}, {"arguments", c.args.String()}}}}
+		}
+		msg = append(msg, member{"tool_calls", calls})
+	}
+	out := object{{"object", "chat.completion"}, {"choices", []any{object{{"index", json.RawMessage("0")}, {"message", msg}, {"finish_reason", a.finish}}}}}
+	if a.usage != nil {
+		out = append(out, member{"usage", a.usage})
+	}
+	return ordered.Append(nil, out), nil
+}

@@ -1,0 +1,208 @@
+package run
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/llmtool/llmtool/chatadapter"
+	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
+)
+
+// Streaming (Options.Stream): each API's endpoint asked for a stream
+// answers with server-sent events, which its streamReader (in the API's
+// file) puts together.
+//
+// postStream reports each piece of text as a TextDelta event as it
+// arrives, and reassembles the whole into the response the endpoint
+// would have sent without streaming (for OpenAI Chat Completions, the
+// chat completion), which Run reads as it reads any. So a streamed turn's transcript is the same as an unstreamed one's,
+// a response cut at its output limit fails the same way, and the tool
+// calls run only once their arguments are complete.
+//
+// A request that fails before the model's first words is tried again as
+// any (Options.MaxRetries); so is an error the endpoint sends in the
+// stream before them, as the status the API gives that error without
+// streaming would be (Anthropic's overloaded_error as a 529). Once a piece
+// of text was reported, a stream that breaks or brings an error fails the
+// turn instead: the person has read those words, and a second answer
+// would not repeat them. The transcript ends before the request, as after
+// any failed request.
+
+// maxStreamCalls bounds the tool calls one streamed answer may hold, so
+// that a wrong index cannot make Run allocate without end.
+const maxStreamCalls = 1024
+
+// streamReader puts one API's streamed answer together.
+type streamReader interface {
+	// add takes one event's data, and returns the text it brings and
+	// whether it was the stream's last event.
+	add(data []byte) (text string, last bool, err error)
+	// end returns the answer as the API's response without streaming, or
+	// an error when the stream ended before the answer did.
+	end() ([]byte, error)
+}
+
+// postStream sends one request asking for a stream, reports its text as
+// it comes, and returns the answer as the API's one response.
+func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header, step int) ([]byte, error) {
+	h := header.Clone()
+	h.Set("Accept", "text/event-stream")
+	resp, err := r.do(ctx, body, h)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	in := io.LimitReader(resp.Body, maxResponse)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return r.readBody(ctx, in) // a server that answers in one response all the same
+	}
+	a, told := r.api.stream(), false
+	var out []byte
+	err = readEvents(in, func(data []byte) (bool, error) {
+		text, last, err := a.add(data)
+		if err != nil {
+			var se *streamError
+			if !errors.As(err, &se) || told {
+				se = &streamError{err: err} // after text, no status: not retried
+			}
+			return false, se
+		}
+		if text != "" {
+			told = true
+			r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.TextDelta, Step: step, Text: text})
+		}
+		return last, nil
+	})
+	if err == nil {
+		out, err = a.end()
+	}
+	switch {
+	case err == nil:
+		return out, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+	case told || errors.As(err, new(*streamError)):
+		return nil, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
+	}
+	return nil, fmt.Errorf("chatadapter: POST %s: reading the stream: %w", r.url, &transportError{err})
+}
+
+// readBody reads a 2xx response's whole body.
+func (r *Runner) readBody(ctx context.Context, in io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("chatadapter: POST %s: reading the response: %w", r.url, &transportError{err})
+	}
+	return b, nil
+}
+
+// readEvents reads server-sent events from in and calls event with each
+// event's data (its data lines joined by newlines) until event says it
+// was the last or returns an error. Comments, other fields and events
+// without data are skipped.
+func readEvents(in io.Reader, event func(data []byte) (last bool, err error)) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), maxResponse)
+	var data []byte
+	has := false
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			if has {
+				if last, err := event(data); last || err != nil {
+					return err
+				}
+			}
+			data, has = data[:0], false
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		if string(field) != "data" {
+			continue // a comment (": keep-alive"), an event name, an id, a retry
+		}
+		if has {
+			data = append(data, '\n')
+		}
+		data, has = append(data, bytes.TrimPrefix(value, []byte(" "))...), true
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if has { // the last event, without the blank line that ends it
+		_, err := event(data)
+		return err
+	}
+	return nil
+}
+
+// streamError is a stream the endpoint sent wrong, or an error it sent
+// in the stream. status is the HTTP status the API answers the same
+// error with when it does not stream, 0 if none: Run retries the error
+// as it would that status (retryWait), while no text was shown.
+type streamError struct {
+	err    error
+	status int
+}
+
+func (e *streamError) Error() string { return e.err.Error() }
+func (e *streamError) Unwrap() error { return e.err }
+
+// streamFailed is an error the endpoint sent in the stream, with the
+// status the API answers it with unstreamed: status if not 0, else the
+// one its kind stands for (errorStatus).
+func streamFailed(kind, message string, raw []byte, status int) error {
+	if status == 0 {
+		status = errorStatus(kind, "")
+	}
+	if kind == "" && message == "" {
+		return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", ordered.Excerpt(raw, 512)), status}
+	}
+	return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s: %s", kind, message), status}
+}
+
+// statusOf is the HTTP status each API documents for an error kind it
+// may also send inside a stream: Anthropic's error types, OpenAI's
+// types and codes, Gemini's statuses.
+var statusOf = map[string]int{
+	"invalid_request_error": http.StatusBadRequest, "INVALID_ARGUMENT": http.StatusBadRequest, "FAILED_PRECONDITION": http.StatusBadRequest,
+	"authentication_error": http.StatusUnauthorized, "UNAUTHENTICATED": http.StatusUnauthorized,
+	"billing_error": http.StatusPaymentRequired, "insufficient_quota": http.StatusTooManyRequests,
+	"permission_error": http.StatusForbidden, "PERMISSION_DENIED": http.StatusForbidden,
+	"not_found_error": http.StatusNotFound, "NOT_FOUND": http.StatusNotFound,
+	"request_too_large": http.StatusRequestEntityTooLarge,
+	"rate_limit_error":  http.StatusTooManyRequests, "rate_limit_exceeded": http.StatusTooManyRequests, "RESOURCE_EXHAUSTED": http.StatusTooManyRequests,
+	"api_error": http.StatusInternalServerError, "server_error": http.StatusInternalServerError, "INTERNAL": http.StatusInternalServerError,
+	"UNAVAILABLE": http.StatusServiceUnavailable, "timeout_error": http.StatusGatewayTimeout, "DEADLINE_EXCEEDED": http.StatusGatewayTimeout,
+	"overloaded_error": 529, // Anthropic's "overloaded", which its unstreamed answers carry as status 529
+}
+
+// errorStatus is the status of an error of type kind or code, 0 if
+// neither is known.
+func errorStatus(kind, code string) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return statusOf[kind]
+}
+
+// orderedObject decodes a JSON object, keeping its members' order.
+func orderedObject(b []byte) (object, error) {
+	v, err := ordered.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := v.(object)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object: %s", ordered.Excerpt(b, 512))
+	}
+	return o, nil
+}
