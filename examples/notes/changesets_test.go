@@ -110,3 +110,36 @@ func TestChangesets(t *testing.T) {
 		require.Equal(t, before, dumpNotes(t, db))
 	})
 }
+
+// TestChangeWords: each write of the notes tools reads in the store's
+// words (the Entity declarations of notes, branches and attributes), in
+// its committed result and in list_changes: no IDs, timestamps or flags.
+func TestChangeWords(t *testing.T) {
+	t.Parallel()
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
+	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Changesets: notes.Changesets}, notes.Tools)
+	require.NoError(t, err)
+	t.Cleanup(func() { reg.Close() })
+	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	for _, tc := range []struct {
+		tool, args string
+		want       string
+	}{
+		{"rename_note", `{"noteId": "pancakes", "title": "Crêpes"}`, `Change note "Pancakes": title "Pancakes" → "Crêpes"`},
+		{"set_attribute", `{"noteId": "pancakes", "type": "label", "name": "tried", "value": "yes"}`, `Create attribute "tried": value "yes"`},
+		{"move_note", `{"noteId": "pancakes", "parentNoteId": "projects"}`, `Change branch: under "recipes" → "projects"`},
+		{"set_attribute", `{"noteId": "pancakes", "type": "label", "name": "tried", "value": "no"}`, `Change attribute "tried": value "yes" → "no"`},
+		{"delete_note", `{"noteId": "pancakes"}`, "Delete note \"Crêpes\": content \"<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…\", type \"text\"\n" +
+			"Delete branch: under \"projects\"\nDelete attribute \"cuisine\": value \"french\"\nDelete attribute \"tried\": value \"no\""},
+	} {
+		res := reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args), Conversation: "c1"})
+		require.False(t, res.IsError, res.Text())
+		require.Equal(t, tc.want, res.Changeset.String(), tc.tool)
+	}
+	list := reg.Invoke(ctx, llmtool.Call{Tool: "list_changes", Args: []byte(`{"limit": 1}`), Conversation: "c1"})
+	require.False(t, list.IsError, list.Text())
+	require.Contains(t, string(list.JSON), `"text":"Delete note \"Crêpes\": content`)
+}

@@ -93,13 +93,9 @@ func noteEntity() *llmtool.Entity {
 // has no checks: the note's own row carries them.
 func branchEntity() *llmtool.Entity {
 	return &llmtool.Entity{
-		Kind: "branch",
-		Exists: func(c *llmtool.ReadCtx, id string) (bool, error) {
-			var ok bool
-			err := c.QueryRow(`SELECT EXISTS (SELECT 1 FROM branches WHERE branchId = ? AND isDeleted = 0)`, id).Scan(&ok)
-			return ok, err
-		},
-		Table: "branches", Key: "branchId",
+		Kind:   "branch",
+		Exists: liveRow("branches", "branchId"),
+		Table:  "branches", Key: "branchId",
 		Columns:       []string{"parentNoteId"},
 		ColumnLabels:  map[string]string{"parentNoteId": "under"},
 		DeletedColumn: "isDeleted",
@@ -111,16 +107,23 @@ func branchEntity() *llmtool.Entity {
 // attribute "priority": value "high"`. Like a branch it has no checks.
 func attributeEntity() *llmtool.Entity {
 	return &llmtool.Entity{
-		Kind: "attribute",
-		Exists: func(c *llmtool.ReadCtx, id string) (bool, error) {
-			var ok bool
-			err := c.QueryRow(`SELECT EXISTS (SELECT 1 FROM attributes WHERE attributeId = ? AND isDeleted = 0)`, id).Scan(&ok)
-			return ok, err
-		},
-		Table: "attributes", Key: "attributeId",
+		Kind:   "attribute",
+		Exists: liveRow("attributes", "attributeId"),
+		Table:  "attributes", Key: "attributeId",
 		NameColumn:    "name",
 		Columns:       []string{"name", "value"},
 		DeletedColumn: "isDeleted",
+	}
+}
+
+// liveRow is the Exists check of a kind whose rows are deleted softly:
+// the row with the ID in column key of table, not marked isDeleted.
+func liveRow(table, key string) func(c *llmtool.ReadCtx, id string) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM ` + table + ` WHERE ` + key + ` = ? AND isDeleted = 0)`
+	return func(c *llmtool.ReadCtx, id string) (bool, error) {
+		var ok bool
+		err := c.QueryRow(q, id).Scan(&ok)
+		return ok, err
 	}
 }
 
