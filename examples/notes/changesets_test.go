@@ -14,6 +14,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/examples/notes"
+	"github.com/llmtool/llmtool/internal/pgtest"
 )
 
 // dumpNotes is the store's rows, for comparing states byte for byte.
@@ -113,11 +114,17 @@ func TestChangesets(t *testing.T) {
 
 // TestChangeWords: each write of the notes tools reads in the store's
 // words (the Entity declarations of notes, branches and attributes), in
-// its committed result and in list_changes: no IDs, timestamps or flags.
+// its committed result and in list_changes: no IDs, timestamps or flags;
+// on PostgreSQL too (LLMTOOL_TEST_ENGINE=postgres), whose catalog spells
+// the columns in lower case.
 func TestChangeWords(t *testing.T) {
 	t.Parallel()
 	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
-	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
+	path := filepath.Join(t.TempDir(), "notes.db")
+	if pgtest.FromEnv() {
+		path = pgtest.DSN(t)
+	}
+	db, err := notes.Open(ctx, path)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Changesets: notes.Changesets}, notes.Tools)

@@ -74,7 +74,7 @@ func noteEntity() *llmtool.Entity {
 		// "Ideas": content "…"`, not the row's IDs and timestamps; a note
 		// is deleted by setting isDeleted.
 		NameColumn:    "title",
-		HiddenColumns: []string{"rowid", "mime", "dateCreated", "dateModified"},
+		HiddenColumns: []string{"rowid", "mime", "dateCreated", "dateModified", "fts"}, // fts: PostgreSQL's search column
 		ColumnLabels:  map[string]string{"isProtected": "protected"},
 		DeletedColumn: "isDeleted",
 		// Completion of note IDs in MCP clients (the note resource's
