@@ -2,7 +2,6 @@ package llmtool
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"strings"
 
@@ -129,7 +128,8 @@ func (w *changeWords) row(e *Entity, r *changeset.Row) string {
 			what += " " + w.value(v)
 		}
 	}
-	line := w.msgs.Message(key, w.locale, "what", what)
+	line, _ := w.msgs.Lookup(key, w.locale) // embedded in English
+	line = strings.Replace(line, "{what}", what, 1)
 	if len(fields) > 0 {
 		line += ": " + strings.Join(fields, ", ")
 	}
@@ -185,19 +185,23 @@ func (w *changeWords) noun(e *Entity) string {
 // label is a column's word in the locale: the catalog's, ColumnLabels',
 // or its name as the declaration spells it.
 func (w *changeWords) label(e *Entity, c string) string {
-	for _, d := range slices.Concat(e.Columns, e.HiddenColumns, []string{e.NameColumn, e.Key}, slices.Collect(maps.Keys(e.ColumnLabels))) {
-		if strings.EqualFold(d, c) {
-			c = d
+	label, declared := "", false
+	for k, s := range e.ColumnLabels {
+		if strings.EqualFold(k, c) {
+			c, label, declared = k, s, true
 			break
+		}
+	}
+	for _, names := range [][]string{e.Columns, e.HiddenColumns, {e.NameColumn, e.Key}} {
+		if i := slices.IndexFunc(names, func(d string) bool { return strings.EqualFold(d, c) }); !declared && i >= 0 {
+			c, declared = names[i], true
 		}
 	}
 	if s, ok := w.msgs.Lookup(entityKeyPrefix+e.Kind+"."+c, w.locale); ok {
 		return s
 	}
-	for k, s := range e.ColumnLabels {
-		if strings.EqualFold(k, c) {
-			return s
-		}
+	if label != "" {
+		return label
 	}
 	return c
 }
@@ -206,7 +210,8 @@ func (w *changeWords) label(e *Entity, c string) string {
 // in the locale's word.
 func (w *changeWords) value(v json.RawMessage) string {
 	if len(v) == 0 || string(v) == "null" {
-		return w.msgs.Message(keyChangeEmpty, w.locale)
+		s, _ := w.msgs.Lookup(keyChangeEmpty, w.locale)
+		return s
 	}
 	return changeset.Excerpt(v)
 }

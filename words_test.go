@@ -41,6 +41,13 @@ var wordsEntities = llmtool.DefineTools("words").WithEntities(
 		Table: "tags", Key: "id", Columns: []string{"label", "color"}, ColumnLabels: map[string]string{"color": "colour"}},
 )
 
+// wordsPlainEntities are the same kinds on the same tables, without
+// words: their rows read as the exact change.
+var wordsPlainEntities = llmtool.DefineTools("words").WithEntities(
+	&llmtool.Entity{Kind: "doc", Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }, Table: "docs", Key: "id"},
+	&llmtool.Entity{Kind: "tag", Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil }, Table: "tags", Key: "id"},
+)
+
 type wordsSQLIn struct {
 	SQL []string `json:"sql"`
 }
@@ -77,7 +84,9 @@ var wordsGerman = map[string]string{
 	"llm.entities.doc.deleted": "gelöscht",
 }
 
-func newWordsRegistry(t *testing.T) (*llmtool.Registry, *sql.DB) {
+// newWordsRegistry opens the words' schema with the entities that
+// describe docs and tags, or (plain) the same entities without words.
+func newWordsRegistry(t testing.TB, plain ...bool) (*llmtool.Registry, *sql.DB) {
 	t.Helper()
 	var db *sql.DB
 	var err error
@@ -94,9 +103,13 @@ func newWordsRegistry(t *testing.T) (*llmtool.Registry, *sql.DB) {
 	}
 	msgs := &i18n.Catalog{}
 	msgs.Add("de", wordsGerman)
+	mods := []*llmtool.Module{wordsTools, wordsEntities}
+	if len(plain) > 0 && plain[0] {
+		mods[1] = wordsPlainEntities
+	}
 	reg := newRegistryOpts(t, db, &llmtool.Options{Messages: msgs, Changesets: changeset.Config{
 		Tables: []string{"docs", "tags", "logs"}, Generated: map[string][]string{"docs": {"updated_at"}}, Tools: true,
-	}}, wordsTools, wordsEntities)
+	}}, mods...)
 	return reg, db
 }
 
@@ -249,4 +262,23 @@ func TestChangeWordsNeedTable(t *testing.T) {
 			llmtool.DefineTools("m").WithEntities(e)
 		})
 	}
+}
+
+// BenchmarkChangeWordsRatio compares a tracked write whose rows an entity
+// describes (its committed Result.Changeset gets each row's words) with
+// the same write on a registry whose entities name the same tables
+// without words, in the same run, in shuffled order: the cost of the
+// words on the call a host sees.
+func BenchmarkChangeWordsRatio(b *testing.B) {
+	described, _ := newWordsRegistry(b)
+	plain, _ := newWordsRegistry(b, true)
+	args := []byte(`{"sql": ["UPDATE docs SET title = CASE title WHEN 'A' THEN 'B' ELSE 'A' END, updated_at = 't' WHERE id = 1", "UPDATE tags SET color = CASE color WHEN 'red' THEN 'blue' ELSE 'red' END WHERE id = 1"]}`)
+	regs := []*llmtool.Registry{plain, described}
+	t := shuffledRounds(b, len(regs), func(j int) {
+		if res := regs[j].Invoke(context.Background(), llmtool.Call{Tool: "words_sql", Args: args}); res.IsError {
+			b.Fatal(res.Text())
+		}
+	})
+	t.report(b, 1, 0, "words/plain")
+	t.reportSpread(b, []string{"plain", "words"}, "ns", 1)
 }
