@@ -147,9 +147,9 @@ type Entity struct {
 	// noun alone (`Delete branch: …`).
 	NameColumn string
 	// Columns are the columns a change shows, in this order: an insert
-	// or a delete its values (the empty ones left out), an update those
-	// it changed. Nil shows every column but Key, DeletedColumn and
-	// HiddenColumns, in the order of their names.
+	// or a delete its values (null, "", 0 and false left out), an update
+	// those it changed. Nil shows every column but Key, DeletedColumn
+	// and HiddenColumns, in the order of their names.
 	Columns []string
 	// HiddenColumns are columns a change never shows, such as rowid and
 	// timestamps.
