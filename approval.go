@@ -379,9 +379,11 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum, p.fresh.encode())
 	res.Preview = pv
 	res.Approval = &approval.Request{Preview: *pv, Token: token, Expires: exp}
-	msg := "This change needs the user's approval: " + pv.String() + "."
+	// The model reads the tool's own line, as the person's words may
+	// show values of rows it did not read.
+	msg := "This change needs the user's approval: " + p.preview.String() + "."
 	if p.mode == previewApprove {
-		msg = "The data changed since the user approved this change, so nothing was saved. The change is now: " + pv.String() + "."
+		msg = "The data changed since the user approved this change, so nothing was saved. The change is now: " + p.preview.String() + "."
 	}
 	return &Error{Kind: KindDenied, Message: msg, NextAction: "Nothing was saved yet; ask the user to approve it.", err: approval.ErrRequired}
 }

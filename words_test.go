@@ -191,7 +191,8 @@ func TestChangeWords(t *testing.T) {
 
 // TestChangeWordsApproval: the approval question reads in the host's
 // words in the asking call's locale, and the words are not what it binds:
-// the answer, sent in another locale, commits.
+// the answer, sent in another locale, commits. The model's sentence keeps
+// the tool's own line.
 func TestChangeWordsApproval(t *testing.T) {
 	t.Parallel()
 	reg, db := newWordsRegistry(t)
@@ -202,7 +203,8 @@ func TestChangeWordsApproval(t *testing.T) {
 	require.NotNil(t, res.Approval)
 	require.Equal(t, `Dokument "Plans" löschen: Inhalt "Q3 goals"`, res.Approval.Preview.Summary)
 	require.Equal(t, `Dokument "Plans" löschen: Inhalt "Q3 goals" (docs: 1 updated)`, res.Approval.Preview.String())
-	require.Equal(t, `This change needs the user's approval: Dokument "Plans" löschen: Inhalt "Q3 goals" (docs: 1 updated). Nothing was saved yet; ask the user to approve it.`, res.Text())
+	require.Equal(t, "This change needs the user's approval: docs: 1 updated. Nothing was saved yet; ask the user to approve it.", res.Text(),
+		"the model reads the tool's line, not the values of the rows in the person's words")
 
 	done := reg.Invoke(ctx, llmtool.Call{Tool: "words_approve", Args: args, Approval: &approval.Answer{Token: res.Approval.Token, Approved: true}})
 	require.False(t, done.IsError, done.Text())
