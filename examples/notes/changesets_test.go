@@ -43,19 +43,28 @@ func dumpNotes(t *testing.T, db *sql.DB) string {
 	return b.String()
 }
 
-// TestChangesets edits, renames and deletes notes through the notes tools
-// with changesets on, and undoes: each undo brings the store back byte
-// for byte, and an undo of a note someone changed since changes nothing.
-func TestChangesets(t *testing.T) {
-	t.Parallel()
-	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
-	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
+// trackedNotes opens the store at path (a file, or a PostgreSQL URL) and
+// a registry of notes.Tools on it with the store's tracking
+// (notes.Changesets), writes on.
+func trackedNotes(t *testing.T, ctx context.Context, path string) (*sql.DB, *llmtool.Registry) {
+	t.Helper()
+	db, err := notes.Open(ctx, path)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Changesets: notes.Changesets}, notes.Tools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	return db, reg
+}
+
+// TestChangesets edits, renames and deletes notes through the notes tools
+// with changesets on, and undoes: each undo brings the store back byte
+// for byte, and an undo of a note someone changed since changes nothing.
+func TestChangesets(t *testing.T) {
+	t.Parallel()
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
+	db, reg := trackedNotes(t, ctx, filepath.Join(t.TempDir(), "notes.db"))
 	call := func(tool, args string) llmtool.Result {
 		t.Helper()
 		return reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), Conversation: "c1"})
@@ -124,13 +133,7 @@ func TestChangeWords(t *testing.T) {
 	if pgtest.FromEnv() {
 		path = pgtest.DSN(t)
 	}
-	db, err := notes.Open(ctx, path)
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Changesets: notes.Changesets}, notes.Tools)
-	require.NoError(t, err)
-	t.Cleanup(func() { reg.Close() })
-	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	_, reg := trackedNotes(t, ctx, path)
 	for _, tc := range []struct {
 		tool, args string
 		want       string
