@@ -239,7 +239,8 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 		ctx = ask.With(ctx, q)
 	}
 	start := time.Now()
-	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget, Conversation: conversationOf(ctx)})
+	res := t.a.reg.Invoke(ctx, llmtool.Call{Tool: c.Name, Args: c.Args, Approval: answer, OutputBudget: t.a.budget,
+		Conversation: conversationOf(ctx), Locale: t.a.localeOf(ctx)})
 	d := time.Since(start)
 	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
 	ev.Kind, ev.Duration, ev.IsError, ev.Err, ev.Result = CallFinished, d, res.IsError, res.Err, &res

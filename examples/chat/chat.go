@@ -59,7 +59,8 @@ func chat(ctx context.Context, c *config, question []string, stdin io.Reader, st
 	}
 	defer db.Close()
 	// The log is discarded: audit lines would drown the chat.
-	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Changesets: notes.Changesets}, notes.Tools)
+	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Changesets: notes.Changesets, Messages: c.msgs}, notes.Tools)
 	if err != nil {
 		return err
 	}

@@ -267,10 +267,16 @@ func titlesUnder(t *testing.T, path, parent string) []string {
 // With -approve, a destructive call waits for the person's answer on
 // standard input, and the model reads what came of it.
 // deleteRows are the rows deleting the pancakes note changes, as chat
-// shows them before it asks for approval, in the words of notes.Tools' entities.
+// shows them before it asks for approval, in the words of notes.Tools'
+// entities (and deleteRowsDE in German: locales/de.json).
 const deleteRows = `  Delete note "Pancakes": content "<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…", type "text"
   Delete branch: under "recipes"
   Delete attribute "cuisine": value "french"
+`
+
+const deleteRowsDE = `  Notiz "Pancakes" löschen: Inhalt "<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…", Typ "text"
+  Zweig löschen: unter "recipes"
+  Attribut "cuisine" löschen: Wert "french"
 `
 
 var stamp = regexp.MustCompile(`"\d{4}-\d\d-\d\dT[0-9:.]+Z"`)
@@ -280,7 +286,7 @@ func timeless(s string) string { return stamp.ReplaceAllString(s, "<time>") }
 
 func TestChatApproval(t *testing.T) {
 	t.Parallel()
-	const ask = `Delete note {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 updated; branches: 1 updated; attributes: 1 updated)` + "\n" + deleteRows + "Approve? [y/N] "
+	const ask = `Delete note {"noteId":"pancakes"}: Delete note "Pancakes".` + "\n" + deleteRows + "Approve? [y/N] "
 	tests := []struct {
 		name       string
 		flags      []string

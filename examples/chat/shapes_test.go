@@ -55,8 +55,8 @@ func TestChatShapes(t *testing.T) {
 				"  2) Pancakes for dinner (in Recipes)\n"+
 				"Wähle 1-2, oder Enter zum Überspringen: "+
 				"Notiz suchen… erledigt\n"+
-				`Notiz löschen {"noteId":"pancakes"}: Delete note "Pancakes". (notes: 1 geändert; branches: 1 geändert; attributes: 1 geändert)`+"\n"+
-				deleteRows+
+				`Notiz löschen {"noteId":"pancakes"}: Delete note "Pancakes".`+"\n"+
+				deleteRowsDE+
 				"Freigeben? [j/N] "+
 				"Notiz löschen… erledigt\n"+
 				"chat: chatadapter: POST "+srv.URL+url+": 503 Service Unavailable: "+unavailable[a.shape]+"\n"+

@@ -132,7 +132,7 @@ func TestPausedTurnOutlivesRestart(t *testing.T) {
 	got := items(t, stream)
 	approval := got[len(got)-2]
 	require.Equal(t, "approval", approval["type"])
-	require.Equal(t, `Delete note "Pancakes". (notes: 1 updated; branches: 1 updated; attributes: 1 updated)`, approval["summary"])
+	require.Equal(t, `Delete note "Pancakes".`, approval["summary"])
 	require.Equal(t, approval["id"], got[len(got)-1]["pending"])
 	status, body := s.call(ana, http.MethodPost, conv+"/send", `{"text":"list notes"}`)
 	require.Equal(t, http.StatusConflict, status)

@@ -200,7 +200,7 @@ func TestBrowserCreateApproveUndo(t *testing.T) {
 	p.say("delete Ideas")
 	p.until(lastCard("delete_note") + `.querySelector(".approve:not([disabled])")`)
 	require.Equal(t, "needs your approval", p.text(`.card[data-tool="delete_note"] .status`))
-	require.Equal(t, `Delete note "Ideas". (notes: 1 updated; branches: 1 updated)`, p.text(`.card[data-tool="delete_note"] .prompt`))
+	require.Equal(t, `Delete note "Ideas".`, p.text(`.card[data-tool="delete_note"] .prompt`))
 	// The rows read in the host's words (notes.Tools' Entity
 	// declarations), not as the table's IDs, timestamps and flags.
 	require.Equal(t, "Delete note \"Ideas\": type \"text\"\nDelete branch: under \"projects\"",
