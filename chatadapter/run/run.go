@@ -86,8 +86,19 @@ type Transcript struct {
 	// send it.
 	Messages []json.RawMessage
 	// Answer is the text of the model's final turn, the one without tool
-	// calls; "" if the run stopped before it.
+	// calls; "" if the run stopped before it. When Cut, it is the text
+	// the model had written when the turn was stopped.
 	Answer string
+	// Cut says the person stopped the turn (ctx ended) while the model
+	// was streaming its text (Options.Stream): the words the person had
+	// seen are kept as Answer and as the last of Messages, an assistant
+	// message of that text alone in the endpoint's format (as TextMessage
+	// makes it), which the next request takes as it is; its tool calls,
+	// if any had begun, are dropped. Run still returns the error wrapping
+	// ctx.Err(). A request that fails otherwise keeps no partial text:
+	// the transcript ends before it, so it can be sent, or was retried,
+	// whole.
+	Cut bool
 	// Steps is how many requests were answered.
 	Steps int
 	// Outcomes are every tool call's outcome, in order.
@@ -351,6 +362,10 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 		}
 		n, start := t.Steps+1, time.Now()
 		b, err := r.post(ctx, r.body(t.Messages, set), headers(r.ep, r.api, set), n)
+		if stopped := (*stoppedError)(nil); errors.As(err, &stopped) {
+			t.Messages = append(t.Messages, TextMessage(r.shape, "assistant", stopped.text))
+			t.Answer, t.Cut = stopped.text, true
+		}
 		if err != nil {
 			return t, err
 		}
