@@ -291,7 +291,7 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 //	ctx = chatadapter.WithConversation(ctx, conversationID) // undo_changes works on it
 //	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 //		switch e.Kind {
-//		case chatadapter.TextDelta: // append e.Text to the answer
+//		case chatadapter.TextDelta: // append e.Text to the answer; to a "thinking" line if e.Reasoning; to call e.Index's card if e.Tool != ""
 //		case chatadapter.CallStarted: // a card: e.FriendlyName, e.Args
 //		case chatadapter.CallPaused: // e.Pending.Preview, with Approve and Deny
 //		case chatadapter.CallFinished: // e.Result.Text() if e.IsError, else e.Result.Changeset.ID for Undo
@@ -305,7 +305,8 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 // abandoned; a write call in progress rolls back, a committed one stays;
 // the calls of the turn that had not run get results saying they were
 // cancelled; and Run returns the transcript, whole, with an error
-// wrapping ctx.Err().
+// wrapping ctx.Err(). Stopped while the model streamed its text, the
+// transcript keeps that text, cut (Transcript.Cut).
 func (r *Runner) Run(ctx context.Context, messages []json.RawMessage) (*Transcript, error) {
 	t, err := r.loop(ctx, &Transcript{Messages: slices.Clone(messages)})
 	return r.ended(ctx, t, err)
