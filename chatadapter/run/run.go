@@ -64,7 +64,8 @@ type Options struct {
 	// Stream asks the endpoint to stream each answer ("stream": true),
 	// so that the context's events (chatadapter.WithEvents) report the model's text
 	// as it is written (TextDelta), for a chat that shows it word by
-	// word. The transcript is the same as without it. Every API streams:
+	// word. The transcript is the same as without it, but for a turn
+	// the person stopped while the model wrote (Transcript.Cut). Every API streams:
 	// OpenAI Chat Completions and compatible servers (llama.cpp, Ollama,
 	// vLLM) with stream_options.include_usage, OpenAI Responses and
 	// Anthropic with "stream": true, Gemini from streamGenerateContent
