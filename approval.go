@@ -351,11 +351,12 @@ func (r *Registry) finishPreview(ctx context.Context, p *previewState, pv *appro
 // previewResult completes a previewing call's Result: the dry run's
 // preview, or an approval request (first, or again because the data
 // changed) and the error that says so.
-func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *previewState, res *Result) error {
+func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *previewState, locale string, res *Result) error {
 	pv := p.preview
 	if pv == nil {
 		return nil
 	}
+	pv = r.shownPreview(pv, locale)
 	switch p.mode {
 	case previewDryRun:
 		res.Preview = pv
@@ -378,11 +379,30 @@ func (r *Registry) previewResult(ctx context.Context, t *Tool, args []byte, p *p
 	token, exp := r.approve.seal(ctx, t.spec.Name, p.args, p.sum, p.fresh.encode())
 	res.Preview = pv
 	res.Approval = &approval.Request{Preview: *pv, Token: token, Expires: exp}
-	msg := "This change needs the user's approval: " + pv.String() + "."
+	// The model reads the tool's own line, as the person's words may
+	// show values of rows it did not read.
+	msg := "This change needs the user's approval: " + p.preview.String() + "."
 	if p.mode == previewApprove {
-		msg = "The data changed since the user approved this change, so nothing was saved. The change is now: " + pv.String() + "."
+		msg = "The data changed since the user approved this change, so nothing was saved. The change is now: " + p.preview.String() + "."
 	}
 	return &Error{Kind: KindDenied, Message: msg, NextAction: "Nothing was saved yet; ask the user to approve it.", err: approval.ErrRequired}
+}
+
+// shownPreview is pv as a person is shown it, bound already: its rows
+// in the host's words in locale (words.go) and, when the tool did not
+// describe its change, those words as its Summary. pv itself when no
+// entity describes its rows.
+func (r *Registry) shownPreview(pv *approval.Preview, locale string) *approval.Preview {
+	set := r.changeWords(locale).set(pv.Changeset)
+	if set == pv.Changeset {
+		return pv
+	}
+	shown := *pv
+	shown.Changeset = set
+	if shown.Summary == "" {
+		shown.Summary = summary(set)
+	}
+	return &shown
 }
 
 func previewModeOf(p *previewState) previewMode {

@@ -44,6 +44,12 @@ type Call struct {
 	// set it: chatadapter from the conversation, mcpadapter from the MCP
 	// session.
 	Conversation string
+	// Locale is the person's locale, such as "de", in which the call
+	// describes the rows it changes (changeset.Row.Text) to a person:
+	// an approval's question, the Result's Changeset, the history.
+	// Adapters set it: chatadapter from the context's locale. Empty
+	// means English.
+	Locale string
 }
 
 // target returns the name and the kind of definition the call is for.

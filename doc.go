@@ -243,6 +243,13 @@
 // MaxValue is recorded as not undoable, with the reason. A tracked write
 // stores one more row in its own transaction; reads cost nothing more.
 //
+// In the host's words: an [Entity] with Table says how a change to its rows
+// reads to a person (NameColumn, Columns, HiddenColumns, ColumnLabels,
+// DeletedColumn), so an approval's question, a write's Result.Changeset
+// and list_changes read `Delete note "Ideas": content "…"` rather than the
+// row's IDs, timestamps and flags, in the call's [Call].Locale through
+// [Options].Messages (changeset.Row.Text; the exact values stay beside it).
+//
 // # Writes under contention
 //
 // On SQLite the registry's writes take turns on one connection (BEGIN

@@ -124,6 +124,44 @@ type Entity struct {
 	// system entity itself (its name, its place in a tree): an update
 	// of one of them refuses a system entity, as a delete always does.
 	SystemColumns []string
+
+	// How a change to a row of Table reads to a person: in an approval's
+	// question (approval.Preview), in a write's Result.Changeset and in
+	// the history (list_changes, changes://recent), each changed row gets
+	// a line in the host's words (changeset.Row.Text), in the call's
+	// locale (Call.Locale, Options.Messages), such as
+	//
+	//	Delete note "Ideas": content "Try the new layout"
+	//	Change note "Plans": title "Plans" → "Plans 2026"
+	//
+	// instead of its table, key and columns. An entity with Table
+	// describes its rows once it sets NameColumn, Columns or
+	// HiddenColumns; the rows of other tables read as the exact change
+	// (changeset.Set.String). The words are Noun, or the catalog's
+	// "llm.entities.<Kind>" in the locale, and for a column the
+	// catalog's "llm.entities.<Kind>.<column>", else ColumnLabels, else
+	// the column's name.
+
+	// NameColumn is the column whose value names a row to a person, such
+	// as "title": `Delete note "Ideas"`. Without it a row reads by its
+	// noun alone (`Delete branch: …`).
+	NameColumn string
+	// Columns are the columns a change shows, in this order: an insert
+	// or a delete its values (null, "", 0 and false left out), an update
+	// those it changed. Nil shows every column but Key, DeletedColumn
+	// and HiddenColumns, in the order of their names.
+	Columns []string
+	// HiddenColumns are columns a change never shows, such as rowid and
+	// timestamps.
+	HiddenColumns []string
+	// ColumnLabels are the English words for columns, by column, such as
+	// {"parentNoteId": "under"}; the catalog translates them.
+	ColumnLabels map[string]string
+	// DeletedColumn is the column that marks a row deleted while it
+	// stays in the table (a soft delete), such as "isDeleted": an update
+	// that sets it (from 0, false, "" or null to another value) reads as
+	// a delete, one that clears it as a restore.
+	DeletedColumn string
 }
 
 func (e *Entity) noun() string {
@@ -146,6 +184,8 @@ func (e *Entity) validate() error {
 		return fmt.Errorf("entity %q sets only one of Table and Key; set both (the table of its rows and the column of their ID), or neither", e.Kind)
 	case len(e.SystemColumns) > 0 && e.Table == "":
 		return fmt.Errorf("entity %q sets SystemColumns without Table and Key; name the table and the ID column its system columns belong to", e.Kind)
+	case e.Table == "" && (e.NameColumn != "" || e.Columns != nil || e.HiddenColumns != nil || e.ColumnLabels != nil || e.DeletedColumn != ""):
+		return fmt.Errorf("entity %q describes columns (NameColumn, Columns, HiddenColumns, ColumnLabels, DeletedColumn) without Table and Key; name the table they belong to", e.Kind)
 	}
 	return nil
 }

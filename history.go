@@ -55,6 +55,7 @@ func (c *ReadCtx) listChanges(f changeset.Filter) (listChangesOut, error) {
 	if tables == nil {
 		return out, nil
 	}
+	words := c.call.reg.changeWords(c.call.locale) // words.go
 	for i := range out.Changes {
 		e := &out.Changes[i]
 		kept := e.Rows[:0]
@@ -70,6 +71,7 @@ func (c *ReadCtx) listChanges(f changeset.Filter) (listChangesOut, error) {
 			}
 		}
 		e.Rows = kept
+		e.Set = *words.set(&e.Set)
 	}
 	return out, nil
 }
@@ -91,6 +93,9 @@ func (c *ReadCtx) mayReadRow(tables map[string]*Entity, row changeset.Row) (bool
 	id, err := entityID(e, v)
 	if err != nil {
 		return false, err
+	}
+	if e.Protected == nil && e.MayRead == nil {
+		return true, nil // nothing to withhold
 	}
 	if ok, err := e.Exists(c, id); err != nil || !ok {
 		return err == nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmtool/llmtool/audit"
 	"github.com/llmtool/llmtool/changeset"
+	"github.com/llmtool/llmtool/i18n"
 )
 
 // Options configures a Registry. A nil *Options, like the zero value,
@@ -258,4 +259,11 @@ type Options struct {
 	// (changeset.Config.Tables says what they see). Default: no table is
 	// tracked, and approvals bind row counts per table.
 	Changesets changeset.Config
+	// Messages holds the words of changes in each locale (the keys
+	// "llm.change.…" and "llm.entities.…": Entity.NameColumn), in which
+	// the registry describes a changed row to a person in the locale of
+	// its call (Call.Locale). The chat adapter's catalog serves: a host
+	// builds one and passes it to both. Nil: the English embedded in
+	// package i18n.
+	Messages *i18n.Catalog
 }

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/i18n"
 	"github.com/llmtool/llmtool/internal/callinfo"
 	"github.com/llmtool/llmtool/internal/dbconn"
 	"github.com/llmtool/llmtool/internal/engine"
@@ -55,6 +56,7 @@ type Registry struct {
 	retryFor time.Duration                         // Options.RetryFor (retry.go)
 	turns    turns                                 // a starving write's turn to run alone (retry.go)
 	hooks    writeHooks                            // the features of the write path, at their points (hooks.go)
+	msgs     *i18n.Catalog                         // Options.Messages: the words of changes (words.go)
 }
 
 type entry struct {
@@ -311,6 +313,7 @@ func (r *Registry) configure(o *Options) {
 	if o.RetryFor > 0 {
 		r.retryFor = o.RetryFor
 	}
+	r.msgs = o.Messages
 	r.invoke = r.chain(o.Middleware)
 	r.chained = slices.ContainsFunc(o.Middleware, func(m Middleware) bool { return m != nil })
 	if err := r.tel.init(o); err != nil {
@@ -446,7 +449,7 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 		req.preview = preview
 	}
 	if err == nil {
-		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx), conversation: call.Conversation}
+		pa := prepared{fill: fill, preview: preview, traced: r.traced(ctx), conversation: call.Conversation, locale: call.Locale}
 		res.JSON, req.committed, err = r.exec(ctx, t, args, &pa, &res)
 		if err == nil && preview != nil && preview.mode == previewRequest {
 			// A second run, rolled back as the first, tells the values
@@ -459,7 +462,10 @@ func (r *Registry) call(ctx context.Context, req *Request) Result {
 			r.approve.release(preview.nonce) // the approval was not used
 		}
 		if err == nil && preview != nil {
-			err = r.previewResult(ctx, t, args, preview, &res)
+			err = r.previewResult(ctx, t, args, preview, call.Locale, &res)
+		}
+		if req.committed && res.Changeset != nil {
+			res.Changeset = r.changeWords(call.Locale).set(res.Changeset) // words.go
 		}
 		if req.committed && len(t.updates) > 0 {
 			r.updated(t, args, res.JSON) // updates.go

@@ -69,8 +69,8 @@ func (r *Registry) checkRows(ctx context.Context, cs *callState) error {
 	var checks []rowCheck
 	for _, row := range cs.changes.Rows {
 		e := tables[strings.ToLower(row.Table)]
-		if e == nil || row.Op == changeset.Insert {
-			continue
+		if e == nil || row.Op == changeset.Insert || (e.System == nil && e.Protected == nil && e.MayChange == nil) {
+			continue // an entity without checks (one declared for its words, say) has none to run
 		}
 		id, err := entityID(e, row.Before)
 		if err != nil {

@@ -105,6 +105,7 @@ type callState struct {
 	changes      *changeset.Set  // what a write run changed in tracked tables (changesets.go)
 	undid        []int64         // the history entries an undo_changes call undoes
 	conversation string          // Call.Conversation
+	locale       string          // Call.Locale: the words of changes (words.go)
 
 	// ctxMu guards the call's Done channel, its first refusal and its
 	// first failure.
@@ -301,6 +302,7 @@ type prepared struct {
 	traced    bool          // the call's span is recording: add child spans (telemetry.go)
 	// conversation is Call.Conversation, recorded with the changeset.
 	conversation string
+	locale       string // Call.Locale
 }
 
 // decodeIn fills in (a pointer to a zero In) from the call's validated
@@ -374,7 +376,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 	rc := &struct {
 		cs callState
 		c  ReadCtx
-	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy(), conversation: pa.conversation}}
+	}{cs: callState{reg: r, tool: t, fill: pa.fill, traced: pa.traced, policy: rt.Policy(), conversation: pa.conversation, locale: pa.locale}}
 	cs, c := &rc.cs, &rc.c
 	*c = ReadCtx{parent: ctx, call: cs, q: rt.Querier()}
 	out, err = r.run(t, c, args)
@@ -412,7 +414,7 @@ func (r *Registry) execRead(ctx context.Context, t *Tool, args []byte, pa *prepa
 // An error wrapping errContended is a run that the call's deadline ended
 // while it waited for other transactions.
 func (r *Registry) execWrite(ctx context.Context, t *Tool, args []byte, pa *prepared, res *Result, p *retry) (out []byte, committed, again bool, err error) {
-	cs := &callState{reg: r, tool: t, fill: pa.fill, preview: pa.preview, traced: pa.traced, conversation: pa.conversation, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
+	cs := &callState{reg: r, tool: t, fill: pa.fill, preview: pa.preview, traced: pa.traced, conversation: pa.conversation, locale: pa.locale, exact: pa.preview != nil || r.tracked.exactFor(t.spec.Name)}
 	cs.retry.attempt, cs.retry.wait = p.runs, p.wait()
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, p.ended(err, nil) // retry.go

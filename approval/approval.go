@@ -29,7 +29,11 @@ import (
 // inserted, updated and deleted per table (as its statements reported
 // them: the tables the statements name, not rows changed by triggers or
 // cascades), and the one line the tool wrote about it
-// (llmtool.WriteCtx.Describe).
+// (llmtool.WriteCtx.Describe). A tool that wrote none gets its changed
+// rows in the host's words there, in the call's locale, when an entity
+// describes their table (changeset.Row.Text; llmtool.Entity.NameColumn):
+// like those words, it is what a person is shown, not what an approval
+// binds.
 type Preview struct {
 	Result  json.RawMessage `json:"result"`
 	Tables  []TableCount    `json:"changes"` // JSON "changes", as the dry runs' and approvals' wire has it

@@ -65,6 +65,12 @@ type Row struct {
 	// rows one by one would break. Undo then undoes each step, last
 	// first, as the database accepted them.
 	Steps []Step `json:"steps,omitempty"`
+	// Text is the row's change in the host's words, in the locale of
+	// the call that shows it, such as `Delete note "Ideas"`, when an
+	// entity describes its table (llmtool.Entity.NameColumn): a
+	// registry sets it in what it shows a person (a preview, a write's
+	// result, the history), never in what it records or binds.
+	Text string `json:"text,omitempty"`
 }
 
 // Step is one change of a row: Seq is its place among the call's row
@@ -165,15 +171,19 @@ func (s *Set) Digest(generated func(table, column string) bool) string {
 // excerptLen bounds each value a person is shown.
 const excerptLen = 60
 
-// String describes the set for a person, one line per row: the row's
-// table and key, and for an insert or a delete its values, for an update
-// each changed column as before → after and then its other values
-// ("unchanged: ..."). Long values are cut.
+// String describes the set for a person, one line per row: its Text
+// when it has one, else the row's table and key, and for an insert or a
+// delete its values, for an update each changed column as before → after
+// and then its other values ("unchanged: ..."). Long values are cut.
 func (s *Set) String() string {
 	var b strings.Builder
 	for i, r := range s.Rows {
 		if i > 0 {
 			b.WriteString("\n")
+		}
+		if r.Text != "" {
+			b.WriteString(r.Text)
+			continue
 		}
 		fmt.Fprintf(&b, "%s %s (%s)", r.Op, r.Table, pairs(r.Key, keys(r.Key)))
 		switch r.Op {

@@ -17,7 +17,8 @@ func values(t *testing.T, s string) changeset.Values {
 }
 
 // TestString: a person reads each row's table and key; an insert's or a
-// delete's values; an update's changes, then the rest of its row.
+// delete's values; an update's changes, then the rest of its row; or the
+// row's Text, its change in the host's words, when it has one.
 func TestString(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -42,6 +43,10 @@ func TestString(t *testing.T) {
 			Before: values(t, `{"id": 1, "done": 0, "body": "0123456789012345678901234567890123456789012345678901234567890123456789"}`),
 			After:  values(t, `{"id": 1, "done": 1, "body": "0123456789012345678901234567890123456789012345678901234567890123456789"}`)},
 			`update notes (id=1): done 0 → 1; unchanged: body="012345678901234567890123456789012345678901234567890123456789…"`},
+		{"a row in the host's words reads as them", changeset.Row{Table: "notes", Op: changeset.Update, Key: values(t, `{"id": 7}`),
+			Before: values(t, `{"id": 7, "title": "Plans", "isDeleted": 0}`), After: values(t, `{"id": 7, "title": "Plans", "isDeleted": 1}`),
+			Text: `Delete note "Plans"`},
+			`Delete note "Plans"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -29,14 +29,20 @@
 // the labels of llmtool's tools, and a host translates them in the same
 // files as its tools' names.
 //
+// The words of a changed row (keys "llm.change.…", such as "Delete
+// {what}", embedded in English) and a host's nouns and columns for them
+// ("llm.entities.<kind>", "llm.entities.<kind>.<column>": see
+// llmtool.Entity.NameColumn) are in the same files.
+//
 // # Use with llmtool
 //
 // Friendly names and the chat's lines are for the people watching a chat,
-// not for the model, so the registry does not hold them: a host builds
-// one Catalog and passes it to the chat adapter
-// (chatadapter.Options.Messages), which labels its events from it in each
-// context's locale. The host may add locales to it later. This package
-// imports nothing of llmtool's.
+// not for the model: a host builds one Catalog and passes it to the chat
+// adapter (chatadapter.Options.Messages), which labels its events from it
+// in each context's locale, and to the registry (llmtool.Options.Messages),
+// which words the rows a call changes in the call's locale
+// (llmtool.Call.Locale). The host may add locales to it later. This
+// package imports nothing of llmtool's.
 package i18n
 
 import (

@@ -42,8 +42,10 @@ func canElicit(ctx context.Context) bool {
 
 // approvalQuestion is the elicitation that asks the person to approve the
 // change a call previewed: the tool, the preview's line, the rows it
-// changes in tracked tables (llmtool.Options.Changesets), the result if
-// it is short. changed says the data changed since an earlier approval.
+// changes in tracked tables (llmtool.Options.Changesets), each in the
+// host's words where an entity describes its table (changeset.Row.Text,
+// llmtool.Entity.NameColumn), the result if it is short. changed says the
+// data changed since an earlier approval.
 func approvalQuestion(tool string, req *approval.Request, changed bool) mcp.InputRequest {
 	msg := fmt.Sprintf("Tool %s asks to make this change: %s. Approve it?", tool, req.Preview.String())
 	if changed {

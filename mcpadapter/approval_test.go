@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/audit"
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/mcpadapter"
 )
 
@@ -325,6 +326,42 @@ func TestApprovalCannotAsk(t *testing.T) {
 			}
 			require.Equal(t, []string{"1: Hello"}, f.titles(t))
 			require.Equal(t, []string{"delete_note denied requested", "delete_note denied requested"}, audits())
+		})
+	}
+}
+
+// TestApprovalQuestionInHostWords: with the notes table tracked and
+// described (llmtool.Entity.NameColumn, Columns), the question lists the
+// rows a call changes as the host would say them, not as its table's
+// key and columns; and the committed change says so too.
+func TestApprovalQuestionInHostWords(t *testing.T) {
+	t.Parallel()
+	const want = "Tool delete_note asks to make this change: Delete note 1 \"Hello\". (notes: 1 deleted). Approve it?\n\n" +
+		"The rows it changes:\nDelete note \"Hello\": body \"World\"\n\nIts result would be: {\"status\":\"deleted\"}"
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			f, url := approvalFixture(t, &llmtool.Options{Changesets: changeset.Config{Tables: []string{"notes"}}})
+			require.NoError(t, f.reg.Add(llmtool.DefineTools("note_words").WithEntities(&llmtool.Entity{
+				Kind: "note_row", Noun: "note", Exists: func(*llmtool.ReadCtx, string) (bool, error) { return true, nil },
+				Table: "notes", Key: "id", NameColumn: "title", Columns: []string{"body"},
+			})))
+			var (
+				mu    sync.Mutex
+				asked []string
+			)
+			c := approvalClient(t, rev, url, "ada-token", &retries{}, func(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, req.Params.Message)
+				return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"approve": true}}}, nil
+			})
+			res := call(t, c, "delete_note", map[string]any{"id": 1})
+			require.False(t, res.IsError, text(t, res))
+			mu.Lock()
+			require.Equal(t, []string{want}, asked)
+			mu.Unlock()
+			require.Empty(t, f.titles(t))
 		})
 	}
 }

@@ -267,10 +267,10 @@ func titlesUnder(t *testing.T, path, parent string) []string {
 // With -approve, a destructive call waits for the person's answer on
 // standard input, and the model reads what came of it.
 // deleteRows are the rows deleting the pancakes note changes, as chat
-// shows them before it asks for approval, their times as <time>.
-const deleteRows = `  update notes (noteId="pancakes"): isDeleted 0 → 1; unchanged: content="<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…", dateCreated=<time>, dateModified=<time>, isProtected=0, mime="text/html", rowid=6, title="Pancakes", type="text"
-  update branches (branchId="recipes_pancakes"): isDeleted 0 → 1; unchanged: noteId="pancakes", parentNoteId="recipes", position=10, rowid=5
-  update attributes (attributeId="attrCuisine"): isDeleted 0 → 1; unchanged: name="cuisine", noteId="pancakes", position=10, rowid=3, type="label", value="french"
+// shows them before it asks for approval, in the words of notes.Tools' entities.
+const deleteRows = `  Delete note "Pancakes": content "<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…", type "text"
+  Delete branch: under "recipes"
+  Delete attribute "cuisine": value "french"
 `
 
 var stamp = regexp.MustCompile(`"\d{4}-\d\d-\d\dT[0-9:.]+Z"`)

@@ -42,15 +42,15 @@ func TestApproval(t *testing.T) {
 	const (
 		question = "Tool delete_note asks to make this change: Delete note \"Projects\" and the 2 notes below it. (notes: 3 updated; branches: 3 updated; attributes: 3 updated). Approve it?\n\n" +
 			"The rows it changes:\n" +
-			`update notes (noteId="projects"): isDeleted 0 → 1; unchanged: content="<p>Everything we are currently working on.</p>", dateCreated=<time>, dateModified=<time>, isProtected=0, mime="text/html", rowid=2, title="Projects", type="book"` + "\n" +
-			`update branches (branchId="root_projects"): isDeleted 0 → 1; unchanged: noteId="projects", parentNoteId="root", position=10, rowid=1` + "\n" +
-			`update branches (branchId="projects_roadmap"): isDeleted 0 → 1; unchanged: noteId="roadmap", parentNoteId="projects", position=10, rowid=2` + "\n" +
-			`update branches (branchId="projects_meetings"): isDeleted 0 → 1; unchanged: noteId="meetings", parentNoteId="projects", position=20, rowid=3` + "\n" +
-			`update notes (noteId="roadmap"): isDeleted 0 → 1; unchanged: content="<h2>Q3 roadmap</h2><ul><li>Ship the offline sync engine</li>…", dateCreated=<time>, dateModified=<time>, isProtected=0, mime="text/html", rowid=3, title="Roadmap", type="text"` + "\n" +
-			`update attributes (attributeId="attrTodo"): isDeleted 0 → 1; unchanged: name="todo", noteId="roadmap", position=10, rowid=1, type="label", value=""` + "\n" +
-			`update attributes (attributeId="attrPriority"): isDeleted 0 → 1; unchanged: name="priority", noteId="roadmap", position=20, rowid=2, type="label", value="high"` + "\n" +
-			`update attributes (attributeId="attrRelated"): isDeleted 0 → 1; unchanged: name="relatedTo", noteId="meetings", position=10, rowid=4, type="relation", value="roadmap"` + "\n" +
-			`update notes (noteId="meetings"): isDeleted 0 → 1; unchanged: content="<p>Weekly sync, Monday: we agreed to freeze the plugin API b…", dateCreated=<time>, dateModified=<time>, isProtected=0, mime="text/html", rowid=4, title="Meeting notes", type="text"` + "\n\n" +
+			`Delete note "Projects": content "<p>Everything we are currently working on.</p>", type "book"` + "\n" +
+			`Delete branch: under "root"` + "\n" +
+			`Delete branch: under "projects"` + "\n" +
+			`Delete branch: under "projects"` + "\n" +
+			`Delete note "Roadmap": content "<h2>Q3 roadmap</h2><ul><li>Ship the offline sync engine</li>…", type "text"` + "\n" +
+			`Delete attribute "todo"` + "\n" +
+			`Delete attribute "priority": value "high"` + "\n" +
+			`Delete attribute "relatedTo": value "roadmap"` + "\n" +
+			`Delete note "Meeting notes": content "<p>Weekly sync, Monday: we agreed to freeze the plugin API b…", type "text"` + "\n\n" +
 			"Its result would be: {\"deletedNoteIds\":[\"projects\",\"roadmap\",\"meetings\"]}"
 		deniedText = "The user denied this change. Nothing was saved. Ask the user what to do instead."
 	)

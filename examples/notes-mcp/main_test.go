@@ -272,10 +272,10 @@ func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struc
 		asked[i] = timeless(branch.ReplaceAllString(q, `branchId="b"`))
 	}
 	require.Equal(t, []string{
-		"Tool move_note asks to make this change: " + move + ". Approve it?\n\nThe rows it changes:\nupdate branches (branchId=\"b\"): parentNoteId \"root\" → \"recipes\", position 60 → 20; unchanged: isDeleted=0, noteId=\"" + id + "\", rowid=11\n\nIts result would be: ",
+		"Tool move_note asks to make this change: " + move + ". Approve it?\n\nThe rows it changes:\nChange branch: under \"root\" → \"recipes\"\n\nIts result would be: ",
 		"Tool delete_note asks to make this change: " + del + ". Approve it?\n\nThe rows it changes:\n" +
-			"update notes (noteId=\"" + id + "\"): isDeleted 0 → 1; unchanged: content=\"<p>eggs, flour</p>\", dateCreated=<time>, dateModified=<time>, isProtected=0, mime=\"text/html\", rowid=12, title=\"Shopping\", type=\"text\"\n" +
-			"update branches (branchId=\"b\"): isDeleted 0 → 1; unchanged: noteId=\"" + id + "\", parentNoteId=\"recipes\", position=20, rowid=11\n\nIts result would be: {\"deletedNoteIds\":[\"" + id + "\"]}",
+			"Delete note \"Shopping\": content \"<p>eggs, flour</p>\", type \"text\"\n" +
+			"Delete branch: under \"recipes\"\n\nIts result would be: {\"deletedNoteIds\":[\"" + id + "\"]}",
 	}, asked)
 }
 

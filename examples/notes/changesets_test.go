@@ -14,6 +14,7 @@ import (
 	"github.com/llmtool/llmtool"
 	"github.com/llmtool/llmtool/approval"
 	"github.com/llmtool/llmtool/examples/notes"
+	"github.com/llmtool/llmtool/internal/pgtest"
 )
 
 // dumpNotes is the store's rows, for comparing states byte for byte.
@@ -42,19 +43,28 @@ func dumpNotes(t *testing.T, db *sql.DB) string {
 	return b.String()
 }
 
-// TestChangesets edits, renames and deletes notes through the notes tools
-// with changesets on, and undoes: each undo brings the store back byte
-// for byte, and an undo of a note someone changed since changes nothing.
-func TestChangesets(t *testing.T) {
-	t.Parallel()
-	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
-	db, err := notes.Open(ctx, filepath.Join(t.TempDir(), "notes.db"))
+// trackedNotes opens the store at path (a file, or a PostgreSQL URL) and
+// a registry of notes.Tools on it with the store's tracking
+// (notes.Changesets), writes on.
+func trackedNotes(t *testing.T, ctx context.Context, path string) (*sql.DB, *llmtool.Registry) {
+	t.Helper()
+	db, err := notes.Open(ctx, path)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	reg, err := llmtool.NewRegistry(db, &llmtool.Options{Logger: slog.New(slog.DiscardHandler), Changesets: notes.Changesets}, notes.Tools)
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close() })
 	require.NoError(t, reg.Tenants().SetWrites(ctx, "", true))
+	return db, reg
+}
+
+// TestChangesets edits, renames and deletes notes through the notes tools
+// with changesets on, and undoes: each undo brings the store back byte
+// for byte, and an undo of a note someone changed since changes nothing.
+func TestChangesets(t *testing.T) {
+	t.Parallel()
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
+	db, reg := trackedNotes(t, ctx, filepath.Join(t.TempDir(), "notes.db"))
 	call := func(tool, args string) llmtool.Result {
 		t.Helper()
 		return reg.Invoke(ctx, llmtool.Call{Tool: tool, Args: []byte(args), Conversation: "c1"})
@@ -109,4 +119,37 @@ func TestChangesets(t *testing.T) {
 		require.Equal(t, fmt.Sprintf(`Nothing was undone, because 1 row(s) changed since: notes (noteId="pancakes") is not as change %d left it. Tell the user which rows changed, and ask what to do.`, res.Changeset.ID), u.Text())
 		require.Equal(t, before, dumpNotes(t, db))
 	})
+}
+
+// TestChangeWords: each write of the notes tools reads in the store's
+// words (the Entity declarations of notes, branches and attributes), in
+// its committed result and in list_changes: no IDs, timestamps or flags;
+// on PostgreSQL too (LLMTOOL_TEST_ENGINE=postgres), whose catalog spells
+// the columns in lower case.
+func TestChangeWords(t *testing.T) {
+	t.Parallel()
+	ctx := llmtool.WithPrincipal(context.Background(), &llmtool.Principal{ID: "ana"})
+	path := filepath.Join(t.TempDir(), "notes.db")
+	if pgtest.FromEnv() {
+		path = pgtest.DSN(t)
+	}
+	_, reg := trackedNotes(t, ctx, path)
+	for _, tc := range []struct {
+		tool, args string
+		want       string
+	}{
+		{"rename_note", `{"noteId": "pancakes", "title": "Crêpes"}`, `Change note "Pancakes": title "Pancakes" → "Crêpes"`},
+		{"set_attribute", `{"noteId": "pancakes", "type": "label", "name": "tried", "value": "yes"}`, `Create attribute "tried": value "yes"`},
+		{"move_note", `{"noteId": "pancakes", "parentNoteId": "projects"}`, `Change branch: under "recipes" → "projects"`},
+		{"set_attribute", `{"noteId": "pancakes", "type": "label", "name": "tried", "value": "no"}`, `Change attribute "tried": value "yes" → "no"`},
+		{"delete_note", `{"noteId": "pancakes"}`, "Delete note \"Crêpes\": content \"<p>Whisk 250 g flour, 2 eggs, 500 ml milk and a pinch of sal…\", type \"text\"\n" +
+			"Delete branch: under \"projects\"\nDelete attribute \"cuisine\": value \"french\"\nDelete attribute \"tried\": value \"no\""},
+	} {
+		res := reg.Invoke(ctx, llmtool.Call{Tool: tc.tool, Args: []byte(tc.args), Conversation: "c1"})
+		require.False(t, res.IsError, res.Text())
+		require.Equal(t, tc.want, res.Changeset.String(), tc.tool)
+	}
+	list := reg.Invoke(ctx, llmtool.Call{Tool: "list_changes", Args: []byte(`{"limit": 1}`), Conversation: "c1"})
+	require.False(t, list.IsError, list.Text())
+	require.Contains(t, string(list.JSON), `"text":"Delete note \"Crêpes\": content`)
 }

@@ -45,7 +45,7 @@ var Tools = llmtool.DefineTools("notes",
 	deleteNote, moveNote, cloneNote,
 	setAttribute, deleteAttribute,
 	noteResource, summarizeNote,
-).WithEntities(noteEntity())
+).WithEntities(noteEntity(), branchEntity(), attributeEntity())
 
 // noteEntity returns the declaration of the "note" entity kind that the
 // inputs of [Tools] reference with ref:"note" tags. [Tools] ships it; a host
@@ -69,12 +69,61 @@ func noteEntity() *llmtool.Entity {
 		// changed it; a rename, a type change or a (soft) deletion of a
 		// system note is refused.
 		Table: "notes", Key: "noteId", SystemColumns: []string{"title", "type", "mime", "isDeleted"},
+		// How a change to a note reads to the person who approves it, in
+		// the chat and in MCP clients, and in list_changes: `Delete note
+		// "Ideas": content "…"`, not the row's IDs and timestamps; a note
+		// is deleted by setting isDeleted.
+		NameColumn:    "title",
+		HiddenColumns: []string{"rowid", "mime", "dateCreated", "dateModified", "fts"}, // fts: PostgreSQL's search column
+		ColumnLabels:  map[string]string{"isProtected": "protected"},
+		DeletedColumn: "isDeleted",
 		// Completion of note IDs in MCP clients (the note resource's
 		// {noteId}, summarize_note's noteId): the registry drops protected
 		// notes from what this returns.
 		Complete: func(c *llmtool.ReadCtx, prefix string, limit int) ([]string, error) {
 			return IDsWithPrefix(c, c, prefix, limit)
 		},
+	}
+}
+
+// branchEntity returns the declaration of the "branch" kind, a note's
+// place under a parent (a note cloned to two parents has two), for the
+// words of its changes: a branch has no name of its own, so a change
+// reads by its parent's ID, `Delete branch: under "projects"`. It
+// has no checks: the note's own row carries them.
+func branchEntity() *llmtool.Entity {
+	return &llmtool.Entity{
+		Kind:   "branch",
+		Exists: liveRow("branches", "branchId"),
+		Table:  "branches", Key: "branchId",
+		Columns:       []string{"parentNoteId"},
+		ColumnLabels:  map[string]string{"parentNoteId": "under"},
+		DeletedColumn: "isDeleted",
+	}
+}
+
+// attributeEntity returns the declaration of the "attribute" kind, a
+// note's label or relation, for the words of its changes: `Delete
+// attribute "priority": value "high"`. Like a branch it has no checks.
+func attributeEntity() *llmtool.Entity {
+	return &llmtool.Entity{
+		Kind:   "attribute",
+		Exists: liveRow("attributes", "attributeId"),
+		Table:  "attributes", Key: "attributeId",
+		NameColumn:    "name",
+		Columns:       []string{"name", "value"},
+		DeletedColumn: "isDeleted",
+	}
+}
+
+// liveRow is the Exists check of a kind whose rows are deleted softly:
+// the row with the ID in column key of table, not marked isDeleted.
+func liveRow(table, key string) func(c *llmtool.ReadCtx, id string) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM ` + table + ` WHERE ` + key + ` = ? AND isDeleted = 0)`
+	return func(c *llmtool.ReadCtx, id string) (bool, error) {
+		var ok bool
+		err := c.QueryRow(q, id).Scan(&ok)
+		return ok, err
 	}
 }
 

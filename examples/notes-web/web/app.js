@@ -175,7 +175,7 @@ function pendingCard(it) {
   $(".status", c).textContent = it.type === "approval" ? "needs your approval" : "asks you";
   const box = el("div", { class: "pending" }, el("p", { class: "prompt", text: it.type === "approval" ? it.summary : it.prompt }));
   if (it.type === "approval") {
-    box.append(el("pre", { class: "preview", text: (it.rows || []).join("\n") }));
+    box.append(changeList("preview", it.rows));
     box.append(button("Approve", "approve", () => answer({ approve: true })), button("Deny", "deny", () => answer({ approve: false })));
   } else {
     for (const ch of it.choices || []) box.append(button(ch.label, "choice", () => answer({ property: ch.property, value: ch.value })));
@@ -183,6 +183,12 @@ function pendingCard(it) {
   }
   for (const b of box.querySelectorAll("button")) b.disabled = true;
   c.append(box);
+}
+
+// changeList shows a change one row a line, as the host words it
+// (llmtool.Entity.NameColumn): `Delete note "Ideas"`.
+function changeList(cls, rows) {
+  return el("ul", { class: cls }, ...(rows || []).map(r => el("li", { text: r })));
 }
 
 function button(text, cls, onclick) {
@@ -209,7 +215,7 @@ function doneCard(it) {
   if (it.changeset) {
     c.dataset.changeset = String(it.changeset);
     c.append(el("p", { class: "summary", text: "Changed: " + it.summary }));
-    if (!p) c.append(el("details", { class: "changes" }, el("summary", { text: "rows" }), el("pre", { text: it.rows.join("\n") })));
+    if (!p) c.append(el("details", { class: "changes" }, el("summary", { text: "what changed" }), changeList("rows", it.rows)));
     if (it.undoable) {
       const b = button("Undo", "undo", () => undo(it.changeset, c, b));
       b.dataset.changeset = String(it.changeset);
