@@ -80,6 +80,10 @@ var piecesStreams = map[chatadapter.Shape][2][]string{
 	}, {gText("Added.", "STOP")}},
 }
 
+// streamPaths are where each API streams, for model "m".
+var streamPaths = map[chatadapter.Shape]string{chatadapter.OpenAIChat: "/chat/completions", chatadapter.OpenAIResponses: "/responses",
+	chatadapter.Anthropic: "/messages", chatadapter.Gemini: "/models/m:streamGenerateContent"}
+
 // pieceLines are the turn's reasoning and forming-call events, as lines.
 func pieceLines(rec *recorder) []string {
 	var out []string
@@ -101,25 +105,24 @@ func TestStreamPieces(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		shape  chatadapter.Shape
-		path   string
 		id     string
 		pieces []string // after the two thinking lines
 		usage  chatadapter.Usage
 	}{
-		{chatadapter.OpenAIChat, "/chat/completions", "call_1", []string{"", `{"name":`, `"pear","qty":2}`},
+		{chatadapter.OpenAIChat, "call_1", []string{"", `{"name":`, `"pear","qty":2}`},
 			chatadapter.Usage{PromptTokens: 20, CompletionTokens: 30, ReasoningTokens: 12}},
-		{chatadapter.OpenAIResponses, "/responses", "call_1", []string{"", `{"name":`, `"pear","qty":2}`},
+		{chatadapter.OpenAIResponses, "call_1", []string{"", `{"name":`, `"pear","qty":2}`},
 			chatadapter.Usage{PromptTokens: 20, CompletionTokens: 30, ReasoningTokens: 12}},
-		{chatadapter.Anthropic, "/messages", "toolu_1", []string{"", `{"name":`, `"pear","qty":2}`}, // no reasoning tokens apart
+		{chatadapter.Anthropic, "toolu_1", []string{"", `{"name":`, `"pear","qty":2}`}, // no reasoning tokens apart
 			chatadapter.Usage{PromptTokens: 20, CompletionTokens: 30}},
-		{chatadapter.Gemini, "/models/m:streamGenerateContent", "", []string{`{"name":"pear","qty":2}`}, // the call whole
+		{chatadapter.Gemini, "", []string{`{"name":"pear","qty":2}`}, // the call whole
 			chatadapter.Usage{PromptTokens: 20, CompletionTokens: 30, ReasoningTokens: 12}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.shape.String(), func(t *testing.T) {
 			t.Parallel()
 			f := newStreamFixture(t)
-			m := newModelAt(t, "/v1"+tt.path, sse(piecesStreams[tt.shape][0]...), sse(piecesStreams[tt.shape][1]...))
+			m := newModelAt(t, "/v1"+streamPaths[tt.shape], sse(piecesStreams[tt.shape][0]...), sse(piecesStreams[tt.shape][1]...))
 			rec := &recorder{}
 			ep := run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}
 			tr, err := streamRunner(t, f, ep, nil).Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{run.TextMessage(tt.shape, "user", "Add two pears.")})
@@ -167,8 +170,6 @@ func TestStreamStopKeepsText(t *testing.T) {
 		},
 		chatadapter.Gemini: func(s string) string { return gText(s, "") },
 	}
-	paths := map[chatadapter.Shape]string{chatadapter.OpenAIChat: "/chat/completions", chatadapter.OpenAIResponses: "/responses",
-		chatadapter.Anthropic: "/messages", chatadapter.Gemini: "/models/m:streamGenerateContent"}
 	words := []string{"Pears ", "are ", "in ", "season ", "now."}
 	for _, n := range []int{1, 3} { // Stop after n words of 5
 		for shape := range first {
@@ -176,7 +177,7 @@ func TestStreamStopKeepsText(t *testing.T) {
 				t.Parallel()
 				f := newStreamFixture(t)
 				next := make(chan struct{}) // the page saw a word: the server may send the next
-				m := newModelAt(t, "/v1"+paths[shape], func(w http.ResponseWriter, r *http.Request) {
+				m := newModelAt(t, "/v1"+streamPaths[shape], func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "text/event-stream")
 					for _, d := range first[shape] {
 						fmt.Fprintf(w, "data: %s\n\n", d)
