@@ -59,6 +59,9 @@ const (
 	//     JSON. Its first piece comes as soon as its name is known (Text
 	//     may be ""); Gemini sends each call whole, in one piece. The
 	//     call's CallStarted follows once the answer is complete.
+	// These two may come before a ModelRetry of their step (the stream
+	// failed before the answer's first words), whose next attempt sends
+	// its own: a page drops the step's reasoning and forming calls then.
 	TextDelta
 	// TurnEnded: Run (or Runner.Resume) ended the turn: with the model's
 	// answer (Text), stopped (Err wraps run.ErrStepLimit or
@@ -84,7 +87,8 @@ type Event struct {
 	// note… not approved".
 	Label string
 
-	// Calls (CallStarted, CallProgress, CallPaused, CallFinished).
+	// Calls (CallStarted, CallProgress, CallPaused, CallFinished, and
+	// TextDelta for a call forming).
 	Index        int    // the call's position in its turn
 	CallID       string // the call's ID in the conversation
 	Tool         string // the tool's name

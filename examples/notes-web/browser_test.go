@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,6 +341,41 @@ func TestBrowserStopMidAnswer(t *testing.T) {
 	p.say("list notes")
 	require.Equal(t, "At the top: Projects, Recipes, Secret, Hidden Notes, Shared Notes.", p.text(".msg.assistant"))
 	require.Equal(t, 1, eval[int](p, `document.querySelectorAll(".msg.assistant.cut").length`))
+}
+
+// An attempt that fails after the model's thinking but before its words
+// is retried: the page drops that attempt's thinking for the next one's,
+// also after a reload.
+func TestBrowserRetryDropsThinking(t *testing.T) {
+	chunk := func(delta string) string {
+		return `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	var attempts atomic.Int32 // the model's requests
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if attempts.Add(1) == 1 {
+			fmt.Fprint(w, chunk(`{"role":"assistant","reasoning_content":"First try."}`))
+			fmt.Fprint(w, `data: {"error":{"message":"The server had an error.","type":"server_error"}}`+"\n\n")
+			return
+		}
+		fmt.Fprint(w, chunk(`{"role":"assistant","reasoning_content":"Second try."}`), chunk(`{"content":"Hello."}`))
+		fmt.Fprint(w, `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(model.Close)
+	s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
+	s.start(chatrun.Endpoint{BaseURL: model.URL + "/v1", Model: "m"})
+	p := s.open(t, newBrowser(t), "ana")
+	p.say("hello")
+	p.until(`[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent === "Hello.")`)
+	retried := func() {
+		t.Helper()
+		require.Equal(t, []string{"thinkingSecond try."}, eval[[]string](p, `[...document.querySelectorAll("details.thinking")].map(d => d.textContent)`))
+		require.Equal(t, 1, eval[int](p, `document.querySelectorAll(".msg.status").length`), "the retry's line")
+	}
+	retried()
+	p.reload()
+	retried()
+	require.Equal(t, int32(2), attempts.Load())
 }
 
 // Two people at once, each in a browser context of their own: each sees

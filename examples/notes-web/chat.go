@@ -93,7 +93,9 @@ func (t *turn) event(e chatadapter.Event) {
 			it["undoable"] = cs.NotUndoable == ""
 		}
 		t.put(it)
-	case chatadapter.ModelRetry, chatadapter.RunStopped:
+	case chatadapter.ModelRetry: // the step's attempt failed before its words: what it thought and began to call goes
+		t.put(item{"type": "status", "text": e.Label, "retry": e.Step})
+	case chatadapter.RunStopped:
 		t.put(item{"type": "status", "text": e.Label})
 	}
 }

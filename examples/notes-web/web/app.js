@@ -188,6 +188,9 @@ function render(it) {
       break;
     }
     case "status":
+      if (it.retry) { // the attempt's thinking and forming calls give way to the next attempt's
+        for (const e of log().querySelectorAll('.thinking[data-step="' + it.retry + '"], .card.forming[data-step="' + it.retry + '"]')) e.remove();
+      }
       log().append(el("div", { class: "msg status", text: it.text }));
       break;
     case "end":
