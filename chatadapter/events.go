@@ -54,9 +54,9 @@ const (
 	//   - Reasoning set: a piece of the model's reasoning (Anthropic's
 	//     thinking, a Responses reasoning summary, Gemini's thoughts, the
 	//     reasoning_content of DeepSeek, vLLM or llama.cpp);
-	//   - Tool set: tool call Index forming (CallID, FriendlyName and
-	//     Write set as in CallStarted), Text a piece of its arguments'
-	//     JSON. Its first piece comes as soon as its name is known (Text
+	//   - Tool set: tool call Index forming (FriendlyName and Write set
+	//     as in CallStarted; CallID as the provider sent it, "" from
+	//     Gemini without one), Text a piece of its arguments' JSON. Its first piece comes as soon as its name is known (Text
 	//     may be ""); Gemini sends each call whole, in one piece. The
 	//     call's CallStarted follows once the answer is complete.
 	// These two may come before a ModelRetry of their step (the stream
