@@ -133,7 +133,9 @@
 // A host's chat page shows a turn as it happens and keeps the
 // conversation in the host's database. run.Options.Stream has Run ask the
 // endpoint, of any of the four APIs, to stream its answers, so the page shows
-// the words as they come (TextDelta); each call is a card, started with
+// the words as they come (TextDelta), the model's reasoning apart
+// (TextDelta with Reasoning), and each call as it forms (TextDelta with
+// Tool); each call is a card, started with
 // its friendly name and arguments, paused with the preview of the rows
 // it would change (Event.Pending), finished with what the model reads
 // (Event.Result.Text()) and, for a write, the rows it changed with the

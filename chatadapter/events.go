@@ -48,7 +48,20 @@ const (
 	RunStopped
 	// TextDelta: a piece of the model's text in request Step, as the
 	// endpoint streams it (run.Options.Stream); Text is the piece. The
-	// pieces of a step, joined, are its ModelReply's Text.
+	// pieces of a step, joined, are its ModelReply's Text; but for two
+	// kinds of pieces that are not the answer's text, which a page shows
+	// apart or not at all:
+	//   - Reasoning set: a piece of the model's reasoning (Anthropic's
+	//     thinking, a Responses reasoning summary, Gemini's thoughts, the
+	//     reasoning_content of DeepSeek, vLLM or llama.cpp);
+	//   - Tool set: tool call Index forming (FriendlyName and Write set
+	//     as in CallStarted; CallID as the provider sent it, "" from
+	//     Gemini without one), Text a piece of its arguments' JSON. Its first piece comes as soon as its name is known (Text
+	//     may be ""); Gemini sends each call whole, in one piece. The
+	//     call's CallStarted follows once the answer is complete.
+	// These two may come before a ModelRetry of their step (the stream
+	// failed before the answer's first words), whose next attempt sends
+	// its own: a page drops the step's reasoning and forming calls then.
 	TextDelta
 	// TurnEnded: Run (or Runner.Resume) ended the turn: with the model's
 	// answer (Text), stopped (Err wraps run.ErrStepLimit or
@@ -74,7 +87,8 @@ type Event struct {
 	// note… not approved".
 	Label string
 
-	// Calls (CallStarted, CallProgress, CallPaused, CallFinished).
+	// Calls (CallStarted, CallProgress, CallPaused, CallFinished, and
+	// TextDelta for a call forming).
 	Index        int    // the call's position in its turn
 	CallID       string // the call's ID in the conversation
 	Tool         string // the tool's name
@@ -108,7 +122,10 @@ type Event struct {
 	Attempt int           // ModelRequest and ModelRetry: the attempt, from 1
 	Wait    time.Duration // ModelRetry: the pause before the next attempt
 	Text    string        // ModelReply: what the model said; TextDelta: a piece of it; TurnEnded: the answer
-	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
+	// Reasoning marks a TextDelta whose Text is the model's reasoning,
+	// not its answer.
+	Reasoning bool
+	Usage     Usage // ModelReply: the request's tokens; TurnEnded: the turn's
 }
 
 // render is the event's line in locale from msgs (nil: the embedded
@@ -213,7 +230,14 @@ func (a *Adapter) observer(ctx context.Context) *observer {
 // nothing when ctx has none. It is how package run reports its requests
 // (ModelRequest, TextDelta, ModelReply, TurnEnded...), and how a host
 // that drives its provider itself can report them the same way.
-func (a *Adapter) Emit(ctx context.Context, e Event) { a.observer(ctx).emit(e) }
+func (a *Adapter) Emit(ctx context.Context, e Event) {
+	o := a.observer(ctx)
+	if o != nil && e.Kind == TextDelta && e.Tool != "" && e.FriendlyName == "" { // a call forming: its card's name
+		spec, _ := a.reg.Tool(ctx, e.Tool)
+		e.FriendlyName, e.Write = a.friendlyName(e.Tool, spec, o.locale), !isRead(spec)
+	}
+	o.emit(e)
+}
 
 func (o *observer) emit(e Event) {
 	if o == nil {

@@ -73,8 +73,8 @@ func (r *recorder) lines() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.events {
-		if e.Kind == chatadapter.ModelRequest {
-			continue
+		if e.Kind == chatadapter.ModelRequest || e.Kind == chatadapter.TextDelta && (e.Reasoning || e.Tool != "") {
+			continue // the answer's text only (see TestStreamPieces)
 		}
 		out = append(out, fmt.Sprintf("%s: %s", kindName[e.Kind], e.Label))
 	}
@@ -320,7 +320,9 @@ func streamCase(t *testing.T, m *model, ep run.Endpoint, in []json.RawMessage, d
 	tr, got := streamRunner(t, f, ep, &run.Options{RetryDelay: 1}).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
 	var pieces []string
 	for _, e := range rec.of(chatadapter.TextDelta) {
-		pieces = append(pieces, e.Text)
+		if !e.Reasoning && e.Tool == "" {
+			pieces = append(pieces, e.Text)
+		}
 	}
 	require.Equal(t, deltas, pieces)
 	require.Len(t, m.requests(), requests)
@@ -337,7 +339,8 @@ func streamCase(t *testing.T, m *model, ep run.Endpoint, in []json.RawMessage, d
 }
 
 // Stop while the model writes: the request ends, nothing ran, the
-// transcript is what it was.
+// transcript keeps the text the person saw, cut, without the call that
+// had begun.
 func TestStreamCancelWhileWriting(t *testing.T) {
 	t.Parallel()
 	f := newStreamFixture(t)
@@ -361,10 +364,12 @@ func TestStreamCancelWhileWriting(t *testing.T) {
 	tr, err := streamRunner(t, f, m.endpoint(), nil).Run(ctx, in)
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "chatadapter: run: context canceled")
-	require.Equal(t, in, tr.Messages)
+	require.Equal(t, append(in, json.RawMessage(`{"role":"assistant","content":"Adding"}`)), tr.Messages)
+	require.True(t, tr.Cut)
+	require.Equal(t, "Adding", tr.Answer)
 	require.Zero(t, tr.Steps)
 	require.Empty(t, rec.of(chatadapter.CallStarted))
-	require.Equal(t, []string{"delta: Adding", "ended: "}, rec.lines())
+	require.Equal(t, []string{"delta: Adding", "ended: Adding"}, rec.lines())
 	require.Equal(t, [][3]any{{1, "apple", 3}}, f.rows(t))
 	require.Len(t, m.requests(), 1)
 }

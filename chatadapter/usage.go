@@ -22,4 +22,11 @@ type Usage struct {
 	// which Anthropic bills apart (cache_creation_input_tokens); 0 for the
 	// others.
 	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
+	// ReasoningTokens is the part of CompletionTokens the model spent
+	// reasoning, which it did not answer with (still counted in
+	// CompletionTokens, as the providers bill it): OpenAI's
+	// completion_tokens_details.reasoning_tokens or
+	// output_tokens_details.reasoning_tokens, Gemini's
+	// thoughtsTokenCount; 0 for Anthropic, which reports none apart.
+	ReasoningTokens int `json:"reasoningTokens,omitempty"`
 }

@@ -106,6 +106,8 @@ func (anthropic) read(b []byte) (step, error) {
 // message_delta gives the stop_reason and the output's usage, and
 // message_stop ends it.
 type anthropicStream struct {
+	pieces
+	calls  int // the tool_use blocks so far
 	msg    object
 	blocks []*streamBlock
 	usage  object // message_delta's, over message_start's
@@ -117,6 +119,7 @@ type anthropicStream struct {
 // streamBlock is a content block as content_block_start gave it, and
 // what its deltas brought, by the member they go to.
 type streamBlock struct {
+	call  *formingCall // a tool_use block's call
 	block object
 	parts map[string]*strings.Builder
 	order []string
@@ -185,6 +188,13 @@ func (a *anthropicStream) add(data []byte) (string, bool, error) {
 				return "", false, fmt.Errorf("content block %d: %w", *ev.Index, err)
 			}
 			b.block = block
+			if t, _ := ordered.String(rawOf(block, "type")); t == "tool_use" {
+				id, _ := ordered.String(rawOf(block, "id"))
+				name, _ := ordered.String(rawOf(block, "name"))
+				b.call = &formingCall{call: a.calls, id: id, name: name}
+				a.calls++
+				a.callPiece(b.call.call, id, name, "")
+			}
 			return "", false, nil
 		}
 		switch ev.Delta.Type {
@@ -193,8 +203,12 @@ func (a *anthropicStream) add(data []byte) (string, bool, error) {
 			return ev.Delta.Text, false, nil
 		case "input_json_delta":
 			b.write("input", ev.Delta.PartialJSON)
+			if c := b.call; c != nil && ev.Delta.PartialJSON != "" {
+				a.callPiece(c.call, c.id, c.name, ev.Delta.PartialJSON)
+			}
 		case "thinking_delta":
 			b.write("thinking", ev.Delta.Thinking)
+			a.reason(ev.Delta.Thinking)
 		case "signature_delta":
 			b.write("signature", ev.Delta.Signature)
 		}

@@ -91,7 +91,8 @@ func (gemini) read(b []byte) (step, error) {
 		return step{}, fmt.Errorf("response is not a Gemini response (%v): %s", err, ordered.Excerpt(b, 512))
 	}
 	u := r.UsageMetadata
-	st := step{usage: chatadapter.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount, CachedTokens: u.CachedContentTokenCount}}
+	st := step{usage: chatadapter.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount, CachedTokens: u.CachedContentTokenCount,
+		ReasoningTokens: u.ThoughtsTokenCount}}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback.BlockReason != "" {
 			return st, fmt.Errorf("the prompt was blocked (blockReason %s): %s", r.PromptFeedback.BlockReason, ordered.Excerpt(b, 512))
@@ -134,6 +135,8 @@ func (gemini) read(b []byte) (step, error) {
 // continues the text, a functionCall is whole), the last one with the
 // finishReason and the usage.
 type geminiStream struct {
+	pieces
+	calls  int // the functionCall parts so far
 	role   any
 	parts  []object
 	finish any
@@ -189,12 +192,15 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		t, isText := p.Get("text")
 		if !isText {
 			a.parts = append(a.parts, p)
+			a.called(p)
 			continue
 		}
 		s, _ := ordered.String(t)
 		thought := string(rawOf(p, "thought")) == "true"
 		if !thought {
 			text.WriteString(s)
+		} else {
+			a.reason(s)
 		}
 		if last := len(a.parts) - 1; last >= 0 && continues(a.parts[last], thought) {
 			prev, _ := ordered.String(rawOf(a.parts[last], "text"))
@@ -207,6 +213,23 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		a.parts = append(a.parts, p)
 	}
 	return text.String(), false, nil
+}
+
+// called reports part's call, if it is one: Gemini sends it whole.
+func (a *geminiStream) called(part object) {
+	v, ok := part.Get("functionCall")
+	call, _ := v.(object)
+	if !ok || call == nil {
+		return
+	}
+	id, _ := ordered.String(rawOf(call, "id"))
+	name, _ := ordered.String(rawOf(call, "name"))
+	args := "{}"
+	if v, ok := call.Get("args"); ok {
+		args = string(ordered.Append(nil, v))
+	}
+	a.callPiece(a.calls, id, name, args)
+	a.calls++
 }
 
 // continues reports whether a text part (a thought or not) goes on in

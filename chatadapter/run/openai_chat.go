@@ -59,13 +59,17 @@ func (openAIChat) read(b []byte) (step, error) {
 			PromptTokensDetails struct {
 				CachedTokens int `json:"cached_tokens"`
 			} `json:"prompt_tokens_details"`
+			CompletionTokensDetails struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"completion_tokens_details"`
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return step{}, fmt.Errorf("response is not a chat completion (%v): %s", err, ordered.Excerpt(b, 512))
 	}
 	var st step
-	st.usage = chatadapter.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, CachedTokens: r.Usage.PromptTokensDetails.CachedTokens}
+	st.usage = chatadapter.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, CachedTokens: r.Usage.PromptTokensDetails.CachedTokens,
+		ReasoningTokens: r.Usage.CompletionTokensDetails.ReasoningTokens}
 	if len(r.Choices) == 0 || len(r.Choices[0].Message) == 0 || r.Choices[0].Message[0] != '{' {
 		return st, fmt.Errorf("response has no message: %s", ordered.Excerpt(b, 512))
 	}
@@ -144,6 +148,7 @@ func contentText(c json.RawMessage) string {
 
 // assembly is a streamed answer put together chunk by chunk.
 type assembly struct {
+	pieces
 	text   strings.Builder
 	calls  []*streamCall
 	finish string          // the last finish_reason
@@ -160,8 +165,12 @@ type streamCall struct {
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
+			Content *string `json:"content"`
+			// the reasoning of compatible servers: reasoning_content
+			// (DeepSeek, llama.cpp, vLLM), or reasoning (newer vLLM)
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
 				Function struct {
@@ -207,6 +216,7 @@ func (a *assembly) chunk(data []byte) (string, error) {
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
 		a.finish = *ch.FinishReason
 	}
+	a.reason(ch.Delta.ReasoningContent + ch.Delta.Reasoning)
 	for _, tc := range ch.Delta.ToolCalls {
 		k := len(a.calls) - 1 // a piece without an index continues the last call...
 		switch {
@@ -225,11 +235,18 @@ func (a *assembly) chunk(data []byte) (string, error) {
 		if tc.ID != "" {
 			sc.id = tc.ID
 		}
+		named := sc.name != ""
 		sc.name += tc.Function.Name
-		if s, ok := ordered.String(tc.Function.Arguments); ok {
-			sc.args.WriteString(s)
-		} else if args := bytes.TrimSpace(tc.Function.Arguments); len(args) > 0 && string(args) != "null" {
-			sc.args.Write(args) // a server that sends the arguments as an object
+		args, ok := ordered.String(tc.Function.Arguments)
+		if raw := bytes.TrimSpace(tc.Function.Arguments); !ok && len(raw) > 0 && string(raw) != "null" {
+			args = string(raw) // a server that sends the arguments as an object
+		}
+		sc.args.WriteString(args)
+		switch {
+		case !named && sc.name != "": // the name is known: the call shows, with its arguments so far
+			a.callPiece(k, sc.id, sc.name, sc.args.String())
+		case named && args != "":
+			a.callPiece(k, sc.id, sc.name, args)
 		}
 	}
 	if ch.Delta.Content == nil {

@@ -60,12 +60,16 @@ func (openAIResponses) read(b []byte) (step, error) {
 			InputTokensDetails struct {
 				CachedTokens int `json:"cached_tokens"`
 			} `json:"input_tokens_details"`
+			OutputTokensDetails struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"output_tokens_details"`
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil || (r.Object != "response" && r.Output == nil) {
 		return step{}, fmt.Errorf("response is not a Responses API response (%v): %s", err, ordered.Excerpt(b, 512))
 	}
-	st := step{usage: chatadapter.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens}}
+	st := step{usage: chatadapter.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens,
+		ReasoningTokens: r.Usage.OutputTokensDetails.ReasoningTokens}}
 	switch {
 	case r.Status == "failed" && r.Error != nil:
 		return st, fmt.Errorf("the response failed: %s: %s", r.Error.Code, r.Error.Message)
@@ -101,16 +105,22 @@ func (openAIResponses) read(b []byte) (step, error) {
 // in response.output_text.delta events, and the response itself, whole,
 // in the last event: response.completed, response.incomplete or
 // response.failed.
-type responsesStream struct{ final json.RawMessage }
+type responsesStream struct {
+	pieces
+	final json.RawMessage
+	calls map[int]formingCall // the function_call items by output_index
+}
 
 func (a *responsesStream) add(data []byte) (string, bool, error) {
 	var ev struct {
-		Type     string          `json:"type"`
-		Delta    string          `json:"delta"`
-		Response json.RawMessage `json:"response"`
-		Code     string          `json:"code"`
-		Message  string          `json:"message"`
-		Error    *struct {
+		Type        string          `json:"type"`
+		Delta       string          `json:"delta"`
+		OutputIndex int             `json:"output_index"`
+		Item        *responsesCall  `json:"item"`
+		Response    json.RawMessage `json:"response"`
+		Code        string          `json:"code"`
+		Message     string          `json:"message"`
+		Error       *struct {
 			Code    string `json:"code"`
 			Type    string `json:"type"`
 			Message string `json:"message"`
@@ -127,6 +137,21 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 		return "", false, streamFailed(ev.Code, ev.Message, data, 0)
 	case "response.output_text.delta", "response.refusal.delta":
 		return ev.Delta, false, nil
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		a.reason(ev.Delta)
+	case "response.output_item.added":
+		if ev.Item != nil && ev.Item.Type == "function_call" {
+			if a.calls == nil {
+				a.calls = map[int]formingCall{}
+			}
+			c := formingCall{call: len(a.calls), id: ev.Item.CallID, name: ev.Item.Name}
+			a.calls[ev.OutputIndex] = c
+			a.callPiece(c.call, c.id, c.name, ev.Item.Arguments)
+		}
+	case "response.function_call_arguments.delta":
+		if c, ok := a.calls[ev.OutputIndex]; ok && ev.Delta != "" {
+			a.callPiece(c.call, c.id, c.name, ev.Delta)
+		}
 	case "response.completed", "response.incomplete", "response.failed":
 		if r := bytes.TrimSpace(ev.Response); len(r) == 0 || r[0] != '{' {
 			return "", false, fmt.Errorf("a %s event without its response: %s", ev.Type, ordered.Excerpt(data, 512))
@@ -135,6 +160,15 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 		return "", true, nil
 	}
 	return "", false, nil
+}
+
+// responsesCall is what a stream event's function_call item says of its
+// call.
+type responsesCall struct {
+	Type      string `json:"type"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 func (a *responsesStream) end() ([]byte, error) {

@@ -121,5 +121,6 @@ var ErrTruncated = errors.New("chatadapter: the model's response was cut at its 
 // addUsage sums two requests' usage.
 func addUsage(u, v chatadapter.Usage) chatadapter.Usage {
 	return chatadapter.Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		CachedTokens: u.CachedTokens + v.CachedTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens}
+		CachedTokens: u.CachedTokens + v.CachedTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens: u.ReasoningTokens + v.ReasoningTokens}
 }

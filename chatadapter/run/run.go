@@ -64,7 +64,8 @@ type Options struct {
 	// Stream asks the endpoint to stream each answer ("stream": true),
 	// so that the context's events (chatadapter.WithEvents) report the model's text
 	// as it is written (TextDelta), for a chat that shows it word by
-	// word. The transcript is the same as without it. Every API streams:
+	// word. The transcript is the same as without it, but for a turn
+	// the person stopped while the model wrote (Transcript.Cut). Every API streams:
 	// OpenAI Chat Completions and compatible servers (llama.cpp, Ollama,
 	// vLLM) with stream_options.include_usage, OpenAI Responses and
 	// Anthropic with "stream": true, Gemini from streamGenerateContent
@@ -86,8 +87,19 @@ type Transcript struct {
 	// send it.
 	Messages []json.RawMessage
 	// Answer is the text of the model's final turn, the one without tool
-	// calls; "" if the run stopped before it.
+	// calls; "" if the run stopped before it. When Cut, it is the text
+	// the model had written when the turn was stopped.
 	Answer string
+	// Cut says the person stopped the turn (ctx ended) while the model
+	// was streaming its text (Options.Stream): the words the person had
+	// seen are kept as Answer and as the last of Messages, an assistant
+	// message of that text alone in the endpoint's format (as TextMessage
+	// makes it), which the next request takes as it is; its tool calls,
+	// if any had begun, are dropped. Run still returns the error wrapping
+	// ctx.Err(). A request that fails otherwise keeps no partial text:
+	// the transcript ends before it, so it can be sent, or was retried,
+	// whole.
+	Cut bool
 	// Steps is how many requests were answered.
 	Steps int
 	// Outcomes are every tool call's outcome, in order.
@@ -280,7 +292,7 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 //	ctx = chatadapter.WithConversation(ctx, conversationID) // undo_changes works on it
 //	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 //		switch e.Kind {
-//		case chatadapter.TextDelta: // append e.Text to the answer
+//		case chatadapter.TextDelta: // append e.Text to the answer; to a "thinking" line if e.Reasoning; to call e.Index's card if e.Tool != ""
 //		case chatadapter.CallStarted: // a card: e.FriendlyName, e.Args
 //		case chatadapter.CallPaused: // e.Pending.Preview, with Approve and Deny
 //		case chatadapter.CallFinished: // e.Result.Text() if e.IsError, else e.Result.Changeset.ID for Undo
@@ -294,7 +306,8 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 // abandoned; a write call in progress rolls back, a committed one stays;
 // the calls of the turn that had not run get results saying they were
 // cancelled; and Run returns the transcript, whole, with an error
-// wrapping ctx.Err().
+// wrapping ctx.Err(). Stopped while the model streamed its text, the
+// transcript keeps that text, cut (Transcript.Cut).
 func (r *Runner) Run(ctx context.Context, messages []json.RawMessage) (*Transcript, error) {
 	t, err := r.loop(ctx, &Transcript{Messages: slices.Clone(messages)})
 	return r.ended(ctx, t, err)
@@ -351,6 +364,10 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 		}
 		n, start := t.Steps+1, time.Now()
 		b, err := r.post(ctx, r.body(t.Messages, set), headers(r.ep, r.api, set), n)
+		if stopped := (*stoppedError)(nil); errors.As(err, &stopped) {
+			t.Messages = append(t.Messages, TextMessage(r.shape, "assistant", stopped.text))
+			t.Answer, t.Cut = stopped.text, true
+		}
 		if err != nil {
 			return t, err
 		}

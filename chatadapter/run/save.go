@@ -22,6 +22,7 @@ type savedTranscript struct {
 	Version   int                 `json:"version"`
 	Messages  []json.RawMessage   `json:"messages"`
 	Answer    string              `json:"answer,omitempty"`
+	Cut       bool                `json:"cut,omitempty"`
 	Steps     int                 `json:"steps"`
 	Outcomes  []saved.Outcome     `json:"outcomes,omitempty"`
 	Usage     chatadapter.Usage   `json:"usage"`
@@ -41,7 +42,7 @@ type savedStop struct {
 // chatadapter.Pending saves itself, the conversation before it is not
 // sealed.
 func (t *Transcript) MarshalJSON() ([]byte, error) {
-	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage}
+	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Cut: t.Cut, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage}
 	if s.Messages == nil {
 		s.Messages = []json.RawMessage{}
 	}
@@ -78,7 +79,7 @@ func (r *Runner) Restore(data []byte) (*Transcript, error) {
 	if s.Version != savedVersion {
 		return nil, fmt.Errorf("chatadapter: restore: a saved transcript of version %d; this chatadapter reads version %d", s.Version, savedVersion)
 	}
-	t := &Transcript{Messages: s.Messages, Answer: s.Answer, Steps: s.Steps, Usage: s.Usage, StepUsage: s.StepUsage}
+	t := &Transcript{Messages: s.Messages, Answer: s.Answer, Cut: s.Cut, Steps: s.Steps, Usage: s.Usage, StepUsage: s.StepUsage}
 	for _, o := range s.Outcomes {
 		t.Outcomes = append(t.Outcomes, chatadapter.Outcome{Call: chatadapter.ToolCall(o.Call), Result: o.Result(), Duration: o.Duration})
 	}

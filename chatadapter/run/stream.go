@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
@@ -19,7 +20,8 @@ import (
 // file) puts together.
 //
 // postStream reports each piece of text as a TextDelta event as it
-// arrives, and reassembles the whole into the response the endpoint
+// arrives (and the model's reasoning, and each tool call as it forms, as
+// TextDelta events of their own: see chatadapter.TextDelta), and reassembles the whole into the response the endpoint
 // would have sent without streaming (for OpenAI Chat Completions, the
 // chat completion), which Run reads as it reads any. So a streamed turn's transcript is the same as an unstreamed one's,
 // a response cut at its output limit fails the same way, and the tool
@@ -32,7 +34,9 @@ import (
 // of text was reported, a stream that breaks or brings an error fails the
 // turn instead: the person has read those words, and a second answer
 // would not repeat them. The transcript ends before the request, as after
-// any failed request.
+// any failed request; but when ctx ends (the person pressed Stop) after
+// text was shown, that text stays as the assistant's message, cut
+// (Transcript.Cut), since the person read it.
 
 // maxStreamCalls bounds the tool calls one streamed answer may hold, so
 // that a wrong index cannot make Run allocate without end.
@@ -43,10 +47,70 @@ type streamReader interface {
 	// add takes one event's data, and returns the text it brings and
 	// whether it was the stream's last event.
 	add(data []byte) (text string, last bool, err error)
+	// take returns the pieces of the last event that are not its text
+	// (the model's reasoning, a tool call forming), in order.
+	take() []piece
 	// end returns the answer as the API's response without streaming, or
 	// an error when the stream ended before the answer did.
 	end() ([]byte, error)
 }
+
+// piece is a part of a streamed answer other than its text, reported as
+// a TextDelta event with Reasoning set, or with the call's Tool: the
+// model's reasoning (thinking, a reasoning summary), or a tool call
+// forming, its name as soon as it is known, then its arguments' text.
+type piece struct {
+	reasoning bool
+	call      int    // the call's position among the answer's calls
+	id, name  string // the call's; name "" for reasoning
+	text      string // the reasoning's or the arguments' piece
+}
+
+// formingCall is a tool call of a streamed answer, as its pieces name it.
+type formingCall struct {
+	call     int // its position among the answer's calls
+	id, name string
+}
+
+// pieces is where a streamReader keeps the pieces of one event until
+// postStream takes them.
+type pieces struct{ out []piece }
+
+func (p *pieces) reason(text string) {
+	if text != "" {
+		p.out = append(p.out, piece{reasoning: true, text: text})
+	}
+}
+
+func (p *pieces) callPiece(call int, id, name, text string) {
+	p.out = append(p.out, piece{call: call, id: id, name: name, text: text})
+}
+
+func (p *pieces) take() []piece {
+	out := p.out
+	p.out = nil
+	return out
+}
+
+// emit reports p as a TextDelta event of step.
+func (p piece) emit(ctx context.Context, a *chatadapter.Adapter, step int) {
+	e := chatadapter.Event{Kind: chatadapter.TextDelta, Step: step, Text: p.text, Reasoning: p.reasoning}
+	if !p.reasoning {
+		e.Index, e.CallID, e.Tool = p.call, p.id, p.name
+	}
+	a.Emit(ctx, e)
+}
+
+// stoppedError is a streamed request that ctx ended (the person pressed
+// Stop) after the model's text was shown: text is that text, which Run
+// keeps as the assistant's message, cut (Transcript.Cut).
+type stoppedError struct {
+	err  error
+	text string
+}
+
+func (e *stoppedError) Error() string { return e.err.Error() }
+func (e *stoppedError) Unwrap() error { return e.err }
 
 // postStream sends one request asking for a stream, reports its text as
 // it comes, and returns the answer as the API's one response.
@@ -63,6 +127,7 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 		return r.readBody(ctx, in) // a server that answers in one response all the same
 	}
 	a, told := r.api.stream(), false
+	var shown strings.Builder // the text the person saw
 	var out []byte
 	err = readEvents(in, func(data []byte) (bool, error) {
 		text, last, err := a.add(data)
@@ -73,8 +138,12 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 			}
 			return false, se
 		}
+		for _, p := range a.take() {
+			p.emit(ctx, r.a, step)
+		}
 		if text != "" {
 			told = true
+			shown.WriteString(text)
 			r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.TextDelta, Step: step, Text: text})
 		}
 		return last, nil
@@ -85,6 +154,8 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 	switch {
 	case err == nil:
 		return out, nil
+	case ctx.Err() != nil && told:
+		return nil, &stoppedError{fmt.Errorf("chatadapter: run: %w", ctx.Err()), shown.String()}
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
 	case told || errors.As(err, new(*streamError)):

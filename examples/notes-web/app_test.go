@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,16 +80,21 @@ func TestTurnOverHTTP(t *testing.T) {
 	for _, it := range got {
 		kinds = append(kinds, fmt.Sprint(it["type"]))
 	}
-	require.Equal(t, []string{"user", "call", "done", "text", "text", "text", "text", "call", "done", "text", "text", "text", "text", "end"}, kinds)
-	require.Equal(t, "Find note", got[1]["name"])
-	require.Equal(t, map[string]any{"title": "Projects"}, got[1]["args"])
-	created := got[8]
+	require.Equal(t, []string{"user", "forming", "forming", "forming", "call", "done", "text", "text", "text", "text",
+		"forming", "forming", "forming", "call", "done", "text", "text", "text", "text", "end"}, kinds)
+	// the call as the model writes it: its name first, then its arguments in two pieces
+	require.Equal(t, item{"type": "forming", "step": 1.0, "index": 0.0, "tool": "find_note", "name": "Find note", "write": false, "text": ""}, got[1])
+	require.Equal(t, `{"title":"Projects"}`, fmt.Sprint(got[2]["text"], got[3]["text"]))
+	require.Equal(t, "Find note", got[4]["name"])
+	require.Equal(t, map[string]any{"title": "Projects"}, got[4]["args"])
+	require.Equal(t, true, got[10]["write"])
+	created := got[14]
 	require.Equal(t, true, created["ok"])
 	require.Equal(t, "Create note… done", created["label"])
 	require.Equal(t, "notes: 1 inserted; branches: 1 inserted", created["summary"])
 	cs := int64(created["changeset"].(float64))
 	require.Positive(t, cs)
-	require.Equal(t, `Created "Ideas" under "Projects".`, got[13]["answer"])
+	require.Equal(t, `Created "Ideas" under "Projects".`, got[19]["answer"])
 	require.Equal(t, 1, s.noteCount("ana", "Ideas"))
 	require.Zero(t, s.noteCount("ben", "Ideas"), "ben's notes are his own")
 
@@ -108,7 +114,10 @@ func TestTurnOverHTTP(t *testing.T) {
 	c, err := s.app.store.get(t.Context(), "ana", id)
 	require.NoError(t, err)
 	require.Equal(t, "create a note called Ideas under Projects", c.Title)
-	require.Len(t, c.Log, 9, "the text pieces of a step join into one item")
+	require.Len(t, c.Log, 11, "the text pieces of a step, and a forming call's, join into one item")
+	var forming item
+	require.NoError(t, json.Unmarshal(c.Log[1], &forming))
+	require.Equal(t, `{"title":"Projects"}`, forming["text"])
 	require.Len(t, c.Messages, 6)
 	require.Equal(t, []string{fmt.Sprintf("(Meanwhile I undid change %d myself, from the page.)", cs)}, c.Notices)
 	_, stream = s.call(ana, http.MethodPost, conv+"/send", `{"text":"list notes"}`)
@@ -318,6 +327,9 @@ func TestClosedTab(t *testing.T) {
 	res, err := ana.Do(req)
 	require.NoError(t, err)
 	s.waitHold()
+	for in := bufio.NewScanner(res.Body); !strings.Contains(in.Text(), `"type":"forming","write":true`); { // the page saw the words and the call forming
+		require.True(t, in.Scan(), "the stream ended before create_note was forming")
+	}
 	cancel() // the tab is gone
 	res.Body.Close()
 	s.waitSaved(id)
@@ -326,8 +338,9 @@ func TestClosedTab(t *testing.T) {
 	require.NoError(t, err)
 	var last item
 	require.NoError(t, json.Unmarshal(c.Log[len(c.Log)-1], &last))
-	require.Equal(t, item{"type": "end", "answer": "", "error": "Stopped. What finished before stays; nothing else was saved.", "stopped": true}, last)
-	require.Len(t, c.Messages, 3, "the question, find_note's call and its result")
+	require.Equal(t, item{"type": "end", "answer": `Creating "Draft" under "Projects".`, "cut": true, "error": "Stopped. What finished before stays; nothing else was saved.", "stopped": true}, last)
+	require.Len(t, c.Messages, 4, "the question, find_note's call and its result, and the words the model had written, cut")
+	require.JSONEq(t, `{"role":"assistant","content":"Creating \"Draft\" under \"Projects\"."}`, string(c.Messages[3]))
 	require.Nil(t, c.Paused)
 
 	_, stream := s.call(ana, http.MethodPost, conv+"/send", `{"text":"create a note called Final under Projects"}`)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,7 +265,9 @@ func TestBrowserGuardRefusal(t *testing.T) {
 }
 
 // Stop while the model writes its call: the turn ends, nothing is
-// written, the conversation keeps what finished and goes on.
+// written, the conversation keeps what finished and goes on. The call
+// showed as the model wrote it, and stays as not sent; the words before
+// it stay, marked cut.
 func TestBrowserStop(t *testing.T) {
 	s := newSite(t)
 	p := s.open(t, newBrowser(t), "ana")
@@ -272,6 +275,10 @@ func TestBrowserStop(t *testing.T) {
 	p.send("slowly create a note called Draft under Projects")
 	s.waitHold() // the model is halfway through writing create_note's arguments
 	p.until(`[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent === 'Creating "Draft" under "Projects".')`)
+	p.until(`!!document.querySelector('.card.forming[data-forming="create_note"]')`)
+	require.Equal(t, "Create note", p.text(`.card.forming .name`))
+	require.Equal(t, "writing the call…", p.text(`.card.forming .status`))
+	require.True(t, strings.HasPrefix(p.text(`.card.forming .args-forming`), `{"parentNoteId":`), "the arguments so far")
 	p.screenshot("writing.png")
 	p.do(chromedp.Click(chromedp.CSS("#stop")))
 	p.until(`!!document.querySelector(".msg.stopped")`)
@@ -280,15 +287,95 @@ func TestBrowserStop(t *testing.T) {
 	require.Zero(t, eval[int](p, `document.querySelectorAll('.card[data-tool="create_note"]').length`), "the call never started")
 	require.Zero(t, s.noteCount("ana", "Draft"))
 	require.False(t, eval[bool](p, inTree("Draft")))
+	stopped := func() {
+		t.Helper()
+		require.Equal(t, `Creating "Draft" under "Projects". … stopped here`, p.text(".msg.assistant.cut"))
+		require.Equal(t, "not sent: stopped", p.text(`.card.unsent[data-forming="create_note"] .status`))
+		require.Zero(t, eval[int](p, `document.querySelectorAll(".card.forming").length`))
+	}
+	stopped()
 	p.screenshot("stopped.png")
 
 	p.reload()
 	require.Equal(t, "Stopped. What finished before stays; nothing else was saved.", p.text(".msg.stopped"))
 	require.Equal(t, "done", p.text(`.card[data-tool="find_note"] .status`))
+	stopped()
 	p.say("create a note called Final under Projects")
 	p.until(lastCard("create_note") + `.classList.contains("ok")`)
 	p.until(inTree("Final"))
 	require.Zero(t, s.noteCount("ana", "Draft"))
+}
+
+// Stop in the middle of the model's answer, on a page in German: the
+// words the person saw stay, marked cut in the page's language, also
+// after a reload; the model's thinking shows folded apart, never in the
+// answer; and the conversation goes on from the cut answer.
+func TestBrowserStopMidAnswer(t *testing.T) {
+	s := newSite(t)
+	p := s.open(t, newBrowser(t, chromedp.Flag("lang", "de-DE"), chromedp.Flag("accept-lang", "de-DE,de")), "ana")
+	require.Equal(t, "de", eval[string](p, `document.documentElement.lang`))
+	conv := eval[int64](p, `Number(document.body.dataset.conversation)`)
+	p.send("slowly list notes")
+	s.waitHold() // the model has written half its answer
+	p.until(`[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent === "At the top: Projects, Recipes, ")`)
+	p.do(chromedp.Click(chromedp.CSS("#stop")))
+	p.until(`!!document.querySelector(".msg.stopped")`)
+	p.idle()
+	s.waitSaved(conv)
+	cut := func() {
+		t.Helper()
+		require.Equal(t, "At the top: Projects, Recipes,  … hier abgebrochen", p.text(".msg.assistant.cut"))
+		require.Equal(t, " … hier abgebrochen", p.text(".msg.assistant.cut .cut-mark"))
+		require.Equal(t, []string{"GedankenThe person wants the notes: I read the root's children first.", "Gedanken5 notes at the top; I name them in order."},
+			eval[[]string](p, `[...document.querySelectorAll("details.thinking")].map(d => d.textContent)`))
+		require.False(t, eval[bool](p, `[...document.querySelectorAll("details.thinking")].some(d => d.open)`), "the thinking is folded")
+		require.False(t, eval[bool](p, `[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent.includes("notes at the top"))`))
+		require.Equal(t, "done", p.text(`.card[data-tool="get_child_notes"] .status`))
+	}
+	cut()
+	p.do(chromedp.Click(chromedp.CSS("details.thinking:last-of-type summary")))
+	p.screenshot("cut.png")
+
+	p.reload()
+	cut()
+	p.say("list notes")
+	require.Equal(t, "At the top: Projects, Recipes, Secret, Hidden Notes, Shared Notes.", p.text(".msg.assistant"))
+	require.Equal(t, 1, eval[int](p, `document.querySelectorAll(".msg.assistant.cut").length`))
+}
+
+// An attempt that fails after the model's thinking but before its words
+// is retried: the page drops that attempt's thinking for the next one's,
+// also after a reload.
+func TestBrowserRetryDropsThinking(t *testing.T) {
+	chunk := func(delta string) string {
+		return `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	var attempts atomic.Int32 // the model's requests
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if attempts.Add(1) == 1 {
+			fmt.Fprint(w, chunk(`{"role":"assistant","reasoning_content":"First try."}`))
+			fmt.Fprint(w, `data: {"error":{"message":"The server had an error.","type":"server_error"}}`+"\n\n")
+			return
+		}
+		fmt.Fprint(w, chunk(`{"role":"assistant","reasoning_content":"Second try."}`), chunk(`{"content":"Hello."}`))
+		fmt.Fprint(w, `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(model.Close)
+	s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}
+	s.start(chatrun.Endpoint{BaseURL: model.URL + "/v1", Model: "m"})
+	p := s.open(t, newBrowser(t), "ana")
+	p.say("hello")
+	p.until(`[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent === "Hello.")`)
+	retried := func() {
+		t.Helper()
+		require.Equal(t, []string{"thinkingSecond try."}, eval[[]string](p, `[...document.querySelectorAll("details.thinking")].map(d => d.textContent)`))
+		require.Equal(t, 1, eval[int](p, `document.querySelectorAll(".msg.status").length`), "the retry's line")
+	}
+	retried()
+	p.reload()
+	retried()
+	require.Equal(t, int32(2), attempts.Load())
 }
 
 // Two people at once, each in a browser context of their own: each sees

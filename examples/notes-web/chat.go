@@ -44,15 +44,17 @@ type turn struct {
 	c   *conversation
 }
 
-// put sends it to the page and keeps it in the log; the text pieces of
-// one step join into one item there.
+// put sends it to the page and keeps it in the log; the pieces of one
+// step's text, of its thinking, and of one forming call join into one
+// item there.
 func (t *turn) put(it item) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sse.send("item", it)
-	if it["type"] == "text" && len(t.c.Log) > 0 {
+	if k := it["type"]; (k == "text" || k == "thinking" || k == "forming") && len(t.c.Log) > 0 {
 		var last item
-		if json.Unmarshal(t.c.Log[len(t.c.Log)-1], &last) == nil && last["type"] == "text" && fmt.Sprint(last["step"]) == fmt.Sprint(it["step"]) {
+		if json.Unmarshal(t.c.Log[len(t.c.Log)-1], &last) == nil && last["type"] == k &&
+			fmt.Sprint(last["step"]) == fmt.Sprint(it["step"]) && fmt.Sprint(last["index"]) == fmt.Sprint(it["index"]) {
 			last["text"] = fmt.Sprint(last["text"]) + fmt.Sprint(it["text"])
 			t.c.Log[len(t.c.Log)-1], _ = json.Marshal(last)
 			return
@@ -66,9 +68,16 @@ func (t *turn) put(it item) {
 func (t *turn) event(e chatadapter.Event) {
 	switch e.Kind {
 	case chatadapter.TextDelta:
-		t.put(item{"type": "text", "step": e.Step, "text": e.Text})
+		switch {
+		case e.Reasoning:
+			t.put(item{"type": "thinking", "step": e.Step, "text": e.Text})
+		case e.Tool != "": // a call the model is writing: its card, then its arguments as they come
+			t.put(item{"type": "forming", "step": e.Step, "index": e.Index, "tool": e.Tool, "name": e.FriendlyName, "write": e.Write, "text": e.Text})
+		default:
+			t.put(item{"type": "text", "step": e.Step, "text": e.Text})
+		}
 	case chatadapter.CallStarted:
-		t.put(item{"type": "call", "id": e.CallID, "tool": e.Tool, "name": e.FriendlyName, "args": json.RawMessage(validJSON(e.Args)), "write": e.Write})
+		t.put(item{"type": "call", "id": e.CallID, "index": e.Index, "tool": e.Tool, "name": e.FriendlyName, "args": json.RawMessage(validJSON(e.Args)), "write": e.Write})
 	case chatadapter.CallPaused:
 		t.put(pendingItem(e.CallID, e.Pending))
 	case chatadapter.CallFinished:
@@ -84,7 +93,9 @@ func (t *turn) event(e chatadapter.Event) {
 			it["undoable"] = cs.NotUndoable == ""
 		}
 		t.put(it)
-	case chatadapter.ModelRetry, chatadapter.RunStopped:
+	case chatadapter.ModelRetry: // the step's attempt failed before its words: what it thought and began to call goes
+		t.put(item{"type": "status", "text": e.Label, "retry": e.Step})
+	case chatadapter.RunStopped:
 		t.put(item{"type": "status", "text": e.Label})
 	}
 }
@@ -176,9 +187,12 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 		t.put(it)
 	}
 	ctx := chatadapter.WithEvents(chatadapter.WithConversation(ws.as(r.Context()), c.conversationID()), t.event)
-	tr, err := start(ctx)
+	tr, err := start(chatadapter.WithLocale(ctx, pageLang(r)))
 
 	end := item{"type": "end", "answer": tr.Answer}
+	if tr.Cut { // stopped while the model wrote: its words stay, marked cut
+		end["cut"] = true
+	}
 	switch {
 	case r.Context().Err() != nil:
 		end["error"] = "Stopped. What finished before stays; nothing else was saved."
@@ -202,6 +216,17 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 	if a.turnSaved != nil {
 		a.turnSaved(c.ID)
 	}
+}
+
+// pageLang is the page's language, from the browser's first choice:
+// German ("de") or English.
+func pageLang(r *http.Request) string {
+	first, _, _ := strings.Cut(r.Header.Get("Accept-Language"), ",")
+	tag, _, _ := strings.Cut(strings.TrimSpace(first), ";")
+	if base, _, _ := strings.Cut(strings.ToLower(tag), "-"); base == "de" {
+		return "de"
+	}
+	return "en"
 }
 
 // turnFailed says to the person why a turn ended early, in the page's

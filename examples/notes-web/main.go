@@ -79,9 +79,12 @@
 // over server-sent events, whichever adapter made it.
 //
 // What the page needs from chatadapter is small: run.Options.Stream, the
-// events of WithEvents (TextDelta; each call started, paused with its
-// preview, finished with its Result and changeset; TurnEnded) and
-// WithConversation. The tests drive the page in headless Chromium at
+// events of WithEvents (TextDelta: the answer's words, the model's
+// reasoning in a folded "thinking" line, each call's card as the model
+// writes it; each call started, paused with its preview, finished with
+// its Result and changeset; TurnEnded), Transcript.Cut (an answer the
+// person stopped keeps its words, marked cut in the page's language,
+// English or German) and WithConversation. The tests drive the page in headless Chromium at
 // /usr/bin/chromium through chromedp (browser_test.go; skipped with a
 // message without it, failed under CI) and take the screenshots in
 // testdata/ on the way; UPDATE_SCREENSHOTS=1 rewrites them.

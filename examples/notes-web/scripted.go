@@ -26,7 +26,10 @@ import (
 //
 // "slowly create a note called X under Y" stops in the middle of writing
 // the create_note call (the hold), so the person can press Stop and see
-// that nothing was written. Anything else gets the list above.
+// that nothing was written; "slowly list notes" stops in the middle of
+// its answer, whose words stay, cut. Anything else gets the list above.
+// Before listing, it thinks aloud, as reasoning models stream it
+// (reasoning_content, as DeepSeek, vLLM and llama.cpp send it).
 
 // phrasings is what the scripted model understands, shown on the page.
 var phrasings = []string{
@@ -37,6 +40,7 @@ var phrasings = []string{
 	"list notes",
 	"undo",
 	"slowly create a note called Draft under Projects",
+	"slowly list notes",
 }
 
 // scripted is the scripted model's HTTP handler.
@@ -82,12 +86,14 @@ type modelCall struct {
 	args map[string]any
 }
 
-// answer is one response: text, calls, and whether it holds before the
-// arguments of its write call are complete.
+// answer is one response: its reasoning, text, calls, and whether it
+// holds before the arguments of its write call are complete (or, without
+// calls, halfway through its text).
 type answer struct {
-	text  string
-	calls []modelCall
-	slow  bool
+	thinking string
+	text     string
+	calls    []modelCall
+	slow     bool
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -192,7 +198,16 @@ func (s *scripted) stream(ctx context.Context, w http.ResponseWriter, a answer, 
 	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
 	}
-	for _, word := range strings.SplitAfter(a.text, " ") { // a word and the space after it
+	for _, word := range strings.SplitAfter(a.thinking, " ") {
+		if word != "" && !send(chunk(map[string]any{"reasoning_content": word}, nil)) {
+			return
+		}
+	}
+	words := strings.SplitAfter(a.text, " ") // a word and the space after it
+	for i, word := range words {
+		if a.slow && len(a.calls) == 0 && i == len(words)/2 && s.hold != nil && s.hold(ctx) != nil {
+			return // the person stopped: the answer is never complete
+		}
 		if word == "" {
 			continue
 		}
@@ -276,6 +291,10 @@ func reply(msgs []wireMessage) answer {
 		}
 	}
 	text := strings.TrimRight(strings.TrimSpace(contentText(msgs[user].Content)), ".!?")
+	slowList := false
+	if rest, ok := strings.CutPrefix(strings.ToLower(text), "slowly "); ok && reList.MatchString(rest) {
+		text, slowList = rest, true
+	}
 	var last *step
 	if len(done) > 0 {
 		last = &done[len(done)-1]
@@ -324,7 +343,8 @@ func reply(msgs []wireMessage) answer {
 	}
 	if reList.MatchString(text) {
 		if last == nil {
-			return answer{calls: []modelCall{{name: "get_child_notes", args: map[string]any{"noteId": "root"}}}}
+			return answer{thinking: "The person wants the notes: I read the root's children first.",
+				calls: []modelCall{{name: "get_child_notes", args: map[string]any{"noteId": "root"}}}}
 		}
 		var tree struct {
 			Children []struct {
@@ -336,7 +356,8 @@ func reply(msgs []wireMessage) answer {
 		for _, c := range tree.Children {
 			titles = append(titles, c.Title)
 		}
-		return answer{text: "At the top: " + strings.Join(titles, ", ") + "."}
+		return answer{thinking: fmt.Sprintf("%d notes at the top; I name them in order.", len(titles)),
+			text: "At the top: " + strings.Join(titles, ", ") + ".", slow: slowList}
 	}
 	return answer{text: help("I am the scripted model, and I only know a few phrasings.")}
 }

@@ -6,6 +6,15 @@
 const $ = (sel, root = document) => root.querySelector(sel);
 const state = { conv: null, note: null, pending: null, turn: null };
 
+// The chat's own words, in the page's language (the server picks it from
+// the browser's: German or English).
+const languages = {
+  en: { cut: "stopped here", thinking: "thinking", writing: "writing the call…", notSent: "not sent: stopped" },
+  de: { cut: "hier abgebrochen", thinking: "Gedanken", writing: "schreibt den Aufruf…", notSent: "nicht gesendet: abgebrochen" },
+};
+const words = languages[document.documentElement.lang] || languages.en;
+const say = (key) => words[key];
+
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -131,11 +140,35 @@ function render(it) {
       else log().append(el("div", { class: "msg assistant", "data-step": String(it.step), text: it.text }));
       break;
     }
+    case "thinking": {
+      // The model's reasoning: one folded line a step, never the answer.
+      const last = log().lastElementChild;
+      if (last && last.classList.contains("thinking") && last.dataset.step === String(it.step)) $("p", last).textContent += it.text;
+      else log().append(el("details", { class: "thinking", "data-step": String(it.step) }, el("summary", { text: say("thinking") }), el("p", { text: it.text })));
+      break;
+    }
+    case "forming": {
+      // A call the model is writing: its card as soon as its name is
+      // known, its arguments as they come; "call" takes the card over.
+      let c = forming(it.step, it.index);
+      if (!c) {
+        c = el("div", { class: "card forming" + (it.write ? " write" : ""), "data-forming": it.tool, "data-step": String(it.step), "data-index": String(it.index) },
+          el("div", { class: "card-head" }, el("span", { class: "name", text: it.name || it.tool }),
+            el("span", {}, el("span", { class: "spinner", "aria-hidden": "true" }), el("span", { class: "status", text: say("writing") }))),
+          el("pre", { class: "args-forming", text: "" }));
+        log().append(c);
+      }
+      $(".args-forming", c).textContent += it.text;
+      break;
+    }
     case "call": {
       const args = el("details", { class: "args" }, el("summary", { text: "arguments" }), el("pre", { text: JSON.stringify(it.args, null, 1) }));
-      log().append(el("div", { class: "card running" + (it.write ? " write" : ""), "data-call": it.id, "data-tool": it.tool },
+      const c = el("div", { class: "card running" + (it.write ? " write" : ""), "data-call": it.id, "data-tool": it.tool },
         el("div", { class: "card-head" }, el("span", { class: "name", text: it.name }),
-          el("span", {}, el("span", { class: "spinner", "aria-hidden": "true" }), el("span", { class: "status", text: "running…" }))), args));
+          el("span", {}, el("span", { class: "spinner", "aria-hidden": "true" }), el("span", { class: "status", text: "running…" }))), args);
+      const f = forming(null, it.index);
+      if (f) f.replaceWith(c);
+      else log().append(c);
       break;
     }
     case "approval":
@@ -155,15 +188,53 @@ function render(it) {
       break;
     }
     case "status":
+      if (it.retry) { // the attempt's thinking and forming calls give way to the next attempt's
+        for (const e of log().querySelectorAll('.thinking[data-step="' + it.retry + '"], .card.forming[data-step="' + it.retry + '"]')) e.remove();
+      }
       log().append(el("div", { class: "msg status", text: it.text }));
       break;
     case "end":
       for (const s of log().querySelectorAll(".spinner")) s.remove(); // nothing runs after the turn
+      for (const f of log().querySelectorAll(".card.forming")) { // calls the model did not finish writing
+        f.classList.replace("forming", "unsent");
+        $(".status", f).textContent = say("notSent");
+      }
+      if (it.cut) markCut();
       if (it.error) log().append(el("div", { class: "msg " + (it.stopped ? "stopped" : "error"), text: it.error }));
       if (it.pending) setPending(it.pending);
       break;
   }
   scroll();
+}
+
+// forming is the card of call index the model is writing in step (any
+// step for null), the latest.
+function forming(step, index) {
+  const all = log().querySelectorAll(".card.forming");
+  for (let i = all.length - 1; i >= 0; i--) {
+    if (all[i].dataset.index === String(index) && (step === null || all[i].dataset.step === String(step))) return all[i];
+  }
+  return null;
+}
+
+// streamingText reports whether the model was writing its text when the
+// turn ended: its last words come after any card but the calls it was
+// still writing (the server keeps them cut, Transcript.Cut).
+function streamingText() {
+  for (let e = log().lastElementChild; e; e = e.previousElementSibling) {
+    if (e.classList.contains("forming") || e.classList.contains("thinking")) continue;
+    return e.classList.contains("assistant");
+  }
+  return false;
+}
+
+// markCut marks the last answer as cut where the person stopped it.
+function markCut() {
+  const all = log().querySelectorAll(".msg.assistant");
+  const m = all[all.length - 1];
+  if (!m || m.classList.contains("cut")) return;
+  m.classList.add("cut");
+  m.append(el("span", { class: "cut-mark", text: " … " + say("cut") }));
 }
 
 function pendingCard(it) {
@@ -270,7 +341,7 @@ async function stream(path, body) {
       }
     }
   } catch (err) {
-    if (err.name === "AbortError") render({ type: "end", stopped: true, error: "Stopped. What finished before stays; nothing else was saved." });
+    if (err.name === "AbortError") render({ type: "end", stopped: true, cut: streamingText(), error: "Stopped. What finished before stays; nothing else was saved." });
     else render({ type: "end", error: err.message });
   } finally {
     state.turn = null;
