@@ -152,7 +152,7 @@ func (a *app) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = pages.ExecuteTemplate(w, "index.html", map[string]any{
-		"User": ws.user, "Name": ws.principal.Name, "Model": a.cfg.label, "Scripted": a.cfg.scripted, "Phrasings": phrasings, "MaxMessage": maxMessage, "Lang": pageLang(r),
+		"User": ws.user, "Name": ws.principal.Name, "Model": a.cfg.label, "Scripted": a.cfg.scripted, "Phrasings": phrasings, "MaxMessage": maxMessage,
 	})
 }
 

@@ -187,7 +187,7 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 		t.put(it)
 	}
 	ctx := chatadapter.WithEvents(chatadapter.WithConversation(ws.as(r.Context()), c.conversationID()), t.event)
-	tr, err := start(chatadapter.WithLocale(ctx, pageLang(r)))
+	tr, err := start(ctx)
 
 	end := item{"type": "end", "answer": tr.Answer}
 	if tr.Cut { // stopped while the model wrote: its words stay, marked cut
@@ -216,17 +216,6 @@ func (a *app) run(w http.ResponseWriter, r *http.Request, ws *workspace, c *conv
 	if a.turnSaved != nil {
 		a.turnSaved(c.ID)
 	}
-}
-
-// pageLang is the page's language, from the browser's first choice:
-// German ("de") or English.
-func pageLang(r *http.Request) string {
-	first, _, _ := strings.Cut(r.Header.Get("Accept-Language"), ",")
-	tag, _, _ := strings.Cut(strings.TrimSpace(first), ";")
-	if base, _, _ := strings.Cut(strings.ToLower(tag), "-"); base == "de" {
-		return "de"
-	}
-	return "en"
 }
 
 // turnFailed says to the person why a turn ended early, in the page's

@@ -6,13 +6,10 @@
 const $ = (sel, root = document) => root.querySelector(sel);
 const state = { conv: null, note: null, pending: null, turn: null };
 
-// The chat's own words, in the page's language (the server picks it from
-// the browser's: German or English).
-const languages = {
-  en: { cut: "stopped here", thinking: "thinking", writing: "writing the call…", notSent: "not sent: stopped" },
-  de: { cut: "hier abgebrochen", thinking: "Gedanken", writing: "schreibt den Aufruf…", notSent: "nicht gesendet: abgebrochen" },
-};
-const words = languages[document.documentElement.lang] || languages.en;
+// The chat's own words. The page speaks English; a host that serves
+// other languages gives chatadapter the person's locale (WithLocale) and
+// the page its words in that language, all of them.
+const words = { cut: "stopped here", thinking: "thinking", writing: "writing the call…", notSent: "not sent: stopped" };
 const say = (key) => words[key];
 
 function el(tag, attrs = {}, ...children) {
