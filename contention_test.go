@@ -434,7 +434,9 @@ func TestContentionDeadline(t *testing.T) {
 			name: "every run loses, until the context's deadline", tool: "always_loses", want: strings.ReplaceAll(busyBump, "bump", "always_loses"),
 			setup: func(t *testing.T, recs *recorder) setup {
 				db, _ := sqliteFile(t)
-				return setup{db: db, reg: warm(t, db, recs, llmtool.Options{}), minRuns: 3,
+				// 500 ms, not the default 50: three runs must fit a
+				// loaded CI machine's scheduling.
+				return setup{db: db, reg: warm(t, db, recs, llmtool.Options{}), minRuns: 3, timeout: 500 * time.Millisecond,
 					contains: "the database stayed busy with other writes until the call's deadline; nothing was saved: could not serialize access due to concurrent update"}
 			},
 		},
@@ -442,7 +444,7 @@ func TestContentionDeadline(t *testing.T) {
 			name: "every run loses, until RetryFor", tool: "always_loses", want: strings.ReplaceAll(busyBump, "bump", "always_loses"),
 			setup: func(t *testing.T, recs *recorder) setup {
 				db, _ := sqliteFile(t)
-				return setup{db: db, reg: warm(t, db, recs, llmtool.Options{RetryFor: 50 * time.Millisecond}), minRuns: 3,
+				return setup{db: db, reg: warm(t, db, recs, llmtool.Options{RetryFor: 500 * time.Millisecond}), minRuns: 3,
 					ctx:      context.Background,
 					contains: "the database stayed busy with other writes until the call's deadline; nothing was saved: could not serialize access due to concurrent update"}
 			},
