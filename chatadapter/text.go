@@ -38,6 +38,17 @@ const (
 	keyNoChanges     = "llm.chat.preview.none"       //
 )
 
+// finishKeys are the lines of a turn that ended without the answer the
+// person asked for, by run.Transcript.Finish: "llm.chat.finish.…".
+var finishKeys = map[string]string{
+	"length":         "llm.chat.finish.length",
+	"content_filter": "llm.chat.finish.contentFilter",
+	"refusal":        "llm.chat.finish.refusal",
+	"malformed_call": "llm.chat.finish.malformedCall",
+	"pause":          "llm.chat.finish.pause",
+	"other":          "llm.chat.finish.other",
+}
+
 // retryStatus is the {status} of a retry in locale: code, the status
 // the endpoint answered, or that of the error it sent in its stream, in
 // the catalog's words ("429 (too many requests)"); "no answer" for 0, a

@@ -38,6 +38,11 @@ func (openAIResponses) streamFields() []member { return []member{{"stream", json
 
 func (openAIResponses) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
+// failure reads the error body OpenAI's APIs share.
+func (openAIResponses) failure(status int, body []byte) *HTTPError {
+	return openAIChat{}.failure(status, body)
+}
+
 func (openAIResponses) stream() streamReader { return new(responsesStream) }
 
 func (openAIResponses) limit() string { return "max_output_tokens" }
@@ -68,11 +73,17 @@ func (openAIResponses) read(b []byte) (step, error) {
 	st := step{usage: chatadapter.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens}}
 	switch {
 	case r.Status == "failed" && r.Error != nil:
-		return st, fmt.Errorf("the response failed: %s: %s", r.Error.Code, r.Error.Message)
+		e := r.Error
+		return st, streamFailed(failure(0, "", e.Code, e.Message, openAIClass(0, "", e.Code, e.Message)), b, "the response failed: "+e.Code+": "+e.Message)
 	case r.Status == "incomplete" && r.IncompleteDetails != nil && r.IncompleteDetails.Reason == "max_output_tokens":
-		st.cut = `status "incomplete", reason "max_output_tokens"`
+		st.cut, st.finish, st.raw = `status "incomplete", reason "max_output_tokens"`, finishLength, "max_output_tokens"
 		return st, nil
 	}
+	st.raw = r.Status
+	if r.Status == "incomplete" && r.IncompleteDetails != nil {
+		st.raw = r.IncompleteDetails.Reason // such as "content_filter"
+	}
+	refused := false
 	var text strings.Builder
 	for _, item := range r.Output {
 		var it struct {
@@ -89,11 +100,16 @@ func (openAIResponses) read(b []byte) (step, error) {
 		for _, c := range it.Content {
 			if it.Type == "message" {
 				text.WriteString(c.Text + c.Refusal)
+				refused = refused || c.Type == "refusal"
 			}
 		}
 		st.calls = st.calls || it.Type == "function_call"
 	}
 	st.messages, st.text = r.Output, text.String()
+	st.finish = finishOf(openAIFinish, st.raw, st.calls)
+	if refused && !st.calls {
+		st.finish, st.raw = finishRefusal, "refusal"
+	}
 	return st, nil
 }
 
@@ -121,13 +137,28 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 	}
 	switch ev.Type {
 	case "error":
+		typ, code, msg := "", ev.Code, ev.Message
 		if e := ev.Error; e != nil {
-			return "", false, streamFailed(e.Code+e.Type, e.Message, data, errorStatus(e.Type, e.Code))
+			typ, code, msg = e.Type, e.Code, e.Message
 		}
-		return "", false, streamFailed(ev.Code, ev.Message, data, 0)
+		what := "the endpoint sent an error in the stream: " + ordered.Excerpt(data, 512)
+		if typ+code != "" || msg != "" {
+			what = "the endpoint sent an error in the stream: " + typ + code + ": " + msg
+		}
+		return "", false, streamFailed(failure(0, typ, code, msg, openAIClass(0, typ, code, msg)), data, what)
 	case "response.output_text.delta", "response.refusal.delta":
 		return ev.Delta, false, nil
-	case "response.completed", "response.incomplete", "response.failed":
+	case "response.failed":
+		var r struct {
+			Error *struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(ev.Response, &r) == nil && r.Error != nil {
+			e := r.Error
+			return "", false, streamFailed(failure(0, "", e.Code, e.Message, openAIClass(0, "", e.Code, e.Message)), data,
+				"the response failed: "+e.Code+": "+e.Message)
+		}
+		fallthrough
+	case "response.completed", "response.incomplete":
 		if r := bytes.TrimSpace(ev.Response); len(r) == 0 || r[0] != '{' {
 			return "", false, fmt.Errorf("a %s event without its response: %s", ev.Type, ordered.Excerpt(data, 512))
 		}
