@@ -55,6 +55,9 @@ func (openAIChat) failure(status int, body []byte) *HTTPError {
 		Code          json.RawMessage
 	}
 	if json.Unmarshal(body, &b) == nil {
+		if len(b.Error) == 0 {
+			b.Error = body // vLLM's {"object":"error","message","type","code"}
+		}
 		if s, ok := ordered.String(b.Error); ok {
 			e.Message = s
 		} else {
