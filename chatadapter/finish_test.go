@@ -34,7 +34,9 @@ func TestFinishEachAPI(t *testing.T) {
 	response := func(status, rest string) string {
 		return `{"id":"resp_1","object":"response","status":"` + status + `",` + rest + `,"usage":{"input_tokens":5,"output_tokens":1}}`
 	}
-	rsDone := func(typ, body string) string { return `{"type":"` + typ + `","sequence_number":9,"response":` + body + `}` }
+	rsDone := func(typ, body string) string {
+		return `{"type":"` + typ + `","sequence_number":9,"response":` + body + `}`
+	}
 	message := func(stop, content string) string {
 		return `{"id":"msg_1","type":"message","role":"assistant","content":` + content + `,"stop_reason":"` + stop + `","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}`
 	}
