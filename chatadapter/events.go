@@ -34,9 +34,10 @@ const (
 	CallPaused
 	// ModelRequest: Run sends request Step to the model (attempt Attempt).
 	ModelRequest
-	// ModelRetry: the attempt failed with Err (a 429, a 5xx, the error a
-	// stream sent for one before its first words, or a broken
-	// connection) and Run tries again after Wait.
+	// ModelRetry: the attempt failed with Err (a 408, 409, 429 or 5xx,
+	// the error a stream sent for one before its first words, or a
+	// broken connection; a *run.HTTPError says which) and Run tries
+	// again after Wait.
 	ModelRetry
 	// ModelReply: the model answered request Step; Text is what it said
 	// (its answer, or what it said along with tool calls), Usage what the

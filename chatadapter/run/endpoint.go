@@ -71,7 +71,7 @@ type Endpoint struct {
 type HTTPError struct {
 	URL        string // the URL posted to
 	StatusCode int    // such as 500; for an error in a stream, the status the API gives it unstreamed
-	Status     string // such as "500 Internal Server Error"; "" for an error in a stream
+	Status     string // such as "500 Internal Server Error"; "" for an error in a stream, or a Responses response whose status is "failed"
 	Body       string // the start of the response body (or of the stream's error event), on one line
 	// RetryAfter is how long the server asked to wait before trying
 	// again (Retry-After, retry-after-ms, or Gemini's RetryInfo), 0 if it

@@ -74,7 +74,9 @@ func (openAIResponses) read(b []byte) (step, error) {
 	switch {
 	case r.Status == "failed" && r.Error != nil:
 		e := r.Error
-		return st, streamFailed(failure(0, "", e.Code, e.Message, openAIClass(0, "", e.Code, e.Message)), b, "the response failed: "+e.Code+": "+e.Message)
+		he := failure(0, "", e.Code, e.Message, openAIClass(0, "", e.Code, e.Message))
+		he.Body, he.what = ordered.Excerpt(b, 512), "the response failed: "+e.Code+": "+e.Message
+		return st, he
 	case r.Status == "incomplete" && r.IncompleteDetails != nil && r.IncompleteDetails.Reason == "max_output_tokens":
 		st.cut, st.finish, st.raw = `status "incomplete", reason "max_output_tokens"`, finishLength, "max_output_tokens"
 		return st, nil
