@@ -88,49 +88,42 @@ func TestFinishEachAPI(t *testing.T) {
 			"content_filter", "PROHIBITED_CONTENT", "", lineFilter},
 	}
 	for _, tt := range tests {
-		for _, stream := range []bool{false, true} {
-			name := tt.shape.String() + "/" + tt.name
-			if stream {
-				name += "/streamed"
+		bothWays(t, tt.shape.String()+"/"+tt.name, func(t *testing.T, stream bool) {
+			answer := func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(tt.body))
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				answer := func(w http.ResponseWriter, _ *http.Request) {
-					w.Header().Set("Content-Type", "application/json")
-					w.Write([]byte(tt.body))
-				}
-				if stream {
-					answer = sse(tt.events...)
-				}
-				m := newModelAt(t, pathOf(tt.shape, stream), answer)
-				f := newStreamFixture(t)
-				r, err := run.New(f.a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}, &run.Options{Stream: stream})
-				require.NoError(t, err)
-				rec := &recorder{}
-				in := []json.RawMessage{run.TextMessage(tt.shape, "user", "Hi.")}
-				tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), in)
-				require.NoError(t, err)
-				require.Equal(t, tt.answer, tr.Answer)
-				require.Equal(t, tt.finish, tr.Finish)
-				require.Equal(t, tt.raw, tr.FinishRaw)
-				require.Equal(t, []string{tt.finish}, tr.StepFinish)
-				replies := rec.of(chatadapter.ModelReply)
-				require.Len(t, replies, 1)
-				require.Equal(t, tt.finish, replies[0].Finish)
-				require.Equal(t, tt.raw, replies[0].FinishRaw)
-				ended := rec.of(chatadapter.TurnEnded)
-				require.Len(t, ended, 1)
-				require.Equal(t, tt.finish, ended[0].Finish)
-				require.Equal(t, tt.raw, ended[0].FinishRaw)
-				require.Equal(t, tt.answer, ended[0].Text)
-				line := tt.line
-				if line == "" {
-					line = tt.answer
-				}
-				require.Equal(t, line, ended[0].Label)
-				require.Len(t, m.requests(), 1)
-			})
-		}
+			if stream {
+				answer = sse(tt.events...)
+			}
+			m := newModelAt(t, pathOf(tt.shape, stream), answer)
+			f := newStreamFixture(t)
+			r, err := run.New(f.a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}, &run.Options{Stream: stream})
+			require.NoError(t, err)
+			rec := &recorder{}
+			in := []json.RawMessage{run.TextMessage(tt.shape, "user", "Hi.")}
+			tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), in)
+			require.NoError(t, err)
+			require.Equal(t, tt.answer, tr.Answer)
+			require.Equal(t, tt.finish, tr.Finish)
+			require.Equal(t, tt.raw, tr.FinishRaw)
+			require.Equal(t, []string{tt.finish}, tr.StepFinish)
+			replies := rec.of(chatadapter.ModelReply)
+			require.Len(t, replies, 1)
+			require.Equal(t, tt.finish, replies[0].Finish)
+			require.Equal(t, tt.raw, replies[0].FinishRaw)
+			ended := rec.of(chatadapter.TurnEnded)
+			require.Len(t, ended, 1)
+			require.Equal(t, tt.finish, ended[0].Finish)
+			require.Equal(t, tt.raw, ended[0].FinishRaw)
+			require.Equal(t, tt.answer, ended[0].Text)
+			line := tt.line
+			if line == "" {
+				line = tt.answer
+			}
+			require.Equal(t, line, ended[0].Label)
+			require.Len(t, m.requests(), 1)
+		})
 	}
 }
 

@@ -140,48 +140,56 @@ func TestProviderErrorsEachAPI(t *testing.T) {
 		{ge, "DEADLINE_EXCEEDED", 504, "", gDeadline, "DEADLINE_EXCEEDED", "", "timeout", true},
 	}
 	for _, tt := range tests {
-		for _, stream := range []bool{false, true} {
-			name := tt.shape.String() + "/" + tt.name
-			if stream {
-				name += "/streamed"
+		bothWays(t, tt.shape.String()+"/"+tt.name, func(t *testing.T, stream bool) {
+			fail := failWith(tt.status, tt.shouldRetry, tt.body)
+			m := newModelAt(t, pathOf(tt.shape, stream), fail, fail, fail)
+			f := newStreamFixture(t)
+			r, err := run.New(f.a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}, &run.Options{Stream: stream, MaxRetries: 2, RetryDelay: 1})
+			require.NoError(t, err)
+			rec := &recorder{}
+			in := []json.RawMessage{run.TextMessage(tt.shape, "user", "Hi.")}
+			tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), in)
+			var he *run.HTTPError
+			require.True(t, errors.As(err, &he), "%v", err)
+			require.Equal(t, tt.status, he.StatusCode)
+			require.Equal(t, tt.typ, he.Type)
+			require.Equal(t, tt.code, he.Code)
+			require.Equal(t, tt.class, he.Class)
+			require.False(t, he.Stream)
+			if tt.body != "" {
+				require.NotEmpty(t, he.Message)
+				var msg bytes.Buffer
+				enc := json.NewEncoder(&msg)
+				enc.SetEscapeHTML(false)
+				require.NoError(t, enc.Encode(he.Message))
+				require.Contains(t, tt.body, strings.TrimSpace(msg.String()), "the provider's message")
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				fail := failWith(tt.status, tt.shouldRetry, tt.body)
-				m := newModelAt(t, pathOf(tt.shape, stream), fail, fail, fail)
-				f := newStreamFixture(t)
-				r, err := run.New(f.a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}, &run.Options{Stream: stream, MaxRetries: 2, RetryDelay: 1})
-				require.NoError(t, err)
-				rec := &recorder{}
-				in := []json.RawMessage{run.TextMessage(tt.shape, "user", "Hi.")}
-				tr, err := r.Run(chatadapter.WithEvents(f.ctx, rec.add), in)
-				var he *run.HTTPError
-				require.True(t, errors.As(err, &he), "%v", err)
-				require.Equal(t, tt.status, he.StatusCode)
-				require.Equal(t, tt.typ, he.Type)
-				require.Equal(t, tt.code, he.Code)
-				require.Equal(t, tt.class, he.Class)
-				require.False(t, he.Stream)
-				if tt.body != "" {
-					require.NotEmpty(t, he.Message)
-					var msg bytes.Buffer
-					enc := json.NewEncoder(&msg)
-					enc.SetEscapeHTML(false)
-					require.NoError(t, enc.Encode(he.Message))
-					require.Contains(t, tt.body, strings.TrimSpace(msg.String()), "the provider's message")
-				}
-				want := 1
-				if tt.retried {
-					want = 3
-				}
-				require.Len(t, m.requests(), want, "requests sent")
-				require.Len(t, rec.of(chatadapter.ModelRetry), want-1)
-				require.Equal(t, in, tr.Messages)
-				ended := rec.of(chatadapter.TurnEnded)
-				require.Len(t, ended, 1)
-				require.Equal(t, he.Line(nil, "en"), ended[0].Label, "the turn's end says why in the person's words")
-			})
+			want := 1
+			if tt.retried {
+				want = 3
+			}
+			require.Len(t, m.requests(), want, "requests sent")
+			require.Len(t, rec.of(chatadapter.ModelRetry), want-1)
+			require.Equal(t, in, tr.Messages)
+			ended := rec.of(chatadapter.TurnEnded)
+			require.Len(t, ended, 1)
+			require.Equal(t, he.Line(nil, "en"), ended[0].Label, "the turn's end says why in the person's words")
+		})
+	}
+}
+
+// bothWays runs f as a parallel subtest name, unstreamed, and as
+// name/streamed, streamed.
+func bothWays(t *testing.T, name string, f func(t *testing.T, stream bool)) {
+	for _, stream := range []bool{false, true} {
+		sub := name
+		if stream {
+			sub += "/streamed"
 		}
+		t.Run(sub, func(t *testing.T) {
+			t.Parallel()
+			f(t, stream)
+		})
 	}
 }
 

@@ -55,29 +55,20 @@ func (anthropic) failure(status int, body []byte) *HTTPError {
 	}
 	_ = json.Unmarshal(body, &b) // another body says nothing more
 	e := b.Error
-	class := ""
+	class := anthropicClass[e.Type]
 	switch {
 	case contains(e.Message, "usage limits", "spend limit", "credit balance", "usage credits are required", "extra usage is required"):
 		class = classQuota
-	case e.Type == "billing_error":
-		class = classQuota
-	case e.Type == "rate_limit_error":
-		class = classRateLimit
-	case e.Type == "overloaded_error":
-		class = classOverloaded
-	case e.Type == "authentication_error" || e.Type == "permission_error":
-		class = classAuth
-	case e.Type == "request_too_large" || e.Type == "invalid_request_error" && contains(e.Message, "prompt is too long", "context window"):
+	case e.Type == "invalid_request_error" && contains(e.Message, "prompt is too long", "context window"):
 		class = classContext
-	case e.Type == "invalid_request_error" || e.Type == "not_found_error":
-		class = classBadRequest
-	case e.Type == "api_error":
-		class = classServer
-	case e.Type == "timeout_error":
-		class = classTimeout
 	}
 	return failure(status, e.Type, "", e.Message, class)
 }
+
+// anthropicClass is the class of each of Anthropic's error types.
+var anthropicClass = map[string]string{"rate_limit_error": classRateLimit, "billing_error": classQuota, "overloaded_error": classOverloaded,
+	"authentication_error": classAuth, "permission_error": classAuth, "request_too_large": classContext, "invalid_request_error": classBadRequest,
+	"not_found_error": classBadRequest, "api_error": classServer, "timeout_error": classTimeout}
 
 func (anthropic) stream() streamReader { return new(anthropicStream) }
 

@@ -108,23 +108,20 @@ func (gemini) failure(status int, body []byte) *HTTPError {
 	}
 	switch {
 	case class != "":
-	case e.Status == "RESOURCE_EXHAUSTED":
-		class = classRateLimit
-	case e.Status == "UNAUTHENTICATED" || e.Status == "PERMISSION_DENIED" || strings.HasPrefix(code, "API_KEY_"):
+	case strings.HasPrefix(code, "API_KEY_"):
 		class = classAuth
 	case e.Status == "INVALID_ARGUMENT" && contains(e.Message, "exceeds the maximum number of tokens", "token count"):
 		class = classContext
-	case e.Status == "INVALID_ARGUMENT" || e.Status == "FAILED_PRECONDITION" || e.Status == "NOT_FOUND":
-		class = classBadRequest
-	case e.Status == "UNAVAILABLE":
-		class = classOverloaded
-	case e.Status == "INTERNAL":
-		class = classServer
-	case e.Status == "DEADLINE_EXCEEDED":
-		class = classTimeout
+	default:
+		class = geminiClass[e.Status]
 	}
 	return failure(status, e.Status, code, e.Message, class)
 }
+
+// geminiClass is the class of each of Google's error statuses.
+var geminiClass = map[string]string{"RESOURCE_EXHAUSTED": classRateLimit, "UNAUTHENTICATED": classAuth, "PERMISSION_DENIED": classAuth,
+	"INVALID_ARGUMENT": classBadRequest, "FAILED_PRECONDITION": classBadRequest, "NOT_FOUND": classBadRequest,
+	"UNAVAILABLE": classOverloaded, "INTERNAL": classServer, "DEADLINE_EXCEEDED": classTimeout}
 
 func (gemini) stream() streamReader { return new(geminiStream) }
 
