@@ -19,15 +19,18 @@ import (
 const savedVersion = 1
 
 type savedTranscript struct {
-	Version   int                 `json:"version"`
-	Messages  []json.RawMessage   `json:"messages"`
-	Answer    string              `json:"answer,omitempty"`
-	Steps     int                 `json:"steps"`
-	Outcomes  []saved.Outcome     `json:"outcomes,omitempty"`
-	Usage     chatadapter.Usage   `json:"usage"`
-	StepUsage []chatadapter.Usage `json:"stepUsage,omitempty"`
-	Stopped   *savedStop          `json:"stopped,omitempty"`
-	Turn      json.RawMessage     `json:"turn,omitempty"` // the paused call, a saved chatadapter.Pending
+	Version    int                 `json:"version"`
+	Messages   []json.RawMessage   `json:"messages"`
+	Answer     string              `json:"answer,omitempty"`
+	Steps      int                 `json:"steps"`
+	Outcomes   []saved.Outcome     `json:"outcomes,omitempty"`
+	Usage      chatadapter.Usage   `json:"usage"`
+	StepUsage  []chatadapter.Usage `json:"stepUsage,omitempty"`
+	Finish     string              `json:"finish,omitempty"`
+	FinishRaw  string              `json:"finishRaw,omitempty"`
+	StepFinish []string            `json:"stepFinish,omitempty"`
+	Stopped    *savedStop          `json:"stopped,omitempty"`
+	Turn       json.RawMessage     `json:"turn,omitempty"` // the paused call, a saved chatadapter.Pending
 }
 
 type savedStop struct {
@@ -41,7 +44,8 @@ type savedStop struct {
 // chatadapter.Pending saves itself, the conversation before it is not
 // sealed.
 func (t *Transcript) MarshalJSON() ([]byte, error) {
-	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage}
+	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage,
+		Finish: t.Finish, FinishRaw: t.FinishRaw, StepFinish: t.StepFinish}
 	if s.Messages == nil {
 		s.Messages = []json.RawMessage{}
 	}
@@ -78,7 +82,8 @@ func (r *Runner) Restore(data []byte) (*Transcript, error) {
 	if s.Version != savedVersion {
 		return nil, fmt.Errorf("chatadapter: restore: a saved transcript of version %d; this chatadapter reads version %d", s.Version, savedVersion)
 	}
-	t := &Transcript{Messages: s.Messages, Answer: s.Answer, Steps: s.Steps, Usage: s.Usage, StepUsage: s.StepUsage}
+	t := &Transcript{Messages: s.Messages, Answer: s.Answer, Steps: s.Steps, Usage: s.Usage, StepUsage: s.StepUsage,
+		Finish: s.Finish, FinishRaw: s.FinishRaw, StepFinish: s.StepFinish}
 	for _, o := range s.Outcomes {
 		t.Outcomes = append(t.Outcomes, chatadapter.Outcome{Call: chatadapter.ToolCall(o.Call), Result: o.Result(), Duration: o.Duration})
 	}
