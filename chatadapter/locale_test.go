@@ -38,6 +38,7 @@ var german = map[string]string{
 	"llm.chat.model.unavailable":  "{code} (nicht verfügbar)",
 	"llm.chat.model.overloaded":   "{code} (überlastet)",
 	"llm.chat.model.serverError":  "{code} (Serverfehler)",
+	"llm.chat.model.timedOut":     "{code} (Zeitüberschreitung)",
 	"llm.chat.stop.steps":         "Nach {steps} Anfragen angehalten.",
 	"llm.chat.approval.prompt":    "{tool} möchte ändern: {summary}. Freigeben?",
 	"llm.chat.question.prompt":    "{tool} fragt: {question}",
@@ -55,6 +56,7 @@ var german = map[string]string{
 	"llm.chat.error.overloaded":     "Der Anbieter des Modells ist gerade überlastet. Versuche es in ein paar Minuten erneut.",
 	"llm.chat.error.server":         "Beim Anbieter des Modells ist ein Fehler aufgetreten. Versuche es in ein paar Minuten erneut.",
 	"llm.chat.error.timeout":        "Der Anbieter des Modells hat zu lange für die Antwort gebraucht. Sende deine Nachricht erneut.",
+	"llm.chat.error.unreachable":    "Der Anbieter des Modells war nicht erreichbar, oder die Verbindung brach ab. Sende deine Nachricht gleich noch einmal.",
 	"llm.chat.error.other":          "Der Anbieter des Modells hat mit einem Fehler geantwortet. Versuche es später erneut.",
 	"llm.chat.finish.length":        "Die Antwort wurde an ihrer Längengrenze abgeschnitten. Bitte um weniger auf einmal oder bitte den Betreiber der Seite, die Grenze zu erhöhen.",
 	"llm.chat.finish.contentFilter": "Der Inhaltsfilter des Anbieters hat diese Antwort angehalten. Formuliere deine Nachricht um und versuche es erneut.",
@@ -140,6 +142,9 @@ func TestLocaleRetryLines(t *testing.T) {
 		{"502", chatadapter.Anthropic, false, status(http.StatusBadGateway), "502 (Serverfehler)", "502 (server error)"},
 		{"503", chatadapter.Anthropic, false, status(http.StatusServiceUnavailable), "503 (nicht verfügbar)", "503 (unavailable)"},
 		{"529", chatadapter.Anthropic, false, status(529), "529 (überlastet)", "529 (overloaded)"},
+		{"408", chatadapter.Anthropic, false, status(http.StatusRequestTimeout), "408 (Zeitüberschreitung)", "408 (timed out)"},
+		{"409", chatadapter.Anthropic, false, status(http.StatusConflict), "409 (Zeitüberschreitung)", "409 (timed out)"},
+		{"504", chatadapter.Anthropic, false, status(http.StatusGatewayTimeout), "504 (Zeitüberschreitung)", "504 (timed out)"},
 		{"overloaded in the stream", chatadapter.Anthropic, true, sse(aStart, aOverloaded), "529 (überlastet)", "529 (overloaded)"},
 		{"rate limited in the stream", chatadapter.Anthropic, true, sse(aStart, `{"type":"error","error":{"type":"rate_limit_error","message":"Slow down."}}`),
 			"429 (zu viele Anfragen)", "429 (too many requests)"},
@@ -189,7 +194,7 @@ func TestLocaleRetryLines(t *testing.T) {
 				}
 				require.Equal(t, want, retries[0].Label)
 				if locale == "de" {
-					for _, english := range []string{"answer", "Requests", "Unavailable", "Internal", "Error", "Gateway", "overloaded", "nothing"} {
+					for _, english := range []string{"answer", "Requests", "Unavailable", "Internal", "Error", "Gateway", "overloaded", "nothing", "timed out", "Timeout", "Conflict"} {
 						require.NotContains(t, strings.ToLower(retries[0].Label), strings.ToLower(english))
 					}
 				}
@@ -277,14 +282,17 @@ func TestLocaleTurnEndedLines(t *testing.T) {
 		shape chatadapter.Shape
 		reply func(http.ResponseWriter, *http.Request)
 		want  string
+		opts  *run.Options
 	}{
-		{"a spend limit", chatadapter.Anthropic, failWith(400, "", anSpend), german["llm.chat.error.quota"]},
-		{"a daily quota", chatadapter.Gemini, failWith(429, "", gDaily), german["llm.chat.error.quota"]},
-		{"too long", chatadapter.OpenAIChat, failWith(400, "", oaContext), german["llm.chat.error.contextLength"]},
+		{"no answer at all", chatadapter.Anthropic, func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) },
+			german["llm.chat.error.unreachable"], &run.Options{MaxRetries: -1}},
+		{"a spend limit", chatadapter.Anthropic, failWith(400, "", anSpend), german["llm.chat.error.quota"], nil},
+		{"a daily quota", chatadapter.Gemini, failWith(429, "", gDaily), german["llm.chat.error.quota"], nil},
+		{"too long", chatadapter.OpenAIChat, failWith(400, "", oaContext), german["llm.chat.error.contextLength"], nil},
 		{"SAFETY", chatadapter.Gemini, func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"candidates":[{"finishReason":"SAFETY","index":0}]}`))
-		}, german["llm.chat.finish.contentFilter"]},
+		}, german["llm.chat.finish.contentFilter"], nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,7 +300,7 @@ func TestLocaleTurnEndedLines(t *testing.T) {
 			m := newModelAt(t, pathOf(tt.shape, false), tt.reply)
 			f := newStreamFixture(t)
 			a := chatadapter.New(f.reg, &chatadapter.Options{Messages: msgs, Locale: "de"})
-			r, err := run.New(a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}, nil)
+			r, err := run.New(a, run.Endpoint{Shape: tt.shape, BaseURL: m.srv.URL + "/v1", Model: "m"}, tt.opts)
 			require.NoError(t, err)
 			rec := &recorder{}
 			_, _ = r.Run(chatadapter.WithEvents(f.ctx, rec.add), []json.RawMessage{run.TextMessage(tt.shape, "user", "Hallo.")})

@@ -28,6 +28,7 @@ const (
 	keyUnavailable   = "llm.chat.model.unavailable"  // {code}: of a 503
 	keyOverloaded    = "llm.chat.model.overloaded"   // {code}: of a 529, Anthropic's "overloaded"
 	keyServerError   = "llm.chat.model.serverError"  // {code}: of another 5xx
+	keyTimedOut      = "llm.chat.model.timedOut"     // {code}: of a 408, 409 or 504
 	keyApproval      = "llm.chat.approval.prompt"    // {tool}, {summary}
 	keyQuestion      = "llm.chat.question.prompt"    // {tool}, {question}
 	keyPreview       = "llm.chat.preview"            // {summary}, {changes}
@@ -64,6 +65,8 @@ func retryStatus(msgs *i18n.Catalog, locale string, code int) string {
 		key = keyUnavailable
 	case 529:
 		key = keyOverloaded
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusGatewayTimeout:
+		key = keyTimedOut
 	}
 	return msgs.Message(key, locale, "code", strconv.Itoa(code))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
+	"github.com/llmtool/llmtool/i18n"
 )
 
 // Endpoint is a model's API: where Run sends its requests, in which
@@ -233,6 +234,12 @@ type transportError struct{ err error }
 
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
+
+// Line is the line for the person of a turn that failed without an
+// answer from the provider, which chatadapter gives its TurnEnded event.
+func (e *transportError) Line(msgs *i18n.Catalog, locale string) string {
+	return msgs.Message(keyUnreachable, locale)
+}
 
 // maxResponse bounds a response body Run reads.
 const maxResponse = 64 << 20

@@ -113,7 +113,8 @@ func (e *HTTPError) Line(msgs *i18n.Catalog, locale string) string {
 // The keys of the person's lines of a failed request (see chatadapter's
 // Options.Messages), one per class.
 const (
-	keyErrorOther = "llm.chat.error.other"
+	keyErrorOther  = "llm.chat.error.other"
+	keyUnreachable = "llm.chat.error.unreachable" // no answer at all: a transport error
 )
 
 var classKey = map[string]string{
