@@ -110,18 +110,19 @@ type Event struct {
 	// approval's Preview, Summary and Prompt, or the tool's Question.
 	Pending *Pending
 
-	// Requests to the model (ModelRequest, ModelRetry, ModelReply), in Run.
-	Step    int           // the request's number in the run, from 1
-	Attempt int           // ModelRequest and ModelRetry: the attempt, from 1
-	Wait    time.Duration // ModelRetry: the pause before the next attempt
-	Text    string        // ModelReply: what the model said; TextDelta: a piece of it; TurnEnded: the answer
-	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
 	// Finish is why the model stopped (ModelReply: this response;
 	// TurnEnded: the last), the same word for every provider: "stop",
 	// "tool_calls", "length", "content_filter", "refusal",
 	// "malformed_call", "pause" or "other" (see run.Transcript.Finish);
 	// FinishRaw is the provider's own, such as "end_turn" or "SAFETY".
 	Finish, FinishRaw string
+
+	// Requests to the model (ModelRequest, ModelRetry, ModelReply), in Run.
+	Step    int           // the request's number in the run, from 1
+	Attempt int           // ModelRequest and ModelRetry: the attempt, from 1
+	Wait    time.Duration // ModelRetry: the pause before the next attempt
+	Text    string        // ModelReply: what the model said; TextDelta: a piece of it; TurnEnded: the answer
+	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
 }
 
 // render is the event's line in locale from msgs (nil: the embedded

@@ -212,12 +212,13 @@ func contentText(c json.RawMessage) string {
 
 // assembly is a streamed answer put together chunk by chunk.
 type assembly struct {
-	text    strings.Builder
-	calls   []*streamCall
+	text   strings.Builder
+	calls  []*streamCall
+	finish string          // the last finish_reason
+	usage  json.RawMessage // the usage chunk's, if any
+	ended  bool            // [DONE] came
+
 	refusal strings.Builder // the message's refusal, if the model declined
-	finish  string          // the last finish_reason
-	usage   json.RawMessage // the usage chunk's, if any
-	ended   bool            // [DONE] came
 }
 
 type streamCall struct {
@@ -230,7 +231,6 @@ type chunk struct {
 	Choices []struct {
 		Delta struct {
 			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
 			ToolCalls []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
@@ -239,6 +239,7 @@ type chunk struct {
 					Arguments json.RawMessage `json:"arguments"`
 				} `json:"function"`
 			} `json:"tool_calls"`
+			Refusal *string `json:"refusal"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -272,6 +273,11 @@ func (a *assembly) chunk(data []byte) (string, error) {
 		return "", nil
 	}
 	ch := c.Choices[0]
+	refusal := ""
+	if ch.Delta.Refusal != nil { // the model declines, in words the person reads
+		refusal = *ch.Delta.Refusal
+		a.refusal.WriteString(refusal)
+	}
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
 		a.finish = *ch.FinishReason
 	}
@@ -300,12 +306,8 @@ func (a *assembly) chunk(data []byte) (string, error) {
 			sc.args.Write(args) // a server that sends the arguments as an object
 		}
 	}
-	if ch.Delta.Refusal != nil { // the model declines, in words the person reads
-		a.refusal.WriteString(*ch.Delta.Refusal)
-		return *ch.Delta.Refusal, nil
-	}
 	if ch.Delta.Content == nil {
-		return "", nil
+		return refusal, nil
 	}
 	a.text.WriteString(*ch.Delta.Content)
 	return *ch.Delta.Content, nil

@@ -73,9 +73,8 @@ func (openAIResponses) read(b []byte) (step, error) {
 	st := step{usage: chatadapter.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, CachedTokens: r.Usage.InputTokensDetails.CachedTokens}}
 	switch {
 	case r.Status == "failed" && r.Error != nil:
-		e := r.Error
-		he := failure(0, "", e.Code, e.Message, openAIClass(0, "", e.Code, e.Message))
-		he.Body, he.what = ordered.Excerpt(b, 512), "the response failed: "+e.Code+": "+e.Message
+		he := failedResponse(r.Error.Code, r.Error.Message)
+		he.Body = ordered.Excerpt(b, 512)
 		return st, he
 	case r.Status == "incomplete" && r.IncompleteDetails != nil && r.IncompleteDetails.Reason == "max_output_tokens":
 		st.cut, st.finish, st.raw = `status "incomplete", reason "max_output_tokens"`, finishLength, "max_output_tokens"
@@ -115,6 +114,15 @@ func (openAIResponses) read(b []byte) (step, error) {
 	return st, nil
 }
 
+// failedResponse is the *HTTPError of a response whose status is
+// "failed", by its error's code ("server_error", "rate_limit_exceeded",
+// "invalid_prompt", ...).
+func failedResponse(code, message string) *HTTPError {
+	he := failure(0, "", code, message, openAIClass(0, "", code, message))
+	he.what = "the response failed: " + code + ": " + message
+	return he
+}
+
 // responsesStream is a streamed OpenAI Responses response: its text comes
 // in response.output_text.delta events, and the response itself, whole,
 // in the last event: response.completed, response.incomplete or
@@ -150,19 +158,17 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 		return "", false, streamFailed(failure(0, typ, code, msg, openAIClass(0, typ, code, msg)), data, what)
 	case "response.output_text.delta", "response.refusal.delta":
 		return ev.Delta, false, nil
-	case "response.failed":
-		var r struct {
-			Error *struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(ev.Response, &r) == nil && r.Error != nil {
-			e := r.Error
-			return "", false, streamFailed(failure(0, "", e.Code, e.Message, openAIClass(0, "", e.Code, e.Message)), data,
-				"the response failed: "+e.Code+": "+e.Message)
-		}
-		fallthrough
-	case "response.completed", "response.incomplete":
+	case "response.completed", "response.incomplete", "response.failed":
 		if r := bytes.TrimSpace(ev.Response); len(r) == 0 || r[0] != '{' {
 			return "", false, fmt.Errorf("a %s event without its response: %s", ev.Type, ordered.Excerpt(data, 512))
+		}
+		var failed struct {
+			Error *struct{ Code, Message string } `json:"error"`
+		}
+		if ev.Type == "response.failed" && json.Unmarshal(ev.Response, &failed) == nil && failed.Error != nil {
+			he := failedResponse(failed.Error.Code, failed.Error.Message) // retried as its code unstreamed would be
+			he.Stream, he.Body = true, ordered.Excerpt(data, 512)
+			return "", false, he
 		}
 		a.final = ev.Response
 		return "", true, nil

@@ -19,18 +19,20 @@ import (
 const savedVersion = 1
 
 type savedTranscript struct {
-	Version    int                 `json:"version"`
-	Messages   []json.RawMessage   `json:"messages"`
-	Answer     string              `json:"answer,omitempty"`
-	Steps      int                 `json:"steps"`
-	Outcomes   []saved.Outcome     `json:"outcomes,omitempty"`
-	Usage      chatadapter.Usage   `json:"usage"`
-	StepUsage  []chatadapter.Usage `json:"stepUsage,omitempty"`
-	Finish     string              `json:"finish,omitempty"`
-	FinishRaw  string              `json:"finishRaw,omitempty"`
-	StepFinish []string            `json:"stepFinish,omitempty"`
-	Stopped    *savedStop          `json:"stopped,omitempty"`
-	Turn       json.RawMessage     `json:"turn,omitempty"` // the paused call, a saved chatadapter.Pending
+	Version   int                 `json:"version"`
+	Messages  []json.RawMessage   `json:"messages"`
+	Answer    string              `json:"answer,omitempty"`
+	Steps     int                 `json:"steps"`
+	Outcomes  []saved.Outcome     `json:"outcomes,omitempty"`
+	Usage     chatadapter.Usage   `json:"usage"`
+	StepUsage []chatadapter.Usage `json:"stepUsage,omitempty"`
+	Stopped   *savedStop          `json:"stopped,omitempty"`
+	Turn      json.RawMessage     `json:"turn,omitempty"` // the paused call, a saved chatadapter.Pending
+
+	// why the model stopped: Transcript.Finish, FinishRaw, StepFinish
+	Finish     string   `json:"finish,omitempty"`
+	FinishRaw  string   `json:"finishRaw,omitempty"`
+	StepFinish []string `json:"stepFinish,omitempty"`
 }
 
 type savedStop struct {
@@ -44,11 +46,11 @@ type savedStop struct {
 // chatadapter.Pending saves itself, the conversation before it is not
 // sealed.
 func (t *Transcript) MarshalJSON() ([]byte, error) {
-	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage,
-		Finish: t.Finish, FinishRaw: t.FinishRaw, StepFinish: t.StepFinish}
+	s := savedTranscript{Version: savedVersion, Messages: t.Messages, Answer: t.Answer, Steps: t.Steps, Usage: t.Usage, StepUsage: t.StepUsage}
 	if s.Messages == nil {
 		s.Messages = []json.RawMessage{}
 	}
+	s.Finish, s.FinishRaw, s.StepFinish = t.Finish, t.FinishRaw, t.StepFinish
 	for _, o := range t.Outcomes {
 		s.Outcomes = append(s.Outcomes, saved.New(saved.Call(o.Call), o.Result, o.Duration))
 	}
@@ -82,11 +84,11 @@ func (r *Runner) Restore(data []byte) (*Transcript, error) {
 	if s.Version != savedVersion {
 		return nil, fmt.Errorf("chatadapter: restore: a saved transcript of version %d; this chatadapter reads version %d", s.Version, savedVersion)
 	}
-	t := &Transcript{Messages: s.Messages, Answer: s.Answer, Steps: s.Steps, Usage: s.Usage, StepUsage: s.StepUsage,
-		Finish: s.Finish, FinishRaw: s.FinishRaw, StepFinish: s.StepFinish}
+	t := &Transcript{Messages: s.Messages, Answer: s.Answer, Steps: s.Steps, Usage: s.Usage, StepUsage: s.StepUsage}
 	for _, o := range s.Outcomes {
 		t.Outcomes = append(t.Outcomes, chatadapter.Outcome{Call: chatadapter.ToolCall(o.Call), Result: o.Result(), Duration: o.Duration})
 	}
+	t.Finish, t.FinishRaw, t.StepFinish = s.Finish, s.FinishRaw, s.StepFinish
 	if st := s.Stopped; st != nil {
 		t.Stopped = &stopError{reason: ErrStepLimit, n: st.N, budget: st.Budget}
 		if st.Reason == "budget" {
