@@ -34,9 +34,10 @@ const (
 	CallPaused
 	// ModelRequest: Run sends request Step to the model (attempt Attempt).
 	ModelRequest
-	// ModelRetry: the attempt failed with Err (a 429, a 5xx, the error a
-	// stream sent for one before its first words, or a broken
-	// connection) and Run tries again after Wait.
+	// ModelRetry: the attempt failed with Err (a 408, 409, 429 or 5xx,
+	// the error a stream sent for one before its first words, or a
+	// broken connection; a *run.HTTPError says which) and Run tries
+	// again after Wait.
 	ModelRetry
 	// ModelReply: the model answered request Step; Text is what it said
 	// (its answer, or what it said along with tool calls), Usage what the
@@ -66,7 +67,11 @@ const (
 	// TurnEnded: Run (or Runner.Resume) ended the turn: with the model's
 	// answer (Text), stopped (Err wraps run.ErrStepLimit or
 	// run.ErrBudget), or failed (Err is the error Run returns). Usage is the
-	// turn's, Step its requests. A turn that pauses for the person has
+	// turn's, Step its requests, Finish why the model stopped. A turn
+	// that ended without the answer the person asked for says so in
+	// Label: a stop's line, a failed request's (by run.HTTPError.Class),
+	// or a finish's (a content filter, a refusal, a malformed call, a
+	// response cut short). A turn that pauses for the person has
 	// not ended: its last event is CallPaused, and TurnEnded follows the
 	// resumed run's end.
 	TurnEnded
@@ -80,7 +85,9 @@ type Event struct {
 	// Label is the event's line for the person, in the locale of the
 	// context (WithLocale, else Options.Locale) from Options.Messages:
 	// "Create note…", "Create note… done", "Asking the model…". For
-	// ModelReply, TextDelta and TurnEnded it is Text, the model's words.
+	// ModelReply and TextDelta it is Text, the model's words; for
+	// TurnEnded, Text too, unless the turn ended without its answer (see
+	// TurnEnded).
 	// In English: "Create note… 3/10 copying", "Create note… failed"; a
 	// call that waits for a person's approval is "Delete note… needs
 	// approval", one whose approval was denied (or expired) "Delete
@@ -116,6 +123,13 @@ type Event struct {
 	// Pending is what the call waits for (CallPaused; nil otherwise): the
 	// approval's Preview, Summary and Prompt, or the tool's Question.
 	Pending *Pending
+
+	// Finish is why the model stopped (ModelReply: this response;
+	// TurnEnded: the last), the same word for every provider: "stop",
+	// "tool_calls", "length", "content_filter", "refusal",
+	// "malformed_call", "pause" or "other" (see run.Transcript.Finish);
+	// FinishRaw is the provider's own, such as "end_turn" or "SAFETY".
+	Finish, FinishRaw string
 
 	// Requests to the model (ModelRequest, ModelRetry, ModelReply), in Run.
 	Step    int           // the request's number in the run, from 1
@@ -172,16 +186,22 @@ func (e Event) render(msgs *i18n.Catalog, locale string) string {
 			code = s.StatusCode()
 		}
 		return msgs.Message(keyModelRetry, locale, "status", retryStatus(msgs, locale, code), "wait", e.Wait.Round(time.Millisecond).String())
-	case ModelReply, TextDelta, TurnEnded:
+	case ModelReply, TextDelta:
 		return e.Text
-	case RunStopped:
-		var s interface { // the run package's stop
+	case RunStopped, TurnEnded:
+		var s interface { // the run package's stop, or failed request
 			Line(msgs *i18n.Catalog, locale string) string
 		}
-		if errors.As(e.Err, &s) {
+		switch {
+		case errors.As(e.Err, &s):
 			return s.Line(msgs, locale)
+		case e.Kind == RunStopped:
+			return fmt.Sprint(e.Err)
 		}
-		return fmt.Sprint(e.Err)
+		if key, ok := finishKeys[e.Finish]; ok {
+			return msgs.Message(key, locale)
+		}
+		return e.Text
 	}
 	return call(keyStarted)
 }

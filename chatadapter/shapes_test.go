@@ -376,9 +376,11 @@ func resumeElsewhere(t *testing.T, tr *run.Transcript, path string, srv *chattes
 	require.NoError(t, err)
 	require.NotContains(t, string(saved), chattest.Key, "no credentials in a saved turn")
 	p := start(t, path, log)
-	tr, err = p.runner(t, srv, nil).Restore(saved)
+	restored, err := p.runner(t, srv, nil).Restore(saved)
 	require.NoError(t, err)
-	return p, tr
+	require.Equal(t, "tool_calls", restored.Finish, "the paused step asked for calls")
+	require.Equal(t, []any{tr.Finish, tr.FinishRaw, tr.StepFinish}, []any{restored.Finish, restored.FinishRaw, restored.StepFinish})
+	return p, restored
 }
 
 // An approval pauses the turn; the paused turn, saved as JSON, resumes in

@@ -42,7 +42,11 @@ func TestStreamTruncatedEachAPI(t *testing.T) {
 			require.EqualError(t, err, "chatadapter: POST "+url+": chatadapter: the model's response was cut at its output limit ("+tt.cut+
 				" in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again")
 			require.ErrorIs(t, err, run.ErrTruncated)
-			require.Equal(t, []string{"delta: Cut", "delta:  short", "reply: ", "ended: "}, rec.lines())
+			require.Equal(t, []string{"delta: Cut", "delta:  short", "reply: ",
+				"ended: The answer was cut off at its length limit. Ask for less at once, or ask the site's owner to raise the limit."}, rec.lines())
+			require.Equal(t, "length", tr.Finish)
+			require.Equal(t, []string{"length"}, tr.StepFinish)
+			require.Equal(t, "length", rec.of(chatadapter.TurnEnded)[0].Finish)
 			require.Equal(t, in, tr.Messages)
 			require.Equal(t, usage, tr.Usage)
 		})
@@ -139,8 +143,8 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 			"the endpoint sent an error in the stream: ERR_SOMETHING: Something went wrong.", 1, []string{"Hm"}},
 		{chatadapter.OpenAIResponses, "a server error before text: retried", []handler{sse(rCreated, `{"type":"error","code":"server_error","message":"The server had an error.","param":null,"sequence_number":1}`), ok[chatadapter.OpenAIResponses]},
 			"", 2, []string{"Fine."}},
-		{chatadapter.OpenAIResponses, "the response failed", []handler{sse(rCreated, `{"type":"response.failed","response":{"object":"response","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}}`)},
-			"the response failed: server_error: The model failed.", 1, nil},
+		{chatadapter.OpenAIResponses, "the response failed before text: retried as a 500", []handler{sse(rCreated, `{"type":"response.failed","response":{"object":"response","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}}`), ok[chatadapter.OpenAIResponses]},
+			"", 2, []string{"Fine."}},
 		{chatadapter.OpenAIResponses, "the stream ends early", []handler{sse(rCreated, rText("Half"))},
 			"the stream ended before the answer did (no response.completed, response.incomplete or response.failed)", 1, []string{"Half"}},
 		{chatadapter.OpenAIResponses, "broken before text: retried", []handler{broken(rCreated), ok[chatadapter.OpenAIResponses]}, "", 2, []string{"Fine."}},
@@ -161,8 +165,6 @@ func TestStreamErrorsEachAPI(t *testing.T) {
 			"", 2, []string{"Fine."}},
 		{chatadapter.Gemini, "a chunk that is not JSON", []handler{sse(`{"candidates":`)},
 			`a stream chunk is not a Gemini response (EOF): {"candidates":`, 1, nil},
-		{chatadapter.Gemini, "the prompt blocked", []handler{sse(`{"promptFeedback":{"blockReason":"SAFETY"}}`)},
-			`the prompt was blocked (blockReason SAFETY): {"promptFeedback":{"blockReason":"SAFETY"}}`, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.shape.String()+"/"+tt.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ const (
 	keyUnavailable   = "llm.chat.model.unavailable"  // {code}: of a 503
 	keyOverloaded    = "llm.chat.model.overloaded"   // {code}: of a 529, Anthropic's "overloaded"
 	keyServerError   = "llm.chat.model.serverError"  // {code}: of another 5xx
+	keyTimedOut      = "llm.chat.model.timedOut"     // {code}: of a 408, 409 or 504
 	keyApproval      = "llm.chat.approval.prompt"    // {tool}, {summary}
 	keyQuestion      = "llm.chat.question.prompt"    // {tool}, {question}
 	keyPreview       = "llm.chat.preview"            // {summary}, {changes}
@@ -37,6 +38,17 @@ const (
 	keyDeleted       = "llm.chat.preview.deleted"    // {n}
 	keyNoChanges     = "llm.chat.preview.none"       //
 )
+
+// finishKeys are the lines of a turn that ended without the answer the
+// person asked for, by run.Transcript.Finish: "llm.chat.finish.…".
+var finishKeys = map[string]string{
+	"length":         "llm.chat.finish.length",
+	"content_filter": "llm.chat.finish.contentFilter",
+	"refusal":        "llm.chat.finish.refusal",
+	"malformed_call": "llm.chat.finish.malformedCall",
+	"pause":          "llm.chat.finish.pause",
+	"other":          "llm.chat.finish.other",
+}
 
 // retryStatus is the {status} of a retry in locale: code, the status
 // the endpoint answered, or that of the error it sent in its stream, in
@@ -53,6 +65,8 @@ func retryStatus(msgs *i18n.Catalog, locale string, code int) string {
 		key = keyUnavailable
 	case 529:
 		key = keyOverloaded
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusGatewayTimeout:
+		key = keyTimedOut
 	}
 	return msgs.Message(key, locale, "code", strconv.Itoa(code))
 }

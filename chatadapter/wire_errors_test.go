@@ -35,7 +35,6 @@ func TestRunUnreadable(t *testing.T) {
 		{chatadapter.OpenAIResponses, `{"object":"response","output":[1]}`, `output item: json: cannot unmarshal number into Go value of type struct { Type string "json:\"type\""; Content []struct { Type string "json:\"type\""; Text string "json:\"text\""; Refusal string "json:\"refusal\"" } "json:\"content\"" }`},
 		{chatadapter.Anthropic, `{"type":"error"}`, `response is not an Anthropic message (<nil>): {"type":"error"}`},
 		{chatadapter.Anthropic, `{"type":"message","content":"Hi."}`, `content: json: cannot unmarshal string into Go value of type []struct { Type string "json:\"type\""; Text string "json:\"text\"" }`},
-		{chatadapter.Gemini, `{"promptFeedback":{"blockReason":"SAFETY"}}`, `the prompt was blocked (blockReason SAFETY): {"promptFeedback":{"blockReason":"SAFETY"}}`},
 		{chatadapter.Gemini, `{"candidates":[]}`, `response has no candidate: {"candidates":[]}`},
 		{chatadapter.Gemini, `{"candidates":[{"content":{"parts":"x"}}]}`, `content: json: cannot unmarshal string into Go struct field .parts of type []struct { Text *string "json:\"text\""; Thought bool "json:\"thought\""; FunctionCall json.RawMessage "json:\"functionCall\"" }`},
 		{chatadapter.Gemini, `not json`, `response is not a Gemini response (invalid character 'o' in literal null (expecting 'u')): not json`},

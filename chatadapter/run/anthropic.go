@@ -45,6 +45,31 @@ func (anthropic) streamFields() []member { return []member{{"stream", json.RawMe
 
 func (anthropic) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
+// failure reads Anthropic's {"type":"error","error":{"type","message"}},
+// the body of an error response and the data of a stream's error event
+// alike. A spend limit or credit used up is a quota, which Anthropic
+// says only in its words, as a 400 or a 429.
+func (anthropic) failure(status int, body []byte) *HTTPError {
+	var b struct {
+		Error struct{ Type, Message string } `json:"error"`
+	}
+	_ = json.Unmarshal(body, &b) // another body says nothing more
+	e := b.Error
+	class := anthropicClass[e.Type]
+	switch {
+	case contains(e.Message, "usage limits", "spend limit", "credit balance", "usage credits are required", "extra usage is required"):
+		class = classQuota
+	case e.Type == "invalid_request_error" && contains(e.Message, "prompt is too long", "context window"):
+		class = classContext
+	}
+	return failure(status, e.Type, "", e.Message, class)
+}
+
+// anthropicClass is the class of each of Anthropic's error types.
+var anthropicClass = map[string]string{"rate_limit_error": classRateLimit, "billing_error": classQuota, "overloaded_error": classOverloaded,
+	"authentication_error": classAuth, "permission_error": classAuth, "request_too_large": classContext, "invalid_request_error": classBadRequest,
+	"not_found_error": classBadRequest, "api_error": classServer, "timeout_error": classTimeout}
+
 func (anthropic) stream() streamReader { return new(anthropicStream) }
 
 func (anthropic) limit() string { return "max_tokens" }
@@ -75,8 +100,9 @@ func (anthropic) read(b []byte) (step, error) {
 	u := r.Usage
 	st := step{usage: chatadapter.Usage{PromptTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
 		CompletionTokens: u.OutputTokens, CachedTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}}
+	st.raw = r.StopReason
 	if r.StopReason == "max_tokens" || r.StopReason == "model_context_window_exceeded" {
-		st.cut = fmt.Sprintf("stop_reason %q", r.StopReason)
+		st.cut, st.finish = fmt.Sprintf("stop_reason %q", r.StopReason), finishLength
 		return st, nil
 	}
 	var blocks []struct {
@@ -97,8 +123,13 @@ func (anthropic) read(b []byte) (step, error) {
 		st.messages = []json.RawMessage{ordered.Append(nil, object{{"role", "assistant"}, {"content", r.Content}})}
 	}
 	st.text = text.String()
+	st.finish = finishOf(anthropicFinish, st.raw, st.calls)
 	return st, nil
 }
+
+// anthropicFinish maps Anthropic's stop_reason to Transcript.Finish.
+var anthropicFinish = map[string]string{"end_turn": finishStop, "stop_sequence": finishStop, "tool_use": finishToolCalls,
+	"max_tokens": finishLength, "model_context_window_exceeded": finishLength, "refusal": finishRefusal, "pause_turn": finishPause}
 
 // anthropicStream is a streamed Anthropic message: message_start gives
 // the message without content, each content block comes as
@@ -164,7 +195,7 @@ func (a *anthropicStream) add(data []byte) (string, bool, error) {
 	}
 	switch ev.Type {
 	case "error":
-		return "", false, streamFailed(ev.Error.Type, ev.Error.Message, data, 0)
+		return "", false, streamFailed(anthropic{}.failure(0, data), data, "the endpoint sent an error in the stream: "+ev.Error.Type+": "+ev.Error.Message)
 	case "message_start":
 		msg, err := orderedObject(ev.Message)
 		if err != nil {

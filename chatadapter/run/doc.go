@@ -33,10 +33,21 @@
 // turn, sealed with the adapter's Options.SealKey) and Runner.Restore
 // reads it back, in this process or another.
 //
-// It tries a request again after a 429, a 5xx (or the error a stream
-// sends for one before its first words) or a broken connection, waiting
-// as the server asks (Retry-After) or backing off, within ctx
-// (Options.MaxRetries, RetryDelay). It counts each request's tokens as
+// It tries a request again as the official SDKs do, after a 408, 409,
+// 429 or 5xx (or the error a stream sends for one before its first
+// words) or a broken connection, as x-should-retry says when it does,
+// waiting as the server asks (Retry-After) or backing off, within ctx
+// (Options.MaxRetries, RetryDelay); never what waiting cannot cure. A
+// request that fails for good is an *HTTPError with the provider's error
+// type, code and message and one Class a host switches on:
+//
+//	var he *run.HTTPError
+//	if errors.As(err, &he) && he.Class == "context_length" { // start a shorter conversation
+//	}
+//
+// Transcript.Finish says why the model stopped ("stop", "length",
+// "tool_calls", "content_filter", "refusal", "malformed_call", "pause",
+// "other"), FinishRaw in the provider's word. It counts each request's tokens as
 // the provider reports them (Transcript.Usage, StepUsage) and stops a
 // turn that reaches Options.TokenBudget or MaxSteps with its history
 // (Transcript.Stopped), not an error. Whatever fails, Transcript.Messages

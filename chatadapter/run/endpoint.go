@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmtool/llmtool/chatadapter"
 	"github.com/llmtool/llmtool/chatadapter/internal/ordered"
+	"github.com/llmtool/llmtool/i18n"
 )
 
 // Endpoint is a model's API: where Run sends its requests, in which
@@ -59,25 +60,62 @@ type Endpoint struct {
 	HTTPClient *http.Client
 }
 
-// HTTPError is Run's error for a response whose status is not 2xx, once
-// its retries (Options.MaxRetries) are spent or when a retry cannot
-// help.
+// HTTPError is Run's error for a response whose status is not 2xx, or
+// an error the endpoint sent inside its stream, once its retries
+// (Options.MaxRetries) are spent or when a retry cannot help. A host
+// switches on Class, the same words for every provider; Type, Code and
+// Message are the provider's own:
+//
+//	var he *run.HTTPError
+//	if errors.As(err, &he) && he.Class == "quota" { // tell the owner to top up the account
+//	}
 type HTTPError struct {
 	URL        string // the URL posted to
-	StatusCode int    // such as 500
-	Status     string // such as "500 Internal Server Error"
-	Body       string // the start of the response body, on one line
+	StatusCode int    // such as 500; for an error in a stream, the status the API gives it unstreamed
+	Status     string // such as "500 Internal Server Error"; "" for an error in a stream, or a Responses response whose status is "failed"
+	Body       string // the start of the response body (or of the stream's error event), on one line
 	// RetryAfter is how long the server asked to wait before trying
 	// again (Retry-After, retry-after-ms, or Gemini's RetryInfo), 0 if it
 	// did not say.
 	RetryAfter time.Duration
 
-	saidWhen bool // the server said when to retry (RetryAfter may be 0)
+	// Type, Code and Message are the error as the provider's API
+	// documents it, "" where it says nothing: OpenAI's error.type and
+	// error.code ("insufficient_quota", "rate_limit_exceeded",
+	// "context_length_exceeded", "invalid_api_key"; in a Responses
+	// stream, the error event's or the failed response's code);
+	// Anthropic's error.type ("rate_limit_error", "overloaded_error",
+	// "authentication_error", "invalid_request_error", ...); Gemini's
+	// error.status ("RESOURCE_EXHAUSTED", "INVALID_ARGUMENT", ...) with,
+	// as Code, its QuotaFailure's quotaId or its ErrorInfo's reason.
+	Type, Code, Message string
+	// Class is the kind of error, for every provider alike: "rate_limit"
+	// (retried), "quota" (a quota, spend limit or credit used up: not
+	// retried, waiting does not cure it), "context_length" (the
+	// conversation is too long for the model), "auth" (the key is
+	// missing or refused, or may not do this), "bad_request",
+	// "overloaded" (503, 529), "server" (another 5xx) or "timeout" (408,
+	// 409, 504); "" if neither the body nor the status says. Line gives
+	// it in the person's words.
+	Class string
+	// Stream says the endpoint sent the error in its stream, before the
+	// model's first words (then Run tries again as it would the status)
+	// or after them (then the turn fails: the person read those words).
+	Stream bool
+
+	saidWhen    bool   // the server said when to retry (RetryAfter may be 0)
+	shouldRetry string // the x-should-retry header, "" if none
+	final       bool   // the body's class rules out a retry
+	what        string // for an error in a stream, what Error says after the URL
 }
 
 // Error gives the URL, the status and the start of the body, which is
-// where servers say what was wrong with the request.
+// where servers say what was wrong with the request; for an error in a
+// stream, the error the stream sent.
 func (e *HTTPError) Error() string {
+	if e.what != "" {
+		return fmt.Sprintf("chatadapter: POST %s: %s", e.URL, e.what)
+	}
 	return fmt.Sprintf("chatadapter: POST %s: %s: %s", e.URL, e.Status, e.Body)
 }
 
@@ -97,8 +135,8 @@ const (
 	maxRetryAfter = time.Minute
 )
 
-// post sends body and returns the response body, retrying a 429, a 5xx
-// or a broken connection as Options says, within ctx.
+// post sends body and returns the response body, retrying what waiting
+// may cure (retryWait) as Options says, within ctx.
 func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step int) ([]byte, error) {
 	for attempt := 1; ; attempt++ {
 		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelRequest, Step: step, Attempt: attempt})
@@ -124,8 +162,8 @@ func (r *Runner) post(ctx context.Context, body []byte, header http.Header, step
 }
 
 // retryWait says whether err may be cured by trying again after the
-// returned wait: a 429 or a 5xx (after the wait the server asked for, if
-// any), or a connection that failed; not once ctx is done, nor when the
+// returned wait: an error HTTPError.retried says so of (after the wait
+// the server asked for, if any), or a connection that failed; not once ctx is done, nor when the
 // wait would outlast its deadline.
 func (r *Runner) retryWait(ctx context.Context, err error, attempt int) (time.Duration, bool) {
 	if attempt > r.retries || ctx.Err() != nil {
@@ -137,16 +175,14 @@ func (r *Runner) retryWait(ctx context.Context, err error, attempt int) (time.Du
 	var se *streamError
 	var te *transportError
 	switch {
+	case errors.As(err, &se): // a stream sent wrong, or broken or failed after the first words
+		return 0, false
 	case errors.As(err, &he):
-		if !retried(he.StatusCode) {
+		if !he.retried() {
 			return 0, false
 		}
 		if he.saidWhen {
 			wait = he.RetryAfter
-		}
-	case errors.As(err, &se): // an error in the stream, as its status unstreamed
-		if !retried(se.status) {
-			return 0, false
 		}
 	case !errors.As(err, &te):
 		return 0, false
@@ -159,10 +195,6 @@ func (r *Runner) retryWait(ctx context.Context, err error, attempt int) (time.Du
 	}
 	return wait, true
 }
-
-// retried reports whether a response of status is tried again: a 429 or
-// a 5xx.
-func retried(status int) bool { return status == http.StatusTooManyRequests || status >= 500 }
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
@@ -191,12 +223,8 @@ func (e *attemptError) Unwrap() error { return e.err }
 // puts it in the ModelRetry event's line.
 func (e *attemptError) StatusCode() int {
 	var he *HTTPError
-	var se *streamError
-	switch {
-	case errors.As(e.err, &he):
+	if errors.As(e.err, &he) {
 		return he.StatusCode
-	case errors.As(e.err, &se):
-		return se.status
 	}
 	return 0
 }
@@ -206,6 +234,12 @@ type transportError struct{ err error }
 
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
+
+// Line is the line for the person of a turn that failed without an
+// answer from the provider, which chatadapter gives its TurnEnded event.
+func (e *transportError) Line(msgs *i18n.Catalog, locale string) string {
+	return msgs.Message(keyUnreachable, locale)
+}
 
 // maxResponse bounds a response body Run reads.
 const maxResponse = 64 << 20
@@ -238,8 +272,12 @@ func (r *Runner) do(ctx context.Context, body []byte, header http.Header) (*http
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-		he := &HTTPError{URL: r.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: ordered.Excerpt(b, 512)}
+		he := r.api.failure(resp.StatusCode, b)
+		he.URL, he.Status, he.Body = r.url, resp.Status, ordered.Excerpt(b, 512)
 		he.RetryAfter, he.saidWhen = retryAfter(r.api, resp.Header, b, time.Now())
+		if v := strings.ToLower(strings.TrimSpace(resp.Header.Get("X-Should-Retry"))); v == "true" || v == "false" {
+			he.shouldRetry = v // the SDKs' rule: it overrides the status either way
+		}
 		return nil, he
 	}
 	return resp, nil

@@ -67,6 +67,62 @@ func (gemini) retryHint(body []byte) (time.Duration, bool) {
 	return 0, false
 }
 
+// failure reads Google's {"error":{"code","message","status","details"}}:
+// a RESOURCE_EXHAUSTED whose QuotaFailure names a daily quota (or one of
+// 0) is a quota, which waiting for the next minute does not cure; an
+// INVALID_ARGUMENT whose ErrorInfo says API_KEY_INVALID is a key refused.
+// Code is the QuotaFailure's quotaId, else the ErrorInfo's reason.
+func (gemini) failure(status int, body []byte) *HTTPError {
+	var b struct {
+		Error struct {
+			Code            int
+			Status, Message string
+			Details         []struct {
+				Type       string `json:"@type"`
+				Reason     string `json:"reason"`
+				Violations []struct {
+					QuotaID    string `json:"quotaId"`
+					QuotaValue string `json:"quotaValue"`
+				} `json:"violations"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &b) // another body says nothing more
+	e := b.Error
+	if status == 0 {
+		status = e.Code
+	}
+	code, class := "", ""
+	for _, d := range e.Details {
+		switch {
+		case strings.HasSuffix(d.Type, "google.rpc.ErrorInfo") && code == "":
+			code = d.Reason
+		case strings.HasSuffix(d.Type, "google.rpc.QuotaFailure"):
+			for _, v := range d.Violations {
+				code = v.QuotaID
+				if contains(v.QuotaID, "perday") || v.QuotaValue == "0" {
+					class = classQuota
+				}
+			}
+		}
+	}
+	switch {
+	case class != "":
+	case strings.HasPrefix(code, "API_KEY_"):
+		class = classAuth
+	case e.Status == "INVALID_ARGUMENT" && contains(e.Message, "exceeds the maximum number of tokens", "token count"):
+		class = classContext
+	default:
+		class = geminiClass[e.Status]
+	}
+	return failure(status, e.Status, code, e.Message, class)
+}
+
+// geminiClass is the class of each of Google's error statuses.
+var geminiClass = map[string]string{"RESOURCE_EXHAUSTED": classRateLimit, "UNAUTHENTICATED": classAuth, "PERMISSION_DENIED": classAuth,
+	"INVALID_ARGUMENT": classBadRequest, "FAILED_PRECONDITION": classBadRequest, "NOT_FOUND": classBadRequest,
+	"UNAVAILABLE": classOverloaded, "INTERNAL": classServer, "DEADLINE_EXCEEDED": classTimeout}
+
 func (gemini) stream() streamReader { return new(geminiStream) }
 
 func (gemini) limit() string { return `generationConfig's "maxOutputTokens"` }
@@ -94,14 +150,16 @@ func (gemini) read(b []byte) (step, error) {
 	st := step{usage: chatadapter.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount, CachedTokens: u.CachedContentTokenCount,
 		ReasoningTokens: u.ThoughtsTokenCount}}
 	if len(r.Candidates) == 0 {
-		if r.PromptFeedback.BlockReason != "" {
-			return st, fmt.Errorf("the prompt was blocked (blockReason %s): %s", r.PromptFeedback.BlockReason, ordered.Excerpt(b, 512))
+		if r.PromptFeedback.BlockReason != "" { // the prompt was blocked: no answer, and the turn says why
+			st.finish, st.raw = finishFilter, r.PromptFeedback.BlockReason
+			return st, nil
 		}
 		return st, fmt.Errorf("response has no candidate: %s", ordered.Excerpt(b, 512))
 	}
 	c := r.Candidates[0]
+	st.raw = c.FinishReason
 	if c.FinishReason == "MAX_TOKENS" {
-		st.cut = `finishReason "MAX_TOKENS"`
+		st.cut, st.finish = `finishReason "MAX_TOKENS"`, finishLength
 		return st, nil
 	}
 	var content struct {
@@ -127,8 +185,16 @@ func (gemini) read(b []byte) (step, error) {
 		st.messages = []json.RawMessage{c.Content}
 	}
 	st.text = text.String()
+	st.finish = finishOf(geminiFinish, st.raw, st.calls)
 	return st, nil
 }
+
+// geminiFinish maps Gemini's finishReason to Transcript.Finish; a
+// reason it adds later is "other".
+var geminiFinish = map[string]string{"STOP": finishStop, "MAX_TOKENS": finishLength,
+	"SAFETY": finishFilter, "RECITATION": finishFilter, "BLOCKLIST": finishFilter, "PROHIBITED_CONTENT": finishFilter, "SPII": finishFilter,
+	"IMAGE_SAFETY": finishFilter, "IMAGE_PROHIBITED_CONTENT": finishFilter, "IMAGE_RECITATION": finishFilter,
+	"MALFORMED_FUNCTION_CALL": finishMalformed, "UNEXPECTED_TOOL_CALL": finishMalformed, "TOO_MANY_TOOL_CALLS": finishMalformed}
 
 // geminiStream is a streamed Gemini response: each event is a
 // GenerateContentResponse whose candidate brings more parts (a text part
@@ -166,7 +232,7 @@ func (a *geminiStream) add(data []byte) (string, bool, error) {
 		return "", false, fmt.Errorf("a stream chunk is not a Gemini response (%v): %s", err, ordered.Excerpt(data, 512))
 	}
 	if c.Error != nil {
-		return "", false, streamFailed(c.Error.Status, c.Error.Message, data, c.Error.Code)
+		return "", false, streamFailed(gemini{}.failure(0, data), data, "the endpoint sent an error in the stream: "+c.Error.Status+": "+c.Error.Message)
 	}
 	for _, m := range chunk {
 		if m.Key != "candidates" {

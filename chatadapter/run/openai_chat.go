@@ -43,6 +43,57 @@ func (openAIChat) streamFields() []member {
 
 func (openAIChat) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
+// failure reads OpenAI's {"error":{"message","type","param","code"}},
+// which compatible servers send too (some with a numeric code, Ollama's
+// with the message alone).
+func (openAIChat) failure(status int, body []byte) *HTTPError {
+	var b struct {
+		Error json.RawMessage `json:"error"`
+	}
+	var e struct {
+		Type, Message string
+		Code          json.RawMessage
+	}
+	if json.Unmarshal(body, &b) == nil {
+		if len(b.Error) == 0 {
+			b.Error = body // vLLM's {"object":"error","message","type","code"}
+		}
+		if s, ok := ordered.String(b.Error); ok {
+			e.Message = s
+		} else {
+			_ = json.Unmarshal(b.Error, &e) // another form says nothing more
+		}
+	}
+	code, ok := ordered.String(e.Code)
+	if c := bytes.TrimSpace(e.Code); !ok && len(c) > 0 && string(c) != "null" {
+		code = string(c)
+	}
+	return failure(status, e.Type, code, e.Message, openAIClass(status, e.Type, code, e.Message))
+}
+
+// openAIClass is the class of an OpenAI error: by its code and type
+// (OpenAI's, a Responses stream's, llama.cpp's, vLLM's words), else by
+// its status.
+func openAIClass(status int, typ, code, message string) string {
+	switch {
+	case code == "insufficient_quota" || typ == "insufficient_quota" || code == "billing_hard_limit_reached" || code == "billing_not_active":
+		return classQuota
+	case code == "rate_limit_exceeded" || typ == "requests" || typ == "tokens":
+		return classRateLimit
+	case code == "context_length_exceeded" || typ == "exceed_context_size_error" || contains(message, "maximum context length"):
+		return classContext
+	case code == "invalid_api_key" || typ == "authentication_error" || status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return classAuth
+	case typ == "invalid_request_error" || code == "invalid_prompt" || strings.HasPrefix(code, "invalid_image"):
+		return classBadRequest
+	case code == "vector_store_timeout":
+		return classTimeout
+	case typ == "server_error" || code == "server_error":
+		return classServer
+	}
+	return ""
+}
+
 func (openAIChat) stream() streamReader { return new(assembly) }
 
 func (openAIChat) limit() string { return "max_completion_tokens" }
@@ -73,8 +124,9 @@ func (openAIChat) read(b []byte) (step, error) {
 	if len(r.Choices) == 0 || len(r.Choices[0].Message) == 0 || r.Choices[0].Message[0] != '{' {
 		return st, fmt.Errorf("response has no message: %s", ordered.Excerpt(b, 512))
 	}
-	if r.Choices[0].FinishReason == "length" {
-		st.cut = `finish_reason "length"`
+	st.raw = r.Choices[0].FinishReason
+	if st.raw == "length" {
+		st.cut, st.finish = `finish_reason "length"`, finishLength
 		return st, nil
 	}
 	msg, text, calls, err := readAssistant(r.Choices[0].Message)
@@ -82,8 +134,24 @@ func (openAIChat) read(b []byte) (step, error) {
 		return st, err
 	}
 	st.messages, st.text, st.calls = []json.RawMessage{msg}, text, calls
+	st.finish = finishOf(openAIFinish, st.raw, calls)
+	var refusal struct {
+		Refusal string `json:"refusal"`
+	}
+	_ = json.Unmarshal(r.Choices[0].Message, &refusal) // readAssistant read it
+	if refusal.Refusal != "" && !calls {               // the model declined: its words are the answer
+		st.finish, st.raw = finishRefusal, "refusal"
+		if st.text == "" {
+			st.text = refusal.Refusal
+		}
+	}
 	return st, nil
 }
+
+// openAIFinish maps OpenAI's finish_reason (and the incomplete reason of
+// a Responses response) to Transcript.Finish.
+var openAIFinish = map[string]string{"stop": finishStop, "length": finishLength, "tool_calls": finishToolCalls,
+	"function_call": finishToolCalls, "content_filter": finishFilter, "max_output_tokens": finishLength, "completed": finishStop}
 
 // systemMessage returns {"role":"system","content":text}, OpenAI Chat
 // Completions' system message: how Options.System, the one way to send
@@ -154,6 +222,8 @@ type assembly struct {
 	finish string          // the last finish_reason
 	usage  json.RawMessage // the usage chunk's, if any
 	ended  bool            // [DONE] came
+
+	refusal strings.Builder // the message's refusal, if the model declined
 }
 
 type streamCall struct {
@@ -178,6 +248,7 @@ type chunk struct {
 					Arguments json.RawMessage `json:"arguments"`
 				} `json:"function"`
 			} `json:"tool_calls"`
+			Refusal *string `json:"refusal"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -202,9 +273,7 @@ func (a *assembly) chunk(data []byte) (string, error) {
 		return "", fmt.Errorf("a stream chunk is not a chat completion chunk (%v): %s", err, ordered.Excerpt(data, 512))
 	}
 	if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
-		var kind struct{ Type, Code string }
-		_ = json.Unmarshal(e, &kind) // an error of another form has no status
-		return "", &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", ordered.Excerpt(e, 512)), errorStatus(kind.Type, kind.Code)}
+		return "", streamFailed(openAIChat{}.failure(0, data), data, "the endpoint sent an error in the stream: "+ordered.Excerpt(e, 512))
 	}
 	if u := bytes.TrimSpace(c.Usage); len(u) > 0 && u[0] == '{' {
 		a.usage = append(json.RawMessage(nil), u...)
@@ -213,6 +282,11 @@ func (a *assembly) chunk(data []byte) (string, error) {
 		return "", nil
 	}
 	ch := c.Choices[0]
+	refusal := ""
+	if ch.Delta.Refusal != nil { // the model declines, in words the person reads
+		refusal = *ch.Delta.Refusal
+		a.refusal.WriteString(refusal)
+	}
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
 		a.finish = *ch.FinishReason
 	}
@@ -250,7 +324,7 @@ func (a *assembly) chunk(data []byte) (string, error) {
 		}
 	}
 	if ch.Delta.Content == nil {
-		return "", nil
+		return refusal, nil
 	}
 	a.text.WriteString(*ch.Delta.Content)
 	return *ch.Delta.Content, nil
@@ -271,6 +345,9 @@ func (a *assembly) end() ([]byte, error) {
 		msg = append(msg, member{"content", nil})
 	default:
 		msg = append(msg, member{"content", ""})
+	}
+	if a.refusal.Len() > 0 {
+		msg = append(msg, member{"refusal", a.refusal.String()})
 	}
 	if len(a.calls) > 0 {
 		calls := make([]any, len(a.calls))

@@ -38,6 +38,11 @@ func (openAIResponses) streamFields() []member { return []member{{"stream", json
 
 func (openAIResponses) retryHint([]byte) (time.Duration, bool) { return 0, false }
 
+// failure reads the error body OpenAI's APIs share.
+func (openAIResponses) failure(status int, body []byte) *HTTPError {
+	return openAIChat{}.failure(status, body)
+}
+
 func (openAIResponses) stream() streamReader { return new(responsesStream) }
 
 func (openAIResponses) limit() string { return "max_output_tokens" }
@@ -72,11 +77,18 @@ func (openAIResponses) read(b []byte) (step, error) {
 		ReasoningTokens: r.Usage.OutputTokensDetails.ReasoningTokens}}
 	switch {
 	case r.Status == "failed" && r.Error != nil:
-		return st, fmt.Errorf("the response failed: %s: %s", r.Error.Code, r.Error.Message)
+		he := failedResponse(r.Error.Code, r.Error.Message)
+		he.Body = ordered.Excerpt(b, 512)
+		return st, he
 	case r.Status == "incomplete" && r.IncompleteDetails != nil && r.IncompleteDetails.Reason == "max_output_tokens":
-		st.cut = `status "incomplete", reason "max_output_tokens"`
+		st.cut, st.finish, st.raw = `status "incomplete", reason "max_output_tokens"`, finishLength, "max_output_tokens"
 		return st, nil
 	}
+	st.raw = r.Status
+	if r.Status == "incomplete" && r.IncompleteDetails != nil {
+		st.raw = r.IncompleteDetails.Reason // such as "content_filter"
+	}
+	refused := false
 	var text strings.Builder
 	for _, item := range r.Output {
 		var it struct {
@@ -93,12 +105,26 @@ func (openAIResponses) read(b []byte) (step, error) {
 		for _, c := range it.Content {
 			if it.Type == "message" {
 				text.WriteString(c.Text + c.Refusal)
+				refused = refused || c.Type == "refusal"
 			}
 		}
 		st.calls = st.calls || it.Type == "function_call"
 	}
 	st.messages, st.text = r.Output, text.String()
+	st.finish = finishOf(openAIFinish, st.raw, st.calls)
+	if refused && !st.calls {
+		st.finish, st.raw = finishRefusal, "refusal"
+	}
 	return st, nil
+}
+
+// failedResponse is the *HTTPError of a response whose status is
+// "failed", by its error's code ("server_error", "rate_limit_exceeded",
+// "invalid_prompt", ...).
+func failedResponse(code, message string) *HTTPError {
+	he := failure(0, "", code, message, openAIClass(0, "", code, message))
+	he.what = "the response failed: " + code + ": " + message
+	return he
 }
 
 // responsesStream is a streamed OpenAI Responses response: its text comes
@@ -131,10 +157,15 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 	}
 	switch ev.Type {
 	case "error":
+		typ, code, msg := "", ev.Code, ev.Message
 		if e := ev.Error; e != nil {
-			return "", false, streamFailed(e.Code+e.Type, e.Message, data, errorStatus(e.Type, e.Code))
+			typ, code, msg = e.Type, e.Code, e.Message
 		}
-		return "", false, streamFailed(ev.Code, ev.Message, data, 0)
+		what := "the endpoint sent an error in the stream: " + ordered.Excerpt(data, 512)
+		if typ+code != "" || msg != "" {
+			what = "the endpoint sent an error in the stream: " + typ + code + ": " + msg
+		}
+		return "", false, streamFailed(failure(0, typ, code, msg, openAIClass(0, typ, code, msg)), data, what)
 	case "response.output_text.delta", "response.refusal.delta":
 		return ev.Delta, false, nil
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
@@ -155,6 +186,14 @@ func (a *responsesStream) add(data []byte) (string, bool, error) {
 	case "response.completed", "response.incomplete", "response.failed":
 		if r := bytes.TrimSpace(ev.Response); len(r) == 0 || r[0] != '{' {
 			return "", false, fmt.Errorf("a %s event without its response: %s", ev.Type, ordered.Excerpt(data, 512))
+		}
+		var failed struct {
+			Error *struct{ Code, Message string } `json:"error"`
+		}
+		if ev.Type == "response.failed" && json.Unmarshal(ev.Response, &failed) == nil && failed.Error != nil {
+			he := failedResponse(failed.Error.Code, failed.Error.Message) // retried as its code unstreamed would be
+			he.Stream, he.Body = true, ordered.Excerpt(data, 512)
+			return "", false, he
 		}
 		a.final = ev.Response
 		return "", true, nil

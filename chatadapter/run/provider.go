@@ -39,6 +39,10 @@ type api interface {
 	// again, beyond the headers every API sends (retryAfter); false if it
 	// does not say.
 	retryHint(body []byte) (time.Duration, bool)
+	// failure reads an error response's body (status not 2xx), or an
+	// error event of the API's stream (status 0), into an *HTTPError:
+	// the provider's type, code, message and class (see fault.go).
+	failure(status int, body []byte) *HTTPError
 	// read reads a 2xx response.
 	read(b []byte) (step, error)
 	// stream returns a reader of one streamed answer.
@@ -108,6 +112,36 @@ type step struct {
 	calls    bool              // it asks for tool calls, which Dispatch reads from messages
 	usage    chatadapter.Usage
 	cut      string // the provider's sign that the response was cut at its output limit, "" if not
+	finish   string // why the model stopped, in the words of Transcript.Finish
+	raw      string // the provider's own word for it
+}
+
+// The values of Transcript.Finish: why the model stopped, the same words
+// for every provider.
+const (
+	finishStop      = "stop"           // it answered
+	finishLength    = "length"         // cut at the output limit (ErrTruncated)
+	finishToolCalls = "tool_calls"     // it asked for tool calls
+	finishFilter    = "content_filter" // the provider's safety or content filter stopped it, or blocked the prompt
+	finishRefusal   = "refusal"        // the model declined to answer
+	finishMalformed = "malformed_call" // it wrote a tool call the provider could not read
+	finishPause     = "pause"          // it paused a long turn (Anthropic's pause_turn): a new message lets it go on
+	finishOther     = "other"          // another reason
+)
+
+// finishOf is the finish of a response whose provider said raw, which
+// words maps (stop when raw is ""): tool_calls whenever it asks for
+// calls, which Run then runs.
+func finishOf(words map[string]string, raw string, calls bool) string {
+	switch f, ok := words[raw]; {
+	case calls && f != finishLength:
+		return finishToolCalls
+	case ok:
+		return f
+	case raw == "":
+		return finishStop
+	}
+	return finishOther
 }
 
 // ErrTruncated is wrapped by Run's error when the provider cut the

@@ -52,6 +52,9 @@ func TestRetryWait(t *testing.T) {
 	status := func(code int, after time.Duration, said bool) error {
 		return fmt.Errorf("wrapped: %w", &HTTPError{StatusCode: code, RetryAfter: after, saidWhen: said})
 	}
+	told := func(code int, shouldRetry string, final bool) error {
+		return &HTTPError{StatusCode: code, shouldRetry: shouldRetry, final: final, saidWhen: true}
+	}
 	broken := fmt.Errorf("chatadapter: run: %w", &transportError{errors.New("connection reset by peer")})
 	tests := []struct {
 		name     string
@@ -69,6 +72,12 @@ func TestRetryWait(t *testing.T) {
 		{"400 is the request's fault", status(400, 0, true), 1, 0, 0, false},
 		{"401", status(401, 0, false), 1, 0, 0, false},
 		{"over a minute", status(429, 2*time.Minute, true), 1, 0, 0, false},
+		{"408", status(408, 0, true), 1, 0, 0, true},
+		{"409", status(409, 0, true), 1, 0, 0, true},
+		{"x-should-retry: false over a 503", told(503, "false", false), 1, 0, 0, false},
+		{"x-should-retry: true over a 400", told(400, "true", false), 1, 0, 0, true},
+		{"a quota, whatever x-should-retry says", told(429, "true", true), 1, 0, 0, false},
+		{"an error after the stream's first words", &streamError{status(529, 0, true)}, 1, 0, 0, false},
 		{"the context's error", fmt.Errorf("chatadapter: run: %w", context.Canceled), 1, 0, 0, false},
 	}
 	for _, tt := range tests {

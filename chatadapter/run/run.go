@@ -51,8 +51,13 @@ type Options struct {
 	// Default: 0, no budget.
 	TokenBudget int
 
-	// MaxRetries is how many times Run tries a request again after a 429,
-	// a 5xx or a broken connection, waiting as the server asks
+	// MaxRetries is how many times Run tries a request again after a
+	// 408, 409, 429 or 5xx (Anthropic's 529 too), the same error sent in
+	// a stream before the model's first words, or a broken connection,
+	// as the official SDKs do: an x-should-retry header decides instead
+	// of the status, and what waiting cannot cure is never sent again (a
+	// quota or spend limit, a context too long, a key refused, a bad
+	// request: HTTPError.Class). Run waits as the server asks
 	// (Retry-After) or RetryDelay, doubled each time; ctx bounds the
 	// whole. Default (0): 3; less than 0: none.
 	MaxRetries int
@@ -112,6 +117,27 @@ type Transcript struct {
 	Usage chatadapter.Usage
 	// StepUsage is each request's usage, in order.
 	StepUsage []chatadapter.Usage
+	// Finish is why the model ended the last response, in the same words
+	// for every provider: "stop" (it answered), "tool_calls" (the turn
+	// stopped or paused after its calls), "length" (cut at its output
+	// limit: Run fails with ErrTruncated), "content_filter" (the
+	// provider's filter stopped the answer, or blocked the prompt),
+	// "refusal" (the model declined; Answer has its words, if any),
+	// "malformed_call" (it wrote a tool call the provider could not
+	// read, Gemini's MALFORMED_FUNCTION_CALL), "pause" (Anthropic's
+	// pause_turn: send Messages again to let it go on) or "other"; ""
+	// before the first response. Any but "stop" and "tool_calls" is a
+	// turn without the answer the person asked for, which the TurnEnded
+	// event's Label says in their words.
+	Finish string
+	// FinishRaw is the provider's own word for Finish: OpenAI's
+	// finish_reason ("refusal" for a message's refusal), a Responses
+	// response's status or incomplete_details.reason, Anthropic's
+	// stop_reason, Gemini's finishReason or, for a prompt it blocked,
+	// promptFeedback.blockReason.
+	FinishRaw string
+	// StepFinish is each response's Finish, in order.
+	StepFinish []string
 	// Stopped says why the run ended the turn without the model's answer,
 	// nil when it answered or a call is pending: an error wrapping
 	// ErrStepLimit or ErrBudget that says what to do. Messages ends with
@@ -331,6 +357,7 @@ func (r *Runner) Resume(ctx context.Context, t *Transcript, answer ask.ElicitRes
 		return t, err
 	}
 	n := &Transcript{Messages: slices.Clip(t.Messages), Steps: t.Steps, Usage: t.Usage, StepUsage: slices.Clip(t.StepUsage),
+		StepFinish: slices.Clip(t.StepFinish), Finish: t.Finish, FinishRaw: t.FinishRaw,
 		Outcomes: append(slices.Clip(t.Outcomes), reply.Outcomes[t.Pending.Index:]...)}
 	if done, err := answered(n, reply, err); done {
 		return r.ended(ctx, n, err)
@@ -375,10 +402,18 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 		st, err := r.api.read(b)
 		t.Usage = addUsage(t.Usage, st.usage)
 		t.StepUsage = append(t.StepUsage, st.usage)
+		t.StepFinish = append(t.StepFinish, st.finish)
+		var he *HTTPError
+		if errors.As(err, &he) { // a response that failed (Responses' status "failed")
+			he.URL = r.url
+			return t, err
+		}
 		if err != nil {
 			return t, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 		}
-		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start)})
+		t.Finish, t.FinishRaw = st.finish, st.raw
+		r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.ModelReply, Step: n, Text: st.text, Usage: st.usage, Duration: time.Since(start),
+			Finish: st.finish, FinishRaw: st.raw})
 		if st.cut != "" {
 			return t, fmt.Errorf("chatadapter: POST %s: %w (%s): raise %s in run.Options.RequestFields, or ask for less; the transcript ends before this response, so Run can send it again",
 				r.url, ErrTruncated, st.cut, r.api.limit())
@@ -419,7 +454,7 @@ func answered(t *Transcript, reply *chatadapter.Reply, err error) (done bool, _ 
 // passes its results on.
 func (r *Runner) ended(ctx context.Context, t *Transcript, err error) (*Transcript, error) {
 	if t.Pending == nil {
-		e := chatadapter.Event{Kind: chatadapter.TurnEnded, Text: t.Answer, Step: t.Steps, Usage: t.Usage, Err: err}
+		e := chatadapter.Event{Kind: chatadapter.TurnEnded, Text: t.Answer, Step: t.Steps, Usage: t.Usage, Err: err, Finish: t.Finish, FinishRaw: t.FinishRaw}
 		if err == nil {
 			e.Err = t.Stopped
 		}

@@ -29,6 +29,11 @@ type savedTranscript struct {
 	StepUsage []chatadapter.Usage `json:"stepUsage,omitempty"`
 	Stopped   *savedStop          `json:"stopped,omitempty"`
 	Turn      json.RawMessage     `json:"turn,omitempty"` // the paused call, a saved chatadapter.Pending
+
+	// why the model stopped: Transcript.Finish, FinishRaw, StepFinish
+	Finish     string   `json:"finish,omitempty"`
+	FinishRaw  string   `json:"finishRaw,omitempty"`
+	StepFinish []string `json:"stepFinish,omitempty"`
 }
 
 type savedStop struct {
@@ -46,6 +51,7 @@ func (t *Transcript) MarshalJSON() ([]byte, error) {
 	if s.Messages == nil {
 		s.Messages = []json.RawMessage{}
 	}
+	s.Finish, s.FinishRaw, s.StepFinish = t.Finish, t.FinishRaw, t.StepFinish
 	for _, o := range t.Outcomes {
 		s.Outcomes = append(s.Outcomes, saved.New(saved.Call(o.Call), o.Result, o.Duration))
 	}
@@ -83,6 +89,7 @@ func (r *Runner) Restore(data []byte) (*Transcript, error) {
 	for _, o := range s.Outcomes {
 		t.Outcomes = append(t.Outcomes, chatadapter.Outcome{Call: chatadapter.ToolCall(o.Call), Result: o.Result(), Duration: o.Duration})
 	}
+	t.Finish, t.FinishRaw, t.StepFinish = s.Finish, s.FinishRaw, s.StepFinish
 	if st := s.Stopped; st != nil {
 		t.Stopped = &stopError{reason: ErrStepLimit, n: st.N, budget: st.Budget}
 		if st.Reason == "budget" {

@@ -132,11 +132,14 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 	err = readEvents(in, func(data []byte) (bool, error) {
 		text, last, err := a.add(data)
 		if err != nil {
-			var se *streamError
-			if !errors.As(err, &se) || told {
-				se = &streamError{err: err} // after text, no status: not retried
+			var he *HTTPError
+			if errors.As(err, &he) {
+				he.URL = r.url
+				if !told {
+					return false, he // retried as its status unstreamed would be
+				}
 			}
-			return false, se
+			return false, &streamError{err} // after text, or a stream sent wrong: not retried
 		}
 		for _, p := range a.take() {
 			p.emit(ctx, r.a, step)
@@ -158,6 +161,8 @@ func (r *Runner) postStream(ctx context.Context, body []byte, header http.Header
 		return nil, &stoppedError{fmt.Errorf("chatadapter: run: %w", ctx.Err()), shown.String()}
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("chatadapter: run: %w", ctx.Err())
+	case errors.As(err, new(*HTTPError)): // its Error names the URL
+		return nil, err
 	case told || errors.As(err, new(*streamError)):
 		return nil, fmt.Errorf("chatadapter: POST %s: %w", r.url, err)
 	}
@@ -215,54 +220,19 @@ func readEvents(in io.Reader, event func(data []byte) (last bool, err error)) er
 	return nil
 }
 
-// streamError is a stream the endpoint sent wrong, or an error it sent
-// in the stream. status is the HTTP status the API answers the same
-// error with when it does not stream, 0 if none: Run retries the error
-// as it would that status (retryWait), while no text was shown.
-type streamError struct {
-	err    error
-	status int
-}
+// streamError is a stream the endpoint sent wrong, or one that broke or
+// brought an error after the model's first words: Run does not try it
+// again.
+type streamError struct{ err error }
 
 func (e *streamError) Error() string { return e.err.Error() }
 func (e *streamError) Unwrap() error { return e.err }
 
-// streamFailed is an error the endpoint sent in the stream, with the
-// status the API answers it with unstreamed: status if not 0, else the
-// one its kind stands for (errorStatus).
-func streamFailed(kind, message string, raw []byte, status int) error {
-	if status == 0 {
-		status = errorStatus(kind, "")
-	}
-	if kind == "" && message == "" {
-		return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s", ordered.Excerpt(raw, 512)), status}
-	}
-	return &streamError{fmt.Errorf("the endpoint sent an error in the stream: %s: %s", kind, message), status}
-}
-
-// statusOf is the HTTP status each API documents for an error kind it
-// may also send inside a stream: Anthropic's error types, OpenAI's
-// types and codes, Gemini's statuses.
-var statusOf = map[string]int{
-	"invalid_request_error": http.StatusBadRequest, "INVALID_ARGUMENT": http.StatusBadRequest, "FAILED_PRECONDITION": http.StatusBadRequest,
-	"authentication_error": http.StatusUnauthorized, "UNAUTHENTICATED": http.StatusUnauthorized,
-	"billing_error": http.StatusPaymentRequired, "insufficient_quota": http.StatusTooManyRequests,
-	"permission_error": http.StatusForbidden, "PERMISSION_DENIED": http.StatusForbidden,
-	"not_found_error": http.StatusNotFound, "NOT_FOUND": http.StatusNotFound,
-	"request_too_large": http.StatusRequestEntityTooLarge,
-	"rate_limit_error":  http.StatusTooManyRequests, "rate_limit_exceeded": http.StatusTooManyRequests, "RESOURCE_EXHAUSTED": http.StatusTooManyRequests,
-	"api_error": http.StatusInternalServerError, "server_error": http.StatusInternalServerError, "INTERNAL": http.StatusInternalServerError,
-	"UNAVAILABLE": http.StatusServiceUnavailable, "timeout_error": http.StatusGatewayTimeout, "DEADLINE_EXCEEDED": http.StatusGatewayTimeout,
-	"overloaded_error": 529, // Anthropic's "overloaded", which its unstreamed answers carry as status 529
-}
-
-// errorStatus is the status of an error of type kind or code, 0 if
-// neither is known.
-func errorStatus(kind, code string) int {
-	if s, ok := statusOf[code]; ok {
-		return s
-	}
-	return statusOf[kind]
+// streamFailed is the *HTTPError of an error the endpoint sent in its
+// stream (failure's), which Error gives as what says.
+func streamFailed(he *HTTPError, data []byte, what string) *HTTPError {
+	he.Stream, he.Body, he.what = true, ordered.Excerpt(data, 512), what
+	return he
 }
 
 // orderedObject decodes a JSON object, keeping its members' order.
