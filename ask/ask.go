@@ -164,14 +164,16 @@ type ElicitRequest struct {
 	// it under this key in an input-required round, and the next run gets
 	// that answer. Empty means "elicit-N", N counting Elicit calls in the
 	// run. Keys must be unique within a call.
-	Key string
+	Key string `json:"key"`
 	// Message tells the user what is asked and why.
-	Message string
+	Message string `json:"message"`
 	// Schema is the JSON Schema of the answer: an object whose properties
 	// are strings, numbers, integers, booleans or enums (the subset MCP
-	// clients render as a form). It is sent verbatim, so keywords such as
+	// clients render as a form; a choice is a property with "enum", or
+	// "oneOf" of {"const","title"}; {"type":"object","properties":{}}
+	// asks for a confirmation). It is sent verbatim, so keywords such as
 	// "default", "oneOf" titles and "enumNames" reach the client.
-	Schema json.RawMessage
+	Schema json.RawMessage `json:"schema"`
 }
 
 // Actions an elicitation can end with.

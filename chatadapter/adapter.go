@@ -131,7 +131,7 @@ type Options struct {
 	// friendly names, over each tool's own FriendlyName (see
 	// i18n.Catalog.FriendlyName), the chat's own lines under their
 	// "llm.chat.…" keys (Event.Label, Pending.Prompt and Summary), and
-	// translations of the tools' questions (see Question). The host may
+	// translations of the tools' questions (see Pending.Question). The host may
 	// add locales to it later. Nil: each tool's FriendlyName (for
 	// llmtool's own tools, its embedded English), else its name, and the
 	// embedded English lines.

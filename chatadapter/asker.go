@@ -41,7 +41,7 @@ type elicited struct {
 
 // asker is one call's Asker.
 type asker struct {
-	book *replay.Book[*Question]
+	book *replay.Book[*ask.ElicitRequest]
 }
 
 func newAsker(answers []answered) *asker {
@@ -50,12 +50,12 @@ func newAsker(answers []answered) *asker {
 		v, _ := json.Marshal(elicited{Action: a.Action, Content: a.Content})
 		as = append(as, replay.Answer{Key: a.Key, Digest: a.Digest, Value: v})
 	}
-	return &asker{book: replay.New[*Question](as, "")}
+	return &asker{book: replay.New[*ask.ElicitRequest](as, "")}
 }
 
 // asked returns the first question of the last run without an answer,
 // and its digest, or nil.
-func (q *asker) asked() (*Question, string) {
+func (q *asker) asked() (*ask.ElicitRequest, string) {
 	if asked, _ := q.book.Asked(); len(asked) > 0 {
 		p := *asked[0].Request
 		p.Key = asked[0].Key // "elicit-N" for a question without a Key
@@ -75,7 +75,7 @@ func (q *asker) Sample(context.Context, ask.SampleRequest) (ask.SampleResult, er
 // Elicit answers from the person's answers, or asks them.
 func (q *asker) Elicit(ctx context.Context, req ask.ElicitRequest) (ask.ElicitResult, error) {
 	var out ask.ElicitResult
-	question := &Question{Key: req.Key, Message: req.Message, Schema: req.Schema}
+	question := &req
 	key, answered, err := q.book.Ask(ctx, "elicit", req.Key, question, func(v json.RawMessage) bool {
 		var e elicited
 		if json.Unmarshal(v, &e) != nil {

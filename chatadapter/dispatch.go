@@ -244,7 +244,7 @@ func (t *turn) call(ctx context.Context, obs *observer, k int, answer *approval.
 	d := time.Since(start)
 	t.out[k] = Outcome{Call: c, Result: res, Duration: d}
 	ev.Kind, ev.Duration, ev.IsError, ev.Err, ev.Result = CallFinished, d, res.IsError, res.Err, &res
-	var question *Question
+	var question *ask.ElicitRequest
 	var digest string
 	if pause {
 		question, digest = q.asked()

@@ -110,8 +110,8 @@
 // It pauses where Dispatch pauses (its Transcript holds the Pending call,
 // and Runner.Resume goes on after it), retries what waiting can cure,
 // counts tokens (Usage), and reports its requests as events of this
-// package (ModelRequest, ModelRetry, ModelReply, TextDelta, RunStopped,
-// TurnEnded) through Adapter.Emit, which a host that drives its provider
+// package (ModelRequest, ModelRetry, ModelReply, TextDelta,
+// ReasoningDelta, CallInputDelta, TurnEnded) through Adapter.Emit, which a host that drives its provider
 // itself can use to report its own requests the same way.
 //
 // # Events and locales
@@ -120,12 +120,12 @@
 // (ModelRequest, ModelRetry, ModelReply with its text and usage), the
 // text as the model writes it (TextDelta, with run.Options.Stream), each
 // call once (CallStarted with its arguments, CallProgress, CallPaused
-// with what it waits for, CallFinished with its Result), RunStopped, and
-// the turn's end (TurnEnded). Every line a host shows comes
+// with what it waits for, CallFinished with its Result), and the turn's
+// end (TurnEnded, with the line of a stop or a failure). Every line a host shows comes
 // from the catalog (Options.Messages, package i18n) in the context's
 // locale (WithLocale, else Options.Locale): Event.Label, Pending.Prompt
 // and Summary, the tools' friendly names, and a tool's question by its key
-// (see Question). The English is embedded in package i18n; a host adds
+// (see Pending.Question). The English is embedded in package i18n; a host adds
 // its locales under the same keys ("llm.chat.…").
 //
 // # A chat page
@@ -134,8 +134,8 @@
 // conversation in the host's database. run.Options.Stream has Run ask the
 // endpoint, of any of the four APIs, to stream its answers, so the page shows
 // the words as they come (TextDelta), the model's reasoning apart
-// (TextDelta with Reasoning), and each call as it forms (TextDelta with
-// Tool); each call is a card, started with
+// (ReasoningDelta), and each call as it forms (CallInputDelta); each call
+// is a card, started with
 // its friendly name and arguments, paused with the preview of the rows
 // it would change (Event.Pending), finished with what the model reads
 // (Event.Result.Text()) and, for a write, the rows it changed with the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -43,27 +42,27 @@ const (
 	// (its answer, or what it said along with tool calls), Usage what the
 	// request cost, Duration how long it took.
 	ModelReply
-	// RunStopped: Run ended the turn without the model's answer; Err
-	// wraps run.ErrStepLimit or run.ErrBudget, and Label says so to the
-	// person.
-	RunStopped
-	// TextDelta: a piece of the model's text in request Step, as the
+	// TextDelta: a piece of the model's answer in request Step, as the
 	// endpoint streams it (run.Options.Stream); Text is the piece. The
-	// pieces of a step, joined, are its ModelReply's Text; but for two
-	// kinds of pieces that are not the answer's text, which a page shows
-	// apart or not at all:
-	//   - Reasoning set: a piece of the model's reasoning (Anthropic's
-	//     thinking, a Responses reasoning summary, Gemini's thoughts, the
-	//     reasoning_content of DeepSeek, vLLM or llama.cpp);
-	//   - Tool set: tool call Index forming (FriendlyName and Write set
-	//     as in CallStarted; CallID as the provider sent it, "" from
-	//     Gemini without one), Text a piece of its arguments' JSON. Its first piece comes as soon as its name is known (Text
-	//     may be ""); Gemini sends each call whole, in one piece. The
-	//     call's CallStarted follows once the answer is complete.
-	// These two may come before a ModelRetry of their step (the stream
-	// failed before the answer's first words), whose next attempt sends
-	// its own: a page drops the step's reasoning and forming calls then.
+	// pieces of a step, joined, are its ModelReply's Text.
 	TextDelta
+	// ReasoningDelta: a piece of the model's reasoning in request Step,
+	// streamed: Anthropic's thinking, a Responses reasoning summary,
+	// Gemini's thoughts, the reasoning_content of DeepSeek, vLLM or
+	// llama.cpp. Text is the piece; it is never part of the answer.
+	ReasoningDelta
+	// CallInputDelta: tool call Index of request Step forming, streamed:
+	// Tool, FriendlyName and Write set as in CallStarted, CallID as the
+	// provider sent it ("" from Gemini without one), Text a piece of its
+	// arguments' JSON. Its first piece comes as soon as its name is known
+	// (Text may be ""); Gemini sends each call whole, in one piece. The
+	// call's CallStarted follows once the answer is complete.
+	//
+	// ReasoningDelta and CallInputDelta may come before a ModelRetry of
+	// their step (the stream failed before the answer's first words),
+	// whose next attempt sends its own: a page drops the step's
+	// reasoning and forming calls then.
+	CallInputDelta
 	// TurnEnded: Run (or Runner.Resume) ended the turn: with the model's
 	// answer (Text), stopped (Err wraps run.ErrStepLimit or
 	// run.ErrBudget), or failed (Err is the error Run returns). Usage is the
@@ -135,11 +134,8 @@ type Event struct {
 	Step    int           // the request's number in the run, from 1
 	Attempt int           // ModelRequest and ModelRetry: the attempt, from 1
 	Wait    time.Duration // ModelRetry: the pause before the next attempt
-	Text    string        // ModelReply: what the model said; TextDelta: a piece of it; TurnEnded: the answer
-	// Reasoning marks a TextDelta whose Text is the model's reasoning,
-	// not its answer.
-	Reasoning bool
-	Usage     Usage // ModelReply: the request's tokens; TurnEnded: the turn's
+	Text    string        // ModelReply: what the model said; a delta: its piece; TurnEnded: the answer
+	Usage   Usage         // ModelReply: the request's tokens; TurnEnded: the turn's
 }
 
 // render is the event's line in locale from msgs (nil: the embedded
@@ -186,17 +182,14 @@ func (e Event) render(msgs *i18n.Catalog, locale string) string {
 			code = s.StatusCode()
 		}
 		return msgs.Message(keyModelRetry, locale, "status", retryStatus(msgs, locale, code), "wait", e.Wait.Round(time.Millisecond).String())
-	case ModelReply, TextDelta:
+	case ModelReply, TextDelta, ReasoningDelta, CallInputDelta:
 		return e.Text
-	case RunStopped, TurnEnded:
+	case TurnEnded:
 		var s interface { // the run package's stop, or failed request
 			Line(msgs *i18n.Catalog, locale string) string
 		}
-		switch {
-		case errors.As(e.Err, &s):
+		if errors.As(e.Err, &s) {
 			return s.Line(msgs, locale)
-		case e.Kind == RunStopped:
-			return fmt.Sprint(e.Err)
 		}
 		if key, ok := finishKeys[e.Finish]; ok {
 			return msgs.Message(key, locale)
@@ -252,7 +245,7 @@ func (a *Adapter) observer(ctx context.Context) *observer {
 // that drives its provider itself can report them the same way.
 func (a *Adapter) Emit(ctx context.Context, e Event) {
 	o := a.observer(ctx)
-	if o != nil && e.Kind == TextDelta && e.Tool != "" && e.FriendlyName == "" { // a call forming: its card's name
+	if o != nil && e.Kind == CallInputDelta && e.FriendlyName == "" { // a call forming: its card's name
 		spec, _ := a.reg.Tool(ctx, e.Tool)
 		e.FriendlyName, e.Write = a.friendlyName(e.Tool, spec, o.locale), !isRead(spec)
 	}

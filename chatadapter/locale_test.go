@@ -79,7 +79,7 @@ func TestLocaleEndToEnd(t *testing.T) {
 	var model []string
 	ctx := chatadapter.WithEvents(p.ctx, func(e chatadapter.Event) {
 		log.add(e)
-		if e.Tool == "" && e.Kind != chatadapter.ModelReply && e.Kind != chatadapter.TurnEnded {
+		if e.Tool == "" && e.Kind != chatadapter.ModelReply && (e.Kind != chatadapter.TurnEnded || e.Err != nil) { // a stop is TurnEnded's line
 			model = append(model, e.Label)
 		}
 	})

@@ -40,9 +40,11 @@ type Pending struct {
 	// mean?".
 	Prompt string `json:"prompt"`
 
-	// Question is what the tool asks, nil when the call waits for
+	// Question is what the tool asks (ask.Elicit), its Key the one the
+	// call asked under ("elicit-1", "elicit-2"... in the order it asked,
+	// when it named none); nil when the call waits for
 	// approval.
-	Question *Question `json:"question,omitempty"`
+	Question *ask.ElicitRequest `json:"question,omitempty"`
 
 	// The approval's fields; zero for a question.
 
@@ -61,25 +63,6 @@ type Pending struct {
 	Expires time.Time `json:"expires"`
 
 	hold *paused // its turn; nil in a copy (Event.Pending)
-}
-
-// Question is what a tool asks the person through ask.Elicit: a choice,
-// a confirmation, or a form to fill in.
-type Question struct {
-	// Key names the question among the call's (ask.ElicitRequest.Key, or
-	// "elicit-1", "elicit-2"... in the order the call asked).
-	Key string `json:"key"`
-	// Message is what the tool asks, in its own words. Pending.Prompt
-	// shows it in the person's locale when the catalog has the key
-	// "llm.tools.<tool>.ask.<Key>" there, a host's translation of the
-	// question (without the values the tool put in its words).
-	Message string `json:"message"`
-	// Schema is the JSON Schema of the answer, as the tool gave it: an
-	// object of strings, numbers, integers, booleans and enums (a choice
-	// is a property with "enum", or "oneOf" of {"const","title"}), the
-	// subset MCP clients render as a form; {"type":"object",
-	// "properties":{}} asks for a confirmation.
-	Schema json.RawMessage `json:"schema"`
 }
 
 // ErrNotPending is returned by Pending.Resume (and package run's
@@ -109,7 +92,7 @@ func (a *Adapter) approvalPending(index int, c ToolCall, name, locale string, re
 	}
 }
 
-func (a *Adapter) questionPending(index int, c ToolCall, name, locale string, q *Question) *Pending {
+func (a *Adapter) questionPending(index int, c ToolCall, name, locale string, q *ask.ElicitRequest) *Pending {
 	text, ok := a.msgs.Lookup(questionKey(c.Name, q.Key), locale)
 	if !ok {
 		text = q.Message

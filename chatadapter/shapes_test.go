@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -339,7 +340,7 @@ func TestRunShapesStops(t *testing.T) {
 			defer srv.Close()
 			var stops []string
 			ctx := chatadapter.WithEvents(p.ctx, func(e chatadapter.Event) {
-				if e.Kind == chatadapter.RunStopped {
+				if e.Kind == chatadapter.TurnEnded && (errors.Is(e.Err, run.ErrStepLimit) || errors.Is(e.Err, run.ErrBudget)) {
 					stops = append(stops, e.Label)
 				}
 			})

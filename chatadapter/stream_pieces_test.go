@@ -87,11 +87,13 @@ var streamPaths = map[chatadapter.Shape]string{chatadapter.OpenAIChat: "/chat/co
 // pieceLines are the turn's reasoning and forming-call events, as lines.
 func pieceLines(rec *recorder) []string {
 	var out []string
-	for _, e := range rec.of(chatadapter.TextDelta) {
-		switch {
-		case e.Reasoning:
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, e := range rec.events {
+		switch e.Kind {
+		case chatadapter.ReasoningDelta:
 			out = append(out, "thinking: "+e.Text)
-		case e.Tool != "":
+		case chatadapter.CallInputDelta:
 			out = append(out, fmt.Sprintf("call %d %s (%s, %s, write %t): %s", e.Index, e.Tool, e.FriendlyName, e.CallID, e.Write, e.Text))
 		}
 	}
@@ -196,7 +198,7 @@ func TestStreamStopKeepsText(t *testing.T) {
 				defer cancel()
 				seen := 0
 				ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
-					if e.Kind != chatadapter.TextDelta || e.Reasoning {
+					if e.Kind != chatadapter.TextDelta {
 						return
 					}
 					if seen++; seen == n {

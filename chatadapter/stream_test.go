@@ -73,7 +73,7 @@ func (r *recorder) lines() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.events {
-		if e.Kind == chatadapter.ModelRequest || e.Kind == chatadapter.TextDelta && (e.Reasoning || e.Tool != "") {
+		if e.Kind == chatadapter.ModelRequest || e.Kind == chatadapter.ReasoningDelta || e.Kind == chatadapter.CallInputDelta {
 			continue // the answer's text only (see TestStreamPieces)
 		}
 		out = append(out, fmt.Sprintf("%s: %s", kindName[e.Kind], e.Label))
@@ -96,7 +96,7 @@ func (r *recorder) of(kind chatadapter.EventKind) []chatadapter.Event {
 var kindName = map[chatadapter.EventKind]string{
 	chatadapter.CallStarted: "started", chatadapter.CallFinished: "finished", chatadapter.CallPaused: "paused",
 	chatadapter.CallProgress: "progress", chatadapter.ModelRetry: "retry", chatadapter.ModelReply: "reply",
-	chatadapter.RunStopped: "stopped", chatadapter.TextDelta: "delta", chatadapter.TurnEnded: "ended",
+	chatadapter.TextDelta: "delta", chatadapter.TurnEnded: "ended",
 }
 
 func streamRunner(t *testing.T, f *fixture, ep run.Endpoint, opts *run.Options) *run.Runner {
@@ -320,9 +320,7 @@ func streamCase(t *testing.T, m *model, ep run.Endpoint, in []json.RawMessage, d
 	tr, got := streamRunner(t, f, ep, &run.Options{RetryDelay: 1}).Run(chatadapter.WithEvents(f.ctx, rec.add), in)
 	var pieces []string
 	for _, e := range rec.of(chatadapter.TextDelta) {
-		if !e.Reasoning && e.Tool == "" {
-			pieces = append(pieces, e.Text)
-		}
+		pieces = append(pieces, e.Text)
 	}
 	require.Equal(t, deltas, pieces)
 	require.Len(t, m.requests(), requests)

@@ -55,7 +55,7 @@
 //
 // Its requests are events of the context (chatadapter.WithEvents):
 // ModelRequest, ModelRetry, ModelReply, the text as it streams
-// (TextDelta, with Options.Stream), RunStopped and TurnEnded, beside the
+// (TextDelta, ReasoningDelta and CallInputDelta, with Options.Stream) and TurnEnded, beside the
 // calls' own events, labeled in the context's locale.
 //
 // Package chattest serves scripted models in each API's wire format, for

@@ -142,7 +142,7 @@ type Transcript struct {
 	// nil when it answered or a call is pending: an error wrapping
 	// ErrStepLimit or ErrBudget that says what to do. Messages ends with
 	// the results of the last calls, which the model has not seen: a new
-	// user message lets it go on. The RunStopped event says it to the
+	// user message lets it go on. The TurnEnded event says it to the
 	// person in their locale.
 	Stopped error
 }
@@ -180,7 +180,7 @@ const (
 )
 
 // Line is the stop's line for the person in locale, which chatadapter
-// gives the RunStopped event as its Label.
+// gives the TurnEnded event as its Label.
 func (e *stopError) Line(msgs *i18n.Catalog, locale string) string {
 	if e.reason == ErrBudget {
 		return msgs.Message(keyStopBudget, locale, "tokens", strconv.Itoa(e.n), "budget", strconv.Itoa(e.budget))
@@ -312,13 +312,16 @@ func Run(ctx context.Context, a *chatadapter.Adapter, ep Endpoint, messages []js
 //
 // Events of the turn (chatadapter.WithEvents) report each request (ModelRequest,
 // ModelRetry, ModelReply), its text as it streams (TextDelta, with
-// Options.Stream), each call as in Dispatch, and the turn's end
+// Options.Stream; ReasoningDelta for its reasoning, CallInputDelta for a
+// call forming), each call as in Dispatch, and the turn's end
 // (TurnEnded), so a chat page can draw itself from them alone:
 //
 //	ctx = chatadapter.WithConversation(ctx, conversationID) // undo_changes works on it
 //	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 //		switch e.Kind {
-//		case chatadapter.TextDelta: // append e.Text to the answer; to a "thinking" line if e.Reasoning; to call e.Index's card if e.Tool != ""
+//		case chatadapter.TextDelta: // append e.Text to the answer
+//		case chatadapter.ReasoningDelta: // append e.Text to a folded "thinking" line
+//		case chatadapter.CallInputDelta: // call e.Index's card, as soon as the model names e.Tool
 //		case chatadapter.CallStarted: // a card: e.FriendlyName, e.Args
 //		case chatadapter.CallPaused: // e.Pending.Preview, with Approve and Deny
 //		case chatadapter.CallFinished: // e.Result.Text() if e.IsError, else e.Result.Changeset.ID for Undo
@@ -378,8 +381,7 @@ func (r *Runner) loop(ctx context.Context, t *Transcript) (*Transcript, error) {
 			stop = &stopError{reason: ErrBudget, n: total(t.Usage), budget: r.budget}
 		}
 		if stop != nil {
-			t.Stopped = stop
-			r.a.Emit(ctx, chatadapter.Event{Kind: chatadapter.RunStopped, Err: stop})
+			t.Stopped = stop // TurnEnded says it to the person
 			return t, nil
 		}
 		if err := ctx.Err(); err != nil {

@@ -55,10 +55,10 @@ type streamReader interface {
 	end() ([]byte, error)
 }
 
-// piece is a part of a streamed answer other than its text, reported as
-// a TextDelta event with Reasoning set, or with the call's Tool: the
-// model's reasoning (thinking, a reasoning summary), or a tool call
-// forming, its name as soon as it is known, then its arguments' text.
+// piece is a part of a streamed answer other than its text: the model's
+// reasoning (thinking, a reasoning summary), reported as a
+// ReasoningDelta event, or a tool call forming, its name as soon as it is
+// known, then its arguments' text, reported as a CallInputDelta event.
 type piece struct {
 	reasoning bool
 	call      int    // the call's position among the answer's calls
@@ -92,11 +92,11 @@ func (p *pieces) take() []piece {
 	return out
 }
 
-// emit reports p as a TextDelta event of step.
+// emit reports p as an event of step.
 func (p piece) emit(ctx context.Context, a *chatadapter.Adapter, step int) {
-	e := chatadapter.Event{Kind: chatadapter.TextDelta, Step: step, Text: p.text, Reasoning: p.reasoning}
+	e := chatadapter.Event{Kind: chatadapter.ReasoningDelta, Step: step, Text: p.text}
 	if !p.reasoning {
-		e.Index, e.CallID, e.Tool = p.call, p.id, p.name
+		e.Kind, e.Index, e.CallID, e.Tool = chatadapter.CallInputDelta, p.call, p.id, p.name
 	}
 	a.Emit(ctx, e)
 }

@@ -82,8 +82,12 @@ func chat(ctx context.Context, c *config, question []string, stdin io.Reader, st
 	}
 	ctx = chatadapter.WithEvents(ctx, func(e chatadapter.Event) {
 		switch e.Kind {
-		case chatadapter.CallFinished, chatadapter.RunStopped:
+		case chatadapter.CallFinished:
 			fmt.Fprintln(stderr, e.Label)
+		case chatadapter.TurnEnded:
+			if errors.Is(e.Err, chatrun.ErrStepLimit) || errors.Is(e.Err, chatrun.ErrBudget) {
+				fmt.Fprintln(stderr, e.Label) // the run stopped: the person can go on
+			}
 		case chatadapter.ModelRequest, chatadapter.ModelRetry:
 			if c.verbose {
 				fmt.Fprintln(stderr, e.Label)

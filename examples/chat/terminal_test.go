@@ -43,7 +43,7 @@ func TestAnswer(t *testing.T) {
 	for _, tt := range tests {
 		var stderr bytes.Buffer
 		s := &session{c: &config{msgs: msgs, local: "en"}, in: bufio.NewScanner(strings.NewReader(tt.input)), stderr: &stderr}
-		got := s.answer(&chatadapter.Pending{Prompt: "Tool asks: Sure?", Question: &chatadapter.Question{Schema: json.RawMessage(tt.schema)}})
+		got := s.answer(&chatadapter.Pending{Prompt: "Tool asks: Sure?", Question: &ask.ElicitRequest{Schema: json.RawMessage(tt.schema)}})
 		require.Equal(t, tt.want, got, tt.name)
 		require.Equal(t, tt.stderr, stderr.String(), tt.name)
 	}

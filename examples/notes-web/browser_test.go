@@ -537,7 +537,7 @@ func TestBrowserModelDown(t *testing.T) {
 		name, host, want string
 	}{
 		{"down", down, "The model could not be reached. What finished before stays; send your message again once it runs (the server's log has the detail)."},
-		{"error", strings.TrimPrefix(refusing.URL, "http://"), "The model answered with an error (400 Bad Request). What finished before stays; send your message again in a moment."},
+		{"error", strings.TrimPrefix(refusing.URL, "http://"), "The model's provider refused the request. Ask the site's owner to check the model's settings. What finished before stays."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &site{t: t, dir: t.TempDir(), gate: newGate(), saved: make(chan int64, 16)}

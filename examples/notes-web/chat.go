@@ -68,14 +68,11 @@ func (t *turn) put(it item) {
 func (t *turn) event(e chatadapter.Event) {
 	switch e.Kind {
 	case chatadapter.TextDelta:
-		switch {
-		case e.Reasoning:
-			t.put(item{"type": "thinking", "step": e.Step, "text": e.Text})
-		case e.Tool != "": // a call the model is writing: its card, then its arguments as they come
-			t.put(item{"type": "forming", "step": e.Step, "index": e.Index, "tool": e.Tool, "name": e.FriendlyName, "write": e.Write, "text": e.Text})
-		default:
-			t.put(item{"type": "text", "step": e.Step, "text": e.Text})
-		}
+		t.put(item{"type": "text", "step": e.Step, "text": e.Text})
+	case chatadapter.ReasoningDelta:
+		t.put(item{"type": "thinking", "step": e.Step, "text": e.Text})
+	case chatadapter.CallInputDelta: // a call the model is writing: its card, then its arguments as they come
+		t.put(item{"type": "forming", "step": e.Step, "index": e.Index, "tool": e.Tool, "name": e.FriendlyName, "write": e.Write, "text": e.Text})
 	case chatadapter.CallStarted:
 		t.put(item{"type": "call", "id": e.CallID, "index": e.Index, "tool": e.Tool, "name": e.FriendlyName, "args": json.RawMessage(validJSON(e.Args)), "write": e.Write})
 	case chatadapter.CallPaused:
@@ -95,8 +92,14 @@ func (t *turn) event(e chatadapter.Event) {
 		t.put(it)
 	case chatadapter.ModelRetry: // the step's attempt failed before its words: what it thought and began to call goes
 		t.put(item{"type": "status", "text": e.Label, "retry": e.Step})
-	case chatadapter.RunStopped:
-		t.put(item{"type": "status", "text": e.Label})
+	case chatadapter.TurnEnded:
+		stopped := errors.Is(e.Err, chatrun.ErrStepLimit) || errors.Is(e.Err, chatrun.ErrBudget)
+		if stopped || e.Err == nil && e.Label != e.Text {
+			// The run stopped, or the model ended without its answer (a
+			// content filter, a refusal, a cut): the line says how to go
+			// on. A failed turn says it in its end item (turnFailed).
+			t.put(item{"type": "status", "text": e.Label})
+		}
 	}
 }
 
@@ -226,8 +229,8 @@ func turnFailed(err error) string {
 	var he *chatrun.HTTPError
 	var ue *url.Error
 	switch {
-	case errors.As(err, &he):
-		return "The model answered with an error (" + he.Status + ")." + after + " in a moment."
+	case errors.As(err, &he): // the provider's error, by its class: what to do
+		return he.Line(nil, "") + " What finished before stays."
 	case errors.As(err, &ue):
 		return "The model could not be reached." + after + " once it runs (the server's log has the detail)."
 	}
