@@ -91,7 +91,7 @@ func TestTurnOverHTTP(t *testing.T) {
 	created := got[14]
 	require.Equal(t, true, created["ok"])
 	require.Equal(t, "Create note… done", created["label"])
-	require.Equal(t, "notes: 1 inserted; branches: 1 inserted", created["summary"])
+	require.Equal(t, `Create note "Ideas": type "text"; Create branch: under "projects"`, created["summary"])
 	cs := int64(created["changeset"].(float64))
 	require.Positive(t, cs)
 	require.Equal(t, `Created "Ideas" under "Projects".`, got[19]["answer"])

@@ -187,9 +187,8 @@ func TestBrowserCreateApproveUndo(t *testing.T) {
 	p.until(lastCard("create_note") + `.classList.contains("ok")`)
 	require.Equal(t, "Create note", p.text(`.card[data-tool="create_note"] .name`))
 	require.Equal(t, "done", p.text(`.card[data-tool="create_note"] .status`))
-	require.Equal(t, "Changed: notes: 1 inserted; branches: 1 inserted", p.text(`.card[data-tool="create_note"] .summary`))
-	require.Equal(t, "Create note \"Ideas\": type \"text\"\nCreate branch: under \"projects\"",
-		eval[string](p, `[...`+lastCard("create_note")+`.querySelectorAll(".changes .rows li")].map(e => e.textContent).join("\n")`))
+	require.Equal(t, `Changed: Create note "Ideas": type "text"; Create branch: under "projects"`, p.text(`.card[data-tool="create_note"] .summary`))
+	require.Zero(t, eval[int](p, lastCard("create_note")+`.querySelectorAll(".changes").length`), "the rows in the store's words need no unfolding")
 	require.Equal(t, `Created "Ideas" under "Projects".`, p.text(".msg.assistant"))
 	p.until(inTree("Ideas"))
 	p.do(chromedp.Click(chromedp.CSS(`.tree-item[data-id="projects"]`)))
@@ -234,6 +233,7 @@ func TestBrowserCreateApproveUndo(t *testing.T) {
 	require.Zero(t, s.noteCount("ana", "Ideas"))
 	require.Equal(t, `Deleted "Ideas".`, p.text(".msg.assistant"))
 	require.Equal(t, "You approved this change.", p.text(`.card[data-tool="delete_note"] .answer`))
+	require.Equal(t, "Saved as approved.", p.text(`.card.ok[data-tool="delete_note"] .summary`))
 
 	// Undo brings it back, and says so on the card.
 	p.do(chromedp.Click(chromedp.CSS(`.card.ok[data-tool="delete_note"] .undo`)))

@@ -85,7 +85,7 @@ func (t *turn) event(e chatadapter.Event) {
 		}
 		if cs := e.Result.Changeset; cs != nil && cs.ID != 0 {
 			it["changeset"] = cs.ID
-			it["summary"] = countRows(cs)
+			it["summary"], it["worded"] = changedLine(cs)
 			it["rows"] = strings.Split(cs.String(), "\n")
 			it["undoable"] = cs.NotUndoable == ""
 		}
@@ -143,6 +143,21 @@ func choices(schema json.RawMessage) []item {
 
 // countRows says what a change did per table, as a person reads it:
 // "notes: 1 inserted; branches: 1 inserted".
+// changedLine is what a write changed, in one line: its rows in the
+// store's words (notes.Tools' entities), or, where a row has none, the
+// rows per table; worded reports the first.
+func changedLine(cs *changeset.Set) (line string, worded bool) {
+	texts := make([]string, 0, len(cs.Rows))
+	for _, r := range cs.Rows {
+		if r.Text == "" {
+			return countRows(cs), false
+		}
+		texts = append(texts, r.Text)
+	}
+	return strings.Join(texts, "; "), true
+}
+
+// countRows is what a write changed, as rows per table.
 func countRows(cs *changeset.Set) string {
 	var tables []string
 	counts := map[string]map[changeset.Op]int{}

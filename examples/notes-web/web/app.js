@@ -282,8 +282,10 @@ function doneCard(it) {
   if (it.error) c.append(el("p", { class: "error", text: it.error }));
   if (it.changeset) {
     c.dataset.changeset = String(it.changeset);
-    c.append(el("p", { class: "summary", text: "Changed: " + it.summary }));
-    if (!p) c.append(el("details", { class: "changes" }, el("summary", { text: "what changed" }), changeList("rows", it.rows)));
+    // An approved change's rows are on the card already, as approved.
+    c.append(el("p", { class: "summary", text: p && it.worded ? "Saved as approved." : "Changed: " + it.summary }));
+    // Rows without the store's words unfold from the table counts.
+    if (!p && !it.worded) c.append(el("details", { class: "changes" }, el("summary", { text: "what changed" }), changeList("rows", it.rows)));
     if (it.undoable) {
       const b = button("Undo", "undo", () => undo(it.changeset, c, b));
       b.dataset.changeset = String(it.changeset);
