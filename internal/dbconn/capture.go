@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -324,9 +325,14 @@ type merger struct {
 	seq int            // the row changes merged so far
 }
 
+// rowKey is a row's identity in at: its table and its key's columns, in
+// order, with their values as encoded (JSON, so no NUL byte in them).
 func rowKey(table string, key changeset.Values) string {
-	b, _ := json.Marshal(key) // sorted keys
-	return table + "\x00" + string(b)
+	b := append(make([]byte, 0, 64), table...)
+	for _, c := range slices.Sorted(maps.Keys(key)) {
+		b = append(append(append(append(b, 0), c...), 0), key[c]...)
+	}
+	return string(b)
 }
 
 // add merges one change. An update that changed the row's key is a

@@ -28,10 +28,11 @@ import (
 //   - a row's values after the call in the call's own transaction, where
 //     each row is as the call left it;
 //   - its values before, which are the row as the call found it, as the
-//     last commit left it, in a read transaction on another connection:
-//     the write holds SQLite's write lock, so nothing committed since it
+//     last commit left it, read on another connection (readLast): the
+//     write holds SQLite's write lock, so nothing committed since it
 //     began, and in WAL mode a reader sees the last commit while the
-//     write goes on. Only in WAL mode (which sqlite.Open sets and
+//     write goes on. Each read is a statement of its own, with no BEGIN
+//     around them: every one sees that same last commit. Only in WAL mode (which sqlite.Open sets and
 //     NewRegistry asks for), and only when the pool reserves read
 //     connections (so one is there while the write holds its own): a
 //     reader in another journal mode may wait for the writer, a :memory:
@@ -45,10 +46,10 @@ import (
 // a NUL byte in a WITHOUT ROWID table (the identity itself is cut, so the
 // rows are merged and found by the cut key).
 //
-// The cost is a statement per row with text after the call, and a read
-// transaction for the rows with text before it: on a tracked one-row
-// UPDATE (BenchmarkChangesetRatio) about 0.3 of the untracked write each,
-// a read transaction's WAL locks being system calls.
+// The cost is a statement per row with text after the call, and one on
+// another connection per row with text before it, each prepared once per
+// connection: on a tracked one-row UPDATE (BenchmarkChangesetRatio) the
+// second costs more, its read's WAL locks being system calls.
 
 // exactText reads again the text values of set's rows (see above).
 func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[string]Columns) error {
@@ -67,15 +68,16 @@ func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[st
 		}
 	}
 	if len(before) > 0 && c.walReads(ctx, w) {
-		rt, err := w.pool.BeginRead(ctx)
+		err := w.pool.readLast(ctx, func(q rowQuerier) error {
+			for _, r := range before {
+				if err := c.reread(ctx, q, r.Table, cols[r.Table], r.Key, r.Before, set); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		defer w.pool.EndRead(rt, false)
-		for _, r := range before {
-			if err := c.reread(ctx, rt.Querier(), r.Table, cols[r.Table], r.Key, r.Before, set); err != nil {
-				return err
-			}
 		}
 	}
 	for i := range set.Rows {

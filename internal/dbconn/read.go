@@ -327,6 +327,23 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 	return rc, nil
 }
 
+// readLast runs f on a read-only connection in autocommit mode, each of
+// its statements a read of the last commit of its own, on the statements
+// the connection keeps prepared (SQLite: capture_text.go reads the rows
+// as a write found them, while the write holds the write lock).
+func (t *Pool) readLast(ctx context.Context, f func(q rowQuerier) error) error {
+	rc, err := t.readConn(ctx)
+	if err != nil {
+		return err
+	}
+	rc.policy.SetMode(ModeRead)
+	err = f(rc)
+	rc.closeLent()
+	rc.policy.SetMode(ModeOwn)
+	t.putConn(rc, err != nil)
+	return err
+}
+
 // EndRead ends a read transaction with ROLLBACK, so nothing the call did
 // is kept, and puts its connection back. The results the handler left
 // open are closed first, so that no statement of the handler's runs in
