@@ -281,7 +281,7 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 	}
 	// Text is read again before rows that end as they began are dropped:
 	// a text cut short may look unchanged.
-	if err := w.exactText(ctx, set, cols); err != nil { // capture_text.go
+	if err := w.exactText(ctx, set, cols, m.mixed); err != nil { // capture_text.go
 		return nil, err
 	}
 	m.finish()
@@ -320,9 +320,10 @@ func (c *Capture) values(table string, cols Columns, vals []any, rowID int64, se
 
 // merger merges a call's changes per row.
 type merger struct {
-	set *changeset.Set
-	at  map[string]int // table and key → index in set.Rows
-	seq int            // the row changes merged so far
+	set   *changeset.Set
+	at    map[string]int // table and key → index in set.Rows
+	seq   int            // the row changes merged so far
+	mixed map[int]bool   // the rows in set.Rows an insert or a delete changed too, not UPDATEs only
 }
 
 // rowKey is a row's identity in at: its table and its key's columns, in
@@ -352,7 +353,16 @@ func (m *merger) add(table string, op changeset.Op, before, after, bk, ak change
 	seq := m.seq
 	m.seq++
 	if !seen {
-		m.at[k] = len(m.set.Rows)
+		i = len(m.set.Rows)
+	}
+	if op != changeset.Update {
+		if m.mixed == nil {
+			m.mixed = make(map[int]bool)
+		}
+		m.mixed[i] = true
+	}
+	if !seen {
+		m.at[k] = i
 		m.set.Rows = append(m.set.Rows, changeset.Row{Table: table, Op: op, Key: key, Before: before, After: after,
 			Steps: []changeset.Step{{Seq: seq}}})
 		return

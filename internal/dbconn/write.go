@@ -126,6 +126,7 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 					return w, err
 				}
 				w.wc.hook = h
+				w.Policy.sets = true
 			}
 		}
 	}
