@@ -36,6 +36,7 @@ type WriteTx struct {
 	wc      *writeConn            // SQLite's write connection
 	capture *Capture              // records the call's changes to tracked tables; nil if none are
 	pg      *pgCall               // PostgreSQL's capture, once StartCall turned it on
+	pgOn    bool                  // PostgreSQL: a reserved write connection, its session's capture on (pgsession.go)
 	pgBase  map[string]TableCount // PostgreSQL: the session's counts when the run began counting (count.go)
 	cancel  context.CancelFunc    // ends the transaction's context
 	state   atomic.Int32          // writeRunning, writeEnding or writeAbandoned
@@ -106,6 +107,11 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 	if kept != nil {
 		w.Conn, w.Policy = kept.conn, &kept.policy
 		w.Policy.reset()
+	} else if conn, err := t.pgWriter(ctx); err != nil || conn != nil {
+		if err != nil {
+			return nil, err
+		}
+		w.Conn, w.pgOn = conn, true
 	} else {
 		conn, err := t.DB.Conn(ctx)
 		if err != nil {
@@ -160,6 +166,10 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 			// process: no transaction began, so the connection is as it
 			// was, kept for the run again.
 			t.writer = w.wc
+			return w, err
+		}
+		if w.pgOn {
+			t.putPGWriter(w.Conn, true)
 			return w, err
 		}
 		t.releaseWriteConn(w.Conn, w.wc != nil, true)
@@ -311,10 +321,15 @@ func (w *WriteTx) Claim() bool {
 	return w.state.Load() == writeEnding
 }
 
-// endConn keeps SQLite's write connection for the next write, or hands
-// w's connection back, or closes it (suspect), and releases the token.
+// endConn keeps SQLite's write connection for the next write, or
+// PostgreSQL's reserved one, or hands w's connection back, or closes it
+// (suspect), and releases the token.
 func (t *Pool) endConn(w *WriteTx, suspect bool) {
 	defer t.releaseToken()
+	if w.pgOn {
+		t.putPGWriter(w.Conn, suspect)
+		return
+	}
 	if !suspect && w.wc != nil && t.keepWriter && !t.closed.Load() {
 		t.writer = w.wc
 		return
