@@ -2,6 +2,7 @@ package llmtool_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -256,5 +257,50 @@ func TestChangesetPGUnnamedChange(t *testing.T) {
 	var title string
 	require.NoError(t, f.db.QueryRow(`SELECT title FROM notes WHERE id = 1`).Scan(&title))
 	require.Equal(t, "A", title)
+	require.Zero(t, f.count(t, "llmtool_capture"))
+}
+
+// TestChangesetPGWriterSession: the write connections a tracking
+// registry keeps have the capture on for their session, and none goes
+// back to the host's pool with it on: every connection the host holds
+// after Close has llmtool.capture unset, and the host's own writes record
+// nothing (a row left in llmtool_capture would fail their commit).
+func TestChangesetPGWriterSession(t *testing.T) {
+	t.Parallel()
+	f := newCSFixtureOn(t, true, "")
+	const open = 5 // a reserved read connection or two, one reserved writer
+	db := f.open(t)
+	db.SetMaxOpenConns(open)
+	db.SetMaxIdleConns(open)
+	f.reg = f.registry(t, db)
+	ctx := context.Background()
+	results := make([]llmtool.Result, 4)
+	var wg sync.WaitGroup
+	for i := range results { // concurrent writes: the reserved writer and pooled ones
+		wg.Go(func() {
+			results[i] = f.call(t, ctx, "cs_sql", fmt.Sprintf(`{"sql": ["INSERT INTO notes (title) VALUES ('n%d')"]}`, i))
+		})
+	}
+	wg.Wait()
+	for _, res := range results {
+		require.False(t, res.IsError, res.Text())
+		require.Len(t, res.Changeset.Rows, 2, "the note and its count in stats")
+	}
+	require.NoError(t, f.reg.Close())
+
+	conns := make([]*sql.Conn, open)
+	for i := range conns {
+		c, err := db.Conn(ctx)
+		require.NoError(t, err)
+		defer c.Close()
+		conns[i] = c
+	}
+	for _, c := range conns {
+		var on sql.NullString
+		require.NoError(t, c.QueryRowContext(ctx, `SELECT current_setting('llmtool.capture', true)`).Scan(&on))
+		require.NotEqual(t, "on", on.String)
+		_, err := c.ExecContext(ctx, `INSERT INTO notes (title) VALUES ('host')`)
+		require.NoError(t, err)
+	}
 	require.Zero(t, f.count(t, "llmtool_capture"))
 }

@@ -214,15 +214,8 @@ func (t *Pool) pgWriter(ctx context.Context) (*sql.Conn, error) {
 // closes it (failed: its write failed in a way that leaves its state
 // unknown, or the pool closed).
 func (t *Pool) putPGWriter(conn *sql.Conn, failed bool) {
-	if !failed && !t.closed.Load() {
-		select {
-		case t.pgWriters <- conn:
-			if t.closed.Load() { // raced with close: drain it ourselves
-				t.drain()
-			}
-			return
-		default:
-		}
+	if !failed && park(t, t.pgWriters, conn) {
+		return
 	}
 	t.pgWriterRsvd.Add(-1)
 	t.releasePGWriter(conn, failed)

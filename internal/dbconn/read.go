@@ -375,20 +375,30 @@ func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
 // connection back to the host with writes allowed again. A connection that
 // failed or cannot be reset is discarded, never handed back read-only.
 func (t *Pool) putConn(rc *readConn, failed bool) {
-	if rc.reserved && !failed && !t.closed.Load() {
-		select {
-		case t.idle <- rc:
-			if t.closed.Load() { // raced with close: drain it ourselves
-				t.drain()
-			}
-			return
-		default:
-		}
+	if rc.reserved && !failed && park(t, t.idle, rc) {
+		return
 	}
 	if rc.reserved {
 		t.reserved.Add(-1)
 	}
 	t.release(rc, failed)
+}
+
+// park keeps v, a reserved connection, in idle for the next call, and
+// reports whether there was room and the pool is open.
+func park[T any](t *Pool, idle chan T, v T) bool {
+	if t.closed.Load() {
+		return false
+	}
+	select {
+	case idle <- v:
+		if t.closed.Load() { // raced with close: drain it ourselves
+			t.drain()
+		}
+		return true
+	default:
+		return false
+	}
 }
 
 // release hands a connection back to the database's pool, writable and
