@@ -244,8 +244,9 @@ func TestChangesetExactTextTableKinds(t *testing.T) {
 // TestChangesetExactTextSetElsewhere: the text before an UPDATE of a
 // row is taken from the text after it, read in the call's transaction,
 // only for the columns no UPDATE of the call could set; text set to what
-// its cut reads the same, set by a trigger, by a foreign key's action, or
-// replaced with its row, is read as it was before the call.
+// its cut reads the same, set by a trigger, by an upsert, by a foreign
+// key's action, or replaced with its row, is read as it was before the
+// call.
 func TestChangesetExactTextSetElsewhere(t *testing.T) {
 	t.Parallel()
 	if pgtest.FromEnv() {
@@ -262,6 +263,7 @@ func TestChangesetExactTextSetElsewhere(t *testing.T) {
 		{"by a trigger", []string{`CREATE TRIGGER retitle AFTER UPDATE OF content ON notes BEGIN UPDATE notes SET title = 'a' || char(0) || 'z' WHERE id = new.id; END`},
 			`UPDATE notes SET content = 'x' WHERE id = 7`, "notes", "title", `"a\u0000b"`, `"a\u0000z"`},
 		{"replaced", nil, `INSERT OR REPLACE INTO notes (id, title) VALUES (7, 'a' || char(0) || 'z')`, "notes", "title", `"a\u0000b"`, `"a\u0000z"`},
+		{"by an upsert", nil, `INSERT INTO notes (id, title) VALUES (7, 'x') ON CONFLICT (id) DO UPDATE SET title = 'a' || char(0) || 'z'`, "notes", "title", `"a\u0000b"`, `"a\u0000z"`},
 		{"by a foreign key's action", []string{
 			`CREATE TABLE labels (name TEXT PRIMARY KEY)`,
 			`CREATE TABLE labelled (id INTEGER PRIMARY KEY, label TEXT REFERENCES labels (name) ON UPDATE CASCADE)`,
