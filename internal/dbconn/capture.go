@@ -261,6 +261,12 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 	if d := w.Policy.schemaChange(); d != "" && set.NotUndoable == "" {
 		set.NotUndoable = "it changed the schema (" + d + ")"
 	}
+	if len(raw) == 0 { // no tracked row: nothing to name, merge or read again
+		if set.NotUndoable == "" {
+			return nil, nil
+		}
+		return set, nil
+	}
 	cols := w.capture.cols
 	m := merger{set: set, at: make(map[string]int)}
 	for _, ch := range raw {
