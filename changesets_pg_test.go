@@ -304,3 +304,29 @@ func TestChangesetPGWriterSession(t *testing.T) {
 	}
 	require.Zero(t, f.count(t, "llmtool_capture"))
 }
+
+// TestChangesetPGWriteAfterTerminate: the write connections a tracking
+// registry keeps lose their server sessions (a restart, an
+// administrator's pg_terminate_backend); the next tracked writes begin on
+// fresh connections and record their changes, rather than fail on the
+// dead ones.
+func TestChangesetPGWriteAfterTerminate(t *testing.T) {
+	t.Parallel()
+	f := newCSFixtureOn(t, true, "")
+	ctx := context.Background()
+	write := func(title string) {
+		t.Helper()
+		res := f.call(t, ctx, "cs_sql", `{"sql": ["INSERT INTO notes (title) VALUES ('`+title+`')"]}`)
+		require.False(t, res.IsError, res.Text())
+		require.Len(t, res.Changeset.Rows, 2, "the note and its count in stats")
+	}
+	write("before")
+	admin := f.open(t)
+	var ended int
+	require.NoError(t, admin.QueryRow(`SELECT count(*) FROM (SELECT pid FROM pg_stat_activity
+	WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' OFFSET 0) s
+WHERE pg_terminate_backend(s.pid, 5000)`).Scan(&ended))
+	require.Positive(t, ended)
+	write("after")
+	write("again")
+}

@@ -91,6 +91,13 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 		// connection its driver reported bad): take another.
 		w, err = t.beginWrite(ctx, opts, nil)
 	}
+	for tries := 0; err != nil && w != nil && w.pgOn && tries <= cap(t.pgWriters) && ctx.Err() == nil &&
+		(engine.BrokenConn(err) || engine.Unavailable(err)); tries++ {
+		// A reserved PostgreSQL write connection whose server session
+		// ended (a restart, pg_terminate_backend) fails its BEGIN before
+		// anything ran: take the next, as BeginRead does.
+		w, err = t.beginWrite(ctx, opts, nil)
+	}
 	if err != nil {
 		t.releaseToken()
 		return nil, err
