@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmtool/llmtool"
+	"github.com/llmtool/llmtool/changeset"
 	"github.com/llmtool/llmtool/internal/pgtest"
 )
 
@@ -171,9 +172,10 @@ func TestChangesetUndoSwap(t *testing.T) {
 
 // TestChangesetExactTextNotWAL: in another journal mode no second
 // connection reads the state before a write (it could wait for the
-// writer), so text before the call stays as the pre-update hook read it,
-// cut at its NUL byte; the text after it is read again, and the call does
-// not wait.
+// writer), so text before the call that an UPDATE set stays as the
+// pre-update hook read it, cut at its NUL byte; the text after it is read
+// again, and the call does not wait. Text no UPDATE set is as the call
+// left it, read in its transaction.
 func TestChangesetExactTextNotWAL(t *testing.T) {
 	t.Parallel()
 	if pgtest.FromEnv() {
@@ -194,8 +196,13 @@ func TestChangesetExactTextNotWAL(t *testing.T) {
 
 	res := f.call(t, context.Background(), "cs_sql", `{"sql": ["UPDATE notes SET content = 'changed' WHERE id = 7"]}`)
 	require.False(t, res.IsError, res.Text())
-	require.Equal(t, `"a"`, string(res.Changeset.Rows[0].Before["title"]))
+	require.Equal(t, `"a\u0000b"`, string(res.Changeset.Rows[0].Before["title"]), "title, which no UPDATE set, is read after the call")
 	require.Equal(t, `"a\u0000b"`, string(res.Changeset.Rows[0].After["title"]))
+
+	res = f.call(t, context.Background(), "cs_sql", `{"sql": ["UPDATE notes SET title = 'a' || char(0) || 'c' WHERE id = 7"]}`)
+	require.False(t, res.IsError, res.Text())
+	require.Equal(t, `"a"`, string(res.Changeset.Rows[0].Before["title"]))
+	require.Equal(t, `"a\u0000c"`, string(res.Changeset.Rows[0].After["title"]))
 }
 
 // TestChangesetExactTextTableKinds: text is read again by each kind of
@@ -230,6 +237,63 @@ func TestChangesetExactTextTableKinds(t *testing.T) {
 			var stored string
 			require.NoError(t, f.db.QueryRow(`SELECT typeof(v) || ' ' || hex(v) FROM tk`).Scan(&stored))
 			require.Equal(t, "text 610062", stored)
+		})
+	}
+}
+
+// TestChangesetExactTextSetElsewhere: the text before an UPDATE of a
+// row is taken from the text after it, read in the call's transaction,
+// only for the columns no UPDATE of the call could set; text set to what
+// its cut reads the same, set by a trigger, by an upsert, by a foreign
+// key's action, or replaced with its row, is read as it was before the
+// call.
+func TestChangesetExactTextSetElsewhere(t *testing.T) {
+	t.Parallel()
+	if pgtest.FromEnv() {
+		t.Skip("PostgreSQL text holds no NUL byte")
+	}
+	for _, tc := range []struct {
+		name          string
+		setup         []string
+		call          string
+		table, column string
+		before, after string
+	}{
+		{"set to its cut", nil, `UPDATE notes SET title = 'a' WHERE id = 7`, "notes", "title", `"a\u0000b"`, `"a"`},
+		{"by a trigger", []string{`CREATE TRIGGER retitle AFTER UPDATE OF content ON notes BEGIN UPDATE notes SET title = 'a' || char(0) || 'z' WHERE id = new.id; END`},
+			`UPDATE notes SET content = 'x' WHERE id = 7`, "notes", "title", `"a\u0000b"`, `"a\u0000z"`},
+		{"replaced", nil, `INSERT OR REPLACE INTO notes (id, title) VALUES (7, 'a' || char(0) || 'z')`, "notes", "title", `"a\u0000b"`, `"a\u0000z"`},
+		{"by an upsert", nil, `INSERT INTO notes (id, title) VALUES (7, 'x') ON CONFLICT (id) DO UPDATE SET title = 'a' || char(0) || 'z'`, "notes", "title", `"a\u0000b"`, `"a\u0000z"`},
+		{"by a foreign key's action", []string{
+			`CREATE TABLE labels (name TEXT PRIMARY KEY)`,
+			`CREATE TABLE labelled (id INTEGER PRIMARY KEY, label TEXT REFERENCES labels (name) ON UPDATE CASCADE)`,
+			`INSERT INTO labels VALUES ('a' || char(0) || 'b')`,
+			`INSERT INTO labelled VALUES (1, 'a' || char(0) || 'b')`,
+		}, `UPDATE labels SET name = 'a' || char(0) || 'z'`, "labelled", "label", `"a\u0000b"`, `"a\u0000z"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCSFixture(t)
+			for _, q := range append([]string{`INSERT INTO notes (id, title) VALUES (7, 'a' || char(0) || 'b')`}, tc.setup...) {
+				_, err := f.db.Exec(q)
+				require.NoError(t, err, q)
+			}
+			if tc.table != "notes" {
+				f.opts.Changesets.Tables = append(f.opts.Changesets.Tables, tc.table)
+				f.reg = f.registry(t, f.db)
+			}
+			res := f.call(t, context.Background(), "cs_sql", string(mustJSON(t, csSQLIn{SQL: []string{tc.call}})))
+			require.False(t, res.IsError, res.Text())
+			require.NotNil(t, res.Changeset)
+			var row *changeset.Row
+			for i, r := range res.Changeset.Rows {
+				if r.Table == tc.table && r.Op == changeset.Update {
+					row = &res.Changeset.Rows[i]
+				}
+			}
+			require.NotNil(t, row, rowsJSON(t, res.Changeset))
+			require.Equal(t, tc.before, string(row.Before[tc.column]))
+			require.Equal(t, tc.after, string(row.After[tc.column]))
 		})
 	}
 }

@@ -2,6 +2,7 @@ package llmtool_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -257,4 +258,75 @@ func TestChangesetPGUnnamedChange(t *testing.T) {
 	require.NoError(t, f.db.QueryRow(`SELECT title FROM notes WHERE id = 1`).Scan(&title))
 	require.Equal(t, "A", title)
 	require.Zero(t, f.count(t, "llmtool_capture"))
+}
+
+// TestChangesetPGWriterSession: the write connections a tracking
+// registry keeps have the capture on for their session, and none goes
+// back to the host's pool with it on: every connection the host holds
+// after Close has llmtool.capture unset, and the host's own writes record
+// nothing (a row left in llmtool_capture would fail their commit).
+func TestChangesetPGWriterSession(t *testing.T) {
+	t.Parallel()
+	f := newCSFixtureOn(t, true, "")
+	const open = 5 // a reserved read connection or two, one reserved writer
+	db := f.open(t)
+	db.SetMaxOpenConns(open)
+	db.SetMaxIdleConns(open)
+	f.reg = f.registry(t, db)
+	ctx := context.Background()
+	results := make([]llmtool.Result, 4)
+	var wg sync.WaitGroup
+	for i := range results { // concurrent writes: the reserved writer and pooled ones
+		wg.Go(func() {
+			results[i] = f.call(t, ctx, "cs_sql", fmt.Sprintf(`{"sql": ["INSERT INTO notes (title) VALUES ('n%d')"]}`, i))
+		})
+	}
+	wg.Wait()
+	for _, res := range results {
+		require.False(t, res.IsError, res.Text())
+		require.Len(t, res.Changeset.Rows, 2, "the note and its count in stats")
+	}
+	require.NoError(t, f.reg.Close())
+
+	conns := make([]*sql.Conn, open)
+	for i := range conns {
+		c, err := db.Conn(ctx)
+		require.NoError(t, err)
+		defer c.Close()
+		conns[i] = c
+	}
+	for _, c := range conns {
+		var on sql.NullString
+		require.NoError(t, c.QueryRowContext(ctx, `SELECT current_setting('llmtool.capture', true)`).Scan(&on))
+		require.NotEqual(t, "on", on.String)
+		_, err := c.ExecContext(ctx, `INSERT INTO notes (title) VALUES ('host')`)
+		require.NoError(t, err)
+	}
+	require.Zero(t, f.count(t, "llmtool_capture"))
+}
+
+// TestChangesetPGWriteAfterTerminate: the write connections a tracking
+// registry keeps lose their server sessions (a restart, an
+// administrator's pg_terminate_backend); the next tracked writes begin on
+// fresh connections and record their changes, rather than fail on the
+// dead ones.
+func TestChangesetPGWriteAfterTerminate(t *testing.T) {
+	t.Parallel()
+	f := newCSFixtureOn(t, true, "")
+	ctx := context.Background()
+	write := func(title string) {
+		t.Helper()
+		res := f.call(t, ctx, "cs_sql", `{"sql": ["INSERT INTO notes (title) VALUES ('`+title+`')"]}`)
+		require.False(t, res.IsError, res.Text())
+		require.Len(t, res.Changeset.Rows, 2, "the note and its count in stats")
+	}
+	write("before")
+	admin := f.open(t)
+	var ended int
+	require.NoError(t, admin.QueryRow(`SELECT count(*) FROM (SELECT pid FROM pg_stat_activity
+	WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' OFFSET 0) s
+WHERE pg_terminate_backend(s.pid, 5000)`).Scan(&ended))
+	require.Positive(t, ended)
+	write("after")
+	write("again")
 }

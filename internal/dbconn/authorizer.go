@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,10 +85,12 @@ const (
 type Policy struct {
 	mode   atomic.Int32
 	denied atomic.Pointer[Denial]
+	sets   bool // record the columns UPDATEs set (a write connection with a capture); set before the connection's first call
 
 	mu       sync.Mutex
 	triggers []string // tables the handler created triggers on, in ModeWrite
 	schema   string   // the first schema change the handler made, in ModeWrite
+	set      []string // "table\x00column" of each column an UPDATE compiled since reset may set (see assigned)
 }
 
 // SetMode switches the policy to m. A nil Policy (PostgreSQL) ignores it.
@@ -103,8 +106,36 @@ func (p *Policy) reset() {
 	p.SetMode(ModeOwn)
 	p.denied.Store(nil)
 	p.mu.Lock()
-	p.triggers, p.schema = nil, ""
+	p.triggers, p.schema, p.set = nil, "", p.set[:0]
 	p.mu.Unlock()
+}
+
+// noteUpdate records that a statement compiled since reset may set
+// column of table: SQLite asks about each column an UPDATE sets (an
+// UPSERT's, a trigger's and a foreign key action's included) as it
+// compiles it.
+func (p *Policy) noteUpdate(table, column string) {
+	k := table + "\x00" + column
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !slices.Contains(p.set, k) {
+		p.set = append(p.set, k)
+	}
+}
+
+// assigned reports whether an UPDATE compiled since reset may set column
+// of table (capture_text.go): a column no UPDATE set keeps its value in
+// a row that only UPDATEs changed. A nil Policy reports true.
+func (p *Policy) assigned(table, column string) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.set, func(k string) bool {
+		t, c, _ := strings.Cut(k, "\x00")
+		return strings.EqualFold(t, table) && strings.EqualFold(c, column)
+	})
 }
 
 // schemaChange describes the first schema change the call's handler
@@ -136,6 +167,9 @@ func (p *Policy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db, i
 	if allowed(m, action, arg1, arg2, db, inner) {
 		if m == ModeWrite {
 			p.noteSchema(action, arg1, arg2)
+		}
+		if action == sqlite.AuthUpdate && p.sets && (m == ModeWrite || m == ModeOwn) {
+			p.noteUpdate(arg1, arg2) // in ModeOwn too: what compiles there may run
 		}
 		return sqlite.AuthorizerOK
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -260,6 +261,12 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 	if d := w.Policy.schemaChange(); d != "" && set.NotUndoable == "" {
 		set.NotUndoable = "it changed the schema (" + d + ")"
 	}
+	if len(raw) == 0 { // no tracked row: nothing to name, merge or read again
+		if set.NotUndoable == "" {
+			return nil, nil
+		}
+		return set, nil
+	}
 	cols := w.capture.cols
 	m := merger{set: set, at: make(map[string]int)}
 	for _, ch := range raw {
@@ -280,7 +287,7 @@ func (w *WriteTx) Changes(ctx context.Context, exact bool) (*changeset.Set, erro
 	}
 	// Text is read again before rows that end as they began are dropped:
 	// a text cut short may look unchanged.
-	if err := w.exactText(ctx, set, cols); err != nil { // capture_text.go
+	if err := w.exactText(ctx, set, cols, m.mixed); err != nil { // capture_text.go
 		return nil, err
 	}
 	m.finish()
@@ -319,14 +326,20 @@ func (c *Capture) values(table string, cols Columns, vals []any, rowID int64, se
 
 // merger merges a call's changes per row.
 type merger struct {
-	set *changeset.Set
-	at  map[string]int // table and key → index in set.Rows
-	seq int            // the row changes merged so far
+	set   *changeset.Set
+	at    map[string]int // table and key → index in set.Rows
+	seq   int            // the row changes merged so far
+	mixed map[int]bool   // the rows in set.Rows an insert or a delete changed too, not UPDATEs only
 }
 
+// rowKey is a row's identity in at: its table and its key's columns, in
+// order, with their values as encoded (JSON, so no NUL byte in them).
 func rowKey(table string, key changeset.Values) string {
-	b, _ := json.Marshal(key) // sorted keys
-	return table + "\x00" + string(b)
+	b := append(make([]byte, 0, 64), table...)
+	for _, c := range slices.Sorted(maps.Keys(key)) {
+		b = append(append(append(append(b, 0), c...), 0), key[c]...)
+	}
+	return string(b)
 }
 
 // add merges one change. An update that changed the row's key is a
@@ -346,7 +359,16 @@ func (m *merger) add(table string, op changeset.Op, before, after, bk, ak change
 	seq := m.seq
 	m.seq++
 	if !seen {
-		m.at[k] = len(m.set.Rows)
+		i = len(m.set.Rows)
+	}
+	if op != changeset.Update {
+		if m.mixed == nil {
+			m.mixed = make(map[int]bool)
+		}
+		m.mixed[i] = true
+	}
+	if !seen {
+		m.at[k] = i
 		m.set.Rows = append(m.set.Rows, changeset.Row{Table: table, Op: op, Key: key, Before: before, After: after,
 			Steps: []changeset.Step{{Seq: seq}}})
 		return

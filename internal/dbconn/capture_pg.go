@@ -249,9 +249,15 @@ type pgCall struct {
 // statement: the capture of the tracked tables on (PostgreSQL's triggers
 // record only in a transaction that set llmtool.capture), and the rest of
 // the transaction run as the pool's role, if it has one (see EnterRole).
-// SET LOCAL ends with the transaction, so neither outlives the call.
+// SET LOCAL ends with the transaction, so neither outlives the call. On a
+// reserved write connection the capture is on already (pgsession.go):
+// no statement, or the role's alone.
 func (t *Pool) StartCall(ctx context.Context, w *WriteTx) error {
 	if t.pg == nil {
+		return t.EnterRole(ctx, w.Tx)
+	}
+	if w.pgOn { // a reserved write connection: the capture is on (pgsession.go)
+		w.pg = &pgCall{tr: t.pg}
 		return t.EnterRole(ctx, w.Tx)
 	}
 	q := "SET LOCAL llmtool.capture = on"

@@ -28,10 +28,11 @@ import (
 //   - a row's values after the call in the call's own transaction, where
 //     each row is as the call left it;
 //   - its values before, which are the row as the call found it, as the
-//     last commit left it, in a read transaction on another connection:
-//     the write holds SQLite's write lock, so nothing committed since it
+//     last commit left it, read on another connection (readLast): the
+//     write holds SQLite's write lock, so nothing committed since it
 //     began, and in WAL mode a reader sees the last commit while the
-//     write goes on. Only in WAL mode (which sqlite.Open sets and
+//     write goes on. Each read is a statement of its own, with no BEGIN
+//     around them: every one sees that same last commit. Only in WAL mode (which sqlite.Open sets and
 //     NewRegistry asks for), and only when the pool reserves read
 //     connections (so one is there while the write holds its own): a
 //     reader in another journal mode may wait for the writer, a :memory:
@@ -45,37 +46,55 @@ import (
 // a NUL byte in a WITHOUT ROWID table (the identity itself is cut, so the
 // rows are merged and found by the cut key).
 //
-// The cost is a statement per row with text after the call, and a read
-// transaction for the rows with text before it: on a tracked one-row
-// UPDATE (BenchmarkChangesetRatio) about 0.3 of the untracked write each,
-// a read transaction's WAL locks being system calls.
+// The cost is a statement per row with text after the call, and one on
+// another connection per row with text before it, each prepared once per
+// connection: on a tracked one-row UPDATE (BenchmarkChangesetRatio) the
+// second costs more, its read's WAL locks being system calls.
 
-// exactText reads again the text values of set's rows (see above).
-func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[string]Columns) error {
+// exactText reads again the text values of set's rows (see above);
+// mixed are the rows that not only UPDATEs changed.
+func (w *WriteTx) exactText(ctx context.Context, set *changeset.Set, cols map[string]Columns, mixed map[int]bool) error {
 	c := w.capture
-	var before []*changeset.Row
+	type rowText struct {
+		r     *changeset.Row
+		names []string
+	}
+	var before []rowText
 	for i := range set.Rows {
 		r := &set.Rows[i]
 		if r.Op == "" {
 			continue // inserted and deleted: nothing to read
 		}
-		if err := c.reread(ctx, w.txQuerier(), r.Table, cols[r.Table], r.Key, r.After, set); err != nil {
+		// A column no UPDATE of the call set, in a row only UPDATEs
+		// changed, is as it was, byte for byte: its text before is its
+		// text after, read here.
+		var same []string
+		if r.Op == changeset.Update && !mixed[i] {
+			same = textOf(r.Before, func(n string) bool {
+				return string(r.Before[n]) == string(r.After[n]) && !w.Policy.assigned(r.Table, n)
+			})
+		}
+		if err := c.reread(ctx, w.txQuerier(), r.Table, cols[r.Table], r.Key, r.After, textOf(r.After, nil), set); err != nil {
 			return err
 		}
-		if hasText(r.Before) {
-			before = append(before, r)
+		for _, n := range same {
+			r.Before[n] = r.After[n]
+		}
+		if names := textOf(r.Before, func(n string) bool { return !slices.Contains(same, n) }); len(names) > 0 {
+			before = append(before, rowText{r, names})
 		}
 	}
 	if len(before) > 0 && c.walReads(ctx, w) {
-		rt, err := w.pool.BeginRead(ctx)
+		err := w.pool.readLast(ctx, func(q rowQuerier) error {
+			for _, b := range before {
+				if err := c.reread(ctx, q, b.r.Table, cols[b.r.Table], b.r.Key, b.r.Before, b.names, set); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		defer w.pool.EndRead(rt, false)
-		for _, r := range before {
-			if err := c.reread(ctx, rt.Querier(), r.Table, cols[r.Table], r.Key, r.Before, set); err != nil {
-				return err
-			}
 		}
 	}
 	for i := range set.Rows {
@@ -166,14 +185,17 @@ func (c *Capture) walReads(ctx context.Context, w *WriteTx) bool {
 	return c.wal > 0
 }
 
-// hasText reports whether any of v is text.
-func hasText(v changeset.Values) bool {
-	for _, raw := range v {
-		if isText(raw) {
-			return true
+// textOf returns the names of v's text values that keep, when not nil,
+// keeps, in order.
+func textOf(v changeset.Values, keep func(string) bool) []string {
+	var names []string
+	for n, raw := range v {
+		if isText(raw) && (keep == nil || keep(n)) {
+			names = append(names, n)
 		}
 	}
-	return false
+	slices.Sort(names)
+	return names
 }
 
 // isText reports whether raw is text as EncodeSQLite writes it.
@@ -181,19 +203,12 @@ func isText(raw []byte) bool {
 	return len(raw) > 0 && (raw[0] == '"' || bytes.HasPrefix(raw, []byte(`{"$text"`)))
 }
 
-// reread reads the text values of v, a row of table as q sees it, and
-// replaces those whose bytes differ.
-func (c *Capture) reread(ctx context.Context, q rowQuerier, table string, cols Columns, key, v changeset.Values, set *changeset.Set) error {
-	var names []string
-	for n, raw := range v {
-		if isText(raw) {
-			names = append(names, n)
-		}
-	}
+// reread reads the text values names of v, a row of table as q sees
+// it, and replaces those whose bytes differ.
+func (c *Capture) reread(ctx context.Context, q rowQuerier, table string, cols Columns, key, v changeset.Values, names []string, set *changeset.Set) error {
 	if len(names) == 0 {
 		return nil
 	}
-	slices.Sort(names)
 	id := key
 	if _, ok := v["rowid"]; ok && cols.HiddenRowID {
 		id = changeset.Values{"rowid": v["rowid"]}

@@ -166,3 +166,69 @@ func (t *Pool) UseRole(ctx context.Context, role string) error {
 	t.Role = role
 	return nil
 }
+
+// PostgreSQL's write connections with the capture on. A tracked write
+// turns the capture on for its transaction with SET LOCAL, a statement
+// on a round trip of its own before the handler's first (database/sql
+// sends BEGIN alone). So the pool reserves write connections as it does
+// read ones: each with the capture on for the session, set once when
+// the pool reserves it, and kept between writes, so a write on it starts
+// with no statement of llmtool's. Only write calls' transactions run on
+// it, and the check refuses SET, RESET and set_config, so no handler
+// turns the capture off for the calls after it. When none is free, a
+// write takes a connection from the host's pool and turns the capture on
+// for its transaction (StartCall). RESET llmtool.capture undoes it before
+// the connection goes back to the host's pool; if it fails, the
+// connection is closed instead.
+
+// pgWriter returns a reserved write connection: an idle one, or a newly
+// reserved one while fewer than cap(t.pgWriters) exist; nil when tables
+// are not tracked on PostgreSQL or all are taken.
+func (t *Pool) pgWriter(ctx context.Context) (*sql.Conn, error) {
+	if t.pg == nil || t.closed.Load() {
+		return nil, nil
+	}
+	select {
+	case conn := <-t.pgWriters:
+		return conn, nil
+	default:
+	}
+	if n := t.pgWriterRsvd.Add(1); int(n) > cap(t.pgWriters) {
+		t.pgWriterRsvd.Add(-1)
+		return nil, nil
+	}
+	conn, err := t.DB.Conn(ctx)
+	if err == nil {
+		if _, err = conn.ExecContext(ctx, "SET llmtool.capture = on"); err != nil {
+			discard(conn)
+		}
+	}
+	if err != nil {
+		t.pgWriterRsvd.Add(-1)
+		return nil, err
+	}
+	return conn, nil
+}
+
+// putPGWriter keeps a reserved write connection for the next write, or
+// closes it (failed: its write failed in a way that leaves its state
+// unknown, or the pool closed).
+func (t *Pool) putPGWriter(conn *sql.Conn, failed bool) {
+	if !failed && park(t, t.pgWriters, conn) {
+		return
+	}
+	t.pgWriterRsvd.Add(-1)
+	t.releasePGWriter(conn, failed)
+}
+
+// releasePGWriter hands a reserved write connection back to the host's
+// pool with the capture off, or closes it.
+func (t *Pool) releasePGWriter(conn *sql.Conn, failed bool) {
+	if !failed {
+		if _, err := conn.ExecContext(context.Background(), "RESET llmtool.capture"); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	discard(conn)
+}

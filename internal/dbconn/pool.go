@@ -74,6 +74,13 @@ type Pool struct {
 	idle     chan *readConn
 	reserved atomic.Int32
 	closed   atomic.Bool
+
+	// PostgreSQL write connections reserved with the capture on for the
+	// session, when tables are tracked (pgsession.go): at most
+	// cap(pgWriters), as many as the read connections, and with a limit
+	// on the host's pool at most half of what the reads leave.
+	pgWriters    chan *sql.Conn
+	pgWriterRsvd atomic.Int32
 }
 
 // maxReservedReads bounds the read connections a registry keeps. Reads
@@ -96,6 +103,13 @@ func New(db *sql.DB, e engine.Engine) *Pool {
 			n = min(n, (m-1)/2) // leave the host and the writer their connections
 		}
 		t.idle = make(chan *readConn, max(n, 0))
+		if e == engine.Postgres {
+			w := max(n, 0)
+			if m > 0 {
+				w = min(w, (m-1-w)/2) // half of what the reads leave the host, at most
+			}
+			t.pgWriters = make(chan *sql.Conn, max(w, 0))
+		}
 		t.keepWriter = t.sqlite && (m == 0 || m >= 2)
 	}
 	return t
@@ -126,6 +140,9 @@ func (t *Pool) drain() {
 		case rc := <-t.idle:
 			t.reserved.Add(-1)
 			t.release(rc, false)
+		case conn := <-t.pgWriters:
+			t.pgWriterRsvd.Add(-1)
+			t.releasePGWriter(conn, false)
 		default:
 			return
 		}

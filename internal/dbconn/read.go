@@ -327,6 +327,23 @@ func (t *Pool) readConn(ctx context.Context) (*readConn, error) {
 	return rc, nil
 }
 
+// readLast runs f on a read-only connection in autocommit mode, each of
+// its statements a read of the last commit of its own, on the statements
+// the connection keeps prepared (SQLite: capture_text.go reads the rows
+// as a write found them, while the write holds the write lock).
+func (t *Pool) readLast(ctx context.Context, f func(q rowQuerier) error) error {
+	rc, err := t.readConn(ctx)
+	if err != nil {
+		return err
+	}
+	rc.policy.SetMode(ModeRead)
+	err = f(rc)
+	rc.closeLent()
+	rc.policy.SetMode(ModeOwn)
+	t.putConn(rc, err != nil)
+	return err
+}
+
 // EndRead ends a read transaction with ROLLBACK, so nothing the call did
 // is kept, and puts its connection back. The results the handler left
 // open are closed first, so that no statement of the handler's runs in
@@ -358,20 +375,30 @@ func (t *Pool) EndRead(r ReadTx, suspect bool) (open int) {
 // connection back to the host with writes allowed again. A connection that
 // failed or cannot be reset is discarded, never handed back read-only.
 func (t *Pool) putConn(rc *readConn, failed bool) {
-	if rc.reserved && !failed && !t.closed.Load() {
-		select {
-		case t.idle <- rc:
-			if t.closed.Load() { // raced with close: drain it ourselves
-				t.drain()
-			}
-			return
-		default:
-		}
+	if rc.reserved && !failed && park(t, t.idle, rc) {
+		return
 	}
 	if rc.reserved {
 		t.reserved.Add(-1)
 	}
 	t.release(rc, failed)
+}
+
+// park keeps v, a reserved connection, in idle for the next call, and
+// reports whether there was room and the pool is open.
+func park[T any](t *Pool, idle chan T, v T) bool {
+	if t.closed.Load() {
+		return false
+	}
+	select {
+	case idle <- v:
+		if t.closed.Load() { // raced with close: drain it ourselves
+			t.drain()
+		}
+		return true
+	default:
+		return false
+	}
 }
 
 // release hands a connection back to the database's pool, writable and

@@ -36,6 +36,7 @@ type WriteTx struct {
 	wc      *writeConn            // SQLite's write connection
 	capture *Capture              // records the call's changes to tracked tables; nil if none are
 	pg      *pgCall               // PostgreSQL's capture, once StartCall turned it on
+	pgOn    bool                  // PostgreSQL: a reserved write connection, its session's capture on (pgsession.go)
 	pgBase  map[string]TableCount // PostgreSQL: the session's counts when the run began counting (count.go)
 	cancel  context.CancelFunc    // ends the transaction's context
 	state   atomic.Int32          // writeRunning, writeEnding or writeAbandoned
@@ -90,6 +91,13 @@ func (t *Pool) BeginWrite(ctx context.Context) (*WriteTx, error) {
 		// connection its driver reported bad): take another.
 		w, err = t.beginWrite(ctx, opts, nil)
 	}
+	for tries := 0; err != nil && w != nil && w.pgOn && tries <= cap(t.pgWriters) && ctx.Err() == nil &&
+		(engine.BrokenConn(err) || engine.Unavailable(err)); tries++ {
+		// A reserved PostgreSQL write connection whose server session
+		// ended (a restart, pg_terminate_backend) fails its BEGIN before
+		// anything ran: take the next, as BeginRead does.
+		w, err = t.beginWrite(ctx, opts, nil)
+	}
 	if err != nil {
 		t.releaseToken()
 		return nil, err
@@ -106,6 +114,11 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 	if kept != nil {
 		w.Conn, w.Policy = kept.conn, &kept.policy
 		w.Policy.reset()
+	} else if conn, err := t.pgWriter(ctx); err != nil || conn != nil {
+		if err != nil {
+			return nil, err
+		}
+		w.Conn, w.pgOn = conn, true
 	} else {
 		conn, err := t.DB.Conn(ctx)
 		if err != nil {
@@ -126,6 +139,7 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 					return w, err
 				}
 				w.wc.hook = h
+				w.Policy.sets = true
 			}
 		}
 	}
@@ -159,6 +173,10 @@ func (t *Pool) beginWrite(ctx context.Context, opts *sql.TxOptions, kept *writeC
 			// process: no transaction began, so the connection is as it
 			// was, kept for the run again.
 			t.writer = w.wc
+			return w, err
+		}
+		if w.pgOn {
+			t.putPGWriter(w.Conn, true)
 			return w, err
 		}
 		t.releaseWriteConn(w.Conn, w.wc != nil, true)
@@ -310,10 +328,15 @@ func (w *WriteTx) Claim() bool {
 	return w.state.Load() == writeEnding
 }
 
-// endConn keeps SQLite's write connection for the next write, or hands
-// w's connection back, or closes it (suspect), and releases the token.
+// endConn keeps SQLite's write connection for the next write, or
+// PostgreSQL's reserved one, or hands w's connection back, or closes it
+// (suspect), and releases the token.
 func (t *Pool) endConn(w *WriteTx, suspect bool) {
 	defer t.releaseToken()
+	if w.pgOn {
+		t.putPGWriter(w.Conn, suspect)
+		return
+	}
 	if !suspect && w.wc != nil && t.keepWriter && !t.closed.Load() {
 		t.writer = w.wc
 		return
