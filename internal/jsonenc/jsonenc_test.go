@@ -47,7 +47,22 @@ func TestAppendString(t *testing.T) {
 		{"\x00\n\t\x7f", `"\u0000\n\t` + "\x7f" + `"`},
 		{"\u2028\u2029", `"\u2028\u2029"`},
 		{"\xff", `"\ufffd"`},
+		{"tool_use_id", `"tool_use_id"`},
+		{" !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~", `" !#$%&'()*+,-./09:;<=>?@AZ[]^_` + "`" + `az{|}~"`},
 	} {
 		require.Equal(t, `x`+tc.want, string(AppendString([]byte("x"), tc.in)), "%q", tc.in)
 	}
+}
+
+// FuzzAppendString holds AppendString's shortcut for plain ASCII to what
+// encoding/json writes.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "role", "tool_use_id", `a"b`, `a\b`, "\x7f", "\x1f", "é", "\xff", "<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(AppendString(nil, s)))
+	})
 }
