@@ -132,11 +132,8 @@ func (s *Server) Add(replies ...Reply) {
 // Endpoint returns the endpoint to reach the server: its shape, the API
 // root under URL ("/v1", or "/v1beta" for Gemini), Key and Model.
 func (s *Server) Endpoint() run.Endpoint {
-	root := "/v1"
-	if s.shape == chatadapter.Gemini {
-		root = "/v1beta"
-	}
-	return run.Endpoint{Shape: s.shape, BaseURL: s.URL + root, APIKey: Key, Model: Model}
+	root, _, _ := strings.Cut(apiOf(s.shape).path()[1:], "/") // "v1", or Gemini's "v1beta"
+	return run.Endpoint{Shape: s.shape, BaseURL: s.URL + "/" + root, APIKey: Key, Model: Model}
 }
 
 // Requests returns the requests received so far, in order, those refused
@@ -158,23 +155,47 @@ func wire(s chatadapter.Shape) chatadapter.Shape {
 	return s
 }
 
-// api is what differs between the providers' APIs.
-var api = map[chatadapter.Shape]struct {
-	path     string   // the endpoint's path
-	required []string // the body's required members
-	history  string   // the member holding the conversation
-}{
-	chatadapter.OpenAIChat:      {"/v1/chat/completions", []string{"model", "messages"}, "messages"},
-	chatadapter.OpenAIResponses: {"/v1/responses", []string{"model", "input"}, "input"},
-	chatadapter.Anthropic:       {"/v1/messages", []string{"model", "max_tokens", "messages"}, "messages"},
-	chatadapter.Gemini:          {"/v1beta/models/" + Model + ":generateContent", []string{"contents"}, "contents"},
+// api is one provider's API as the server speaks it, each in a file of
+// its own (openai_chat.go, openai_responses.go, anthropic.go, gemini.go).
+type api interface {
+	// path is where the API takes a request; streamPath where it
+	// streams, "" when it streams from path by the body's "stream".
+	path() string
+	streamPath() string
+	required() []string // the body's required members
+	history() string    // the member holding the conversation
+	authorized(r *http.Request) bool
+	// response is the answer to request n, as JSON's values; stream
+	// sends it as the API streams it.
+	response(n int, rep Reply) map[string]any
+	stream(e *events, n int, rep Reply, req Request)
+	// failure is the error body for rep.Status with rep.Text; it sets
+	// the headers the API sends with one (Retry-After).
+	failure(h http.Header, rep Reply) any
+	// turnOf reads one message of a conversation: the IDs of the tool
+	// calls it makes and of the calls its results answer, and whether it
+	// starts a new turn, before which every call must have its result.
+	turnOf(raw json.RawMessage) (calls, results []string, opens bool)
+}
+
+// apiOf is the API of a shape (wire's).
+func apiOf(shape chatadapter.Shape) api {
+	switch shape {
+	case chatadapter.OpenAIResponses:
+		return openAIResponses{}
+	case chatadapter.Anthropic:
+		return anthropic{}
+	case chatadapter.Gemini:
+		return gemini{}
+	}
+	return openAIChat{}
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Query: r.URL.Query()}
 	bodyErr := json.NewDecoder(r.Body).Decode(&req.Body)
-	a := api[s.shape]
-	_ = json.Unmarshal(req.Body[a.history], &req.Messages) // checkHistory refuses what does not read
+	a := apiOf(s.shape)
+	_ = json.Unmarshal(req.Body[a.history()], &req.Messages) // checkHistory refuses what does not read
 	s.mu.Lock()
 	n := len(s.reqs)
 	s.reqs = append(s.reqs, req)
@@ -184,23 +205,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodPost:
 		s.fail(w, Reply{Status: http.StatusMethodNotAllowed, Text: r.Method + " is not allowed; POST the request"})
 		return
-	case r.URL.Path != a.path && !(s.shape == chatadapter.Gemini && r.URL.Path == geminiStreamPath):
-		s.fail(w, Reply{Status: http.StatusNotFound, Text: fmt.Sprintf("no such endpoint %s; this API answers POST %s", r.URL.Path, a.path)})
+	case r.URL.Path != a.path() && r.URL.Path != a.streamPath():
+		s.fail(w, Reply{Status: http.StatusNotFound, Text: fmt.Sprintf("no such endpoint %s; this API answers POST %s", r.URL.Path, a.path())})
 		return
-	case !s.authorized(r):
+	case !a.authorized(r):
 		s.fail(w, Reply{Status: http.StatusUnauthorized, Text: "invalid API key"})
 		return
 	case bodyErr != nil:
 		s.fail(w, Reply{Status: http.StatusBadRequest, Text: "the body is not a JSON object: " + bodyErr.Error()})
 		return
 	}
-	for _, m := range a.required {
+	for _, m := range a.required() {
 		if _, ok := req.Body[m]; !ok {
 			s.fail(w, Reply{Status: http.StatusBadRequest, Text: m + ": field required"})
 			return
 		}
 	}
-	if err := checkHistory(s.shape, req.Messages); err != nil {
+	if err := checkHistory(a, req.Messages); err != nil {
 		s.fail(w, Reply{Status: http.StatusBadRequest, Text: err.Error()})
 		return
 	}
@@ -216,38 +237,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, Reply{Status: http.StatusBadRequest, Text: fmt.Sprintf("chattest: request %d has no scripted reply", n+1)})
 	case rep.Status != 0:
 		s.fail(w, rep)
-	case string(req.Body["stream"]) == "true" && s.shape != chatadapter.Gemini, r.URL.Path == geminiStreamPath:
-		stream(w, s.shape, n+1, rep, req) // stream.go
+	case a.streamPath() == "" && string(req.Body["stream"]) == "true", r.URL.Path == a.streamPath():
+		stream(w, a, n+1, rep, req) // events.go
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(render(s.shape, n+1, rep)) // an error: the client went away
+		b, _ := json.Marshal(a.response(n+1, rep))
+		_, _ = w.Write(b) // an error: the client went away
 	}
-}
-
-// authorized checks the key where the provider takes it.
-func (s *Server) authorized(r *http.Request) bool {
-	switch s.shape {
-	case chatadapter.Anthropic: // x-api-key, as the API reference has it; newer SDKs send a bearer token
-		return (r.Header.Get("X-Api-Key") == Key || r.Header.Get("Authorization") == "Bearer "+Key) && r.Header.Get("Anthropic-Version") != ""
-	case chatadapter.Gemini:
-		return r.Header.Get("X-Goog-Api-Key") == Key || r.URL.Query().Get("key") == Key
-	}
-	return r.Header.Get("Authorization") == "Bearer "+Key
 }
 
 // fail answers with rep's status and the provider's error body.
 func (s *Server) fail(w http.ResponseWriter, rep Reply) {
 	w.Header().Set("Content-Type", "application/json")
-	if rep.RetryAfter != "" && s.shape != chatadapter.Gemini {
-		w.Header().Set("Retry-After", rep.RetryAfter)
-	}
+	b, _ := json.Marshal(apiOf(s.shape).failure(w.Header(), rep))
 	w.WriteHeader(rep.Status)
-	_, _ = w.Write(errorBody(s.shape, rep)) // an error: the client went away
+	_, _ = w.Write(b) // an error: the client went away
 }
 
 // checkHistory refuses a conversation in which a tool call is not
 // answered by exactly one result right after it, as the providers do.
-func checkHistory(shape chatadapter.Shape, msgs []json.RawMessage) error {
+func checkHistory(a api, msgs []json.RawMessage) error {
 	var open []string // the calls of the last assistant turn without a result
 	answer := func(id string) error {
 		for i, o := range open {
@@ -259,7 +268,7 @@ func checkHistory(shape chatadapter.Shape, msgs []json.RawMessage) error {
 		return fmt.Errorf("a tool result for %q answers no call of the assistant turn before it", id)
 	}
 	for i, raw := range msgs {
-		calls, results, opens := turnOf(shape, raw)
+		calls, results, opens := a.turnOf(raw)
 		if len(open) > 0 && opens {
 			return fmt.Errorf("messages[%d]: the tool calls %s have no result; every call needs one right after its turn", i, strings.Join(open, ", "))
 		}
@@ -274,4 +283,27 @@ func checkHistory(shape chatadapter.Shape, msgs []json.RawMessage) error {
 		return fmt.Errorf("the tool calls %s have no result; every call needs one right after its turn", strings.Join(open, ", "))
 	}
 	return nil
+}
+
+// The wire's helpers.
+
+func orEmpty(a []any) []any {
+	if a == nil {
+		return []any{}
+	}
+	return a
+}
+
+func callID(c Call, prefix string, n, i int) string {
+	if c.ID != "" {
+		return c.ID
+	}
+	return fmt.Sprintf("%s_%d_%d", prefix, n, i+1)
+}
+
+func args(c Call) json.RawMessage {
+	if strings.TrimSpace(c.Args) == "" {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(c.Args)
 }
