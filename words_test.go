@@ -202,7 +202,7 @@ func TestChangeWordsApproval(t *testing.T) {
 	require.True(t, errors.Is(res.Err, approval.ErrRequired), res.Text())
 	require.NotNil(t, res.Approval)
 	require.Equal(t, `Dokument "Plans" löschen: Inhalt "Q3 goals"`, res.Approval.Preview.Summary)
-	require.Equal(t, `Dokument "Plans" löschen: Inhalt "Q3 goals" (docs: 1 updated)`, res.Approval.Preview.String())
+	require.Equal(t, `Dokument "Plans" löschen: Inhalt "Q3 goals"`, res.Approval.Preview.String())
 	require.Equal(t, "This change needs the user's approval: docs: 1 updated. Nothing was saved yet; ask the user to approve it.", res.Text(),
 		"the model reads the tool's line, not the values of the rows in the person's words")
 

@@ -26,9 +26,9 @@ import (
 )
 
 // Preview is what a write call would change: its result, the rows it
-// inserted, updated and deleted per table (as its statements reported
-// them: the tables the statements name, not rows changed by triggers or
-// cascades), and the one line the tool wrote about it
+// inserted, updated and deleted per table (as the database counted them:
+// rows a trigger or a cascade changed too), and the one line the tool
+// wrote about it
 // (llmtool.WriteCtx.Describe). A tool that wrote none gets its changed
 // rows in the host's words there, in the call's locale, when an entity
 // describes their table (changeset.Row.Text; llmtool.Entity.NameColumn):
@@ -55,11 +55,44 @@ type TableCount struct {
 	Deleted  int64  `json:"deleted"`
 }
 
-// String describes the preview in one line for a person: the tool's
-// summary if it wrote one, then the rows changed per table.
-func (p *Preview) String() string {
-	var parts []string
+// Counted returns the tables whose rows a person reads as counts: those
+// of Tables with no row in the host's words in Changeset
+// (changeset.Row.Text). A table in words shows its rows one by one; its
+// counts would say less (a soft delete counts as "updated").
+func (p *Preview) Counted() []TableCount {
+	worded := make(map[string]bool)
+	if p.Changeset != nil {
+		for _, r := range p.Changeset.Rows {
+			if r.Text != "" {
+				worded[strings.ToLower(r.Table)] = true
+			}
+		}
+	}
+	if len(worded) == 0 {
+		return p.Tables
+	}
+	var out []TableCount
 	for _, c := range p.Tables {
+		if !worded[strings.ToLower(c.Table)] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// String describes the preview in one line for a person: the tool's
+// summary if it wrote one, then the rows changed per table (Counted);
+// the summary alone when every changed table is in the host's words.
+func (p *Preview) String() string {
+	tables := p.Counted()
+	if len(tables) == 0 && len(p.Tables) > 0 {
+		if p.Summary != "" {
+			return p.Summary
+		}
+		tables = p.Tables
+	}
+	var parts []string
+	for _, c := range tables {
 		var n []string
 		for _, x := range []struct {
 			n    int64

@@ -74,22 +74,15 @@ func retryStatus(msgs *i18n.Catalog, locale string, code int) string {
 // previewLine is p in one line in locale: in English exactly
 // p.String(), "Delete note "Plans". (notes: 3 deleted)".
 func previewLine(msgs *i18n.Catalog, locale string, p approval.Preview) string {
-	// A table whose rows the host words (Entity) is in those words
-	// already, each row on its line; its counts would say less, and of a
-	// soft delete say "updated".
-	worded := make(map[string]bool)
-	if p.Changeset != nil {
-		for _, r := range p.Changeset.Rows {
-			if r.Text != "" {
-				worded[strings.ToLower(r.Table)] = true
-			}
+	tables := p.Counted() // a table in the host's words shows its rows instead
+	if len(tables) == 0 && len(p.Tables) > 0 {
+		if p.Summary != "" {
+			return p.Summary
 		}
+		tables = p.Tables
 	}
-	var tables []string
-	for _, c := range p.Tables {
-		if worded[strings.ToLower(c.Table)] {
-			continue
-		}
+	var lines []string
+	for _, c := range tables {
 		var counts []string
 		for _, x := range []struct {
 			n   int64
@@ -100,15 +93,12 @@ func previewLine(msgs *i18n.Catalog, locale string, p approval.Preview) string {
 			}
 		}
 		if len(counts) > 0 {
-			tables = append(tables, msgs.Message(keyPreviewTable, locale, "table", c.Table, "counts", strings.Join(counts, ", ")))
+			lines = append(lines, msgs.Message(keyPreviewTable, locale, "table", c.Table, "counts", strings.Join(counts, ", ")))
 		}
 	}
-	if len(tables) == 0 && len(worded) > 0 && p.Summary != "" {
-		return p.Summary // every table is in the rows' words
-	}
 	changes := msgs.Message(keyNoChanges, locale)
-	if len(tables) > 0 {
-		changes = strings.Join(tables, "; ")
+	if len(lines) > 0 {
+		changes = strings.Join(lines, "; ")
 	}
 	if p.Summary == "" {
 		return changes

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -47,9 +48,10 @@ func canElicit(ctx context.Context) bool {
 // llmtool.Entity.NameColumn), the result if it is short. changed says the
 // data changed since an earlier approval.
 func approvalQuestion(tool string, req *approval.Request, changed bool) mcp.InputRequest {
-	msg := fmt.Sprintf("Tool %s asks to make this change: %s. Approve it?", tool, req.Preview.String())
+	change := strings.TrimSuffix(req.Preview.String(), ".") // a summary's own period ends the sentence
+	msg := fmt.Sprintf("Tool %s asks to make this change: %s. Approve it?", tool, change)
 	if changed {
-		msg = fmt.Sprintf("The data changed since you approved, so nothing was saved. Tool %s now asks to make this change: %s. Approve it?", tool, req.Preview.String())
+		msg = fmt.Sprintf("The data changed since you approved, so nothing was saved. Tool %s now asks to make this change: %s. Approve it?", tool, change)
 	}
 	if cs := req.Preview.Changeset; cs != nil && len(cs.Rows) > 0 {
 		msg += "\n\nThe rows it changes:\n" + cs.String()

@@ -336,7 +336,7 @@ func TestApprovalCannotAsk(t *testing.T) {
 // key and columns; and the committed change says so too.
 func TestApprovalQuestionInHostWords(t *testing.T) {
 	t.Parallel()
-	const want = "Tool delete_note asks to make this change: Delete note 1 \"Hello\". (notes: 1 deleted). Approve it?\n\n" +
+	const want = "Tool delete_note asks to make this change: Delete note 1 \"Hello\". Approve it?\n\n" +
 		"The rows it changes:\nDelete note \"Hello\": body \"World\"\n\nIts result would be: {\"status\":\"deleted\"}"
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {

@@ -40,7 +40,7 @@ func (c *chooser) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.El
 func TestApproval(t *testing.T) {
 	bin := buildBinary(t)
 	const (
-		question = "Tool delete_note asks to make this change: Delete note \"Projects\" and the 2 notes below it. (notes: 3 updated; branches: 3 updated; attributes: 3 updated). Approve it?\n\n" +
+		question = "Tool delete_note asks to make this change: Delete note \"Projects\" and the 2 notes below it. Approve it?\n\n" +
 			"The rows it changes:\n" +
 			`Delete note "Projects": content "<p>Everything we are currently working on.</p>", type "book"` + "\n" +
 			`Delete branch: under "root"` + "\n" +

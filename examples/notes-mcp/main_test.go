@@ -272,8 +272,9 @@ func scenario(t *testing.T, c *client.Client, bin, db string, changed chan struc
 		asked[i] = timeless(branch.ReplaceAllString(q, `branchId="b"`))
 	}
 	require.Equal(t, []string{
-		"Tool move_note asks to make this change: " + move + ". Approve it?\n\nThe rows it changes:\nChange branch: under \"root\" → \"recipes\"\n\nIts result would be: ",
-		"Tool delete_note asks to make this change: " + del + ". Approve it?\n\nThe rows it changes:\n" +
+		// The person reads the rows in the notes' words, not the tables' counts.
+		"Tool move_note asks to make this change: " + `Move note "Shopping" from under "root" to under "Recipes". Approve it?` + "\n\nThe rows it changes:\nChange branch: under \"root\" → \"recipes\"\n\nIts result would be: ",
+		"Tool delete_note asks to make this change: " + `Delete note "Shopping". Approve it?` + "\n\nThe rows it changes:\n" +
 			"Delete note \"Shopping\": content \"<p>eggs, flour</p>\", type \"text\"\n" +
 			"Delete branch: under \"recipes\"\n\nIts result would be: {\"deletedNoteIds\":[\"" + id + "\"]}",
 	}, asked)
